@@ -1,0 +1,1 @@
+"""Baton: one agent per task, and delivered is never accepted."""

@@ -1,0 +1,68 @@
+"""The `baton` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from baton.settings import Settings
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from baton.web import create_app
+
+    settings = Settings()
+    host = args.host or settings.host
+    port = args.port or settings.port
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    return 0
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    from baton.store import make_engine, upgrade
+    from baton.store.migrate import current
+
+    engine = make_engine(Settings().database_url)
+    upgrade(engine)
+    print(f"database at revision {current(engine)}")
+    return 0
+
+
+def _docs(args: argparse.Namespace) -> int:
+    from baton.docs import write_docs
+
+    for path in write_docs(args.directory):
+        print(f"wrote {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="baton", description="One agent per task; delivered is not accepted.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the web service (migrations are applied at start)")
+    serve.add_argument("--host", help="bind address (default BATON_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default BATON_PORT or 8000)")
+    serve.set_defaults(run=_serve)
+
+    db = commands.add_parser("db", help="database maintenance")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    db_commands.add_parser("upgrade", help="apply migrations").set_defaults(run=_db_upgrade)
+
+    docs = commands.add_parser("docs", help="regenerate docs/commands.md and docs/state-machine.md")
+    docs.add_argument("directory", nargs="?", default="docs")
+    docs.set_defaults(run=_docs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    result: int = args.run(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

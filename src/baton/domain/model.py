@@ -1,0 +1,239 @@
+"""The values the work rail is made of. Standard library only; everything is immutable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class WorkState(StrEnum):
+    DRAFT = "draft"
+    OPEN = "open"
+    CLAIMED = "claimed"
+    DELIVERED = "delivered"
+    ACCEPTED = "accepted"
+    WITHDRAWN = "withdrawn"
+
+
+class RepositoryState(StrEnum):
+    NOT_APPLICABLE = "not_applicable"
+    UNREPORTED = "unreported"
+    BRANCH_REPORTED = "branch_reported"
+    PULL_REQUEST_OPEN = "pull_request_open"
+    MERGED = "merged"
+    BLOCKED = "blocked"
+
+
+class DeploymentState(StrEnum):
+    NOT_APPLICABLE = "not_applicable"
+    NOT_DEPLOYED = "not_deployed"
+    DEPLOYING = "deploying"
+    DEPLOYED = "deployed"
+    FAILED = "failed"
+
+
+class Role(StrEnum):
+    """The role a person exercises in one transition; every event records it."""
+
+    REQUESTER = "requester"
+    TASK_OWNER = "task_owner"
+    RUNNER = "runner"
+    REVIEWER = "reviewer"
+    REPOSITORY_MAINTAINER = "repository_maintainer"
+    RELEASE_OWNER = "release_owner"
+    ANYONE = "anyone"
+
+
+class Permission(StrEnum):
+    """A person's permission on the repository, as GitHub's collaborator-permission API names it."""
+
+    NONE = "none"
+    READ = "read"
+    TRIAGE = "triage"
+    WRITE = "write"
+    MAINTAIN = "maintain"
+    ADMIN = "admin"
+
+    @property
+    def can_maintain(self) -> bool:
+        return self in (Permission.WRITE, Permission.MAINTAIN, Permission.ADMIN)
+
+
+class AttemptEnd(StrEnum):
+    RELEASED = "released"
+    RELEASED_BY_MAINTAINER = "released_by_maintainer"
+    REASSIGNED = "reassigned"
+    DELIVERED = "delivered"
+    REOPENED = "reopened"
+    WITHDRAWN = "withdrawn"
+
+
+class Verdict(StrEnum):
+    ACCEPTED = "accepted"
+    SENT_BACK = "sent_back"
+
+
+EVIDENCE_KINDS = ("branch", "commit", "pr", "tests", "screenshot")
+
+
+@dataclass(frozen=True)
+class TicketKey:
+    installation_id: int
+    repository_id: int
+    number: int
+
+
+@dataclass(frozen=True)
+class Brief:
+    """What an issue asks for (SPEC §6). Only the parts the work rail enforces live here."""
+
+    scope: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+    acceptance: tuple[str, ...] = ()
+    required_evidence: tuple[str, ...] = ()
+    reviewer: str | None = None
+
+    def missing(self) -> tuple[str, ...]:
+        """What `/publish` needs and the brief lacks."""
+        gaps = []
+        if not self.scope:
+            gaps.append("scope")
+        if not self.acceptance:
+            gaps.append("acceptance criteria")
+        return tuple(gaps)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scope": list(self.scope),
+            "excluded": list(self.excluded),
+            "acceptance": list(self.acceptance),
+            "required_evidence": list(self.required_evidence),
+            "reviewer": self.reviewer,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Brief | None:
+        if data is None:
+            return None
+        return cls(
+            scope=tuple(data.get("scope", ())),
+            excluded=tuple(data.get("excluded", ())),
+            acceptance=tuple(data.get("acceptance", ())),
+            required_evidence=tuple(data.get("required_evidence", ())),
+            reviewer=data.get("reviewer"),
+        )
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """One issue's work state. `attempt` is the current attempt's number (0 before the first claim)."""
+
+    key: TicketKey
+    repository: str
+    state: WorkState
+    revision: int
+    owner: str
+    runner: str | None = None
+    attempt: int = 0
+    deliveries: int = 0
+    brief: Brief | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"#{self.key.number}"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who sent a command, with what GitHub says about them. Logins compare case-insensitively."""
+
+    login: str
+    permission: Permission = Permission.NONE
+    teams: frozenset[str] = frozenset()
+    is_bot: bool = False
+
+    def is_(self, login: str | None) -> bool:
+        return login is not None and login.lower() == self.login.lower()
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a `/deliver` reports. A report is a claim until the evidence rail verifies it."""
+
+    branch: str | None = None
+    commit: str | None = None
+    pull_request: int | None = None
+    tests: tuple[str, ...] = ()
+    screenshots: tuple[str, ...] = ()
+
+    def kinds(self) -> frozenset[str]:
+        present = {
+            "branch": self.branch is not None,
+            "commit": self.commit is not None,
+            "pr": self.pull_request is not None,
+            "tests": bool(self.tests),
+            "screenshot": bool(self.screenshots),
+        }
+        return frozenset(kind for kind, there in present.items() if there)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "branch": self.branch,
+            "commit": self.commit,
+            "pr": self.pull_request,
+            "tests": list(self.tests),
+            "screenshots": list(self.screenshots),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Evidence:
+        return cls(
+            branch=data.get("branch"),
+            commit=data.get("commit"),
+            pull_request=data.get("pr"),
+            tests=tuple(data.get("tests", ())),
+            screenshots=tuple(data.get("screenshots", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command line of a comment, parsed. `text` is the free text that belongs to it."""
+
+    name: str
+    rev: int | None = None
+    user: str | None = None
+    issue: int | None = None
+    text: str = ""
+    evidence: Evidence = field(default_factory=Evidence)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A repository's settings that the guards need (from `.github/baton.yml`)."""
+
+    max_active_claims: int = 3
+    allow_self_review: bool = False
+    reviewers: frozenset[str] = frozenset()
+    runners: frozenset[str] = frozenset()
+    required_evidence: tuple[str, ...] = ()
+    offer: str = "all"
+    offer_label: str = "baton"
+
+    def lists(self, names: frozenset[str], actor: Actor) -> bool:
+        """True when the actor is named in a users-or-teams list (`@org/team` entries match teams)."""
+        wanted = {name.lower().lstrip("@") for name in names}
+        return actor.login.lower() in wanted or any(team.lower() in wanted for team in actor.teams)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of the append-only history. `data` holds what replay needs to rebuild the ticket."""
+
+    type: str
+    actor: str
+    role: Role
+    revision: int
+    attempt: int
+    data: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,523 @@
+"""The work rail's transitions: one per command of SPEC §2, each a pure decision.
+
+`decide()` takes a ticket, a parsed command, the actor and the facts read in the same transaction, and
+returns `Applied` (the new ticket and its one event), `Refused` (a stable code and a message that says
+what the state is and what to do next) or `Noted` (a command that changes nothing, like `/status`).
+
+The new ticket is never built by hand: a transition emits an event and `evolve()` applies it, so
+replaying the event log rebuilds exactly the ticket the transitions produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+
+from .model import (
+    Actor,
+    AttemptEnd,
+    Brief,
+    Command,
+    Event,
+    Evidence,
+    Policy,
+    Role,
+    Ticket,
+    TicketKey,
+    Verdict,
+    WorkState,
+)
+
+DRAFT, OPEN, CLAIMED, DELIVERED, ACCEPTED, WITHDRAWN = (
+    WorkState.DRAFT,
+    WorkState.OPEN,
+    WorkState.CLAIMED,
+    WorkState.DELIVERED,
+    WorkState.ACCEPTED,
+    WorkState.WITHDRAWN,
+)
+
+
+@dataclass(frozen=True)
+class Situation:
+    """Facts read in the same transaction as the decision."""
+
+    policy: Policy = field(default_factory=Policy)
+    active_claims: int = 0  # tickets the actor holds as `claimed` in this repository
+
+
+@dataclass(frozen=True)
+class Applied:
+    ticket: Ticket
+    event: Event
+
+
+@dataclass(frozen=True)
+class Refused:
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Noted:
+    """A command that reads or refreshes but changes no state (`/status`, `/help`)."""
+
+    command: str
+
+
+Decision = Applied | Refused | Noted
+Guard = Callable[[Ticket, Command, Actor, Situation], Decision]
+
+
+# ---------------------------------------------------------------------------------------------- words
+
+
+def describe(ticket: Ticket) -> str:
+    """The state in the words a refusal or the status comment uses."""
+    match ticket.state:
+        case WorkState.DRAFT:
+            return "a draft"
+        case WorkState.CLAIMED:
+            return f"claimed by @{ticket.runner}"
+        case WorkState.DELIVERED:
+            return f"delivered by @{ticket.runner}"
+        case state:
+            return state.value
+
+
+def next_step(ticket: Ticket) -> str:
+    """What can happen next from this state, in one sentence."""
+    match ticket.state:
+        case WorkState.DRAFT:
+            return "The task owner or a maintainer can /publish it."
+        case WorkState.OPEN:
+            return "An agent can /claim it."
+        case WorkState.CLAIMED:
+            return f"@{ticket.runner} works on it; /deliver comes next."
+        case WorkState.DELIVERED:
+            return "It awaits review: a reviewer can /accept or /send-back."
+        case WorkState.ACCEPTED:
+            return "It is finished; a reviewer can /reopen it."
+        case _:
+            return "It was withdrawn; nothing more happens to it."
+
+
+def _either(states: Iterable[WorkState]) -> str:
+    values = [state.value for state in states]
+    return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} or {values[-1]}"
+
+
+def _names(names: Iterable[str]) -> str:
+    return ", ".join(f"@{name}" for name in sorted(name.lstrip("@") for name in names))
+
+
+# ---------------------------------------------------------------------------------------------- events
+
+
+def evolve(ticket: Ticket, event: Event) -> Ticket:
+    """Apply one event to a ticket. The only place a ticket's fields change."""
+    at = replace(ticket, revision=event.revision)
+    match event.type:
+        case "published":
+            return replace(at, state=OPEN)
+        case "claimed" | "assigned" | "sent_back":
+            return replace(at, state=CLAIMED, runner=event.data["runner"], attempt=event.attempt)
+        case "delivered":
+            return replace(at, state=DELIVERED, deliveries=ticket.deliveries + 1)
+        case "accepted":
+            return replace(at, state=ACCEPTED)
+        case "released" | "reopened":
+            return replace(at, state=OPEN, runner=None)
+        case "withdrawn":
+            return replace(at, state=WITHDRAWN, runner=None)
+    raise ValueError(f"not a work event: {event.type}")
+
+
+def create(
+    key: TicketKey, repository: str, owner: str, *, draft: bool = False, brief: Brief | None = None
+) -> tuple[Ticket, Event]:
+    """A new ticket at revision 1, with the `created` event that replay starts from."""
+    state = DRAFT if draft else OPEN
+    event = Event(
+        "created",
+        owner,
+        Role.REQUESTER,
+        1,
+        0,
+        {"state": state.value, "owner": owner, "brief": brief.to_dict() if brief else None},
+    )
+    return Ticket(key, repository, state, 1, owner, brief=brief), event
+
+
+def replay(key: TicketKey, repository: str, events: Iterable[Event]) -> Ticket:
+    """Rebuild a ticket from its history (events that are not work transitions are skipped)."""
+    ticket: Ticket | None = None
+    for event in events:
+        if event.type == "created":
+            ticket = Ticket(
+                key,
+                repository,
+                WorkState(event.data["state"]),
+                event.revision,
+                event.data["owner"],
+                brief=Brief.from_dict(event.data.get("brief")),
+            )
+        elif event.type in WORK_EVENTS:
+            if ticket is None:
+                raise ValueError("history does not start with `created`")
+            ticket = evolve(ticket, event)
+    if ticket is None:
+        raise ValueError("empty history")
+    return ticket
+
+
+def _apply(ticket: Ticket, type_: str, actor: Actor, role: Role, attempt: int, **data: object) -> Applied:
+    event = Event(type_, actor.login, role, ticket.revision + 1, attempt, dict(data))
+    return Applied(evolve(ticket, event), event)
+
+
+def _ended(ticket: Ticket, reason: AttemptEnd) -> dict[str, object] | None:
+    """The current attempt's end, when a transition ends one that is still running."""
+    if ticket.state == CLAIMED:
+        return {"attempt": ticket.attempt, "reason": reason.value}
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- roles
+
+
+def is_maintainer(actor: Actor) -> bool:
+    return actor.permission.can_maintain
+
+
+def review_role(ticket: Ticket, actor: Actor, policy: Policy) -> Role | None:
+    """The role under which this actor may review, or None.
+
+    The brief's named reviewer and the configured reviewers review as `reviewer`. Without a configured
+    list every maintainer is a reviewer; with one, a maintainer outside it still may, but the event says
+    `repository_maintainer`, so an override never looks like an ordinary review.
+    """
+    if ticket.brief is not None and actor.is_(ticket.brief.reviewer):
+        return Role.REVIEWER
+    if policy.reviewers:
+        if policy.lists(policy.reviewers, actor):
+            return Role.REVIEWER
+        return Role.REPOSITORY_MAINTAINER if is_maintainer(actor) else None
+    return Role.REVIEWER if is_maintainer(actor) else None
+
+
+def _not_reviewer(ticket: Ticket, command: Command, actor: Actor, policy: Policy) -> Refused:
+    if policy.reviewers:
+        who = f"its reviewers are {_names(policy.reviewers)} and the maintainers of {ticket.repository}"
+    else:
+        who = f"reviewing needs write access to {ticket.repository}"
+    return Refused(
+        "not_reviewer",
+        f"@{actor.login} cannot /{command.name} {ticket.ref}: {who}. Ask a reviewer to look at it.",
+    )
+
+
+def _self_review(ticket: Ticket, command: Command, actor: Actor) -> Refused:
+    return Refused(
+        "self_review",
+        f"@{actor.login} cannot /{command.name} {ticket.ref}: @{actor.login} is its runner, and "
+        f"{ticket.repository} requires an independent reviewer. Ask another reviewer.",
+    )
+
+
+def _missing(command: Command, what: str) -> Refused:
+    rule = RULES[command.name]
+    return Refused("missing_argument", f"/{command.name} needs {what}, as in `{rule.usage}`.")
+
+
+# ---------------------------------------------------------------------------------------------- guards
+
+
+def _publish(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
+    if actor.is_(ticket.owner):
+        role = Role.TASK_OWNER
+    elif is_maintainer(actor):
+        role = Role.REPOSITORY_MAINTAINER
+    else:
+        return _needs_owner(ticket, command, actor)
+    gaps = (ticket.brief or Brief()).missing()
+    if gaps:
+        return Refused(
+            "incomplete_brief",
+            f"{ticket.ref} cannot be published: its brief lacks {', '.join(gaps)}. "
+            "Add them to the issue's brief and /publish again.",
+        )
+    return _apply(ticket, "published", actor, role, ticket.attempt)
+
+
+def _claim(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
+    policy = situation.policy
+    if policy.runners and not policy.lists(policy.runners, actor):
+        return Refused(
+            "not_permitted",
+            f"@{actor.login} cannot /claim {ticket.ref}: {ticket.repository} limits runners to "
+            f"{_names(policy.runners)}. Ask a maintainer to /assign it.",
+        )
+    if situation.active_claims >= policy.max_active_claims:
+        return claim_limit(ticket, actor, situation)
+    return _apply(ticket, "claimed", actor, Role.RUNNER, ticket.attempt + 1, runner=actor.login)
+
+
+def claim_limit(ticket: Ticket, actor: Actor, situation: Situation) -> Refused:
+    """Also used by the store, which enforces the limit atomically with the claim."""
+    limit = situation.policy.max_active_claims
+    held = max(situation.active_claims, limit)
+    return Refused(
+        "claim_limit",
+        f"@{actor.login} already holds {held} claims in {ticket.repository} (the limit is {limit}). "
+        f"Deliver or /release one before claiming {ticket.ref}.",
+    )
+
+
+def _release(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
+    target = command.user or ticket.runner
+    if target is None or target.lower() != (ticket.runner or "").lower():
+        return Refused(
+            "not_runner",
+            f"@{target} does not hold {ticket.ref}; it is {describe(ticket)} (revision {ticket.revision}).",
+        )
+    ended = _ended(ticket, AttemptEnd.RELEASED)
+    if actor.is_(ticket.runner):
+        return _apply(ticket, "released", actor, Role.RUNNER, ticket.attempt, ended=ended)
+    if command.user is not None and is_maintainer(actor):
+        ended = _ended(ticket, AttemptEnd.RELEASED_BY_MAINTAINER)
+        return _apply(ticket, "released", actor, Role.REPOSITORY_MAINTAINER, ticket.attempt, ended=ended)
+    return Refused(
+        "not_runner",
+        f"{ticket.ref} is {describe(ticket)} (revision {ticket.revision}); only @{ticket.runner} can "
+        f"/release it, or a maintainer with /release @{ticket.runner}.",
+    )
+
+
+def _assign(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
+    if command.user is None:
+        return _missing(command, "the person to assign")
+    if not is_maintainer(actor):
+        return Refused(
+            "not_permitted",
+            f"@{actor.login} cannot /assign {ticket.ref}: that needs write access to {ticket.repository}.",
+        )
+    return _apply(
+        ticket,
+        "assigned",
+        actor,
+        Role.REPOSITORY_MAINTAINER,
+        ticket.attempt + 1,
+        runner=command.user,
+        ended=_ended(ticket, AttemptEnd.REASSIGNED),
+    )
+
+
+def _deliver(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
+    if not actor.is_(ticket.runner):
+        return Refused(
+            "not_runner",
+            f"{ticket.ref} is {describe(ticket)} (revision {ticket.revision}); only @{ticket.runner} can /deliver it.",
+        )
+    required = dict.fromkeys(situation.policy.required_evidence)
+    if ticket.brief is not None:
+        required.update(dict.fromkeys(ticket.brief.required_evidence))
+    missing = [kind for kind in required if kind not in command.evidence.kinds()]
+    if missing:
+        return Refused(
+            "missing_evidence",
+            f"{ticket.ref} requires evidence this delivery lacks: {', '.join(missing)}. "
+            f"Add lines such as `{missing[0]}: …` to the comment and /deliver again.",
+        )
+    return _apply(
+        ticket,
+        "delivered",
+        actor,
+        Role.RUNNER,
+        ticket.attempt,
+        delivery=ticket.deliveries + 1,
+        text=command.text,
+        evidence=command.evidence.to_dict(),
+        ended={"attempt": ticket.attempt, "reason": AttemptEnd.DELIVERED.value},
+    )
+
+
+def _review(verdict: Verdict) -> Guard:
+    def guard(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
+        policy = situation.policy
+        role = review_role(ticket, actor, policy)
+        if role is None:
+            return _not_reviewer(ticket, command, actor, policy)
+        independent = not actor.is_(ticket.runner)
+        if not independent and not policy.allow_self_review:
+            return _self_review(ticket, command, actor)
+        if verdict is Verdict.SENT_BACK and not command.text:
+            return _missing(command, "feedback saying what to change")
+        review = {
+            "verdict": verdict.value,
+            "attempt": ticket.attempt,
+            "delivery": ticket.deliveries,
+            "independent": independent,
+            "note": command.text,
+        }
+        if verdict is Verdict.ACCEPTED:
+            return _apply(ticket, "accepted", actor, role, ticket.attempt, review=review)
+        return _apply(ticket, "sent_back", actor, role, ticket.attempt + 1, runner=ticket.runner, review=review)
+
+    return guard
+
+
+def _reopen(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
+    role = review_role(ticket, actor, situation.policy)
+    if role is None:
+        return _not_reviewer(ticket, command, actor, situation.policy)
+    if not command.text:
+        return _missing(command, "a reason")
+    return _apply(
+        ticket,
+        "reopened",
+        actor,
+        role,
+        ticket.attempt,
+        reason=command.text,
+        ended=_ended(ticket, AttemptEnd.REOPENED),
+    )
+
+
+def _needs_owner(ticket: Ticket, command: Command, actor: Actor) -> Refused:
+    return Refused(
+        "not_permitted",
+        f"@{actor.login} cannot /{command.name} {ticket.ref}: that needs its task owner "
+        f"(@{ticket.owner}) or write access to {ticket.repository}.",
+    )
+
+
+def _withdraw(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
+    if actor.is_(ticket.owner):
+        role = Role.TASK_OWNER
+    elif is_maintainer(actor):
+        role = Role.REPOSITORY_MAINTAINER
+    else:
+        return _needs_owner(ticket, command, actor)
+    if not command.text:
+        return _missing(command, "a reason")
+    return _apply(
+        ticket,
+        "withdrawn",
+        actor,
+        role,
+        ticket.attempt,
+        reason=command.text,
+        ended=_ended(ticket, AttemptEnd.WITHDRAWN),
+    )
+
+
+def _note(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
+    return Noted(command.name)
+
+
+# ---------------------------------------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One command: its usage, who may use it, and the transition it makes.
+
+    This table is the only list of commands: the parser, `/help`, `docs/commands.md` and
+    `docs/state-machine.md` are all made from it.
+    """
+
+    name: str
+    usage: str
+    summary: str
+    who: str
+    sources: tuple[WorkState, ...]  # () means any state
+    target: WorkState | None  # None: no state change
+    guard: Guard
+    event: str | None = None
+
+
+RULES: dict[str, Rule] = {
+    rule.name: rule
+    for rule in (
+        Rule("publish", "/publish", "Offer a drafted task once its brief is complete.",
+             "task owner, maintainer", (DRAFT,), OPEN, _publish, "published"),
+        Rule("claim", "/claim [rev=N]", "Take an open task; you become its runner.",
+             "an eligible runner", (OPEN,), CLAIMED, _claim, "claimed"),
+        Rule("release", "/release [@user]", "Give a claim back; `@user` lets a maintainer release someone's.",
+             "the active runner; maintainer with @user", (CLAIMED,), OPEN, _release, "released"),
+        Rule("assign", "/assign @user", "Make @user the runner, ending any current attempt.",
+             "maintainer", (OPEN, CLAIMED), CLAIMED, _assign, "assigned"),
+        Rule("deliver", "/deliver <summary and evidence lines>",
+             "Hand in the work with evidence (branch:, commit:, pr:, tests:, screenshot:).",
+             "the active runner", (CLAIMED,), DELIVERED, _deliver, "delivered"),
+        Rule("accept", "/accept [#N] [note]", "Accept the delivered work.",
+             "a reviewer who is not the runner", (DELIVERED,), ACCEPTED, _review(Verdict.ACCEPTED), "accepted"),
+        Rule("send-back", "/send-back <feedback>",
+             "Return the work to the same runner, who starts a new attempt.",
+             "a reviewer who is not the runner", (DELIVERED,), CLAIMED, _review(Verdict.SENT_BACK), "sent_back"),
+        Rule("reopen", "/reopen <reason>", "Clear the claim and offer the task again.",
+             "reviewer, maintainer", (CLAIMED, DELIVERED, ACCEPTED), OPEN, _reopen, "reopened"),
+        Rule("withdraw", "/withdraw <reason>", "Take the task off the board.",
+             "task owner, maintainer", (DRAFT, OPEN, CLAIMED, DELIVERED), WITHDRAWN, _withdraw, "withdrawn"),
+        Rule("status", "/status", "Refresh the status comment.", "anyone", (), None, _note),
+        Rule("help", "/help", "List the commands you may use on this issue.", "anyone", (), None, _note),
+    )
+}  # fmt: skip
+
+WORK_EVENTS = frozenset(rule.event for rule in RULES.values() if rule.event)
+
+_ALL_EVIDENCE = Evidence("branch", "commit", 1, ("tests",), ("screenshot",))
+
+# The refusal codes that mean "not this person" or "not now": /help leaves such commands out.
+_NOT_FOR_YOU = frozenset({"wrong_state", "not_runner", "not_reviewer", "self_review", "not_permitted"})
+
+
+def decide(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
+    """The one entry point: the revision and state guards, then the command's own guards."""
+    rule = RULES.get(command.name)
+    if rule is None:
+        return Refused("unknown_command", f"/{command.name} is not a command. Try /help.")
+    if command.rev is not None and command.rev != ticket.revision:
+        return stale_revision(ticket, command.rev)
+    if rule.sources and ticket.state not in rule.sources:
+        step = "Pick another issue." if rule.name == "claim" else next_step(ticket)
+        return Refused(
+            "wrong_state",
+            f"{ticket.ref} is {describe(ticket)} (revision {ticket.revision}), not {_either(rule.sources)}. {step}",
+        )
+    return rule.guard(ticket, command, actor, situation)
+
+
+def stale_revision(ticket: Ticket, expected: int) -> Refused:
+    return Refused(
+        "stale_revision",
+        f"{ticket.ref} is at revision {ticket.revision}, not {expected}: it is {describe(ticket)} now. "
+        f"{next_step(ticket)} Send the command again with rev={ticket.revision} if it still applies.",
+    )
+
+
+def not_offered(number: int, repository: str, policy: Policy) -> Refused:
+    """A command on an issue Baton does not track and may not start tracking."""
+    return Refused(
+        "not_offered",
+        f"#{number} is not offered: {repository} offers only issues labelled `{policy.offer_label}`. "
+        "Ask a maintainer to add the label.",
+    )
+
+
+def available(ticket: Ticket, actor: Actor, situation: Situation) -> list[Rule]:
+    """The commands this actor may use on this ticket now, found by asking the guards themselves."""
+    usable = []
+    for rule in RULES.values():
+        sample = Command(
+            rule.name,
+            user=actor.login if rule.name == "release" else "someone",
+            text="…",
+        )
+        if rule.name == "deliver":
+            sample = replace(sample, evidence=_ALL_EVIDENCE)
+        decision = decide(ticket, sample, actor, situation)
+        if not (isinstance(decision, Refused) and decision.code in _NOT_FOR_YOU):
+            usable.append(rule)
+    return usable

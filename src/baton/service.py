@@ -1,0 +1,220 @@
+"""Use cases. Each call is one database transaction: read, decide (pure), compare-and-swap, record.
+
+`apply()` returns an `Outcome`: applied (the new revision and the event), refused (a code, a message
+and the state as it actually is), or noted (a command that changes nothing). When the operation id was
+seen before, the first outcome comes back with `duplicate=True` and nothing is done again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from baton.domain import (
+    Actor,
+    Applied,
+    Brief,
+    Command,
+    Noted,
+    Policy,
+    Refused,
+    Situation,
+    Ticket,
+    TicketKey,
+    WorkState,
+    create,
+    decide,
+    not_offered,
+)
+from baton.store import Store, StoredTicket, WorkTx
+
+# Under PostgreSQL a compare-and-swap can lose to a concurrent writer; the command is then decided
+# again on what that writer left (usually a refusal). The bound only stops a pathological livelock.
+MAX_ROUNDS = 50
+
+
+@dataclass(frozen=True)
+class Issue:
+    """The issue a command is about, as the webhook or API request describes it."""
+
+    key: TicketKey
+    repository: str  # "owner/name"
+    author: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str  # "applied" | "refused" | "noted"
+    command: str
+    state: WorkState | None  # None: the issue has no ticket
+    revision: int
+    runner: str | None
+    code: str | None = None
+    message: str | None = None
+    event: str | None = None
+    duplicate: bool = False
+
+    @property
+    def applied(self) -> bool:
+        return self.kind == "applied"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["state"] = self.state.value if self.state else None
+        del data["duplicate"]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Outcome:
+        state = WorkState(data["state"]) if data["state"] else None
+        return cls(**{**data, "state": state, "duplicate": True})
+
+
+class _Lost(Exception):
+    """This transaction lost a compare-and-swap; roll back and decide again."""
+
+
+def _outcome(command: str, ticket: Ticket | None, **fields: Any) -> Outcome:
+    return Outcome(
+        command=command,
+        state=ticket.state if ticket else None,
+        revision=ticket.revision if ticket else 0,
+        runner=ticket.runner if ticket else None,
+        **fields,
+    )
+
+
+class WorkService:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def open_ticket(
+        self,
+        issue: Issue,
+        operation_id: str,
+        *,
+        draft: bool = False,
+        brief: Brief | None = None,
+    ) -> Outcome:
+        """Start tracking an issue (as `open`, or `draft` when it waits for `/publish`)."""
+        for _ in range(MAX_ROUNDS):
+            try:
+                with self.store.transaction() as tx:
+                    first = tx.operation(operation_id)
+                    if first is not None:
+                        return Outcome.from_json(first)
+                    stored = tx.ticket(issue.key)
+                    if stored is not None:
+                        outcome = _outcome(
+                            "open",
+                            stored.ticket,
+                            kind="refused",
+                            code="already_tracked",
+                            message=f"#{issue.key.number} is already tracked, at revision {stored.ticket.revision}.",
+                        )
+                        tx.record_operation(operation_id, stored.id, outcome.to_json())
+                        return outcome
+                    ticket, event = create(issue.key, issue.repository, issue.author, draft=draft, brief=brief)
+                    ticket_id = tx.insert_ticket(ticket, event, operation_id)
+                    outcome = _outcome("open", ticket, kind="applied", event=event.type)
+                    tx.record_operation(operation_id, ticket_id, outcome.to_json())
+                    return outcome
+            except IntegrityError:
+                continue
+        raise RuntimeError(f"operation {operation_id} did not settle in {MAX_ROUNDS} rounds")
+
+    def apply(
+        self,
+        issue: Issue,
+        command: Command,
+        actor: Actor,
+        operation_id: str,
+        policy: Policy | None = None,
+    ) -> Outcome:
+        """Decide and record one command, in one transaction (retried only after a lost swap)."""
+        for _ in range(MAX_ROUNDS):
+            try:
+                with self.store.transaction() as tx:
+                    return self._apply_once(tx, issue, command, actor, operation_id, policy or Policy())
+            except (_Lost, IntegrityError):
+                # A lost swap, a lost claim-limit increment, or a concurrent first write of the same
+                # ticket or operation id: everything rolled back; the next round reads what won.
+                continue
+        raise RuntimeError(f"operation {operation_id} did not settle in {MAX_ROUNDS} rounds")
+
+    def _apply_once(
+        self,
+        tx: WorkTx,
+        issue: Issue,
+        command: Command,
+        actor: Actor,
+        operation_id: str,
+        policy: Policy,
+    ) -> Outcome:
+        first = tx.operation(operation_id)
+        if first is not None:
+            return Outcome.from_json(first)
+        stored = tx.ticket(issue.key)
+        if stored is None:
+            stored = self._first_sight(tx, issue, policy, operation_id)
+        if stored is None:
+            refusal = not_offered(issue.key.number, issue.repository, policy)
+            outcome = _outcome(command.name, None, kind="refused", code=refusal.code, message=refusal.message)
+            tx.record_operation(operation_id, None, outcome.to_json())
+            return outcome
+
+        before = stored.ticket
+        held = tx.claims_held(before.key, actor.login) if command.name == "claim" else 0
+        decision = decide(before, command, actor, Situation(policy, held))
+        if isinstance(decision, Applied):
+            outcome = self._record(tx, stored, decision, command, operation_id, policy)
+        elif isinstance(decision, Noted):
+            outcome = _outcome(command.name, before, kind="noted")
+        else:
+            outcome = _refusal(command.name, before, decision)
+        tx.record_operation(operation_id, stored.id, outcome.to_json())
+        return outcome
+
+    def _first_sight(self, tx: WorkTx, issue: Issue, policy: Policy, operation_id: str) -> StoredTicket | None:
+        """With `offer: all` the first command on an issue creates its ticket as `open`."""
+        if policy.offer != "all":
+            return None
+        ticket, event = create(issue.key, issue.repository, issue.author)
+        return StoredTicket(tx.insert_ticket(ticket, event, operation_id), ticket)
+
+    def _record(
+        self,
+        tx: WorkTx,
+        stored: StoredTicket,
+        decision: Applied,
+        command: Command,
+        operation_id: str,
+        policy: Policy,
+    ) -> Outcome:
+        before, after = stored.ticket, decision.ticket
+        if not tx.swap(stored.id, before.revision, after):
+            raise _Lost
+        limit = policy.max_active_claims if decision.event.type == "claimed" else None
+        if not tx.count_claims(before, after, limit):
+            raise _Lost
+        tx.append(stored.id, decision.event, operation_id)
+        return _outcome(command.name, after, kind="applied", event=decision.event.type)
+
+    def ticket(self, key: TicketKey) -> Ticket | None:
+        with self.store.transaction() as tx:
+            stored = tx.ticket(key)
+            return stored.ticket if stored else None
+
+    def history(self, key: TicketKey) -> list[Any]:
+        with self.store.transaction() as tx:
+            stored = tx.ticket(key)
+            return [] if stored is None else tx.events(stored.id)
+
+
+def _refusal(command: str, ticket: Ticket, refusal: Refused) -> Outcome:
+    return _outcome(command, ticket, kind="refused", code=refusal.code, message=refusal.message)
+
+
+__all__ = ["Issue", "Outcome", "WorkService"]

@@ -1,0 +1,22 @@
+"""Service settings, from `BATON_*` environment variables and an optional `.env` (SPEC §8).
+
+Nothing is read at import time: `Settings()` is built by whoever starts a process.
+"""
+
+from __future__ import annotations
+
+from pydantic import SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BATON_", env_file=".env", extra="ignore")
+
+    database_url: str = "sqlite:///./baton.db"
+    webhook_secret: SecretStr | None = None
+    app_id: int | None = None
+    private_key: SecretStr | None = None
+    private_key_path: str | None = None
+    github_api_url: str = "https://api.github.com"
+    host: str = "127.0.0.1"
+    port: int = 8000

@@ -1,0 +1,7 @@
+"""The database: schema, migrations, engines and the work rail's transactional reads and writes."""
+
+from .engine import make_engine, normalise_url
+from .migrate import upgrade
+from .work import Store, StoredTicket, WorkTx
+
+__all__ = ["Store", "StoredTicket", "WorkTx", "make_engine", "normalise_url", "upgrade"]

@@ -1,0 +1,55 @@
+"""Engines for SQLite (the embedded default) and PostgreSQL (through psycopg 3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def normalise_url(url: str) -> str:
+    """`postgresql://` means psycopg 3 here, whatever SQLAlchemy's default driver is."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    url = normalise_url(url)
+    if make_url(url).get_backend_name() == "sqlite":
+        return _sqlite_engine(url, **kwargs)
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_engine(url, **kwargs)
+
+
+def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
+    """SQLite in WAL mode, every transaction `BEGIN IMMEDIATE`.
+
+    A deferred transaction that reads and then writes can fail with "database is locked" at the
+    moment it upgrades its lock, whatever the busy timeout; taking the write lock at BEGIN makes
+    writers queue on the busy timeout instead, so callers never see that error.
+    """
+    connect_args = kwargs.pop("connect_args", {})
+    connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_MS / 1000)
+    connect_args.setdefault("check_same_thread", False)
+    engine = create_engine(url, connect_args=connect_args, **kwargs)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine

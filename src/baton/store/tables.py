@@ -1,0 +1,134 @@
+"""The schema, in SQLAlchemy Core. Alembic migrations create it; tests compare the two."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# SQLite only gives AUTOINCREMENT-free rowid aliases to INTEGER primary keys.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+
+tickets = Table(
+    "tickets",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("installation_id", BigInteger, nullable=False),
+    Column("repository_id", BigInteger, nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("repository", String(200), nullable=False),
+    Column("state", String(20), nullable=False),
+    Column("revision", Integer, nullable=False),
+    Column("owner", String(100), nullable=False),
+    Column("runner", String(100)),
+    Column("attempt", Integer, nullable=False),
+    Column("deliveries", Integer, nullable=False),
+    Column("brief", JSON),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("installation_id", "repository_id", "number"),
+    Index(None, "repository", "state"),
+)
+
+attempts = Table(
+    "attempts",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("ticket_id", ForeignKey("tickets.id"), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("runner", String(100), nullable=False),
+    Column("started_revision", Integer, nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("ended_at", DateTime(timezone=True)),
+    Column("end_reason", String(40)),
+    UniqueConstraint("ticket_id", "number"),
+)
+
+deliveries = Table(
+    "deliveries",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("ticket_id", ForeignKey("tickets.id"), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("runner", String(100), nullable=False),
+    Column("text", Text, nullable=False),
+    Column("evidence", JSON, nullable=False),
+    Column("revision", Integer, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("ticket_id", "number"),
+)
+
+reviews = Table(
+    "reviews",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("ticket_id", ForeignKey("tickets.id"), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("delivery", Integer, nullable=False),
+    Column("reviewer", String(100), nullable=False),
+    Column("role", String(40), nullable=False),
+    Column("verdict", String(20), nullable=False),
+    Column("independent", Boolean, nullable=False),
+    Column("note", Text, nullable=False),
+    Column("revision", Integer, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("ticket_id", ForeignKey("tickets.id"), nullable=False),
+    Column("type", String(40), nullable=False),
+    Column("actor", String(100), nullable=False),
+    Column("role", String(40), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("revision", Integer, nullable=False),
+    Column("operation_id", String(200)),
+    Column("data", JSON, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Index(None, "ticket_id", "id"),
+)
+
+# A retried operation (same comment id, same Idempotency-Key) finds its first result here.
+operations = Table(
+    "operations",
+    metadata,
+    Column("id", String(200), primary_key=True),
+    Column("ticket_id", ForeignKey("tickets.id")),
+    Column("result", JSON, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+# How many tickets each runner holds as `claimed`, per repository. The claim limit is a conditional
+# increment of this row, in the claim's own transaction, so it holds across processes.
+runner_claims = Table(
+    "runner_claims",
+    metadata,
+    Column("installation_id", BigInteger, primary_key=True),
+    Column("repository_id", BigInteger, primary_key=True),
+    Column("login", String(100), primary_key=True),  # lower-case
+    Column("active", Integer, nullable=False),
+)

@@ -1,0 +1,36 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+
+from baton.service import WorkService
+from baton.settings import Settings
+from baton.store import Store, make_engine, upgrade
+
+
+def create_app(settings: Settings, *, migrate: bool = True) -> FastAPI:
+    engine = make_engine(settings.database_url)
+    if migrate:
+        upgrade(engine)
+    store = Store(engine)
+    app = FastAPI(title="Baton", version="0.1.0")
+    app.state.settings = settings
+    app.state.work = WorkService(store)
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    def readyz() -> JSONResponse:
+        try:
+            with engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        except Exception as error:  # any database failure means "not ready", said plainly
+            return JSONResponse({"status": "unavailable", "database": type(error).__name__}, 503)
+        return JSONResponse({"status": "ok", "database": engine.dialect.name})
+
+    return app

@@ -1,0 +1,93 @@
+"""Shared fixtures: a migrated store on SQLite (a temporary file) and on PostgreSQL (a fresh database)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+
+from baton.store import Store, make_engine, normalise_url, upgrade
+from baton.store.tables import metadata
+
+POSTGRES_URL = os.environ.get("BATON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+POSTGRES_REQUIRED = os.environ.get("BATON_REQUIRE_POSTGRES") == "1"
+
+
+def _postgres_unavailable(reason: str) -> None:
+    if POSTGRES_REQUIRED:
+        pytest.fail(f"PostgreSQL is required here (BATON_REQUIRE_POSTGRES=1) but {reason}")
+    pytest.skip(f"no PostgreSQL at {POSTGRES_URL}: {reason}")
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """A database of its own for this test session, dropped at the end."""
+    admin_url = normalise_url(POSTGRES_URL)
+    try:
+        admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        with admin.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except Exception as error:
+        _postgres_unavailable(f"{type(error).__name__}: {error}")
+    name = f"baton_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    try:
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def _truncate(engine: Engine) -> None:
+    with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            names = ", ".join(table.name for table in metadata.sorted_tables)
+            connection.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+        else:
+            for table in reversed(metadata.sorted_tables):
+                connection.execute(table.delete())
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'baton.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture
+def postgres_url(postgres_database: str) -> str:
+    engine = make_engine(postgres_database)
+    _truncate(engine)
+    engine.dispose()
+    return postgres_database
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest) -> str:
+    """Each test that takes this runs once on SQLite and once on PostgreSQL."""
+    fixture = "sqlite_url" if request.param == "sqlite" else "postgres_url"
+    url: str = request.getfixturevalue(fixture)
+    return url
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[Store]:
+    engine = make_engine(database_url)
+    try:
+        yield Store(engine)
+    finally:
+        engine.dispose()

@@ -1,0 +1,409 @@
+"""Every transition and every refusal of the work rail, with the exact messages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pytest
+
+from baton.domain import (
+    RULES,
+    Actor,
+    Applied,
+    Brief,
+    Command,
+    Evidence,
+    Noted,
+    Permission,
+    Policy,
+    Refused,
+    Role,
+    Situation,
+    Ticket,
+    TicketKey,
+    WorkState,
+    available,
+    create,
+    decide,
+    evolve,
+    not_offered,
+    replay,
+)
+
+KEY = TicketKey(installation_id=7, repository_id=1001, number=42)
+REPO = "octo/shop"
+
+RUNNER = Actor("agent-a", Permission.READ)
+OTHER = Actor("agent-b", Permission.READ)
+OWNER = Actor("olivia", Permission.READ)
+MAINTAINER = Actor("maria", Permission.WRITE)
+ADMIN_RUNNER = Actor("agent-a", Permission.ADMIN)
+STRANGER = Actor("stranger", Permission.NONE)
+TEAM_MEMBER = Actor("tess", Permission.READ, teams=frozenset({"octo/reviewers"}))
+
+COMPLETE_BRIEF = Brief(scope=("src/BillingHistory.tsx",), acceptance=("no invoices: empty state",))
+
+
+def ticket(state: WorkState, revision: int = 19, **changes: Any) -> Ticket:
+    runner = "agent-a" if state in (WorkState.CLAIMED, WorkState.DELIVERED, WorkState.ACCEPTED) else None
+    base = Ticket(KEY, REPO, state, revision, "olivia", runner=runner, attempt=1 if runner else 0)
+    if state in (WorkState.DELIVERED, WorkState.ACCEPTED):
+        base = replace(base, deliveries=1)
+    return replace(base, **changes)
+
+
+@dataclass
+class Case:
+    id: str
+    ticket: Ticket
+    command: Command
+    actor: Actor
+    policy: Policy = field(default_factory=Policy)
+    held: int = 0
+    # applied: the new state, runner, attempt, event type, role and extra event data keys/values
+    state: WorkState | None = None
+    runner: Any = ...  # ... = not checked
+    attempt: int | None = None
+    event: str | None = None
+    role: Role | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    # refused: the code and the exact message
+    code: str | None = None
+    message: str | None = None
+
+
+O, C, V, A, W, D = (
+    WorkState.OPEN,
+    WorkState.CLAIMED,
+    WorkState.DELIVERED,
+    WorkState.ACCEPTED,
+    WorkState.WITHDRAWN,
+    WorkState.DRAFT,
+)
+FULL = Evidence("42-empty-state", "1a2b3c4", 57, ("https://ci/run/1",), ("https://img/390.png",))
+
+APPLIED = [
+    Case("publish by owner", ticket(D, brief=COMPLETE_BRIEF), Command("publish"), OWNER,
+         state=O, event="published", role=Role.TASK_OWNER, attempt=0),
+    Case("publish by maintainer", ticket(D, brief=COMPLETE_BRIEF), Command("publish"), MAINTAINER,
+         state=O, event="published", role=Role.REPOSITORY_MAINTAINER, attempt=0),
+    Case("claim", ticket(O), Command("claim"), RUNNER,
+         state=C, runner="agent-a", attempt=1, event="claimed", role=Role.RUNNER, data={"runner": "agent-a"}),
+    Case("claim at the current revision", ticket(O), Command("claim", rev=19), RUNNER,
+         state=C, runner="agent-a", attempt=1, event="claimed", role=Role.RUNNER),
+    Case("claim again after a release starts attempt 3", ticket(O, attempt=2), Command("claim"), OTHER,
+         state=C, runner="agent-b", attempt=3, event="claimed", role=Role.RUNNER),
+    Case("claim below the limit", ticket(O), Command("claim"), RUNNER, held=2,
+         state=C, runner="agent-a", event="claimed"),
+    Case("claim by a listed runner", ticket(O), Command("claim"), RUNNER,
+         policy=Policy(runners=frozenset({"agent-a"})), state=C, event="claimed"),
+    Case("claim by a member of a listed team", ticket(O), Command("claim"), TEAM_MEMBER,
+         policy=Policy(runners=frozenset({"@octo/reviewers"})), state=C, runner="tess", event="claimed"),
+    Case("release by the runner", ticket(C), Command("release"), RUNNER,
+         state=O, runner=None, attempt=1, event="released", role=Role.RUNNER,
+         data={"ended": {"attempt": 1, "reason": "released"}}),
+    Case("release @self by the runner", ticket(C), Command("release", user="agent-a"), RUNNER,
+         state=O, event="released", role=Role.RUNNER, data={"ended": {"attempt": 1, "reason": "released"}}),
+    Case("release @x by a maintainer", ticket(C), Command("release", user="agent-a"), MAINTAINER,
+         state=O, runner=None, event="released", role=Role.REPOSITORY_MAINTAINER,
+         data={"ended": {"attempt": 1, "reason": "released_by_maintainer"}}),
+    Case("assign on open", ticket(O), Command("assign", user="agent-b"), MAINTAINER,
+         state=C, runner="agent-b", attempt=1, event="assigned", role=Role.REPOSITORY_MAINTAINER,
+         data={"runner": "agent-b", "ended": None}),
+    Case("assign on claimed ends the attempt as reassigned", ticket(C), Command("assign", user="agent-b"),
+         MAINTAINER, state=C, runner="agent-b", attempt=2, event="assigned",
+         data={"ended": {"attempt": 1, "reason": "reassigned"}}),
+    Case("deliver", ticket(C), Command("deliver", text="done", evidence=FULL), RUNNER,
+         state=V, runner="agent-a", attempt=1, event="delivered", role=Role.RUNNER,
+         data={"delivery": 1, "text": "done", "ended": {"attempt": 1, "reason": "delivered"}}),
+    Case("deliver with the required evidence", ticket(C), Command("deliver", evidence=FULL), RUNNER,
+         policy=Policy(required_evidence=("tests", "screenshot")), state=V, event="delivered"),
+    Case("accept by a maintainer", ticket(V), Command("accept", text="lgtm"), MAINTAINER,
+         state=A, runner="agent-a", attempt=1, event="accepted", role=Role.REVIEWER,
+         data={"review": {"verdict": "accepted", "attempt": 1, "delivery": 1, "independent": True,
+                          "note": "lgtm"}}),
+    Case("accept by a configured reviewer without write access", ticket(V), Command("accept"), OTHER,
+         policy=Policy(reviewers=frozenset({"agent-b"})), state=A, event="accepted", role=Role.REVIEWER),
+    Case("accept by a configured team", ticket(V), Command("accept"), TEAM_MEMBER,
+         policy=Policy(reviewers=frozenset({"octo/reviewers"})), state=A, role=Role.REVIEWER),
+    Case("accept by a maintainer outside the configured reviewers is an override", ticket(V),
+         Command("accept"), MAINTAINER, policy=Policy(reviewers=frozenset({"agent-b"})),
+         state=A, event="accepted", role=Role.REPOSITORY_MAINTAINER),
+    Case("accept by the brief's named reviewer", ticket(V, brief=Brief(reviewer="Agent-B")), Command("accept"),
+         OTHER, state=A, event="accepted", role=Role.REVIEWER),
+    Case("self-acceptance where allowed is recorded as not independent", ticket(V), Command("accept"),
+         ADMIN_RUNNER, policy=Policy(allow_self_review=True), state=A, event="accepted", role=Role.REVIEWER,
+         data={"review": {"verdict": "accepted", "attempt": 1, "delivery": 1, "independent": False,
+                          "note": ""}}),
+    Case("send back keeps the runner and starts a new attempt", ticket(V), Command("send-back", text="fails"),
+         MAINTAINER, state=C, runner="agent-a", attempt=2, event="sent_back", role=Role.REVIEWER,
+         data={"runner": "agent-a", "review": {"verdict": "sent_back", "attempt": 1, "delivery": 1,
+                                               "independent": True, "note": "fails"}}),
+    Case("reopen claimed", ticket(C), Command("reopen", text="stuck"), MAINTAINER,
+         state=O, runner=None, attempt=1, event="reopened", role=Role.REVIEWER,
+         data={"reason": "stuck", "ended": {"attempt": 1, "reason": "reopened"}}),
+    Case("reopen delivered", ticket(V), Command("reopen", text="wrong task"), MAINTAINER,
+         state=O, runner=None, event="reopened", data={"ended": None}),
+    Case("reopen accepted", ticket(A), Command("reopen", text="regressed"), MAINTAINER,
+         state=O, runner=None, event="reopened"),
+    Case("withdraw by the owner", ticket(O), Command("withdraw", text="obsolete"), OWNER,
+         state=W, event="withdrawn", role=Role.TASK_OWNER, data={"reason": "obsolete", "ended": None}),
+    Case("withdraw delivered", ticket(V), Command("withdraw", text="obsolete"), OWNER, state=W, runner=None,
+         data={"ended": None}),
+    Case("withdraw a draft", ticket(D), Command("withdraw", text="obsolete"), OWNER, state=W),
+    Case("withdraw claimed by a maintainer", ticket(C), Command("withdraw", text="obsolete"), MAINTAINER,
+         state=W, runner=None, role=Role.REPOSITORY_MAINTAINER,
+         data={"ended": {"attempt": 1, "reason": "withdrawn"}}),
+]  # fmt: skip
+
+REFUSED = [
+    Case("claim when claimed", ticket(C), Command("claim"), OTHER, code="wrong_state",
+         message="#42 is claimed by @agent-a (revision 19), not open. Pick another issue."),
+    Case("claim when delivered", ticket(V), Command("claim"), OTHER, code="wrong_state",
+         message="#42 is delivered by @agent-a (revision 19), not open. Pick another issue."),
+    Case("claim a draft", ticket(D), Command("claim"), OTHER, code="wrong_state",
+         message="#42 is a draft (revision 19), not open. Pick another issue."),
+    Case("claim at a stale revision", ticket(O), Command("claim", rev=18), RUNNER, code="stale_revision",
+         message="#42 is at revision 19, not 18: it is open now. An agent can /claim it. "
+                 "Send the command again with rev=19 if it still applies."),
+    Case("stale revision wins over wrong state", ticket(C), Command("claim", rev=18), OTHER,
+         code="stale_revision",
+         message="#42 is at revision 19, not 18: it is claimed by @agent-a now. @agent-a works on it; "
+                 "/deliver comes next. Send the command again with rev=19 if it still applies."),
+    Case("claim at the limit", ticket(O), Command("claim"), RUNNER, held=3, code="claim_limit",
+         message="@agent-a already holds 3 claims in octo/shop (the limit is 3). "
+                 "Deliver or /release one before claiming #42."),
+    Case("claim at a configured limit", ticket(O), Command("claim"), RUNNER, held=1,
+         policy=Policy(max_active_claims=1), code="claim_limit",
+         message="@agent-a already holds 1 claims in octo/shop (the limit is 1). "
+                 "Deliver or /release one before claiming #42."),
+    Case("claim by an unlisted runner", ticket(O), Command("claim"), OTHER,
+         policy=Policy(runners=frozenset({"agent-a", "@octo/bots"})), code="not_permitted",
+         message="@agent-b cannot /claim #42: octo/shop limits runners to @agent-a, @octo/bots. "
+                 "Ask a maintainer to /assign it."),
+    Case("release by someone else", ticket(C), Command("release"), OTHER, code="not_runner",
+         message="#42 is claimed by @agent-a (revision 19); only @agent-a can /release it, "
+                 "or a maintainer with /release @agent-a."),
+    Case("release @runner by a non-maintainer", ticket(C), Command("release", user="agent-a"), OTHER,
+         code="not_runner",
+         message="#42 is claimed by @agent-a (revision 19); only @agent-a can /release it, "
+                 "or a maintainer with /release @agent-a."),
+    Case("release @someone who does not hold it", ticket(C), Command("release", user="agent-b"), MAINTAINER,
+         code="not_runner", message="@agent-b does not hold #42; it is claimed by @agent-a (revision 19)."),
+    Case("release when open", ticket(O), Command("release"), RUNNER, code="wrong_state",
+         message="#42 is open (revision 19), not claimed. An agent can /claim it."),
+    Case("assign by a non-maintainer", ticket(O), Command("assign", user="agent-b"), RUNNER,
+         code="not_permitted", message="@agent-a cannot /assign #42: that needs write access to octo/shop."),
+    Case("assign without a user", ticket(O), Command("assign"), MAINTAINER, code="missing_argument",
+         message="/assign needs the person to assign, as in `/assign @user`."),
+    Case("assign when delivered", ticket(V), Command("assign", user="agent-b"), MAINTAINER,
+         code="wrong_state",
+         message="#42 is delivered by @agent-a (revision 19), not open or claimed. "
+                 "It awaits review: a reviewer can /accept or /send-back."),
+    Case("deliver by someone else", ticket(C), Command("deliver", text="done"), OTHER, code="not_runner",
+         message="#42 is claimed by @agent-a (revision 19); only @agent-a can /deliver it."),
+    Case("deliver by a maintainer who is not the runner", ticket(C), Command("deliver"), MAINTAINER,
+         code="not_runner", message="#42 is claimed by @agent-a (revision 19); only @agent-a can /deliver it."),
+    Case("deliver when open", ticket(O), Command("deliver"), RUNNER, code="wrong_state",
+         message="#42 is open (revision 19), not claimed. An agent can /claim it."),
+    Case("deliver twice", ticket(V), Command("deliver"), RUNNER, code="wrong_state",
+         message="#42 is delivered by @agent-a (revision 19), not claimed. "
+                 "It awaits review: a reviewer can /accept or /send-back."),
+    Case("deliver without required evidence", ticket(C), Command("deliver", evidence=Evidence(branch="b")),
+         RUNNER, policy=Policy(required_evidence=("branch", "tests")),
+         code="missing_evidence",
+         message="#42 requires evidence this delivery lacks: tests. "
+                 "Add lines such as `tests: …` to the comment and /deliver again."),
+    Case("deliver without the brief's evidence", ticket(C, brief=Brief(required_evidence=("screenshot", "tests"))),
+         Command("deliver"), RUNNER, code="missing_evidence",
+         message="#42 requires evidence this delivery lacks: screenshot, tests. "
+                 "Add lines such as `screenshot: …` to the comment and /deliver again."),
+    Case("accept by a non-maintainer", ticket(V), Command("accept"), OTHER, code="not_reviewer",
+         message="@agent-b cannot /accept #42: reviewing needs write access to octo/shop. "
+                 "Ask a reviewer to look at it."),
+    Case("accept by someone outside the configured reviewers", ticket(V), Command("accept"), OTHER,
+         policy=Policy(reviewers=frozenset({"rita", "@octo/reviewers"})), code="not_reviewer",
+         message="@agent-b cannot /accept #42: its reviewers are @octo/reviewers, @rita and the maintainers "
+                 "of octo/shop. Ask a reviewer to look at it."),
+    Case("self-acceptance", ticket(V), Command("accept"), ADMIN_RUNNER, code="self_review",
+         message="@agent-a cannot /accept #42: @agent-a is its runner, and octo/shop requires an independent "
+                 "reviewer. Ask another reviewer."),
+    Case("self-acceptance by a runner without write access, even where allowed", ticket(V), Command("accept"),
+         RUNNER, policy=Policy(allow_self_review=True), code="not_reviewer",
+         message="@agent-a cannot /accept #42: reviewing needs write access to octo/shop. "
+                 "Ask a reviewer to look at it."),
+    Case("accept when claimed", ticket(C), Command("accept"), MAINTAINER, code="wrong_state",
+         message="#42 is claimed by @agent-a (revision 19), not delivered. @agent-a works on it; "
+                 "/deliver comes next."),
+    Case("accept when accepted", ticket(A), Command("accept"), MAINTAINER, code="wrong_state",
+         message="#42 is accepted (revision 19), not delivered. It is finished; a reviewer can /reopen it."),
+    Case("send back without feedback", ticket(V), Command("send-back"), MAINTAINER, code="missing_argument",
+         message="/send-back needs feedback saying what to change, as in `/send-back <feedback>`."),
+    Case("send back by a non-reviewer", ticket(V), Command("send-back", text="x"), OTHER, code="not_reviewer",
+         message="@agent-b cannot /send-back #42: reviewing needs write access to octo/shop. "
+                 "Ask a reviewer to look at it."),
+    Case("send back one's own work", ticket(V), Command("send-back", text="x"), ADMIN_RUNNER,
+         code="self_review",
+         message="@agent-a cannot /send-back #42: @agent-a is its runner, and octo/shop requires an "
+                 "independent reviewer. Ask another reviewer."),
+    Case("reopen when open", ticket(O), Command("reopen", text="x"), MAINTAINER, code="wrong_state",
+         message="#42 is open (revision 19), not claimed, delivered or accepted. An agent can /claim it."),
+    Case("reopen without a reason", ticket(A), Command("reopen"), MAINTAINER, code="missing_argument",
+         message="/reopen needs a reason, as in `/reopen <reason>`."),
+    Case("reopen by a non-reviewer", ticket(A), Command("reopen", text="x"), OWNER, code="not_reviewer",
+         message="@olivia cannot /reopen #42: reviewing needs write access to octo/shop. "
+                 "Ask a reviewer to look at it."),
+    Case("withdraw accepted", ticket(A), Command("withdraw", text="x"), MAINTAINER, code="wrong_state",
+         message="#42 is accepted (revision 19), not draft, open, claimed or delivered. "
+                 "It is finished; a reviewer can /reopen it."),
+    Case("withdraw withdrawn", ticket(W), Command("withdraw", text="x"), MAINTAINER, code="wrong_state",
+         message="#42 is withdrawn (revision 19), not draft, open, claimed or delivered. "
+                 "It was withdrawn; nothing more happens to it."),
+    Case("withdraw by the runner", ticket(C), Command("withdraw", text="x"), RUNNER, code="not_permitted",
+         message="@agent-a cannot /withdraw #42: that needs its task owner (@olivia) or write access to "
+                 "octo/shop."),
+    Case("withdraw without a reason", ticket(O), Command("withdraw"), OWNER, code="missing_argument",
+         message="/withdraw needs a reason, as in `/withdraw <reason>`."),
+    Case("publish an open ticket", ticket(O), Command("publish"), OWNER, code="wrong_state",
+         message="#42 is open (revision 19), not draft. An agent can /claim it."),
+    Case("publish without a brief", ticket(D), Command("publish"), OWNER, code="incomplete_brief",
+         message="#42 cannot be published: its brief lacks scope, acceptance criteria. "
+                 "Add them to the issue's brief and /publish again."),
+    Case("publish a brief without acceptance criteria", ticket(D, brief=Brief(scope=("a.py",))),
+         Command("publish"), MAINTAINER, code="incomplete_brief",
+         message="#42 cannot be published: its brief lacks acceptance criteria. "
+                 "Add them to the issue's brief and /publish again."),
+    Case("publish by a stranger", ticket(D, brief=COMPLETE_BRIEF), Command("publish"), STRANGER,
+         code="not_permitted",
+         message="@stranger cannot /publish #42: that needs its task owner (@olivia) or write access to "
+                 "octo/shop."),
+    Case("unknown command", ticket(O), Command("frobnicate"), RUNNER, code="unknown_command",
+         message="/frobnicate is not a command. Try /help."),
+]  # fmt: skip
+
+
+def run(case: Case) -> Any:
+    return decide(case.ticket, case.command, case.actor, Situation(case.policy, case.held))
+
+
+@pytest.mark.parametrize("case", APPLIED, ids=[c.id for c in APPLIED])
+def test_applied(case: Case) -> None:
+    decision = run(case)
+    assert isinstance(decision, Applied), decision
+    after, event = decision.ticket, decision.event
+    assert after.revision == case.ticket.revision + 1
+    assert event.revision == after.revision
+    assert event.actor == case.actor.login
+    assert after.state == case.state
+    if case.event:
+        assert event.type == case.event
+    if case.role:
+        assert event.role == case.role
+    if case.runner is not ...:
+        assert after.runner == case.runner
+    if case.attempt is not None:
+        assert after.attempt == case.attempt
+        assert event.attempt == case.attempt
+    for key, value in case.data.items():
+        assert event.data[key] == value, key
+    assert evolve(case.ticket, event) == after
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=[c.id for c in REFUSED])
+def test_refused(case: Case) -> None:
+    decision = run(case)
+    assert decision == Refused(case.code or "", case.message or "")
+
+
+def test_every_command_has_an_applied_case_from_each_source_state() -> None:
+    covered = {(c.command.name, c.ticket.state) for c in APPLIED}
+    for rule in RULES.values():
+        for source in rule.sources:
+            assert (rule.name, source) in covered, (rule.name, source)
+
+
+def test_every_refusal_code_is_covered() -> None:
+    codes = {c.code for c in REFUSED}
+    assert codes >= {
+        "stale_revision", "wrong_state", "not_runner", "not_reviewer", "self_review", "claim_limit",
+        "missing_evidence", "not_permitted", "missing_argument", "incomplete_brief", "unknown_command",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["status", "help"])
+@pytest.mark.parametrize("state", list(WorkState))
+def test_status_and_help_note_without_change(name: str, state: WorkState) -> None:
+    assert decide(ticket(state), Command(name), STRANGER, Situation()) == Noted(name)
+
+
+def test_not_offered_message() -> None:
+    refusal = not_offered(42, REPO, Policy(offer="labeled", offer_label="agents"))
+    assert refusal == Refused(
+        "not_offered",
+        "#42 is not offered: octo/shop offers only issues labelled `agents`. Ask a maintainer to add the label.",
+    )
+
+
+def test_logins_compare_case_insensitively() -> None:
+    decision = decide(ticket(C), Command("deliver"), Actor("AGENT-A"), Situation())
+    assert isinstance(decision, Applied)
+
+
+def test_send_back_keeps_deliveries_and_the_next_delivery_is_numbered_after_them() -> None:
+    t = ticket(V)
+    sent = decide(t, Command("send-back", text="the empty state vanishes on error"), MAINTAINER, Situation())
+    assert isinstance(sent, Applied)
+    again = decide(sent.ticket, Command("deliver", text="fixed"), RUNNER, Situation())
+    assert isinstance(again, Applied)
+    assert again.event.data["delivery"] == 2
+    assert again.event.attempt == 2
+    assert again.ticket.deliveries == 2
+
+
+def test_reopen_then_claim_starts_a_new_attempt_for_a_new_runner() -> None:
+    reopened = decide(ticket(V), Command("reopen", text="x"), MAINTAINER, Situation())
+    assert isinstance(reopened, Applied)
+    claimed = decide(reopened.ticket, Command("claim"), OTHER, Situation())
+    assert isinstance(claimed, Applied)
+    assert (claimed.ticket.runner, claimed.ticket.attempt, claimed.ticket.deliveries) == ("agent-b", 2, 1)
+
+
+def test_create_and_replay() -> None:
+    t, created = create(KEY, REPO, "olivia", brief=COMPLETE_BRIEF)
+    assert (t.state, t.revision, t.owner) == (O, 1, "olivia")
+    history = [created]
+    for command, actor in [
+        (Command("claim"), RUNNER),
+        (Command("deliver", text="one"), RUNNER),
+        (Command("send-back", text="again"), MAINTAINER),
+        (Command("deliver", text="two"), RUNNER),
+        (Command("accept"), MAINTAINER),
+    ]:
+        decision = decide(t, command, actor, Situation())
+        assert isinstance(decision, Applied)
+        t = decision.ticket
+        history.append(decision.event)
+    assert replay(KEY, REPO, history) == t
+    draft, _ = create(KEY, REPO, "olivia", draft=True)
+    assert draft.state == D
+
+
+def test_replay_needs_a_created_event() -> None:
+    with pytest.raises(ValueError):
+        replay(KEY, REPO, [])
+
+
+def names(rules: list[Any]) -> list[str]:
+    return [rule.name for rule in rules]
+
+
+def test_help_lists_what_this_person_may_use_here() -> None:
+    assert names(available(ticket(O), OTHER, Situation())) == ["claim", "status", "help"]
+    assert names(available(ticket(C), RUNNER, Situation())) == ["release", "deliver", "status", "help"]
+    assert names(available(ticket(C), OTHER, Situation())) == ["status", "help"]
+    assert names(available(ticket(V), MAINTAINER, Situation())) == [
+        "accept", "send-back", "reopen", "withdraw", "status", "help",
+    ]  # fmt: skip
+    assert names(available(ticket(V), ADMIN_RUNNER, Situation())) == ["reopen", "withdraw", "status", "help"]
+    assert names(available(ticket(D), OWNER, Situation())) == ["publish", "withdraw", "status", "help"]
