@@ -102,10 +102,10 @@ class WorkService:
         for _ in range(MAX_ROUNDS):
             try:
                 with self.store.transaction() as tx:
-                    first = tx.operation(operation_id)
-                    if first is not None:
-                        return Outcome.from_json(first)
-                    stored = tx.ticket(issue.key)
+                    read = tx.read(issue.key, operation_id, issue.author)
+                    if read.first is not None:
+                        return Outcome.from_json(read.first)
+                    stored = read.stored
                     if stored is not None:
                         outcome = _outcome(
                             "open",
@@ -153,27 +153,32 @@ class WorkService:
         operation_id: str,
         policy: Policy,
     ) -> Outcome:
-        first = tx.operation(operation_id)
-        if first is not None:
-            return Outcome.from_json(first)
-        stored = tx.ticket(issue.key)
-        if stored is None:
-            stored = self._first_sight(tx, issue, policy, operation_id)
+        read = tx.read(issue.key, operation_id, actor.login)
+        if read.first is not None:
+            return Outcome.from_json(read.first)
+        stored = read.stored or self._first_sight(tx, issue, policy, operation_id)
         if stored is None:
             refusal = not_offered(issue.key.number, issue.repository, policy)
             outcome = _outcome(command.name, None, kind="refused", code=refusal.code, message=refusal.message)
             tx.record_operation(operation_id, None, outcome.to_json())
             return outcome
 
-        before = stored.ticket
-        held = tx.claims_held(before.key, actor.login) if command.name == "claim" else 0
-        decision = decide(before, command, actor, Situation(policy, held))
+        for _ in range(MAX_ROUNDS):
+            decision = decide(stored.ticket, command, actor, Situation(policy, read.held))
+            if not isinstance(decision, Applied) or tx.swap(stored.id, stored.ticket.revision, decision.ticket):
+                break
+            # Lost the swap to a writer that has committed since we read: decide again, in this same
+            # transaction, on the ticket as that writer left it (READ COMMITTED sees its row now).
+            stored = tx.ticket(issue.key) or stored
+        else:
+            raise _Lost
+
         if isinstance(decision, Applied):
             outcome = self._record(tx, stored, decision, command, operation_id, policy)
         elif isinstance(decision, Noted):
-            outcome = _outcome(command.name, before, kind="noted")
+            outcome = _outcome(command.name, stored.ticket, kind="noted")
         else:
-            outcome = _refusal(command.name, before, decision)
+            outcome = _refusal(command.name, stored.ticket, decision)
         tx.record_operation(operation_id, stored.id, outcome.to_json())
         return outcome
 
@@ -194,8 +199,6 @@ class WorkService:
         policy: Policy,
     ) -> Outcome:
         before, after = stored.ticket, decision.ticket
-        if not tx.swap(stored.id, before.revision, after):
-            raise _Lost
         limit = policy.max_active_claims if decision.event.type == "claimed" else None
         if not tx.count_claims(before, after, limit):
             raise _Lost

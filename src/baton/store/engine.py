@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -22,7 +23,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     url = normalise_url(url)
     if make_url(url).get_backend_name() == "sqlite":
         return _sqlite_engine(url, **kwargs)
-    kwargs.setdefault("pool_pre_ping", True)
+    # Connections are recycled rather than pinged: a ping is one more round trip on every checkout.
+    kwargs.setdefault("pool_recycle", 1800)
     return create_engine(url, **kwargs)
 
 
@@ -32,6 +34,10 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
     A deferred transaction that reads and then writes can fail with "database is locked" at the
     moment it upgrades its lock, whatever the busy timeout; taking the write lock at BEGIN makes
     writers queue on the busy timeout instead, so callers never see that error.
+
+    Threads of one process also queue on a lock of their own before BEGIN: SQLite's busy handler
+    sleeps in growing steps (up to 100 ms) while it waits, and a plain lock hands over at once.
+    Other processes still meet at the busy timeout.
     """
     connect_args = kwargs.pop("connect_args", {})
     connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_MS / 1000)
@@ -48,8 +54,23 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
+    writer = threading.Lock()
+
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        writer.acquire()
+        connection.info["baton_writer"] = True
+        try:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            _release(connection)
+            raise
+
+    def _release(connection: Any) -> None:
+        if connection.info.pop("baton_writer", False):
+            writer.release()
+
+    event.listen(engine, "commit", _release)
+    event.listen(engine, "rollback", _release)
 
     return engine

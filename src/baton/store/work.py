@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, case, insert, select, update
+from sqlalchemy import JSON, Connection, Engine, bindparam, case, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
@@ -59,17 +59,83 @@ def _fields(ticket: Ticket) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Situation:
+    """What one round trip reads before a decision."""
+
+    first: dict[str, Any] | None  # the operation's first result, when it was seen before
+    stored: StoredTicket | None
+    held: int  # tickets the actor holds as `claimed` in this repository
+
+
+_c = t.runner_claims.c
+_READ = text(
+    """
+        SELECT tickets.*, operations.result AS first_result, runner_claims.active AS held
+        FROM (SELECT 1 AS one) AS one
+        LEFT JOIN operations ON operations.id = :operation_id
+        LEFT JOIN tickets ON tickets.installation_id = :installation_id
+            AND tickets.repository_id = :repository_id AND tickets.number = :number
+        LEFT JOIN runner_claims ON runner_claims.installation_id = :installation_id
+            AND runner_claims.repository_id = :repository_id AND runner_claims.login = :login
+        """
+).columns(brief=JSON, first_result=JSON)
+_TICKET = select(t.tickets).where(
+    t.tickets.c.installation_id == bindparam("installation_id"),
+    t.tickets.c.repository_id == bindparam("repository_id"),
+    t.tickets.c.number == bindparam("number"),
+)
+_SWAP = (
+    update(t.tickets)
+    .where(t.tickets.c.id == bindparam("ticket_id"), t.tickets.c.revision == bindparam("expected"))
+    .values({name: bindparam(name) for name in ("state", "revision", "runner", "attempt", "deliveries", "updated_at")})
+)
+_LOSE_CLAIM = (
+    update(t.runner_claims)
+    .where(
+        _c.installation_id == bindparam("in_installation"),
+        _c.repository_id == bindparam("in_repository"),
+        _c.login == bindparam("of_login"),
+    )
+    .values(active=case((_c.active > 0, _c.active - 1), else_=0))
+)
+
+
+def _gain_claim(dialect: str, limited: bool) -> Any:
+    """Insert the runner's count at 1, or add one to it; with a limit, only while below it."""
+    insert_ = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    return (
+        insert_(t.runner_claims)
+        .on_conflict_do_update(
+            index_elements=[_c.installation_id, _c.repository_id, _c.login],
+            set_={"active": _c.active + 1},
+            where=(_c.active < bindparam("limit")) if limited else None,
+        )
+        .returning(_c.active)
+    )
+
+
+_GAIN_CLAIM = {(d, limited): _gain_claim(d, limited) for d in ("postgresql", "sqlite") for limited in (True, False)}
+
+
+def _key(key: TicketKey) -> dict[str, int]:
+    return {"installation_id": key.installation_id, "repository_id": key.repository_id, "number": key.number}
+
+
 class WorkTx:
     """One open transaction. Methods never commit; leaving `Store.transaction()` does."""
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
 
-    # -- idempotency ---------------------------------------------------------------------------
-
-    def operation(self, operation_id: str) -> dict[str, Any] | None:
-        row = self.connection.execute(select(t.operations.c.result).where(t.operations.c.id == operation_id)).first()
-        return None if row is None else dict(row.result)
+    def read(self, key: TicketKey, operation_id: str, login: str) -> Situation:
+        """The operation's first result, the ticket and the actor's claim count, in one round trip."""
+        row = self.connection.execute(_READ, {**_key(key), "operation_id": operation_id, "login": login.lower()}).one()
+        return Situation(
+            first=row.first_result,
+            stored=None if row.id is None else _ticket(row),
+            held=int(row.held or 0),
+        )
 
     def record_operation(self, operation_id: str, ticket_id: int | None, result: dict[str, Any]) -> None:
         """Raises `IntegrityError` when another transaction recorded the same operation first."""
@@ -77,16 +143,8 @@ class WorkTx:
             insert(t.operations).values(id=operation_id, ticket_id=ticket_id, result=result, created_at=_now())
         )
 
-    # -- tickets -------------------------------------------------------------------------------
-
     def ticket(self, key: TicketKey) -> StoredTicket | None:
-        row = self.connection.execute(
-            select(t.tickets).where(
-                t.tickets.c.installation_id == key.installation_id,
-                t.tickets.c.repository_id == key.repository_id,
-                t.tickets.c.number == key.number,
-            )
-        ).first()
+        row = self.connection.execute(_TICKET, _key(key)).first()
         return None if row is None else _ticket(row)
 
     def insert_ticket(self, ticket: Ticket, created: Event, operation_id: str | None) -> int:
@@ -95,9 +153,7 @@ class WorkTx:
         ticket_id = self.connection.execute(
             insert(t.tickets)
             .values(
-                installation_id=ticket.key.installation_id,
-                repository_id=ticket.key.repository_id,
-                number=ticket.key.number,
+                **_key(ticket.key),
                 repository=ticket.repository,
                 owner=ticket.owner,
                 brief=ticket.brief.to_dict() if ticket.brief else None,
@@ -110,67 +166,42 @@ class WorkTx:
         return int(ticket_id)
 
     def swap(self, ticket_id: int, expected_revision: int, ticket: Ticket) -> bool:
-        """The compare-and-swap: True when this transaction moved the ticket from `expected_revision`."""
+        """The compare-and-swap: True when this transaction moved the ticket from `expected_revision`.
+
+        Under PostgreSQL a concurrent writer's row lock makes this wait; once that writer commits, the
+        condition is checked again against its row, the revision no longer matches, and 0 rows means lost.
+        """
         result = self.connection.execute(
-            update(t.tickets)
-            .where(t.tickets.c.id == ticket_id, t.tickets.c.revision == expected_revision)
-            .values(**_fields(ticket))
+            _SWAP, {"ticket_id": ticket_id, "expected": expected_revision, **_fields(ticket)}
         )
         return result.rowcount == 1
-
-    # -- claim counting ------------------------------------------------------------------------
-
-    def _claims_row(self, key: TicketKey, login: str) -> Any:
-        c = t.runner_claims.c
-        return and_(
-            c.installation_id == key.installation_id,
-            c.repository_id == key.repository_id,
-            c.login == login.lower(),
-        )
-
-    def claims_held(self, key: TicketKey, login: str) -> int:
-        active = self.connection.execute(select(t.runner_claims.c.active).where(self._claims_row(key, login))).scalar()
-        return int(active or 0)
 
     def count_claims(self, before: Ticket, after: Ticket, limit: int | None) -> bool:
         """Move the runners' claim counts from `before` to `after`.
 
-        With `limit`, the gained claim is a conditional increment (`… WHERE active < :limit`), so two
-        concurrent claims by one runner cannot both pass the limit. False means the limit held.
+        With `limit`, the gained claim is a conditional upsert (`… DO UPDATE … WHERE active < :limit`),
+        so two concurrent claims by one runner cannot both pass the limit. False means the limit held.
         """
         lost = before.runner if before.state is WorkState.CLAIMED else None
         gained = after.runner if after.state is WorkState.CLAIMED else None
         if lost is not None and gained is not None and lost.lower() == gained.lower():
             return True
-        active = t.runner_claims.c.active
+        row = {"installation_id": before.key.installation_id, "repository_id": before.key.repository_id}
         if lost is not None:
             self.connection.execute(
-                update(t.runner_claims)
-                .where(self._claims_row(before.key, lost))
-                .values(active=case((active > 0, active - 1), else_=0))
+                _LOSE_CLAIM,
+                {
+                    "in_installation": row["installation_id"],
+                    "in_repository": row["repository_id"],
+                    "of_login": lost.lower(),
+                },
             )
         if gained is None:
             return True
-        self._ensure_claims_row(after.key, gained)
-        condition = self._claims_row(after.key, gained)
-        if limit is not None:
-            condition = and_(condition, t.runner_claims.c.active < limit)
-        result = self.connection.execute(
-            update(t.runner_claims).where(condition).values(active=t.runner_claims.c.active + 1)
-        )
-        return result.rowcount == 1
-
-    def _ensure_claims_row(self, key: TicketKey, login: str) -> None:
-        if self.connection.execute(select(1).where(self._claims_row(key, login))).first() is not None:
-            return
-        values = {
-            "installation_id": key.installation_id,
-            "repository_id": key.repository_id,
-            "login": login.lower(),
-            "active": 0,
-        }
-        dialect = postgresql if self.connection.dialect.name == "postgresql" else sqlite
-        self.connection.execute(dialect.insert(t.runner_claims).values(values).on_conflict_do_nothing())
+        statement = _GAIN_CLAIM[(self.connection.dialect.name, limit is not None)]
+        values = {**row, "login": gained.lower(), "active": 1, "limit": limit}
+        # No row back means the conflict's WHERE failed: the runner is at the limit.
+        return self.connection.execute(statement, values).first() is not None
 
     # -- history -------------------------------------------------------------------------------
 
