@@ -11,11 +11,11 @@ import threading
 import pytest
 from sqlalchemy import func, select
 
-from bench.claim_race import POLICY, Report, issue, race
 from baton.domain import Actor, Command, Policy, TicketKey
 from baton.service import Issue, WorkService
 from baton.store import Store, make_engine
 from baton.store import tables as t
+from bench.claim_race import POLICY, Report, issue, race
 
 
 def check(report: Report) -> None:

@@ -1,0 +1,91 @@
+"""The shape the code promises: a pure core, generated docs that match the registry, a working CLI."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from baton.cli import main
+from baton.docs import documents, state_machine_markdown
+from baton.domain import RULES
+
+ROOT = Path(__file__).resolve().parents[1]
+PURE = [ROOT / "src/baton/domain", ROOT / "src/baton/commands.py"]
+IO_LIBRARIES = {"sqlalchemy", "alembic", "psycopg", "fastapi", "starlette", "uvicorn", "httpx", "githubkit",
+                "pydantic", "pydantic_settings", "yaml", "requests", "socket", "sqlite3", "asyncio", "os",
+                "subprocess", "threading", "multiprocessing"}  # fmt: skip
+
+
+def _python_files() -> list[Path]:
+    files: list[Path] = []
+    for path in PURE:
+        files.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path])
+    return files
+
+
+@pytest.mark.parametrize("path", _python_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_pure_modules_import_only_the_standard_library_and_each_other(path: Path) -> None:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            assert top not in IO_LIBRARIES, f"{path.name} imports {name}"
+            assert (top == "baton" and name.startswith("baton.domain")) or top in sys.stdlib_module_names, (
+                f"{path.name} imports {name}, which is neither the standard library nor the domain"
+            )
+
+
+def test_importing_the_core_loads_no_io_library() -> None:
+    code = "import sys, baton.domain, baton.commands; print(' '.join(sorted(sys.modules)))"
+    loaded = set(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    )
+    assert not {name.split(".")[0] for name in loaded} & (IO_LIBRARIES - {"os", "threading"})
+
+
+@pytest.mark.parametrize("name", ["commands.md", "state-machine.md"])
+def test_generated_docs_are_current(name: str) -> None:
+    assert (ROOT / "docs" / name).read_text(encoding="utf-8") == documents()[name], (
+        f"docs/{name} is out of date: run `baton docs`"
+    )
+
+
+def test_state_machine_doc_has_every_transition_of_the_registry() -> None:
+    doc = state_machine_markdown()
+    arrows = {line.strip() for line in doc.splitlines() if "-->" in line}
+    for rule in RULES.values():
+        for source in rule.sources:
+            assert f"{source.value} --> {rule.target.value if rule.target else ''}: /{rule.name}" in arrows
+    transitions = sum(len(rule.sources) for rule in RULES.values() if rule.target)
+    assert len([a for a in arrows if not a.startswith("[*]") and not a.endswith("[*]")]) == transitions
+
+
+def test_cli_db_upgrade_and_docs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BATON_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    assert main(["db", "upgrade"]) == 0
+    assert "database at revision 0001" in capsys.readouterr().out
+    assert main(["docs", str(tmp_path)]) == 0
+    assert (tmp_path / "state-machine.md").read_text(encoding="utf-8") == state_machine_markdown()
+
+
+def test_health_endpoints(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from baton.settings import Settings
+    from baton.web import create_app
+
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'web.db'}"))
+    with TestClient(app) as client:
+        assert client.get("/healthz").json() == {"status": "ok"}
+        assert client.get("/readyz").json() == {"status": "ok", "database": "sqlite"}
