@@ -328,8 +328,11 @@ class Model:
     def step(self, number: int, command: Command, actor: Actor) -> Decision:
         before = self.tickets[number]
         held = self.held[actor.login.lower()]
-        decision = decide(before, command, actor, Situation(self.policy, held))
+        situation = Situation(self.policy, held)
+        decision = decide(before, command, actor, situation)
         check_decision(before, command, actor, self.policy, held, decision)
+        # The decision depends on the ticket's value only: the replayed ticket decides the same.
+        assert decide(replay(key(number), REPO, self.histories[number]), command, actor, situation) == decision
         if isinstance(decision, Applied):
             self._count(number, decision.event)
             self.tickets[number] = decision.ticket
