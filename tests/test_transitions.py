@@ -176,7 +176,7 @@ REFUSED = [
                  "Deliver or /release one before claiming #42."),
     Case("claim at a configured limit", ticket(O), Command("claim"), RUNNER, held=1,
          policy=Policy(max_active_claims=1), code="claim_limit",
-         message="@agent-a already holds 1 claims in octo/shop (the limit is 1). "
+         message="@agent-a already holds 1 claim in octo/shop (the limit is 1). "
                  "Deliver or /release one before claiming #42."),
     Case("claim by an unlisted runner", ticket(O), Command("claim"), OTHER,
          policy=Policy(runners=frozenset({"agent-a", "@octo/bots"})), code="not_permitted",
@@ -335,6 +335,8 @@ def test_every_refusal_code_is_covered() -> None:
 @pytest.mark.parametrize("state", list(WorkState))
 def test_status_and_help_note_without_change(name: str, state: WorkState) -> None:
     assert decide(ticket(state), Command(name), STRANGER, Situation()) == Noted(name)
+    # rev=N guards changes; a stale one on a command that changes nothing is no reason to refuse
+    assert decide(ticket(state), Command(name, rev=3), STRANGER, Situation()) == Noted(name)
 
 
 def test_not_offered_message() -> None:

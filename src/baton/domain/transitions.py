@@ -269,7 +269,8 @@ def claim_limit(ticket: Ticket, actor: Actor, situation: Situation) -> Refused:
     held = max(situation.active_claims, limit)
     return Refused(
         "claim_limit",
-        f"@{actor.login} already holds {held} claims in {ticket.repository} (the limit is {limit}). "
+        f"@{actor.login} already holds {held} claim{'' if held == 1 else 's'} in {ticket.repository} "
+        f"(the limit is {limit}). "
         f"Deliver or /release one before claiming {ticket.ref}.",
     )
 
@@ -478,7 +479,8 @@ def decide(ticket: Ticket, command: Command, actor: Actor, situation: Situation)
     rule = RULES.get(command.name)
     if rule is None:
         return Refused("unknown_command", f"/{command.name} is not a command. Try /help.")
-    if command.rev is not None and command.rev != ticket.revision:
+    # rev=N guards a change; a command that changes nothing (/status, /help) has nothing to guard.
+    if rule.target is not None and command.rev is not None and command.rev != ticket.revision:
         return stale_revision(ticket, command.rev)
     if rule.sources and ticket.state not in rule.sources:
         step = "Pick another issue." if rule.name == "claim" else next_step(ticket)
