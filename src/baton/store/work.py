@@ -118,6 +118,19 @@ def _gain_claim(dialect: str, limited: bool) -> Any:
 _GAIN_CLAIM = {(d, limited): _gain_claim(d, limited) for d in ("postgresql", "sqlite") for limited in (True, False)}
 
 
+# Built once: the hot path only binds parameters (building a statement costs more than running it).
+_INSERT_OPERATION = insert(t.operations)
+_INSERT_EVENT = insert(t.events)
+_INSERT_ATTEMPT = insert(t.attempts)
+_INSERT_DELIVERY = insert(t.deliveries)
+_INSERT_REVIEW = insert(t.reviews)
+_END_ATTEMPT = update(t.attempts).where(
+    t.attempts.c.ticket_id == bindparam("of_ticket"),
+    t.attempts.c.number == bindparam("of_attempt"),
+    t.attempts.c.ended_at.is_(None),
+)
+
+
 def _key(key: TicketKey) -> dict[str, int]:
     return {"installation_id": key.installation_id, "repository_id": key.repository_id, "number": key.number}
 
@@ -140,7 +153,7 @@ class WorkTx:
     def record_operation(self, operation_id: str, ticket_id: int | None, result: dict[str, Any]) -> None:
         """Raises `IntegrityError` when another transaction recorded the same operation first."""
         self.connection.execute(
-            insert(t.operations).values(id=operation_id, ticket_id=ticket_id, result=result, created_at=_now())
+            _INSERT_OPERATION, {"id": operation_id, "ticket_id": ticket_id, "result": result, "created_at": _now()}
         )
 
     def ticket(self, key: TicketKey) -> StoredTicket | None:
@@ -207,70 +220,68 @@ class WorkTx:
 
     def append(self, ticket_id: int, event: Event, operation_id: str | None) -> None:
         """Append the event and keep attempts, deliveries and reviews in step with it."""
-        now = _now()
-        self.connection.execute(
-            insert(t.events).values(
-                ticket_id=ticket_id,
-                type=event.type,
-                actor=event.actor,
-                role=event.role.value,
-                attempt=event.attempt,
-                revision=event.revision,
-                operation_id=operation_id,
-                data=event.data,
-                created_at=now,
-            )
+        now, data, execute = _now(), event.data, self.connection.execute
+        common = {"ticket_id": ticket_id, "revision": event.revision, "created_at": now}
+        execute(
+            _INSERT_EVENT,
+            {
+                **common,
+                "type": event.type,
+                "actor": event.actor,
+                "role": event.role.value,
+                "attempt": event.attempt,
+                "operation_id": operation_id,
+                "data": data,
+            },
         )
-        data = event.data
         ended = data.get("ended")
         if ended:
-            self.connection.execute(
-                update(t.attempts)
-                .where(
-                    t.attempts.c.ticket_id == ticket_id,
-                    t.attempts.c.number == ended["attempt"],
-                    t.attempts.c.ended_at.is_(None),
-                )
-                .values(ended_at=now, end_reason=ended["reason"])
+            execute(
+                _END_ATTEMPT,
+                {
+                    "of_ticket": ticket_id,
+                    "of_attempt": ended["attempt"],
+                    "ended_at": now,
+                    "end_reason": ended["reason"],
+                },
             )
         if event.type in ("claimed", "assigned", "sent_back"):
-            self.connection.execute(
-                insert(t.attempts).values(
-                    ticket_id=ticket_id,
-                    number=event.attempt,
-                    runner=data["runner"],
-                    started_revision=event.revision,
-                    started_at=now,
-                )
+            execute(
+                _INSERT_ATTEMPT,
+                {
+                    "ticket_id": ticket_id,
+                    "number": event.attempt,
+                    "runner": data["runner"],
+                    "started_revision": event.revision,
+                    "started_at": now,
+                },
             )
         if event.type == "delivered":
-            self.connection.execute(
-                insert(t.deliveries).values(
-                    ticket_id=ticket_id,
-                    number=data["delivery"],
-                    attempt=event.attempt,
-                    runner=event.actor,
-                    text=data["text"],
-                    evidence=data["evidence"],
-                    revision=event.revision,
-                    created_at=now,
-                )
+            execute(
+                _INSERT_DELIVERY,
+                {
+                    **common,
+                    "number": data["delivery"],
+                    "attempt": event.attempt,
+                    "runner": event.actor,
+                    "text": data["text"],
+                    "evidence": data["evidence"],
+                },
             )
         review = data.get("review")
         if review:
-            self.connection.execute(
-                insert(t.reviews).values(
-                    ticket_id=ticket_id,
-                    attempt=review["attempt"],
-                    delivery=review["delivery"],
-                    reviewer=event.actor,
-                    role=event.role.value,
-                    verdict=review["verdict"],
-                    independent=review["independent"],
-                    note=review["note"],
-                    revision=event.revision,
-                    created_at=now,
-                )
+            execute(
+                _INSERT_REVIEW,
+                {
+                    **common,
+                    "attempt": review["attempt"],
+                    "delivery": review["delivery"],
+                    "reviewer": event.actor,
+                    "role": event.role.value,
+                    "verdict": review["verdict"],
+                    "independent": review["independent"],
+                    "note": review["note"],
+                },
             )
 
     def events(self, ticket_id: int) -> list[Event]:
