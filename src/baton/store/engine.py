@@ -25,6 +25,10 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         return _sqlite_engine(url, **kwargs)
     # Connections are recycled rather than pinged: a ping is one more round trip on every checkout.
     kwargs.setdefault("pool_recycle", 1800)
+    # Server-side prepared statements from the second use on: planning the work rail's reads costs
+    # more than running them. (Behind a transaction-pooling PgBouncer, set prepare_threshold=None.)
+    connect_args = kwargs.setdefault("connect_args", {})
+    connect_args.setdefault("prepare_threshold", 1)
     return create_engine(url, **kwargs)
 
 
