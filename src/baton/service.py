@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-
 from baton.domain import (
     Actor,
     Applied,
@@ -28,7 +26,7 @@ from baton.domain import (
     decide,
     not_offered,
 )
-from baton.store import Store, StoredTicket, WorkTx
+from baton.store import Conflict, Store, StoredTicket, WorkTx
 
 # Under PostgreSQL a compare-and-swap can lose to a concurrent writer; the command is then decided
 # again on what that writer left (usually a refusal). The bound only stops a pathological livelock.
@@ -121,7 +119,7 @@ class WorkService:
                     outcome = _outcome("open", ticket, kind="applied", event=event.type)
                     tx.record_operation(operation_id, ticket_id, outcome.to_json())
                     return outcome
-            except IntegrityError:
+            except Conflict:
                 continue
         raise RuntimeError(f"operation {operation_id} did not settle in {MAX_ROUNDS} rounds")
 
@@ -138,7 +136,7 @@ class WorkService:
             try:
                 with self.store.transaction() as tx:
                     return self._apply_once(tx, issue, command, actor, operation_id, policy or Policy())
-            except (_Lost, IntegrityError):
+            except (_Lost, Conflict):
                 # A lost swap, a lost claim-limit increment, or a concurrent first write of the same
                 # ticket or operation id: everything rolled back; the next round reads what won.
                 continue

@@ -2,6 +2,6 @@
 
 from .engine import make_engine, normalise_url
 from .migrate import upgrade
-from .work import Store, StoredTicket, WorkTx
+from .work import Conflict, Store, StoredTicket, WorkTx
 
-__all__ = ["Store", "StoredTicket", "WorkTx", "make_engine", "normalise_url", "upgrade"]
+__all__ = ["Conflict", "Store", "StoredTicket", "WorkTx", "make_engine", "normalise_url", "upgrade"]

@@ -2,61 +2,36 @@
 
 `Store.transaction()` hands out a `WorkTx`; the service layer decides and the `WorkTx` writes. The
 compare-and-swap is an `UPDATE … WHERE id = :id AND revision = :expected` whose row count decides.
+
+SQLAlchemy owns the engines, the pool and the transaction; the statements themselves are plain SQL run
+on the driver's cursor. They are the work rail's hot path, and SQLAlchemy's per-statement work
+(cache keys, parameter and result processing) cost more than the database's. The schema they address
+is `tables.py`'s, which the migrations create and a test compares.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Connection, Engine, bindparam, case, insert, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Connection, Engine
 
 from baton.domain import Brief, Event, Role, Ticket, TicketKey, WorkState
 
-from . import tables as t
 
-
-def _now() -> datetime:
-    return datetime.now(UTC)
+class Conflict(Exception):
+    """A unique constraint refused a row: another transaction wrote it first. Roll back and read again."""
 
 
 @dataclass(frozen=True)
 class StoredTicket:
     id: int
     ticket: Ticket
-
-
-def _ticket(row: Any) -> StoredTicket:
-    return StoredTicket(
-        row.id,
-        Ticket(
-            key=TicketKey(row.installation_id, row.repository_id, row.number),
-            repository=row.repository,
-            state=WorkState(row.state),
-            revision=row.revision,
-            owner=row.owner,
-            runner=row.runner,
-            attempt=row.attempt,
-            deliveries=row.deliveries,
-            brief=Brief.from_dict(row.brief),
-        ),
-    )
-
-
-def _fields(ticket: Ticket) -> dict[str, Any]:
-    return {
-        "state": ticket.state.value,
-        "revision": ticket.revision,
-        "runner": ticket.runner,
-        "attempt": ticket.attempt,
-        "deliveries": ticket.deliveries,
-        "updated_at": _now(),
-    }
 
 
 @dataclass(frozen=True)
@@ -68,71 +43,112 @@ class Situation:
     held: int  # tickets the actor holds as `claimed` in this repository
 
 
-_c = t.runner_claims.c
-_READ = text(
-    """
-        SELECT tickets.*, operations.result AS first_result, runner_claims.active AS held
+_TICKET_COLUMNS = (
+    "t.id, t.installation_id, t.repository_id, t.number, t.repository, t.state, t.revision, t.owner, "
+    "t.runner, t.attempt, t.deliveries, t.brief"
+)
+
+# Written with `:name` parameters; PostgreSQL's driver gets them as `%(name)s`.
+_SQL = {
+    "read": f"""
+        SELECT {_TICKET_COLUMNS}, o.result, rc.active
         FROM (SELECT 1 AS one) AS one
-        LEFT JOIN operations ON operations.id = :operation_id
-        LEFT JOIN tickets ON tickets.installation_id = :installation_id
-            AND tickets.repository_id = :repository_id AND tickets.number = :number
-        LEFT JOIN runner_claims ON runner_claims.installation_id = :installation_id
-            AND runner_claims.repository_id = :repository_id AND runner_claims.login = :login
-        """
-).columns(brief=JSON, first_result=JSON)
-_TICKET = select(t.tickets).where(
-    t.tickets.c.installation_id == bindparam("installation_id"),
-    t.tickets.c.repository_id == bindparam("repository_id"),
-    t.tickets.c.number == bindparam("number"),
-)
-_SWAP = (
-    update(t.tickets)
-    .where(t.tickets.c.id == bindparam("ticket_id"), t.tickets.c.revision == bindparam("expected"))
-    .values({name: bindparam(name) for name in ("state", "revision", "runner", "attempt", "deliveries", "updated_at")})
-)
-_LOSE_CLAIM = (
-    update(t.runner_claims)
-    .where(
-        _c.installation_id == bindparam("in_installation"),
-        _c.repository_id == bindparam("in_repository"),
-        _c.login == bindparam("of_login"),
+        LEFT JOIN operations AS o ON o.id = :operation_id
+        LEFT JOIN tickets AS t ON t.installation_id = :installation_id
+            AND t.repository_id = :repository_id AND t.number = :number
+        LEFT JOIN runner_claims AS rc ON rc.installation_id = :installation_id
+            AND rc.repository_id = :repository_id AND rc.login = :login""",
+    "ticket": f"""
+        SELECT {_TICKET_COLUMNS} FROM tickets AS t
+        WHERE t.installation_id = :installation_id AND t.repository_id = :repository_id
+            AND t.number = :number""",
+    "insert_ticket": """
+        INSERT INTO tickets (installation_id, repository_id, number, repository, state, revision, owner,
+            runner, attempt, deliveries, brief, created_at, updated_at)
+        VALUES (:installation_id, :repository_id, :number, :repository, :state, :revision, :owner,
+            :runner, :attempt, :deliveries, :brief, :now, :now)
+        RETURNING id""",
+    "swap": """
+        UPDATE tickets SET state = :state, revision = :revision, runner = :runner, attempt = :attempt,
+            deliveries = :deliveries, updated_at = :now
+        WHERE id = :ticket_id AND revision = :expected""",
+    # Insert the runner's count at 1 or add one to it, only while it is below the limit.
+    "gain_claim": """
+        INSERT INTO runner_claims (installation_id, repository_id, login, active)
+        VALUES (:installation_id, :repository_id, :login, 1)
+        ON CONFLICT (installation_id, repository_id, login)
+        DO UPDATE SET active = runner_claims.active + 1 WHERE runner_claims.active < :limit
+        RETURNING active""",
+    "lose_claim": """
+        UPDATE runner_claims SET active = CASE WHEN active > 0 THEN active - 1 ELSE 0 END
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND login = :login""",
+    "insert_operation": """
+        INSERT INTO operations (id, ticket_id, result, created_at)
+        VALUES (:operation_id, :ticket_id, :result, :now)""",
+    "insert_event": """
+        INSERT INTO events (ticket_id, type, actor, role, attempt, revision, operation_id, data, created_at)
+        VALUES (:ticket_id, :type, :actor, :role, :attempt, :revision, :operation_id, :data, :now)""",
+    "end_attempt": """
+        UPDATE attempts SET ended_at = :now, end_reason = :reason
+        WHERE ticket_id = :ticket_id AND number = :attempt AND ended_at IS NULL""",
+    "insert_attempt": """
+        INSERT INTO attempts (ticket_id, number, runner, started_revision, started_at)
+        VALUES (:ticket_id, :attempt, :runner, :revision, :now)""",
+    "insert_delivery": """
+        INSERT INTO deliveries (ticket_id, number, attempt, runner, text, evidence, revision, created_at)
+        VALUES (:ticket_id, :number, :attempt, :runner, :text, :evidence, :revision, :now)""",
+    "insert_review": """
+        INSERT INTO reviews (ticket_id, attempt, delivery, reviewer, role, verdict, independent, note,
+            revision, created_at)
+        VALUES (:ticket_id, :attempt, :delivery, :reviewer, :role, :verdict, :independent, :note,
+            :revision, :now)""",
+    "events": """
+        SELECT type, actor, role, revision, attempt, data FROM events
+        WHERE ticket_id = :ticket_id ORDER BY id""",
+}
+_SQL_PYFORMAT = {name: re.sub(r":(\w+)", r"%(\1)s", sql) for name, sql in _SQL.items()}
+
+# A claim count with no limit to respect (a maintainer's /assign, a send-back) still goes through
+# the same upsert, under a limit no count reaches.
+_NO_LIMIT = 2**31 - 1
+
+
+def _json(value: Any) -> Any:
+    """SQLite hands JSON back as text; psycopg has already parsed it."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _stored(row: tuple[Any, ...]) -> StoredTicket:
+    id_, installation, repository_id, number, repository, state, revision, owner = row[:8]
+    runner, attempt, deliveries, brief = row[8:12]
+    return StoredTicket(
+        int(id_),
+        Ticket(
+            key=TicketKey(installation, repository_id, number),
+            repository=repository,
+            state=WorkState(state),
+            revision=revision,
+            owner=owner,
+            runner=runner,
+            attempt=attempt,
+            deliveries=deliveries,
+            brief=Brief.from_dict(_json(brief)),
+        ),
     )
-    .values(active=case((_c.active > 0, _c.active - 1), else_=0))
-)
-
-
-def _gain_claim(dialect: str, limited: bool) -> Any:
-    """Insert the runner's count at 1, or add one to it; with a limit, only while below it."""
-    insert_ = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    return (
-        insert_(t.runner_claims)
-        .on_conflict_do_update(
-            index_elements=[_c.installation_id, _c.repository_id, _c.login],
-            set_={"active": _c.active + 1},
-            where=(_c.active < bindparam("limit")) if limited else None,
-        )
-        .returning(_c.active)
-    )
-
-
-_GAIN_CLAIM = {(d, limited): _gain_claim(d, limited) for d in ("postgresql", "sqlite") for limited in (True, False)}
-
-
-# Built once: the hot path only binds parameters (building a statement costs more than running it).
-_INSERT_OPERATION = insert(t.operations)
-_INSERT_EVENT = insert(t.events)
-_INSERT_ATTEMPT = insert(t.attempts)
-_INSERT_DELIVERY = insert(t.deliveries)
-_INSERT_REVIEW = insert(t.reviews)
-_END_ATTEMPT = update(t.attempts).where(
-    t.attempts.c.ticket_id == bindparam("of_ticket"),
-    t.attempts.c.number == bindparam("of_attempt"),
-    t.attempts.c.ended_at.is_(None),
-)
 
 
 def _key(key: TicketKey) -> dict[str, int]:
     return {"installation_id": key.installation_id, "repository_id": key.repository_id, "number": key.number}
+
+
+def _changes(ticket: Ticket) -> dict[str, Any]:
+    return {
+        "state": ticket.state.value,
+        "revision": ticket.revision,
+        "runner": ticket.runner,
+        "attempt": ticket.attempt,
+        "deliveries": ticket.deliveries,
+    }
 
 
 class WorkTx:
@@ -140,43 +156,56 @@ class WorkTx:
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
+        dbapi_connection = connection.connection.dbapi_connection
+        assert dbapi_connection is not None
+        self._cursor = dbapi_connection.cursor()
+        self._integrity_error: type[Exception] = connection.dialect.loaded_dbapi.IntegrityError
+        self._postgres = connection.dialect.name == "postgresql"
+        self._sql = _SQL_PYFORMAT if self._postgres else _SQL
+
+    def _run(self, name: str, **params: Any) -> Any:
+        if ":now" in _SQL[name]:
+            now = datetime.now(UTC)
+            # SQLite keeps timestamps as text, in the form SQLAlchemy's DateTime reads back.
+            params["now"] = now if self._postgres else now.strftime("%Y-%m-%d %H:%M:%S.%f")
+        try:
+            self._cursor.execute(self._sql[name], params)
+        except self._integrity_error as error:
+            raise Conflict(str(error)) from error
+        return self._cursor
 
     def read(self, key: TicketKey, operation_id: str, login: str) -> Situation:
         """The operation's first result, the ticket and the actor's claim count, in one round trip."""
-        row = self.connection.execute(_READ, {**_key(key), "operation_id": operation_id, "login": login.lower()}).one()
+        row = self._run("read", **_key(key), operation_id=operation_id, login=login.lower()).fetchone()
         return Situation(
-            first=row.first_result,
-            stored=None if row.id is None else _ticket(row),
-            held=int(row.held or 0),
+            first=_json(row[12]),
+            stored=None if row[0] is None else _stored(row),
+            held=int(row[13] or 0),
         )
 
     def record_operation(self, operation_id: str, ticket_id: int | None, result: dict[str, Any]) -> None:
-        """Raises `IntegrityError` when another transaction recorded the same operation first."""
-        self.connection.execute(
-            _INSERT_OPERATION, {"id": operation_id, "ticket_id": ticket_id, "result": result, "created_at": _now()}
-        )
+        """Raises `Conflict` when another transaction recorded the same operation first."""
+        self._run("insert_operation", operation_id=operation_id, ticket_id=ticket_id, result=json.dumps(result))
 
     def ticket(self, key: TicketKey) -> StoredTicket | None:
-        row = self.connection.execute(_TICKET, _key(key)).first()
-        return None if row is None else _ticket(row)
+        row = self._run("ticket", **_key(key)).fetchone()
+        return None if row is None else _stored(row)
 
     def insert_ticket(self, ticket: Ticket, created: Event, operation_id: str | None) -> int:
-        """Raises `IntegrityError` when the ticket was created concurrently."""
-        now = _now()
-        ticket_id = self.connection.execute(
-            insert(t.tickets)
-            .values(
+        """Raises `Conflict` when the ticket was created concurrently."""
+        brief = json.dumps(ticket.brief.to_dict()) if ticket.brief else None
+        ticket_id = int(
+            self._run(
+                "insert_ticket",
                 **_key(ticket.key),
+                **_changes(ticket),
                 repository=ticket.repository,
                 owner=ticket.owner,
-                brief=ticket.brief.to_dict() if ticket.brief else None,
-                created_at=now,
-                **_fields(ticket),
-            )
-            .returning(t.tickets.c.id)
-        ).scalar_one()
+                brief=brief,
+            ).fetchone()[0]
+        )
         self.append(ticket_id, created, operation_id)
-        return int(ticket_id)
+        return ticket_id
 
     def swap(self, ticket_id: int, expected_revision: int, ticket: Ticket) -> bool:
         """The compare-and-swap: True when this transaction moved the ticket from `expected_revision`.
@@ -184,10 +213,8 @@ class WorkTx:
         Under PostgreSQL a concurrent writer's row lock makes this wait; once that writer commits, the
         condition is checked again against its row, the revision no longer matches, and 0 rows means lost.
         """
-        result = self.connection.execute(
-            _SWAP, {"ticket_id": ticket_id, "expected": expected_revision, **_fields(ticket)}
-        )
-        return result.rowcount == 1
+        cursor = self._run("swap", ticket_id=ticket_id, expected=expected_revision, **_changes(ticket))
+        return bool(cursor.rowcount == 1)
 
     def count_claims(self, before: Ticket, after: Ticket, limit: int | None) -> bool:
         """Move the runners' claim counts from `before` to `after`.
@@ -199,96 +226,66 @@ class WorkTx:
         gained = after.runner if after.state is WorkState.CLAIMED else None
         if lost is not None and gained is not None and lost.lower() == gained.lower():
             return True
-        row = {"installation_id": before.key.installation_id, "repository_id": before.key.repository_id}
+        repository = {"installation_id": before.key.installation_id, "repository_id": before.key.repository_id}
         if lost is not None:
-            self.connection.execute(
-                _LOSE_CLAIM,
-                {
-                    "in_installation": row["installation_id"],
-                    "in_repository": row["repository_id"],
-                    "of_login": lost.lower(),
-                },
-            )
+            self._run("lose_claim", **repository, login=lost.lower())
         if gained is None:
             return True
-        statement = _GAIN_CLAIM[(self.connection.dialect.name, limit is not None)]
-        values = {**row, "login": gained.lower(), "active": 1, "limit": limit}
+        cursor = self._run(
+            "gain_claim", **repository, login=gained.lower(), limit=_NO_LIMIT if limit is None else limit
+        )
         # No row back means the conflict's WHERE failed: the runner is at the limit.
-        return self.connection.execute(statement, values).first() is not None
-
-    # -- history -------------------------------------------------------------------------------
+        return cursor.fetchone() is not None
 
     def append(self, ticket_id: int, event: Event, operation_id: str | None) -> None:
         """Append the event and keep attempts, deliveries and reviews in step with it."""
-        now, data, execute = _now(), event.data, self.connection.execute
-        common = {"ticket_id": ticket_id, "revision": event.revision, "created_at": now}
-        execute(
-            _INSERT_EVENT,
-            {
-                **common,
-                "type": event.type,
-                "actor": event.actor,
-                "role": event.role.value,
-                "attempt": event.attempt,
-                "operation_id": operation_id,
-                "data": data,
-            },
+        data = event.data
+        common = {"ticket_id": ticket_id, "revision": event.revision}
+        self._run(
+            "insert_event",
+            **common,
+            type=event.type,
+            actor=event.actor,
+            role=event.role.value,
+            attempt=event.attempt,
+            operation_id=operation_id,
+            data=json.dumps(data),
         )
         ended = data.get("ended")
         if ended:
-            execute(
-                _END_ATTEMPT,
-                {
-                    "of_ticket": ticket_id,
-                    "of_attempt": ended["attempt"],
-                    "ended_at": now,
-                    "end_reason": ended["reason"],
-                },
-            )
+            self._run("end_attempt", ticket_id=ticket_id, attempt=ended["attempt"], reason=ended["reason"])
         if event.type in ("claimed", "assigned", "sent_back"):
-            execute(
-                _INSERT_ATTEMPT,
-                {
-                    "ticket_id": ticket_id,
-                    "number": event.attempt,
-                    "runner": data["runner"],
-                    "started_revision": event.revision,
-                    "started_at": now,
-                },
-            )
+            self._run("insert_attempt", **common, attempt=event.attempt, runner=data["runner"])
         if event.type == "delivered":
-            execute(
-                _INSERT_DELIVERY,
-                {
-                    **common,
-                    "number": data["delivery"],
-                    "attempt": event.attempt,
-                    "runner": event.actor,
-                    "text": data["text"],
-                    "evidence": data["evidence"],
-                },
+            self._run(
+                "insert_delivery",
+                **common,
+                number=data["delivery"],
+                attempt=event.attempt,
+                runner=event.actor,
+                text=data["text"],
+                evidence=json.dumps(data["evidence"]),
             )
         review = data.get("review")
         if review:
-            execute(
-                _INSERT_REVIEW,
-                {
-                    **common,
-                    "attempt": review["attempt"],
-                    "delivery": review["delivery"],
-                    "reviewer": event.actor,
-                    "role": event.role.value,
-                    "verdict": review["verdict"],
-                    "independent": review["independent"],
-                    "note": review["note"],
-                },
+            self._run(
+                "insert_review",
+                **common,
+                attempt=review["attempt"],
+                delivery=review["delivery"],
+                reviewer=event.actor,
+                role=event.role.value,
+                verdict=review["verdict"],
+                independent=review["independent"],
+                note=review["note"],
             )
 
     def events(self, ticket_id: int) -> list[Event]:
-        rows = self.connection.execute(
-            select(t.events).where(t.events.c.ticket_id == ticket_id).order_by(t.events.c.id)
-        )
-        return [Event(row.type, row.actor, Role(row.role), row.revision, row.attempt, dict(row.data)) for row in rows]
+        rows = self._run("events", ticket_id=ticket_id).fetchall()
+        return [
+            Event(type_, actor, Role(role), revision, attempt, dict(_json(data)))
+            for type_, actor, role, revision, attempt, data in rows
+        ]
 
 
 class Store:
@@ -306,4 +303,4 @@ class Store:
         self.engine.dispose()
 
 
-__all__ = ["IntegrityError", "Store", "StoredTicket", "WorkTx"]
+__all__ = ["Conflict", "Situation", "Store", "StoredTicket", "WorkTx"]
