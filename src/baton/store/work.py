@@ -163,6 +163,9 @@ class WorkTx:
         self._postgres = connection.dialect.name == "postgresql"
         self._sql = _SQL_PYFORMAT if self._postgres else _SQL
 
+    def close(self) -> None:
+        self._cursor.close()
+
     def _run(self, name: str, **params: Any) -> Any:
         if ":now" in _SQL[name]:
             now = datetime.now(UTC)
@@ -297,7 +300,11 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[WorkTx]:
         with self.engine.begin() as connection:
-            yield WorkTx(connection)
+            tx = WorkTx(connection)
+            try:
+                yield tx
+            finally:
+                tx.close()
 
     def dispose(self) -> None:
         self.engine.dispose()
