@@ -7,7 +7,7 @@ seen before, the first outcome comes back with `duplicate=True` and nothing is d
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from baton.domain import (
@@ -59,15 +59,18 @@ class Outcome:
         return self.kind == "applied"
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        # `duplicate` describes a reply, not the result: it is never stored.
+        data = {name: getattr(self, name) for name in _STORED_FIELDS}
         data["state"] = self.state.value if self.state else None
-        del data["duplicate"]
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Outcome:
         state = WorkState(data["state"]) if data["state"] else None
         return cls(**{**data, "state": state, "duplicate": True})
+
+
+_STORED_FIELDS = tuple(field.name for field in fields(Outcome) if field.name != "duplicate")
 
 
 class _Lost(Exception):
