@@ -18,5 +18,6 @@ class Settings(BaseSettings):
     private_key: SecretStr | None = None
     private_key_path: str | None = None
     github_api_url: str = "https://api.github.com"
+    api_token: SecretStr | None = None  # the read API answers 403 while this is unset
     host: str = "127.0.0.1"
     port: int = 8000

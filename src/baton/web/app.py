@@ -10,6 +10,9 @@ from baton.service import WorkService
 from baton.settings import Settings
 from baton.store import Store, make_engine, upgrade
 
+from .api import api_router
+from .webhooks import webhook_router
+
 
 def create_app(settings: Settings, *, migrate: bool = True) -> FastAPI:
     engine = make_engine(settings.database_url)
@@ -18,7 +21,10 @@ def create_app(settings: Settings, *, migrate: bool = True) -> FastAPI:
     store = Store(engine)
     app = FastAPI(title="Baton", version="0.1.0")
     app.state.settings = settings
-    app.state.work = WorkService(store)
+    work = WorkService(store)
+    app.state.work = work
+    app.include_router(api_router(store, settings))
+    app.include_router(webhook_router(store, work, settings))
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
