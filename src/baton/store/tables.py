@@ -132,3 +132,21 @@ runner_claims = Table(
     Column("login", String(100), primary_key=True),  # lower-case
     Column("active", Integer, nullable=False),
 )
+
+# The webhook inbox: every accepted delivery, keyed by GitHub's `X-GitHub-Delivery`, so a redelivery
+# is recognised and a delivery whose processing failed can be processed again.
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("id", String(100), primary_key=True),
+    Column("event", String(60), nullable=False),
+    Column("action", String(60)),
+    Column("installation_id", BigInteger),
+    Column("payload", Text, nullable=False),
+    Column("status", String(20), nullable=False),  # pending | processing | done | ignored | failed
+    Column("attempts", Integer, nullable=False),
+    Column("error", Text),
+    Column("received_at", DateTime(timezone=True), nullable=False),
+    Column("processed_at", DateTime(timezone=True)),
+    Index(None, "status", "received_at"),
+)

@@ -6,15 +6,18 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
+from baton.intake import Directory, Intake, NoDirectory
 from baton.service import WorkService
 from baton.settings import Settings
 from baton.store import Store, make_engine, upgrade
+from baton.store.inbox import Inbox
 
 from .api import api_router
 from .webhooks import webhook_router
 
 
-def create_app(settings: Settings, *, migrate: bool = True) -> FastAPI:
+def create_app(settings: Settings, *, migrate: bool = True, directory: Directory | None = None) -> FastAPI:
+    """The application. `directory` says who people are in a repository (GitHub's API by default)."""
     engine = make_engine(settings.database_url)
     if migrate:
         upgrade(engine)
@@ -24,7 +27,8 @@ def create_app(settings: Settings, *, migrate: bool = True) -> FastAPI:
     work = WorkService(store)
     app.state.work = work
     app.include_router(api_router(store, settings))
-    app.include_router(webhook_router(store, work, settings))
+    intake = Intake(work, directory or NoDirectory(), settings.app_id)
+    app.include_router(webhook_router(Inbox(engine), intake, settings))
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:

@@ -1,0 +1,103 @@
+"""From a stored webhook delivery to commands applied: the routing table and its handlers.
+
+Each handler reads the few fields it needs from the payload (leniently), works out who the actor is,
+and hands each command to the work service with an operation id derived from the comment or issue, so
+processing a delivery twice (a redelivery after a failure) never applies anything twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from baton.commands import parse
+from baton.domain import Actor, Permission, Policy, TicketKey
+from baton.github.webhooks import dig, number, text
+from baton.service import Issue, Outcome, WorkService
+from baton.store.inbox import Delivery
+
+
+class Directory(Protocol):
+    """Who a GitHub user is in a repository. The GitHub-backed one asks the collaborator API."""
+
+    def permission(self, installation_id: int, repository: str, login: str) -> Permission: ...
+
+
+class DirectoryUnavailable(RuntimeError):
+    """Permissions cannot be read; the delivery fails and a redelivery can process it later."""
+
+
+class NoDirectory:
+    def permission(self, installation_id: int, repository: str, login: str) -> Permission:
+        raise DirectoryUnavailable(
+            "repository permissions cannot be read: set BATON_APP_ID and BATON_PRIVATE_KEY "
+            "(or BATON_PRIVATE_KEY_PATH) so Baton can ask GitHub"
+        )
+
+
+Handler = Callable[["Intake", dict[str, Any]], tuple[Outcome, ...]]
+
+
+@dataclass
+class Intake:
+    work: WorkService
+    directory: Directory
+    app_id: int | None = None
+
+    def handle(self, delivery: Delivery) -> tuple[str, tuple[Outcome, ...]]:
+        """`("done", outcomes)` or `("ignored", ())` for events and actions Baton does not act on."""
+        handler = HANDLERS.get((delivery.event, delivery.action or ""))
+        if handler is None:
+            return "ignored", ()
+        payload = json.loads(delivery.payload)
+        if not isinstance(payload, dict):
+            return "ignored", ()
+        return "done", handler(self, payload)
+
+    def _from_baton(self, payload: dict[str, Any], where: str) -> bool:
+        """Baton's own comments carry its App id; other bots are ordinary actors."""
+        return self.app_id is not None and number(payload, where, "performed_via_github_app", "id") == self.app_id
+
+    def _run(self, payload: dict[str, Any], body: str, operation: str) -> tuple[Outcome, ...]:
+        installation_id = number(payload, "installation", "id")
+        repository_id = number(payload, "repository", "id")
+        issue_number = number(payload, "issue", "number")
+        repository = text(payload, "repository", "full_name")
+        commands = parse(body)
+        if not commands or None in (installation_id, repository_id, issue_number) or not repository:
+            return ()
+        assert installation_id is not None and repository_id is not None and issue_number is not None
+        issue = Issue(TicketKey(installation_id, repository_id, issue_number), repository,
+                      text(payload, "issue", "user", "login"))  # fmt: skip
+        login = text(payload, "sender", "login")
+        actor = Actor(
+            login,
+            self.directory.permission(installation_id, repository, login),
+            is_bot=text(payload, "sender", "type") == "Bot",
+        )
+        return tuple(
+            self.work.apply(issue, command, actor, f"{operation}:{index}", Policy())
+            for index, command in enumerate(commands)
+        )
+
+
+def _comment_created(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
+    if intake._from_baton(payload, "comment") or dig(payload, "issue", "pull_request") is not None:
+        # Commands on pull requests act on the linked tickets; that linking comes with the evidence rail.
+        return ()
+    return intake._run(payload, text(payload, "comment", "body"), f"comment:{number(payload, 'comment', 'id')}")
+
+
+def _issue_opened(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
+    """Commands in a new issue's body: `/claim` there creates the ticket already claimed by its author."""
+    if intake._from_baton(payload, "issue"):
+        return ()
+    return intake._run(payload, text(payload, "issue", "body"), f"issue:{number(payload, 'issue', 'id')}")
+
+
+HANDLERS: dict[tuple[str, str], Handler] = {
+    ("issue_comment", "created"): _comment_created,
+    ("issues", "opened"): _issue_opened,
+}

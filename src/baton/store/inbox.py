@@ -1,0 +1,92 @@
+"""The webhook inbox: deliveries kept by `X-GitHub-Delivery`, each processed once unless it failed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from sqlalchemy import Engine, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from . import tables as t
+
+_inbox = t.webhook_deliveries
+_c = _inbox.c
+
+
+class Received(StrEnum):
+    NEW = "new"  # stored now: process it
+    RETRY = "retry"  # seen before and its processing failed: process it again
+    DUPLICATE = "duplicate"  # seen before and processed (or being processed): nothing to do
+
+
+@dataclass(frozen=True)
+class Delivery:
+    id: str
+    event: str
+    action: str | None
+    installation_id: int | None
+    payload: str  # the JSON text exactly as GitHub sent it
+    attempts: int
+
+
+class Inbox:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def receive(
+        self, delivery_id: str, event: str, action: str | None, installation_id: int | None, payload: str
+    ) -> Received:
+        """Store a delivery, or recognise a redelivery. One transaction."""
+        now = datetime.now(UTC)
+        try:
+            with self.engine.begin() as connection:
+                connection.execute(
+                    insert(_inbox).values(
+                        id=delivery_id,
+                        event=event,
+                        action=action,
+                        installation_id=installation_id,
+                        payload=payload,
+                        status="pending",
+                        attempts=0,
+                        received_at=now,
+                    )
+                )
+            return Received.NEW
+        except IntegrityError:
+            pass
+        with self.engine.begin() as connection:
+            # Only a failed delivery goes back to pending, and only once however many copies arrive.
+            retried = connection.execute(
+                update(_inbox).where(_c.id == delivery_id, _c.status == "failed").values(status="pending")
+            ).rowcount
+        return Received.RETRY if retried == 1 else Received.DUPLICATE
+
+    def take(self, delivery_id: str) -> Delivery | None:
+        """Mark a pending delivery as being processed and return it; None if someone else took it."""
+        with self.engine.begin() as connection:
+            taken = connection.execute(
+                update(_inbox)
+                .where(_c.id == delivery_id, _c.status == "pending")
+                .values(status="processing", attempts=_c.attempts + 1)
+            ).rowcount
+            if taken != 1:
+                return None
+            row = connection.execute(select(_inbox).where(_c.id == delivery_id)).one()
+        return Delivery(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts)
+
+    def finish(self, delivery_id: str, status: str, error: str | None = None) -> None:
+        """`done`, `ignored` or `failed` (with the error, which a redelivery clears by succeeding)."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(_inbox)
+                .where(_c.id == delivery_id)
+                .values(status=status, error=error, processed_at=datetime.now(UTC))
+            )
+
+    def status(self, delivery_id: str) -> tuple[str, int, str | None] | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(select(_c.status, _c.attempts, _c.error).where(_c.id == delivery_id)).first()
+        return None if row is None else (row.status, row.attempts, row.error)

@@ -1,0 +1,271 @@
+"""`POST /webhooks/github` through the real app: signatures, bad input, the inbox, redelivery, routing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
+from sqlalchemy import func, select
+
+from baton.domain import Permission, TicketKey, WorkState
+from baton.github.webhooks import signature, verify
+from baton.intake import DirectoryUnavailable
+from baton.settings import Settings
+from baton.store import tables as t
+from baton.web import create_app
+
+SECRET = "It's a Secret to Everybody"
+APP_ID = 4711
+INSTALLATION, REPOSITORY_ID, REPOSITORY = 99, 1296269, "octo/shop"
+
+
+@dataclass
+class FakeDirectory:
+    """Permissions as a test sets them; `down` makes every lookup fail as if GitHub were unreachable."""
+
+    permissions: dict[str, Permission] = field(default_factory=dict)
+    down: bool = False
+    asked: list[str] = field(default_factory=list)
+
+    def permission(self, installation_id: int, repository: str, login: str) -> Permission:
+        self.asked.append(login)
+        if self.down:
+            raise DirectoryUnavailable("GitHub did not answer")
+        return self.permissions.get(login, Permission.READ)
+
+
+@dataclass
+class Hub:
+    client: TestClient
+    directory: FakeDirectory
+    app: Any
+    sent: int = 0
+
+    def post(self, event: str, payload: Any, *, delivery: str | None = None, **headers: str) -> Any:
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self.sent += 1
+        sent_headers = {
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery or f"delivery-{self.sent}",
+            "X-Hub-Signature-256": signature(SECRET.encode(), body),
+            "Content-Type": "application/json",
+        }
+        sent_headers.update(headers)
+        return self.client.post("/webhooks/github", content=body, headers=sent_headers)
+
+    def count(self, table: Any) -> int:
+        with self.app.state.work.store.engine.connect() as connection:
+            return int(connection.execute(select(func.count()).select_from(table)).scalar_one())
+
+    def inbox(self, delivery: str) -> tuple[str, int, str | None]:
+        with self.app.state.work.store.engine.connect() as connection:
+            row = connection.execute(
+                select(
+                    t.webhook_deliveries.c.status, t.webhook_deliveries.c.attempts, t.webhook_deliveries.c.error
+                ).where(t.webhook_deliveries.c.id == delivery)
+            ).one()
+        return row.status, row.attempts, row.error
+
+    def ticket(self, number: int) -> Any:
+        return self.app.state.work.ticket(TicketKey(INSTALLATION, REPOSITORY_ID, number))
+
+
+@pytest.fixture
+def hub(database_url: str) -> Iterator[Hub]:
+    directory = FakeDirectory({"maria": Permission.WRITE})
+    settings = Settings(database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID)
+    app = create_app(settings, directory=directory)
+    with TestClient(app) as client:
+        yield Hub(client, directory, app)
+    app.state.work.store.dispose()
+
+
+def comment(login: str, body: str, *, number: int = 42, comment_id: int = 1, on_pr: bool = False,
+            via_app: int | None = None) -> dict[str, Any]:  # fmt: skip
+    issue: dict[str, Any] = {"number": number, "id": 5000 + number, "user": {"login": "olivia"}, "body": ""}
+    if on_pr:
+        issue["pull_request"] = {"url": f"https://api.github.com/repos/{REPOSITORY}/pulls/{number}"}
+    payload = {
+        "action": "created",
+        "issue": issue,
+        "comment": {"id": comment_id, "body": body, "user": {"login": login, "type": "User"}},
+        "repository": {"id": REPOSITORY_ID, "full_name": REPOSITORY},
+        "installation": {"id": INSTALLATION},
+        "sender": {"login": login, "type": "User"},
+    }
+    if via_app is not None:
+        payload["comment"]["performed_via_github_app"] = {"id": via_app}
+    return payload
+
+
+def test_githubs_published_signature_vector() -> None:
+    expected = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+    assert signature(SECRET.encode(), b"Hello, World!") == expected
+    assert verify(SECRET.encode(), b"Hello, World!", expected)
+    assert not verify(SECRET.encode(), b"Hello, World!!", expected)
+
+
+def test_the_vector_passes_the_signature_check_and_the_body_is_then_refused_as_not_json(hub: Hub) -> None:
+    response = hub.post("ping", b"Hello, World!")
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("The body is not JSON")
+    assert hub.count(t.webhook_deliveries) == 0
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Hub-Signature-256": ""},
+        {"X-Hub-Signature-256": "sha256=" + "0" * 64},
+        {"X-Hub-Signature-256": signature(b"another secret", b"{}")},
+        # SHA-1 only, as GitHub also sends it: not accepted
+        {"X-Hub-Signature-256": "", "X-Hub-Signature": "sha1=0e1c2c5c2d6bcd1d23d5c7f0bff5e9c3ddf0b2e0"},
+        # the right digest without the sha256= prefix
+        {"X-Hub-Signature-256": signature(SECRET.encode(), b"{}").removeprefix("sha256=")},
+    ],
+    ids=["missing", "wrong", "other-secret", "sha1-only", "no-prefix"],
+)
+def test_bad_signatures_are_refused_and_nothing_is_stored(hub: Hub, headers: dict[str, str]) -> None:
+    response = hub.post("ping", b"{}", **headers)
+    assert response.status_code == 401
+    assert "X-Hub-Signature-256" in response.json()["detail"]
+    assert hub.count(t.webhook_deliveries) == 0
+
+
+def test_a_signature_over_other_bytes_than_the_body_is_refused(hub: Hub) -> None:
+    body = b'{"zen": "Keep it logically awesome."}'
+    response = hub.post("ping", body, **{"X-Hub-Signature-256": signature(SECRET.encode(), body + b" ")})
+    assert response.status_code == 401
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", b"\xff\xfe{}"], ids=["broken", "array", "not-utf8"])
+def test_bodies_that_are_not_a_json_object_are_refused(hub: Hub, body: bytes) -> None:
+    response = hub.post("ping", body)
+    assert response.status_code == 400
+    assert hub.count(t.webhook_deliveries) == 0
+
+
+def test_an_oversize_body_is_refused(hub: Hub) -> None:
+    body = b'{"pad": "' + b"x" * (25 * 1024 * 1024) + b'"}'
+    response = hub.post("ping", body)
+    assert response.status_code == 413
+    assert hub.count(t.webhook_deliveries) == 0
+
+
+def test_a_declared_oversize_body_is_refused_before_reading(hub: Hub) -> None:
+    response = hub.post("ping", b"{}", **{"Content-Length": str(25 * 1024 * 1024 + 1)})
+    assert response.status_code == 413
+
+
+def test_githubs_headers_are_required(hub: Hub) -> None:
+    response = hub.post("ping", b"{}", **{"X-GitHub-Delivery": ""})
+    assert response.status_code == 400
+    assert hub.count(t.webhook_deliveries) == 0
+
+
+def test_without_a_secret_webhooks_are_disabled_with_a_clear_answer(sqlite_url: str) -> None:
+    app = create_app(Settings(database_url=sqlite_url))
+    with TestClient(app) as client:
+        response = client.post("/webhooks/github", content=b"{}", headers={"X-GitHub-Event": "ping"})
+    assert response.status_code == 503
+    assert "BATON_WEBHOOK_SECRET" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("event", "payload"),
+    [("ping", {"zen": "Design for failure.", "hook_id": 1}), ("star", {"action": "created"}),
+     ("issue_comment", {"action": "deleted"}), ("issues", {"action": "pinned"})],
+    ids=["ping", "unknown-event", "unknown-action", "unhandled-action"],
+)  # fmt: skip
+def test_ping_unknown_events_and_actions_are_answered_and_ignored(hub: Hub, event: str, payload: Any) -> None:
+    response = hub.post(event, payload, delivery="d-1")
+    assert response.status_code == 202
+    assert response.json() == {"delivery": "d-1", "received": "new"}
+    assert hub.inbox("d-1") == ("ignored", 1, None)
+    assert hub.count(t.tickets) == 0
+
+
+def test_a_claim_comment_is_applied_after_the_answer(hub: Hub) -> None:
+    assert hub.post("issue_comment", comment("agent-a", "I'll take it.\n/claim"), delivery="d-1").status_code == 202
+    assert hub.inbox("d-1") == ("done", 1, None)
+    ticket = hub.ticket(42)
+    assert (ticket.state, ticket.runner, ticket.revision, ticket.owner) == (WorkState.CLAIMED, "agent-a", 2, "olivia")
+
+    hub.post("issue_comment", comment("agent-b", "/claim", comment_id=2), delivery="d-2")
+    assert hub.ticket(42).runner == "agent-a"
+    assert hub.count(t.events) == 2  # created, claimed
+    assert hub.count(t.operations) == 2  # the claim and the refusal
+
+
+def test_several_commands_in_one_comment_run_in_order(hub: Hub) -> None:
+    hub.post("issue_comment", comment("agent-a", "/claim"), delivery="d-1")
+    body = "/deliver\nThe empty state is in.\nbranch: 42-empty-state\n\n/status"
+    hub.post("issue_comment", comment("agent-a", body, comment_id=2), delivery="d-2")
+    hub.post("issue_comment", comment("maria", "/accept looks right", comment_id=3), delivery="d-3")
+    ticket = hub.ticket(42)
+    assert (ticket.state, ticket.revision, ticket.deliveries) == (WorkState.ACCEPTED, 4, 1)
+
+
+def test_a_redelivery_changes_nothing(hub: Hub) -> None:
+    payload = comment("agent-a", "/claim")
+    hub.post("issue_comment", payload, delivery="d-1")
+    before = (hub.count(t.events), hub.count(t.operations), hub.ticket(42))
+    again = hub.post("issue_comment", payload, delivery="d-1")
+    assert again.status_code == 202
+    assert again.json() == {"delivery": "d-1", "received": "duplicate"}
+    assert (hub.count(t.events), hub.count(t.operations), hub.ticket(42)) == before
+    assert hub.inbox("d-1") == ("done", 1, None)
+
+
+def test_a_failed_delivery_is_processed_again_when_redelivered(hub: Hub) -> None:
+    hub.directory.down = True
+    payload = comment("agent-a", "/claim")
+    hub.post("issue_comment", payload, delivery="d-1")
+    status, attempts, error = hub.inbox("d-1")
+    assert (status, attempts) == ("failed", 1)
+    assert error == "DirectoryUnavailable: GitHub did not answer"
+    assert hub.ticket(42) is None
+
+    hub.directory.down = False
+    response = hub.post("issue_comment", payload, delivery="d-1")
+    assert response.json()["received"] == "retry"
+    assert hub.inbox("d-1") == ("done", 2, None)
+    assert hub.ticket(42).runner == "agent-a"
+
+
+def test_an_issue_opened_with_claim_is_created_claimed_by_its_author(hub: Hub) -> None:
+    payload = {
+        "action": "opened",
+        "issue": {"number": 7, "id": 777, "body": "Fix the flaky test.\n\n/claim", "user": {"login": "agent-a"}},
+        "repository": {"id": REPOSITORY_ID, "full_name": REPOSITORY},
+        "installation": {"id": INSTALLATION},
+        "sender": {"login": "agent-a", "type": "User"},
+    }
+    hub.post("issues", payload, delivery="d-1")
+    ticket = hub.ticket(7)
+    assert (ticket.state, ticket.runner, ticket.owner) == (WorkState.CLAIMED, "agent-a", "agent-a")
+
+
+def test_commands_in_quotes_and_code_do_nothing(hub: Hub) -> None:
+    hub.post("issue_comment", comment("agent-a", "> /claim\n```\n/claim\n```\nuse `/claim`"), delivery="d-1")
+    assert hub.inbox("d-1")[0] == "done"
+    assert hub.ticket(42) is None
+    assert hub.directory.asked == []
+
+
+def test_batons_own_comments_are_ignored_but_other_bots_are_actors(hub: Hub) -> None:
+    hub.post("issue_comment", comment("baton[bot]", "/claim", via_app=APP_ID), delivery="d-1")
+    assert hub.ticket(42) is None
+    hub.post("issue_comment", comment("helper[bot]", "/claim", comment_id=2, via_app=1234), delivery="d-2")
+    assert hub.ticket(42).runner == "helper[bot]"
+
+
+def test_a_comment_on_a_pull_request_does_not_touch_the_issue_of_the_same_number(hub: Hub) -> None:
+    hub.post("issue_comment", comment("agent-a", "/claim", on_pr=True), delivery="d-1")
+    assert hub.inbox("d-1")[0] == "done"
+    assert hub.ticket(42) is None
