@@ -12,12 +12,22 @@ from baton.settings import Settings
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from baton.github.client import ConfigurationError, app_credentials
     from baton.web import create_app
 
     settings = Settings()
-    host = args.host or settings.host
-    port = args.port or settings.port
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    try:
+        credentials = app_credentials(settings)
+        if settings.webhook_secret is not None and credentials is None:
+            raise ConfigurationError(
+                "BATON_WEBHOOK_SECRET is set but the App is not: set BATON_APP_ID and BATON_PRIVATE_KEY "
+                "(or BATON_PRIVATE_KEY_PATH), or unset the secret to run without GitHub."
+            )
+        app = create_app(settings)
+    except ConfigurationError as error:
+        print(f"baton: {error}", file=sys.stderr)
+        return 2
+    uvicorn.run(app, host=args.host or settings.host, port=args.port or settings.port, log_level="info")
     return 0
 
 

@@ -6,6 +6,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
+from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
 from baton.intake import Directory, Intake, NoDirectory
 from baton.service import WorkService
 from baton.settings import Settings
@@ -27,7 +28,10 @@ def create_app(settings: Settings, *, migrate: bool = True, directory: Directory
     work = WorkService(store)
     app.state.work = work
     app.include_router(api_router(store, settings))
-    intake = Intake(work, directory or NoDirectory(), settings.app_id)
+    if directory is None:
+        credentials = app_credentials(settings)  # raises ConfigurationError with a clear message
+        directory = GitHubDirectory(GitHubApp(credentials, settings.github_api_url)) if credentials else NoDirectory()
+    intake = Intake(work, directory, settings.app_id)
     app.include_router(webhook_router(Inbox(engine), intake, settings))
 
     @app.get("/healthz")

@@ -1,0 +1,136 @@
+"""GitHub App clients: the App's credentials, per-installation clients, and who-is-who.
+
+Each `GitHubApp` has its own githubkit cache strategy (the default one is process-global and would
+share tokens between apps and tests) and keeps every client it builds in a variable, since githubkit's
+`.rest` holds only a weak reference to its client. Retries are off inside calls: the caller decides
+(the webhook inbox fails the delivery, the outbox reschedules a write) instead of sleeping in a request.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jwt
+from githubkit import AppAuthStrategy, GitHub
+from githubkit.cache import MemCacheStrategy
+from githubkit.exception import RequestFailed
+
+from baton.domain import Permission
+from baton.settings import Settings
+
+
+class ConfigurationError(ValueError):
+    """A setting that makes Baton unable to work; its message says which and how to fix it."""
+
+
+@dataclass(frozen=True)
+class AppCredentials:
+    app_id: int
+    private_key: str  # PEM; never logged
+
+    def __repr__(self) -> str:
+        return f"AppCredentials(app_id={self.app_id}, private_key=<hidden>)"
+
+
+def app_credentials(settings: Settings) -> AppCredentials | None:
+    """The App's credentials from the settings, checked now, so a bad key fails at start, not at a webhook.
+
+    None when no App is configured at all (a local run without GitHub).
+    """
+    key = settings.private_key.get_secret_value() if settings.private_key else None
+    if key is None and settings.private_key_path:
+        path = Path(settings.private_key_path)
+        if not path.is_file():
+            raise ConfigurationError(f"BATON_PRIVATE_KEY_PATH={path} is not a readable file.")
+        key = path.read_text(encoding="utf-8")
+    if settings.app_id is None and key is None:
+        return None
+    if settings.app_id is None:
+        raise ConfigurationError("A private key is set but BATON_APP_ID is not: set the App's numeric id.")
+    if key is None:
+        raise ConfigurationError(
+            "BATON_APP_ID is set but no private key is: set BATON_PRIVATE_KEY (the PEM text) or "
+            "BATON_PRIVATE_KEY_PATH (a .pem file downloaded from the App's settings)."
+        )
+    key = key.replace("\\n", "\n").strip() + "\n"  # a PEM pasted into one env line keeps its newlines
+    try:
+        jwt.encode({"iss": str(settings.app_id)}, key, algorithm="RS256")
+    except Exception as error:  # whatever the library says, the answer for the user is the same
+        raise ConfigurationError(
+            f"The App's private key is not a usable RSA PEM key ({type(error).__name__}). Download a new key "
+            "from the App's settings and set BATON_PRIVATE_KEY or BATON_PRIVATE_KEY_PATH."
+        ) from None
+    return AppCredentials(settings.app_id, key)
+
+
+class GitHubApp:
+    """The App, and a client per installation that mints and renews its own installation tokens."""
+
+    def __init__(self, credentials: AppCredentials, base_url: str) -> None:
+        self.app = GitHub(
+            AppAuthStrategy(str(credentials.app_id), credentials.private_key),
+            base_url=base_url.rstrip("/") + "/",
+            cache_strategy=MemCacheStrategy(),
+            auto_retry=False,
+            timeout=10.0,
+        )
+        self._installations: dict[int, GitHub[Any]] = {}
+        self._lock = threading.Lock()
+
+    def installation(self, installation_id: int) -> GitHub[Any]:
+        with self._lock:
+            client = self._installations.get(installation_id)
+            if client is None:
+                client = self.app.with_auth(self.app.auth.as_installation(installation_id))
+                self._installations[installation_id] = client
+            return client
+
+
+_ROLES = {
+    "admin": Permission.ADMIN,
+    "maintain": Permission.MAINTAIN,
+    "write": Permission.WRITE,
+    "triage": Permission.TRIAGE,
+    "read": Permission.READ,
+    "none": Permission.NONE,
+}
+
+
+class GitHubDirectory:
+    """Repository permissions from the collaborator-permission API, cached for `ttl` seconds."""
+
+    def __init__(self, github: GitHubApp, ttl: float = 120.0) -> None:
+        self.github = github
+        self.ttl = ttl
+        self._cache: dict[tuple[int, str, str], tuple[float, Permission]] = {}
+        self._lock = threading.Lock()
+
+    def permission(self, installation_id: int, repository: str, login: str) -> Permission:
+        key = (installation_id, repository.lower(), login.lower())
+        now = time.monotonic()
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached is not None and now - cached[0] < self.ttl:
+            return cached[1]
+        owner, _, name = repository.partition("/")
+        try:
+            response = self.github.installation(installation_id).rest.repos.get_collaborator_permission_level(
+                owner, name, login
+            )
+        except RequestFailed as error:
+            if error.response.status_code != 404:
+                raise
+            permission = Permission.NONE  # not a collaborator, or no such user
+        else:
+            data = response.json()
+            # `role_name` tells maintain and triage apart; `permission` folds them into write and read.
+            permission = _ROLES.get(
+                str(data.get("role_name")), _ROLES.get(str(data.get("permission")), Permission.NONE)
+            )
+        with self._lock:
+            self._cache[key] = (now, permission)
+        return permission
