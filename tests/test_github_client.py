@@ -195,6 +195,8 @@ def test_the_app_uses_github_for_permissions_when_configured(
 
     permission_route(github, "maria").respond(200, json=answer("write", "write"))
     permission_route(github, "agent-a").respond(200, json=answer("read", "read"))
+    github.get("/repos/octo/shop/contents/.github/baton.yml").respond(404, json={"message": "Not Found"})
+    github.get("/repos/octo/.github/contents/.github/baton.yml").respond(404, json={"message": "Not Found"})
     app = create_app(
         settings(
             database_url=sqlite_url,

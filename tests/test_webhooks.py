@@ -13,6 +13,7 @@ from pydantic import SecretStr
 from sqlalchemy import func, select
 
 from baton.domain import Permission, TicketKey, WorkState
+from baton.github.configs import DefaultConfigs
 from baton.github.webhooks import signature, verify
 from baton.intake import DirectoryUnavailable
 from baton.settings import Settings
@@ -79,7 +80,7 @@ class Hub:
 def hub(database_url: str) -> Iterator[Hub]:
     directory = FakeDirectory({"maria": Permission.WRITE})
     settings = Settings(database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID)
-    app = create_app(settings, directory=directory)
+    app = create_app(settings, directory=directory, configs=DefaultConfigs())
     with TestClient(app) as client:
         yield Hub(client, directory, app)
     app.state.work.store.dispose()

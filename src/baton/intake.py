@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from baton.commands import parse
-from baton.domain import Actor, Permission, Policy, TicketKey
+from baton.domain import Actor, Permission, TicketKey
+from baton.github.configs import DefaultConfigs, Loaded
 from baton.github.webhooks import dig, number, text
 from baton.service import Issue, Outcome, WorkService
 from baton.store.inbox import Delivery
@@ -23,6 +24,12 @@ class Directory(Protocol):
     """Who a GitHub user is in a repository. The GitHub-backed one asks the collaborator API."""
 
     def permission(self, installation_id: int, repository: str, login: str) -> Permission: ...
+
+
+class Configs(Protocol):
+    """A repository's settings (`.github/baton.yml`)."""
+
+    def load(self, installation_id: int, repository: str) -> Loaded: ...
 
 
 class DirectoryUnavailable(RuntimeError):
@@ -44,6 +51,7 @@ Handler = Callable[["Intake", dict[str, Any]], tuple[Outcome, ...]]
 class Intake:
     work: WorkService
     directory: Directory
+    configs: Configs = field(default_factory=DefaultConfigs)
     app_id: int | None = None
 
     def handle(self, delivery: Delivery) -> tuple[str, tuple[Outcome, ...]]:
@@ -77,8 +85,9 @@ class Intake:
             self.directory.permission(installation_id, repository, login),
             is_bot=text(payload, "sender", "type") == "Bot",
         )
+        policy = self.configs.load(installation_id, repository).policy
         return tuple(
-            self.work.apply(issue, command, actor, f"{operation}:{index}", Policy())
+            self.work.apply(issue, command, actor, f"{operation}:{index}", policy)
             for index, command in enumerate(commands)
         )
 

@@ -1,6 +1,7 @@
 """The pure work-state core: states, roles, guards and transitions. Standard library only."""
 
 from .model import (
+    EVIDENCE_KINDS,
     Actor,
     AttemptEnd,
     Brief,
@@ -39,6 +40,7 @@ from .transitions import (
 )
 
 __all__ = [
+    "EVIDENCE_KINDS",
     "RULES",
     "WORK_EVENTS",
     "Actor",

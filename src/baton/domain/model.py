@@ -220,6 +220,8 @@ class Policy:
     required_evidence: tuple[str, ...] = ()
     offer: str = "all"
     offer_label: str = "baton"
+    stale_after: int = 3 * 86400  # seconds without activity before a claim is marked stale
+    auto_release_after: int | None = None  # None: a stale claim is released only by a person
 
     def lists(self, names: frozenset[str], actor: Actor) -> bool:
         """True when the actor is named in a users-or-teams list (`@org/team` entries match teams)."""

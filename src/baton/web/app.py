@@ -7,7 +7,8 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
-from baton.intake import Directory, Intake, NoDirectory
+from baton.github.configs import DefaultConfigs, GitHubConfigs
+from baton.intake import Configs, Directory, Intake, NoDirectory
 from baton.service import WorkService
 from baton.settings import Settings
 from baton.store import Store, make_engine, upgrade
@@ -17,8 +18,14 @@ from .api import api_router
 from .webhooks import webhook_router
 
 
-def create_app(settings: Settings, *, migrate: bool = True, directory: Directory | None = None) -> FastAPI:
-    """The application. `directory` says who people are in a repository (GitHub's API by default)."""
+def create_app(
+    settings: Settings,
+    *,
+    migrate: bool = True,
+    directory: Directory | None = None,
+    configs: Configs | None = None,
+) -> FastAPI:
+    """The application. `directory` and `configs` stand in for GitHub's API where a test needs it."""
     engine = make_engine(settings.database_url)
     if migrate:
         upgrade(engine)
@@ -28,10 +35,16 @@ def create_app(settings: Settings, *, migrate: bool = True, directory: Directory
     work = WorkService(store)
     app.state.work = work
     app.include_router(api_router(store, settings))
-    if directory is None:
+    github = None
+    if directory is None or configs is None:
         credentials = app_credentials(settings)  # raises ConfigurationError with a clear message
-        directory = GitHubDirectory(GitHubApp(credentials, settings.github_api_url)) if credentials else NoDirectory()
-    intake = Intake(work, directory, settings.app_id)
+        github = GitHubApp(credentials, settings.github_api_url) if credentials else None
+    intake = Intake(
+        work,
+        directory or (GitHubDirectory(github) if github else NoDirectory()),
+        configs or (GitHubConfigs(github) if github else DefaultConfigs()),
+        settings.app_id,
+    )
     app.include_router(webhook_router(Inbox(engine), intake, settings))
 
     @app.get("/healthz")

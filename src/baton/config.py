@@ -1,0 +1,102 @@
+"""`.github/baton.yml`: a repository's settings, validated strictly (SPEC §8).
+
+Every problem in a file is reported at once, each naming the key and what is allowed, so one
+explanatory comment can list them all. A file that fails keeps no partial effect: the caller keeps the
+last good settings.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from baton.domain import EVIDENCE_KINDS, Policy
+
+PATH = ".github/baton.yml"
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(m|h|d|w)\s*$")
+_SECONDS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
+# A login (`agent-a`, `helper[bot]`) or a team (`org/team`), with an optional leading @.
+_PERSON = re.compile(r"^@?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\]|/[A-Za-z0-9_.-]{1,100})?$")
+
+KEYS = (
+    "offer",
+    "offer_label",
+    "max_active_claims",
+    "stale_after",
+    "auto_release_after",
+    "allow_self_review",
+    "reviewers",
+    "runners",
+    "required_evidence",
+)
+
+
+class ConfigError(ValueError):
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def duration(value: Any) -> int:
+    """`90m`, `12h`, `3d`, `2w` → seconds."""
+    match = _DURATION.match(value) if isinstance(value, str) else None
+    if match is None or int(match.group(1)) == 0:
+        raise ValueError
+    return int(match.group(1)) * _SECONDS[match.group(2)]
+
+
+def parse(text: str) -> Policy:
+    """The settings a file gives, on top of the defaults. Raises `ConfigError` listing every problem."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError([f"the file is not valid YAML{where}"]) from None
+    if data is None:
+        return Policy()
+    if not isinstance(data, dict):
+        raise ConfigError(["the file must be a mapping of settings, like `max_active_claims: 2`"])
+
+    problems: list[str] = []
+    values: dict[str, Any] = {}
+    for key in data:
+        if key not in KEYS:
+            problems.append(f"`{key}` is not a setting (known: {', '.join(KEYS)})")
+
+    def take(key: str, check: Any, convert: Any, allowed: str) -> None:
+        if key not in data:
+            return
+        value = data[key]
+        try:
+            if not check(value):
+                raise ValueError
+            values[key] = convert(value)
+        except (ValueError, TypeError):
+            problems.append(f"`{key}` must be {allowed}, not {value!r}")
+
+    def people(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(v, str) and _PERSON.match(v) for v in value)
+
+    take("offer", lambda v: v in ("all", "labeled"), str, "`all` or `labeled`")
+    take("offer_label", lambda v: isinstance(v, str) and 0 < len(v) <= 50, str, "a label name")
+    take("max_active_claims", lambda v: type(v) is int and 1 <= v <= 100, int, "a whole number from 1 to 100")
+    take("stale_after", lambda v: True, duration, "a duration like `3d`, `12h` or `90m`")
+    take("auto_release_after", lambda v: True, lambda v: None if v is None else duration(v),
+         "a duration like `7d`, or null")  # fmt: skip
+    take("allow_self_review", lambda v: isinstance(v, bool), bool, "true or false")
+    take("reviewers", people, frozenset, "a list of logins or org/team names")
+    take("runners", people, frozenset, "a list of logins or org/team names")
+    take("required_evidence", lambda v: isinstance(v, list) and set(v) <= set(EVIDENCE_KINDS), tuple,
+         f"a list of {', '.join(EVIDENCE_KINDS)}")  # fmt: skip
+
+    stale = values.get("stale_after", Policy.stale_after)
+    auto = values.get("auto_release_after")
+    if auto is not None and auto <= stale:
+        problems.append("`auto_release_after` must be longer than `stale_after`: a claim is marked stale first")
+    if problems:
+        raise ConfigError(problems)
+    return Policy(**values)
