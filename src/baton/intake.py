@@ -87,7 +87,7 @@ class Intake:
         )
         policy = self.configs.load(installation_id, repository).policy
         return tuple(
-            self.work.apply(issue, command, actor, f"{operation}:{index}", policy)
+            self.work.apply(issue, command, actor, f"{installation_id}:{operation}:{index}", policy)
             for index, command in enumerate(commands)
         )
 
