@@ -1,0 +1,291 @@
+"""Read-only queries for the read API and other viewers, in SQLAlchemy Core over `tables.py`.
+
+Nothing here writes. Each query opens one short connection of its own and leaves it before returning,
+so a caller never holds a connection (or, under SQLite, the engine's writer lock) between calls.
+
+A ticket with its attempts, deliveries and reviews is read in one transaction: under SQLite the
+engine's `BEGIN IMMEDIATE` already makes it a consistent view; under PostgreSQL the connection runs
+REPEATABLE READ and read-only, so a transition committed between the statements cannot show a ticket
+at one revision beside rows of another.
+
+Repository names and runner logins match case-insensitively, as GitHub compares them. Timestamps come
+back as aware datetimes in UTC: SQLite hands SQLAlchemy's `DateTime` back naive (it was written in
+UTC), and PostgreSQL in the session's time zone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, func, select
+
+from baton.domain import WorkState
+
+from .tables import attempts, deliveries, events, reviews, tickets
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class TicketSummary:
+    repository: str  # "owner/name", as stored
+    number: int
+    state: WorkState
+    revision: int
+    owner: str
+    runner: str | None
+    attempt: int  # the current attempt's number; 0 before the first claim
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    number: int
+    runner: str
+    started_revision: int
+    started_at: datetime
+    ended_at: datetime | None
+    end_reason: str | None
+
+
+@dataclass(frozen=True)
+class DeliveryRecord:
+    number: int
+    attempt: int
+    runner: str
+    text: str
+    evidence: dict[str, Any]
+    revision: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ReviewRecord:
+    attempt: int
+    delivery: int
+    reviewer: str
+    role: str
+    verdict: str
+    independent: bool
+    note: str
+    revision: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class TicketDetail:
+    ticket: TicketSummary
+    attempts: tuple[AttemptRecord, ...]
+    deliveries: tuple[DeliveryRecord, ...]
+    reviews: tuple[ReviewRecord, ...]
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    type: str
+    actor: str
+    role: str
+    attempt: int
+    revision: int
+    operation_id: str | None
+    data: dict[str, Any]
+    created_at: datetime
+
+
+def utc(value: datetime) -> datetime:
+    """A stored timestamp as an aware datetime in UTC (naive ones were written in UTC)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _maybe_utc(value: datetime | None) -> datetime | None:
+    return None if value is None else utc(value)
+
+
+_SUMMARY_COLUMNS = (
+    tickets.c.id,
+    tickets.c.repository,
+    tickets.c.number,
+    tickets.c.state,
+    tickets.c.revision,
+    tickets.c.owner,
+    tickets.c.runner,
+    tickets.c.attempt,
+    tickets.c.created_at,
+    tickets.c.updated_at,
+)
+
+
+def _summary(row: RowMapping) -> TicketSummary:
+    return TicketSummary(
+        repository=row["repository"],
+        number=row["number"],
+        state=WorkState(row["state"]),
+        revision=row["revision"],
+        owner=row["owner"],
+        runner=row["runner"],
+        attempt=row["attempt"],
+        created_at=utc(row["created_at"]),
+        updated_at=utc(row["updated_at"]),
+    )
+
+
+def _same_name(column: Any, value: str) -> ColumnElement[bool]:
+    """Both sides lowered by the database, so the comparison is the same one on every engine."""
+    return func.lower(column) == func.lower(value)
+
+
+class Reads:
+    """The read side of the store. Build one from the process's engine; it holds nothing else."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @contextmanager
+    def _connect(self) -> Iterator[Connection]:
+        with self.engine.connect() as connection:
+            if connection.dialect.name == "postgresql":
+                # Set before the first statement begins the transaction; the pool resets both on return.
+                connection.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+            yield connection
+            # Leaving without a commit rolls back: there is nothing to keep, and it ends the snapshot.
+
+    @staticmethod
+    def _find(connection: Connection, repository: str, number: int) -> tuple[int, TicketSummary] | None:
+        # (installation, repository id, number) is the ticket's key; the name is only what GitHub
+        # calls the repository now. A repository deleted and made again under the same name has a new
+        # id: the newest ticket under the name is the one its URL means.
+        query = (
+            select(*_SUMMARY_COLUMNS)
+            .where(_same_name(tickets.c.repository, repository), tickets.c.number == number)
+            .order_by(tickets.c.id.desc())
+            .limit(1)
+        )
+        row = connection.execute(query).mappings().first()
+        return None if row is None else (int(row["id"]), _summary(row))
+
+    def ticket(self, repository: str, number: int) -> TicketDetail | None:
+        """A ticket by repository ("owner/name", any case) and issue number, with its history rows."""
+        with self._connect() as connection:
+            found = self._find(connection, repository, number)
+            if found is None:
+                return None
+            ticket_id, summary = found
+            attempt_rows = connection.execute(
+                select(attempts).where(attempts.c.ticket_id == ticket_id).order_by(attempts.c.number)
+            )
+            delivery_rows = connection.execute(
+                select(deliveries).where(deliveries.c.ticket_id == ticket_id).order_by(deliveries.c.number)
+            )
+            review_rows = connection.execute(
+                select(reviews).where(reviews.c.ticket_id == ticket_id).order_by(reviews.c.id)
+            )
+            return TicketDetail(
+                ticket=summary,
+                attempts=tuple(
+                    AttemptRecord(
+                        number=a.number,
+                        runner=a.runner,
+                        started_revision=a.started_revision,
+                        started_at=utc(a.started_at),
+                        ended_at=_maybe_utc(a.ended_at),
+                        end_reason=a.end_reason,
+                    )
+                    for a in attempt_rows
+                ),
+                deliveries=tuple(
+                    DeliveryRecord(
+                        number=d.number,
+                        attempt=d.attempt,
+                        runner=d.runner,
+                        text=d.text,
+                        evidence=dict(d.evidence),
+                        revision=d.revision,
+                        created_at=utc(d.created_at),
+                    )
+                    for d in delivery_rows
+                ),
+                reviews=tuple(
+                    ReviewRecord(
+                        attempt=r.attempt,
+                        delivery=r.delivery,
+                        reviewer=r.reviewer,
+                        role=r.role,
+                        verdict=r.verdict,
+                        independent=bool(r.independent),
+                        note=r.note,
+                        revision=r.revision,
+                        created_at=utc(r.created_at),
+                    )
+                    for r in review_rows
+                ),
+            )
+
+    def tickets(
+        self,
+        *,
+        repository: str | None = None,
+        state: WorkState | None = None,
+        runner: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+    ) -> list[TicketSummary]:
+        """Tickets matching every filter given, by repository (case-insensitively) then issue number."""
+        if not 1 <= limit <= MAX_LIMIT:
+            raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
+        with self._connect() as connection:
+            query: Select[Any] = select(*_SUMMARY_COLUMNS)
+            if repository is not None:
+                query = query.where(_same_name(tickets.c.repository, repository))
+            if state is not None:
+                query = query.where(tickets.c.state == state.value)
+            if runner is not None:
+                query = query.where(_same_name(tickets.c.runner, runner))
+            name: ColumnElement[str] = func.lower(tickets.c.repository)
+            if connection.dialect.name == "postgresql":
+                # Byte order, as SQLite sorts: a locale's collation would order `a-b` and `ab` otherwise.
+                name = name.collate("C")
+            query = query.order_by(name, tickets.c.repository, tickets.c.number, tickets.c.id).limit(limit)
+            return [_summary(row) for row in connection.execute(query).mappings()]
+
+    def events(self, repository: str, number: int) -> list[EventRecord] | None:
+        """A ticket's history, oldest first; None when there is no such ticket."""
+        with self._connect() as connection:
+            found = self._find(connection, repository, number)
+            if found is None:
+                return None
+            ticket_id, _ = found
+            rows = connection.execute(select(events).where(events.c.ticket_id == ticket_id).order_by(events.c.id))
+            return [
+                EventRecord(
+                    type=e.type,
+                    actor=e.actor,
+                    role=e.role,
+                    attempt=e.attempt,
+                    revision=e.revision,
+                    operation_id=e.operation_id,
+                    data=dict(e.data),
+                    created_at=utc(e.created_at),
+                )
+                for e in rows
+            ]
+
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "AttemptRecord",
+    "DeliveryRecord",
+    "EventRecord",
+    "Reads",
+    "ReviewRecord",
+    "TicketDetail",
+    "TicketSummary",
+    "utc",
+]
