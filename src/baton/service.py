@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from baton.commands import help_text
 from baton.domain import (
     Actor,
     Applied,
@@ -22,6 +23,7 @@ from baton.domain import (
     Ticket,
     TicketKey,
     WorkState,
+    available,
     create,
     decide,
     not_offered,
@@ -87,9 +89,18 @@ def _outcome(command: str, ticket: Ticket | None, **fields: Any) -> Outcome:
     )
 
 
+@dataclass(frozen=True)
+class Source:
+    """Where a command was written: a comment, or (comment_id None) the issue's own body."""
+
+    comment_id: int | None
+
+
 class WorkService:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, answer_delay: float = 2.0) -> None:
+        """`answer_delay`: how long answers on one issue wait to be coalesced (a race's refusals)."""
         self.store = store
+        self.answer_delay = answer_delay
 
     def open_ticket(
         self,
@@ -133,12 +144,20 @@ class WorkService:
         actor: Actor,
         operation_id: str,
         policy: Policy | None = None,
+        source: Source | None = None,
     ) -> Outcome:
-        """Decide and record one command, in one transaction (retried only after a lost swap)."""
+        """Decide and record one command, in one transaction (retried only after a lost swap).
+
+        With a `source` (the comment the command came in), the same transaction queues its answer on
+        GitHub: a reaction when applied, a reply when refused or asked for /help.
+        """
         for _ in range(MAX_ROUNDS):
             try:
                 with self.store.transaction() as tx:
-                    return self._apply_once(tx, issue, command, actor, operation_id, policy or Policy())
+                    outcome, reply = self._apply_once(tx, issue, command, actor, operation_id, policy or Policy())
+                    if source is not None and not outcome.duplicate:
+                        self._answer(tx, issue, outcome, actor, source, reply)
+                    return outcome
             except (_Lost, Conflict):
                 # A lost swap, a lost claim-limit increment, or a concurrent first write of the same
                 # ticket or operation id: everything rolled back; the next round reads what won.
@@ -153,16 +172,17 @@ class WorkService:
         actor: Actor,
         operation_id: str,
         policy: Policy,
-    ) -> Outcome:
+    ) -> tuple[Outcome, str | None]:
+        """The outcome, and the text of a reply it needs (a refusal's message, /help's list)."""
         read = tx.read(issue.key, operation_id, actor.login)
         if read.first is not None:
-            return Outcome.from_json(read.first)
+            return Outcome.from_json(read.first), None
         stored = read.stored or self._first_sight(tx, issue, policy, operation_id)
         if stored is None:
             refusal = not_offered(issue.key.number, issue.repository, policy)
             outcome = _outcome(command.name, None, kind="refused", code=refusal.code, message=refusal.message)
             tx.record_operation(operation_id, None, outcome.to_json())
-            return outcome
+            return outcome, refusal.message
 
         for _ in range(MAX_ROUNDS):
             decision = decide(stored.ticket, command, actor, Situation(policy, read.held))
@@ -174,14 +194,28 @@ class WorkService:
         else:
             raise _Lost
 
+        reply = None
         if isinstance(decision, Applied):
             outcome = self._record(tx, stored, decision, command, operation_id, policy)
         elif isinstance(decision, Noted):
             outcome = _outcome(command.name, stored.ticket, kind="noted")
+            if command.name == "help":
+                usable = available(stored.ticket, actor, Situation(policy, read.held))
+                reply = f"commands you may use on #{issue.key.number} now:\n{help_text(usable)}"
         else:
             outcome = _refusal(command.name, stored.ticket, decision)
+            reply = decision.message
         tx.record_operation(operation_id, stored.id, outcome.to_json())
-        return outcome
+        return outcome, reply
+
+    def _answer(
+        self, tx: WorkTx, issue: Issue, outcome: Outcome, actor: Actor, source: Source, reply: str | None
+    ) -> None:
+        if reply is not None:
+            item = ("reply", source.comment_id, actor.login, reply)
+        else:
+            item = ("reaction", source.comment_id, actor.login, "+1")
+        tx.answer(issue.key, issue.repository, self.answer_delay, [item])
 
     def _first_sight(self, tx: WorkTx, issue: Issue, policy: Policy, operation_id: str) -> StoredTicket | None:
         """With `offer: all` the first command on an issue creates its ticket as `open`."""
@@ -221,4 +255,4 @@ def _refusal(command: str, ticket: Ticket, refusal: Refused) -> Outcome:
     return _outcome(command, ticket, kind="refused", code=refusal.code, message=refusal.message)
 
 
-__all__ = ["Issue", "Outcome", "WorkService"]
+__all__ = ["Issue", "Outcome", "Source", "WorkService"]

@@ -150,3 +150,49 @@ webhook_deliveries = Table(
     Column("processed_at", DateTime(timezone=True)),
     Index(None, "status", "received_at"),
 )
+
+# The outbox: what GitHub must be told, written in the same transaction as the change it reports.
+# One row per issue marks its labels, assignee and status comment as due for reconciling; `version`
+# rises with every change, so the worker only clears a row that nothing has touched since it read it.
+outbox = Table(
+    "outbox",
+    metadata,
+    Column("installation_id", BigInteger, primary_key=True),
+    Column("repository_id", BigInteger, primary_key=True),
+    Column("number", Integer, primary_key=True),
+    Column("repository", String(200), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("due_at", DateTime(timezone=True), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("last_error", Text),
+    Index(None, "due_at"),
+)
+
+# Per-command answers on GitHub: a reaction on the command's comment, or a reply (refusals and /help,
+# coalesced per issue into one comment). `result_id` is the reply comment GitHub created.
+outbox_items = Table(
+    "outbox_items",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("installation_id", BigInteger, nullable=False),
+    Column("repository_id", BigInteger, nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("kind", String(20), nullable=False),  # reaction | reply
+    Column("comment_id", BigInteger),  # the command's comment; None: the issue's own body
+    Column("author", String(100), nullable=False),
+    Column("message", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("sent_at", DateTime(timezone=True)),
+    Column("result_id", BigInteger),
+    Index(None, "installation_id", "repository_id", "number", "sent_at"),
+)
+
+# What Baton has put on GitHub for an issue, so it finds its own status comment again.
+projections = Table(
+    "projections",
+    metadata,
+    Column("installation_id", BigInteger, primary_key=True),
+    Column("repository_id", BigInteger, primary_key=True),
+    Column("number", Integer, primary_key=True),
+    Column("status_comment_id", BigInteger),
+)

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine
@@ -102,6 +102,16 @@ _SQL = {
             revision, created_at)
         VALUES (:ticket_id, :attempt, :delivery, :reviewer, :role, :verdict, :independent, :note,
             :revision, :now)""",
+    # Due for reconciling: a new row is due after the coalescing delay; an existing one keeps its time
+    # (more changes ride along) and only its version rises.
+    "mark_due": """
+        INSERT INTO outbox (installation_id, repository_id, number, repository, version, due_at, attempts)
+        VALUES (:installation_id, :repository_id, :number, :repository, 1, :due_at, 0)
+        ON CONFLICT (installation_id, repository_id, number) DO UPDATE SET version = outbox.version + 1""",
+    "add_item": """
+        INSERT INTO outbox_items (installation_id, repository_id, number, kind, comment_id, author, message,
+            created_at)
+        VALUES (:installation_id, :repository_id, :number, :kind, :comment_id, :author, :message, :now)""",
     "events": """
         SELECT type, actor, role, revision, attempt, data FROM events
         WHERE ticket_id = :ticket_id ORDER BY id""",
@@ -282,6 +292,16 @@ class WorkTx:
                 independent=review["independent"],
                 note=review["note"],
             )
+
+    def answer(
+        self, key: TicketKey, repository: str, delay: float, items: list[tuple[str, int | None, str, str]]
+    ) -> None:
+        """Mark the issue due for reconciling on GitHub, with per-command answers (kind, comment, author, text)."""
+        due = datetime.now(UTC) + timedelta(seconds=delay)
+        self._run("mark_due", **_key(key), repository=repository,
+                  due_at=due if self._postgres else due.strftime("%Y-%m-%d %H:%M:%S.%f"))  # fmt: skip
+        for kind, comment_id, author, message in items:
+            self._run("add_item", **_key(key), kind=kind, comment_id=comment_id, author=author, message=message)
 
     def events(self, ticket_id: int) -> list[Event]:
         rows = self._run("events", ticket_id=ticket_id).fetchall()
