@@ -16,7 +16,7 @@ from baton.commands import parse
 from baton.domain import Actor, Permission, TicketKey
 from baton.github.configs import DefaultConfigs, Loaded
 from baton.github.webhooks import dig, number, text
-from baton.service import Issue, Outcome, WorkService
+from baton.service import Issue, Outcome, Source, WorkService
 from baton.store.inbox import Delivery
 
 
@@ -68,7 +68,7 @@ class Intake:
         """Baton's own comments carry its App id; other bots are ordinary actors."""
         return self.app_id is not None and number(payload, where, "performed_via_github_app", "id") == self.app_id
 
-    def _run(self, payload: dict[str, Any], body: str, operation: str) -> tuple[Outcome, ...]:
+    def _run(self, payload: dict[str, Any], body: str, operation: str, source: Source) -> tuple[Outcome, ...]:
         installation_id = number(payload, "installation", "id")
         repository_id = number(payload, "repository", "id")
         issue_number = number(payload, "issue", "number")
@@ -87,7 +87,7 @@ class Intake:
         )
         policy = self.configs.load(installation_id, repository).policy
         return tuple(
-            self.work.apply(issue, command, actor, f"{installation_id}:{operation}:{index}", policy)
+            self.work.apply(issue, command, actor, f"{installation_id}:{operation}:{index}", policy, source)
             for index, command in enumerate(commands)
         )
 
@@ -96,14 +96,16 @@ def _comment_created(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, 
     if intake._from_baton(payload, "comment") or dig(payload, "issue", "pull_request") is not None:
         # Commands on pull requests act on the linked tickets; that linking comes with the evidence rail.
         return ()
-    return intake._run(payload, text(payload, "comment", "body"), f"comment:{number(payload, 'comment', 'id')}")
+    comment_id = number(payload, "comment", "id")
+    return intake._run(payload, text(payload, "comment", "body"), f"comment:{comment_id}", Source(comment_id))
 
 
 def _issue_opened(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
     """Commands in a new issue's body: `/claim` there creates the ticket already claimed by its author."""
     if intake._from_baton(payload, "issue"):
         return ()
-    return intake._run(payload, text(payload, "issue", "body"), f"issue:{number(payload, 'issue', 'id')}")
+    body = text(payload, "issue", "body")
+    return intake._run(payload, body, f"issue:{number(payload, 'issue', 'id')}", Source(None))
 
 
 HANDLERS: dict[tuple[str, str], Handler] = {

@@ -1,0 +1,212 @@
+"""Writing the database's view of an issue onto GitHub, changing only what differs.
+
+Every write goes through `_write`, which waits for the installation's pace (GitHub's secondary rate
+limits: about one content-creating request a second) and counts the writes.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from githubkit import GitHub
+from githubkit.exception import RequestFailed
+
+from baton.domain.status import LABEL_PREFIX, LABELS, View
+
+from .client import GitHubApp
+
+REPLY_MARKER = "<!-- baton:reply {} -->"  # the ids of the answers a reply carries
+_REPLY = re.compile(r"<!-- baton:reply (\d+(?: \d+)*) -->")
+
+
+def _data(response: Any) -> Any:
+    """A response's JSON, read as plain data: githubkit's typed views are stricter than GitHub."""
+    return response.json()
+
+
+class Pace:
+    """At most one write per `interval` seconds per installation, across this process's threads."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._next: dict[int, float] = {}
+        self._lock = threading.Lock()
+
+    def wait(self, installation_id: int) -> None:
+        with self._lock:
+            now = time.monotonic()
+            at = max(now, self._next.get(installation_id, 0.0))
+            self._next[installation_id] = at + self.interval
+        if at > now:
+            time.sleep(at - now)
+
+
+class GitHubProjector:
+    def __init__(self, github: GitHubApp, pace: Pace) -> None:
+        self.github = github
+        self.pace = pace
+        self.writes = 0
+        self._labels_known: set[tuple[int, str, str]] = set()
+
+    def _write(self, installation_id: int, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self.pace.wait(installation_id)
+        self.writes += 1
+        return call(*args, **kwargs)
+
+    # -- the issue's labels, assignee and status comment ---------------------------------------------
+
+    def show(
+        self, installation_id: int, repository: str, number: int, view: View, past_runners: list[str],
+        status_comment_id: int | None,
+    ) -> int:  # fmt: skip
+        """Make the issue show `view`; returns the status comment's id."""
+        client = self.github.installation(installation_id)
+        owner, _, name = repository.partition("/")
+        issue = _data(client.rest.issues.get(owner, name, number))
+        labels = {label["name"] for label in issue.get("labels") or [] if isinstance(label, dict)}
+        assignees = {user["login"].lower() for user in issue.get("assignees") or [] if isinstance(user, dict)}
+
+        if view.label not in labels:
+            self._ensure_label(installation_id, client, owner, name, view.label)
+            self._write(
+                installation_id, client.rest.issues.add_labels, owner, name, number, data={"labels": [view.label]}
+            )
+        for stale in sorted(labels):
+            if stale.startswith(LABEL_PREFIX) and stale != view.label and stale in LABELS and stale != "baton:stale":
+                self._write(installation_id, client.rest.issues.remove_label, owner, name, number, stale)
+
+        runner = view.assignee
+        if runner and runner.lower() not in assignees:
+            try:
+                self._write(
+                    installation_id, client.rest.issues.add_assignees, owner, name, number, data={"assignees": [runner]}
+                )
+            except RequestFailed as error:
+                if error.response.status_code != 422:  # GitHub may refuse an assignee; the claim stands
+                    raise
+        leaving = [r for r in past_runners if r.lower() in assignees and r.lower() != (view.assignee or "").lower()]
+        if leaving:
+            self._write(
+                installation_id, client.rest.issues.remove_assignees, owner, name, number, data={"assignees": leaving}
+            )
+
+        return self._status_comment(installation_id, client, owner, name, number, view.comment, status_comment_id)
+
+    def _ensure_label(self, installation_id: int, client: GitHub[Any], owner: str, name: str, label: str) -> None:
+        known = (installation_id, f"{owner}/{name}".lower(), label)
+        if known in self._labels_known:
+            return
+        try:
+            client.rest.issues.get_label(owner, name, label)
+        except RequestFailed as error:
+            if error.response.status_code != 404:
+                raise
+            colour, description = LABELS[label]
+            try:
+                self._write(
+                    installation_id,
+                    client.rest.issues.create_label,
+                    owner,
+                    name,
+                    data={"name": label, "color": colour, "description": description},
+                )
+            except RequestFailed as created:
+                if created.response.status_code != 422:  # 422: someone created it meanwhile
+                    raise
+        self._labels_known.add(known)
+
+    def _comments(self, client: GitHub[Any], owner: str, name: str, number: int) -> list[dict[str, Any]]:
+        comments: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            batch = _data(client.rest.issues.list_comments(owner, name, number, per_page=100, page=page))
+            comments.extend(c for c in batch if isinstance(c, dict))
+            if len(batch) < 100:
+                return comments
+            page += 1
+
+    def _find(self, client: GitHub[Any], owner: str, name: str, number: int, marker: str) -> dict[str, Any] | None:
+        for comment in self._comments(client, owner, name, number):
+            if marker in (comment.get("body") or ""):
+                return comment
+        return None
+
+    def _status_comment(
+        self, installation_id: int, client: GitHub[Any], owner: str, name: str, number: int, body: str,
+        known_id: int | None,
+    ) -> int:  # fmt: skip
+        marker = body.splitlines()[0]
+        current: dict[str, Any] | None = None
+        if known_id is not None:
+            try:
+                current = _data(client.rest.issues.get_comment(owner, name, known_id))
+            except RequestFailed as error:
+                if error.response.status_code != 404:  # deleted by someone: write a new one
+                    raise
+        if current is None:
+            current = self._find(client, owner, name, number, marker)
+        if current is None:
+            created = _data(
+                self._write(
+                    installation_id, client.rest.issues.create_comment, owner, name, number, data={"body": body}
+                )
+            )
+            return int(created["id"])
+        if current.get("body") != body:
+            self._write(
+                installation_id, client.rest.issues.update_comment, owner, name, int(current["id"]), data={"body": body}
+            )
+        return int(current["id"])
+
+    # -- answers to commands -------------------------------------------------------------------------
+
+    def react(self, installation_id: int, repository: str, number: int, comment_id: int | None) -> None:
+        client = self.github.installation(installation_id)
+        owner, _, name = repository.partition("/")
+        if comment_id is None:
+            self._write(
+                installation_id, client.rest.reactions.create_for_issue, owner, name, number, data={"content": "+1"}
+            )
+        else:
+            self._write(
+                installation_id,
+                client.rest.reactions.create_for_issue_comment,
+                owner,
+                name,
+                comment_id,
+                data={"content": "+1"},
+            )
+
+    def find_reply(
+        self, installation_id: int, repository: str, number: int, first_id: int
+    ) -> tuple[int, list[int]] | None:
+        """A reply already posted for answers starting at `first_id` (a crash before it was recorded)."""
+        client = self.github.installation(installation_id)
+        owner, _, name = repository.partition("/")
+        for comment in self._comments(client, owner, name, number):
+            found = _REPLY.search(comment.get("body") or "")
+            if found is not None:
+                ids = [int(part) for part in found.group(1).split()]
+                if ids[0] == first_id:
+                    return int(comment["id"]), ids
+        return None
+
+    def post_reply(self, installation_id: int, repository: str, number: int, item_ids: list[int], body: str) -> int:
+        client = self.github.installation(installation_id)
+        owner, _, name = repository.partition("/")
+        marker = REPLY_MARKER.format(" ".join(str(i) for i in item_ids))
+        created = _data(
+            self._write(
+                installation_id,
+                client.rest.issues.create_comment,
+                owner,
+                name,
+                number,
+                data={"body": f"{body}\n\n{marker}"},
+            )
+        )
+        return int(created["id"])
