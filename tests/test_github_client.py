@@ -204,7 +204,8 @@ def test_the_app_uses_github_for_permissions_when_configured(
             app_id=APP_ID,
             private_key=SecretStr(pem),
             github_api_url=API,
-        )
+        ),
+        background_worker=False,
     )
 
     def send(login: str, body: str, comment_id: int) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import func, select
@@ -76,11 +79,21 @@ class Hub:
         return self.app.state.work.ticket(TicketKey(INSTALLATION, REPOSITORY_ID, number))
 
 
+@functools.cache
+def app_key() -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    ).decode()
+
+
 @pytest.fixture
 def hub(database_url: str) -> Iterator[Hub]:
     directory = FakeDirectory({"maria": Permission.WRITE})
-    settings = Settings(database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID)
-    app = create_app(settings, directory=directory, configs=DefaultConfigs())
+    settings = Settings(
+        database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID, private_key=SecretStr(app_key())
+    )
+    app = create_app(settings, directory=directory, configs=DefaultConfigs(), background_worker=False)
     with TestClient(app) as client:
         yield Hub(client, directory, app)
     app.state.work.store.dispose()

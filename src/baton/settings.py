@@ -5,6 +5,8 @@ Nothing is read at import time: `Settings()` is built by whoever starts a proces
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -19,5 +21,8 @@ class Settings(BaseSettings):
     private_key_path: str | None = None
     github_api_url: str = "https://api.github.com"
     api_token: SecretStr | None = None  # the read API answers 403 while this is unset
+    worker: Literal["inprocess", "external"] = "inprocess"  # external: `baton worker` processes do the work
+    answer_delay: float = 2.0  # seconds answers on one issue wait, so a race's refusals share one reply
+    write_interval: float = 1.0  # seconds between GitHub writes per installation (secondary rate limits)
     host: str = "127.0.0.1"
     port: int = 8000

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, BackgroundTasks, Request
@@ -42,8 +43,10 @@ async def _body(request: Request) -> bytes | None:
     return b"".join(chunks)
 
 
-def process(inbox: Inbox, intake: Intake, delivery_id: str) -> None:
-    """Process one stored delivery; a failure is recorded, and a redelivery will try again."""
+def process(inbox: Inbox, intake: Intake, delivery_id: str, then: Callable[[], None] | None = None) -> None:
+    """Process one stored delivery; a failure is recorded, and a redelivery will try again.
+
+    `then` runs after success (it wakes the outbox worker)."""
     delivery = inbox.take(delivery_id)
     if delivery is None:
         return
@@ -56,9 +59,13 @@ def process(inbox: Inbox, intake: Intake, delivery_id: str) -> None:
     inbox.finish(delivery.id, status)
     for outcome in outcomes:
         log.info("delivery %s: /%s %s %s", delivery.id, outcome.command, outcome.kind, outcome.code or "")
+    if then is not None and outcomes:
+        then()
 
 
-def webhook_router(inbox: Inbox, intake: Intake, settings: Settings) -> APIRouter:
+def webhook_router(
+    inbox: Inbox, intake: Intake, settings: Settings, wake: Callable[[], None] | None = None
+) -> APIRouter:
     router = APIRouter(tags=["webhooks"])
     secret = settings.webhook_secret.get_secret_value().encode() if settings.webhook_secret else None
 
@@ -89,8 +96,8 @@ def webhook_router(inbox: Inbox, intake: Intake, settings: Settings) -> APIRoute
             number(payload, "installation", "id"),
             body.decode("utf-8"),
         )
-        if received is not Received.DUPLICATE:
-            background.add_task(process, inbox, intake, delivery_id[:100])
+        if received is not Received.DUPLICATE and settings.worker == "inprocess":
+            background.add_task(process, inbox, intake, delivery_id[:100], wake)
         return JSONResponse({"delivery": delivery_id, "received": received.value}, status_code=202)
 
     return router
