@@ -1,0 +1,346 @@
+"""What a person sees on GitHub: labels, assignee, status comment, reactions and replies, written by the
+outbox worker through the real app, with respx standing in for GitHub (a small stateful fake)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+import respx
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
+from sqlalchemy import func, select, update
+
+from baton.domain.status import LABELS
+from baton.github.webhooks import signature
+from baton.settings import Settings
+from baton.store import tables as t
+from baton.web import create_app
+
+API = "https://github.example.test/api/v3"
+SECRET = "webhook-secret"
+INSTALLATION, REPOSITORY_ID, NUMBER = 99, 7, 42
+ISSUE = f"/repos/octo/shop/issues/{NUMBER}"
+
+
+@functools.cache
+def app_key() -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    ).decode()
+
+
+@dataclass
+class FakeGitHub:
+    """One repository with one issue, as much of GitHub as the worker touches."""
+
+    repo_labels: set[str] = field(default_factory=lambda: set(LABELS))
+    labels: set[str] = field(default_factory=set)
+    assignees: list[str] = field(default_factory=list)
+    comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    reactions: list[tuple[int | None, str]] = field(default_factory=list)
+    writes: list[str] = field(default_factory=list)
+    faults: dict[str, list[Any]] = field(default_factory=dict)  # "METHOD path-regex" -> answers to give first
+    next_id: int = 1000
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def fault(self, request: httpx.Request) -> httpx.Response | None:
+        for pattern, answers in self.faults.items():
+            method, path = pattern.split(" ", 1)
+            if request.method == method and re.fullmatch(path, request.url.path.removeprefix("/api/v3")) and answers:
+                answer = answers.pop(0)
+                if isinstance(answer, Exception):
+                    raise answer
+                return answer  # type: ignore[no-any-return]
+        return None
+
+    def comment_json(self, comment: dict[str, Any]) -> dict[str, Any]:
+        return {**comment, "user": {"login": "baton[bot]", "id": 1, "type": "Bot"}, "html_url": "", "url": "",
+                "issue_url": "", "node_id": "x", "created_at": "2026-01-01T00:00:00Z",
+                "updated_at": "2026-01-01T00:00:00Z", "author_association": "NONE"}  # fmt: skip
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        with self.lock:
+            faulty = self.fault(request)
+            if faulty is not None:
+                return faulty
+            path = request.url.path.removeprefix("/api/v3")
+            body = json.loads(request.content) if request.content else {}
+            write = request.method in ("POST", "PATCH", "PUT", "DELETE")
+            if write and not path.startswith("/app/"):
+                self.writes.append(f"{request.method} {path}")
+            return self.route(request.method, path, body, request)
+
+    def route(self, method: str, path: str, body: Any, request: httpx.Request) -> httpx.Response:
+        if path == f"/app/installations/{INSTALLATION}/access_tokens":
+            expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return httpx.Response(201, json={"token": "ghs_t", "expires_at": expires})
+        if re.fullmatch(r"/repos/octo/shop/collaborators/[^/]+/permission", path):
+            login = path.split("/")[-2]
+            permission = "write" if login == "maria" else "read"
+            return httpx.Response(200, json={"permission": permission, "role_name": permission})
+        if "/contents/" in path:
+            return httpx.Response(404, json={"message": "Not Found"})
+        if path == ISSUE and method == "GET":
+            return httpx.Response(200, json={
+                "number": NUMBER, "labels": [{"name": n} for n in sorted(self.labels)],
+                "assignees": [{"login": a} for a in self.assignees]})  # fmt: skip
+        if path == f"{ISSUE}/labels" and method == "POST":
+            self.labels.update(body["labels"])
+            self.repo_labels.update(body["labels"])
+            return httpx.Response(200, json=[{"name": n} for n in sorted(self.labels)])
+        if path.startswith(f"{ISSUE}/labels/") and method == "DELETE":
+            self.labels.discard(path.rsplit("/", 1)[1].replace("%3A", ":"))
+            return httpx.Response(200, json=[])
+        if path.startswith("/repos/octo/shop/labels/") and method == "GET":
+            name = path.rsplit("/", 1)[1].replace("%3A", ":")
+            return httpx.Response(200 if name in self.repo_labels else 404, json={"name": name})
+        if path == "/repos/octo/shop/labels" and method == "POST":
+            self.repo_labels.add(body["name"])
+            return httpx.Response(201, json=body)
+        if path == f"{ISSUE}/assignees":
+            for login in body["assignees"]:
+                if method == "POST" and login not in self.assignees:
+                    self.assignees.append(login)
+                if method == "DELETE" and login in self.assignees:
+                    self.assignees.remove(login)
+            return httpx.Response(201 if method == "POST" else 200, json={"number": NUMBER})
+        if path == f"{ISSUE}/comments" and method == "GET":
+            page = int(request.url.params.get("page", "1"))
+            listed = [self.comment_json(c) for c in self.comments.values()][(page - 1) * 100 : page * 100]
+            return httpx.Response(200, json=listed)
+        if path == f"{ISSUE}/comments" and method == "POST":
+            self.next_id += 1
+            self.comments[self.next_id] = {"id": self.next_id, "body": body["body"]}
+            return httpx.Response(201, json=self.comment_json(self.comments[self.next_id]))
+        if match := re.fullmatch(r"/repos/octo/shop/issues/comments/(\d+)", path):
+            comment = self.comments.get(int(match.group(1)))
+            if comment is None:
+                return httpx.Response(404, json={"message": "Not Found"})
+            if method == "PATCH":
+                comment["body"] = body["body"]
+            return httpx.Response(200, json=self.comment_json(comment))
+        if match := re.fullmatch(r"/repos/octo/shop/issues/comments/(\d+)/reactions", path):
+            self.reactions.append((int(match.group(1)), body["content"]))
+            return httpx.Response(201, json={"id": 1, "content": body["content"]})
+        if path == f"{ISSUE}/reactions":
+            self.reactions.append((None, body["content"]))
+            return httpx.Response(201, json={"id": 1, "content": body["content"]})
+        return httpx.Response(404, json={"message": f"the fake has no {method} {path}"})
+
+    def status(self) -> str:
+        bodies = [c["body"] for c in self.comments.values() if c["body"].startswith("<!-- baton:status -->")]
+        assert len(bodies) == 1, bodies
+        return str(bodies[0])
+
+    def replies(self) -> list[str]:
+        return [c["body"] for c in self.comments.values() if "<!-- baton:reply" in c["body"]]
+
+
+@dataclass
+class Scene:
+    client: TestClient
+    github: FakeGitHub
+    app: Any
+    sent: int = 0
+
+    def comment(self, login: str, body: str) -> None:
+        self.sent += 1
+        payload = json.dumps({
+            "action": "created",
+            "issue": {"number": NUMBER, "id": 1, "user": {"login": "olivia"}},
+            "comment": {"id": self.sent, "body": body, "user": {"login": login}},
+            "repository": {"id": REPOSITORY_ID, "full_name": "octo/shop"},
+            "installation": {"id": INSTALLATION},
+            "sender": {"login": login, "type": "User"},
+        }).encode()  # fmt: skip
+        headers = {"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": f"d{self.sent}",
+                   "X-Hub-Signature-256": signature(SECRET.encode(), payload)}  # fmt: skip
+        assert self.client.post("/webhooks/github", content=payload, headers=headers).status_code == 202
+
+    def drain(self) -> int:
+        return int(self.app.state.worker.drain())
+
+    def due_now(self) -> None:
+        """Skip waiting out a retry delay."""
+        with self.app.state.work.store.engine.begin() as connection:
+            connection.execute(update(t.outbox).values(due_at=datetime.now(UTC) - timedelta(seconds=1)))
+
+    def outbox(self) -> list[Any]:
+        with self.app.state.work.store.engine.connect() as connection:
+            return list(connection.execute(select(t.outbox)).all())
+
+    def unsent(self) -> int:
+        with self.app.state.work.store.engine.connect() as connection:
+            query = select(func.count()).select_from(t.outbox_items).where(t.outbox_items.c.sent_at.is_(None))
+            return int(connection.execute(query).scalar_one())
+
+
+@pytest.fixture
+def scene(database_url: str) -> Iterator[Scene]:
+    fake = FakeGitHub()
+    settings = Settings(
+        database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=4711, private_key=SecretStr(app_key()),
+        github_api_url=API, answer_delay=0, write_interval=0,
+    )  # fmt: skip
+    app = create_app(settings, background_worker=False)
+    with respx.mock(base_url=API, assert_all_called=False) as router:
+        router.route().mock(side_effect=fake.handle)
+        with TestClient(app) as client:
+            yield Scene(client, fake, app)
+
+
+def test_a_claim_is_shown_with_one_label_the_assignee_a_status_comment_and_a_thumbs_up(scene: Scene) -> None:
+    scene.comment("agent-a", "/claim")
+    assert scene.drain() == 1
+    github = scene.github
+    assert github.labels == {"baton:claimed"}
+    assert github.assignees == ["agent-a"]
+    assert github.reactions == [(1, "+1")]
+    assert github.status() == (
+        "<!-- baton:status -->\n**Work:** Claimed — attempt 1 by @agent-a\n**Repository:** Unreported\n"
+        "**Deployment:** Not deployed\n\nRevision 2. @agent-a works on it; /deliver comes next."
+    )
+    assert scene.outbox() == []
+
+
+def test_the_status_comment_is_edited_in_place_through_a_life(scene: Scene) -> None:
+    scene.comment("agent-a", "/claim")
+    scene.drain()
+    scene.comment("agent-a", "/deliver\nbranch: 42-empty-state")
+    scene.drain()
+    assert scene.github.labels == {"baton:delivered"}
+    assert "**Work:** Delivered — attempt 1 by @agent-a, awaiting review" in scene.github.status()
+    scene.comment("maria", "/accept")
+    scene.drain()
+    github = scene.github
+    assert github.labels == {"baton:accepted"}
+    assert github.assignees == []  # the claim is over
+    assert "**Work:** Accepted by @maria — attempt 1 by @agent-a" in github.status()
+    assert len(github.comments) == 1
+    assert github.reactions == [(1, "+1"), (2, "+1"), (3, "+1")]
+
+
+def test_a_refusal_gets_a_reply_mentioning_its_author(scene: Scene) -> None:
+    scene.comment("agent-a", "/deliver")
+    scene.drain()
+    [reply] = scene.github.replies()
+    assert reply.startswith("@agent-a #42 is open (revision 1), not claimed. An agent can /claim it.")
+    assert scene.github.reactions == []
+
+
+def test_help_is_answered_with_what_this_person_may_use(scene: Scene) -> None:
+    scene.comment("agent-b", "/help")
+    scene.drain()
+    [reply] = scene.github.replies()
+    assert reply.startswith("@agent-b commands you may use on #42 now:\n- `/claim [rev=N]`")
+
+
+def test_twenty_claimants_cost_at_most_six_writes(scene: Scene) -> None:
+    scene.github.labels = {"baton:open"}
+    logins = [f"agent-{n:02d}" for n in range(20)]
+    barrier = threading.Barrier(len(logins))
+
+    def claim(login: str) -> None:
+        barrier.wait()
+        scene.comment(login, "/claim")
+
+    threads = [threading.Thread(target=claim, args=(login,)) for login in logins]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    scene.drain()
+    github = scene.github
+    winner = github.assignees[0]
+    assert github.labels == {"baton:claimed"}
+    assert github.assignees == [winner]
+    assert len(github.reactions) == 1
+    [reply] = github.replies()
+    mentioned = set(re.findall(r"@(agent-\d\d)", reply.split("\n\n<!--")[0].split(" #42")[0]))
+    assert mentioned == set(logins) - {winner}
+    assert f"#42 is claimed by @{winner} (revision 2), not open. Pick another issue." in reply
+    assert len(github.writes) <= 6, github.writes
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [httpx.Response(500, json={"message": "boom"}), httpx.Response(502, text="bad gateway"),
+     httpx.ReadTimeout("slow"),
+     httpx.Response(403, headers={"Retry-After": "1"}, json={"message": "You have exceeded a secondary rate limit"})],
+    ids=["500", "502", "timeout", "secondary-rate-limit"],
+)  # fmt: skip
+def test_github_failing_delays_but_never_loses_or_doubles(scene: Scene, fault: Any) -> None:
+    scene.github.faults["POST /repos/octo/shop/issues/42/labels"] = [fault]
+    scene.comment("agent-a", "/claim")
+    scene.drain()
+    [row] = scene.outbox()
+    assert row.attempts == 1 and row.last_error
+    assert row.due_at.replace(tzinfo=row.due_at.tzinfo or UTC) > datetime.now(UTC)
+    scene.due_now()
+    scene.drain()
+    github = scene.github
+    assert github.labels == {"baton:claimed"}
+    assert github.assignees == ["agent-a"]
+    assert github.reactions == [(1, "+1")]
+    assert len(github.comments) == 1
+    assert scene.outbox() == [] and scene.unsent() == 0
+
+
+def test_a_crash_after_writing_before_recording_doubles_nothing(scene: Scene) -> None:
+    """The worker dies after GitHub took the writes but before the database heard of it."""
+    scene.comment("agent-a", "/deliver")  # refused: a reply
+    scene.comment("agent-b", "/claim")  # applied: label, assignee, status comment, 👍
+    worker = scene.app.state.worker
+    real_sent, real_done = worker.outbox.sent, worker.outbox.done
+
+    def killed_after_the_reply(item_ids: list[int], result_id: int | None = None) -> None:
+        if result_id is not None:  # the reply is on GitHub; its recording never happens
+            raise SystemExit("killed")
+        real_sent(item_ids, result_id)
+
+    worker.outbox.sent = killed_after_the_reply
+    with pytest.raises(SystemExit):
+        scene.drain()
+    worker.outbox.sent, worker.outbox.done = real_sent, real_done
+    writes_before = list(scene.github.writes)
+    # the restarted worker finds the issue again once its lease runs out
+    scene.due_now()
+    scene.drain()
+    github = scene.github
+    assert len(github.replies()) == 1
+    assert len([c for c in github.comments.values() if "baton:status" in c["body"]]) == 1
+    assert github.labels == {"baton:claimed"} and github.assignees == ["agent-b"]
+    assert scene.outbox() == [] and scene.unsent() == 0
+    assert github.writes == writes_before  # the restart found everything already on GitHub
+    assert [w.split(" ")[0] + " " + w.split("/")[-1] for w in writes_before] == [
+        "POST labels", "POST assignees", "POST comments", "POST reactions", "POST comments",
+    ]  # fmt: skip
+
+
+def test_a_deleted_status_comment_is_written_again(scene: Scene) -> None:
+    scene.comment("agent-a", "/claim")
+    scene.drain()
+    scene.github.comments.clear()
+    scene.comment("agent-a", "/status")
+    scene.drain()
+    assert "Claimed — attempt 1 by @agent-a" in scene.github.status()
+
+
+def test_a_missing_label_is_created_with_colour_and_description(scene: Scene) -> None:
+    scene.github.repo_labels = set()
+    scene.comment("agent-a", "/claim")
+    scene.drain()
+    assert "POST /repos/octo/shop/labels" in scene.github.writes
+    assert "baton:claimed" in scene.github.repo_labels
