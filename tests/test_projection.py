@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import func, select, update
 
+from baton.domain import TicketKey
 from baton.domain.status import LABELS
 from baton.github.webhooks import signature
 from baton.settings import Settings
@@ -344,3 +345,34 @@ def test_a_missing_label_is_created_with_colour_and_description(scene: Scene) ->
     scene.drain()
     assert "POST /repos/octo/shop/labels" in scene.github.writes
     assert "baton:claimed" in scene.github.repo_labels
+
+
+def test_with_external_workers_the_web_process_only_stores_and_baton_worker_does_the_rest(database_url: str) -> None:
+    import time
+
+    from baton.wiring import assemble, work_loop
+
+    fake = FakeGitHub()
+    settings = Settings(
+        database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=4711, private_key=SecretStr(app_key()),
+        github_api_url=API, answer_delay=0, write_interval=0, worker="external",
+    )  # fmt: skip
+    app = create_app(settings)
+    with respx.mock(base_url=API, assert_all_called=False) as router:
+        router.route().mock(side_effect=fake.handle)
+        with TestClient(app) as client:
+            scene = Scene(client, fake, app)
+            scene.comment("agent-a", "/claim")
+            assert app.state.work.ticket(TicketKey(INSTALLATION, REPOSITORY_ID, NUMBER)) is None  # stored only
+            parts = assemble(settings)
+            stop = threading.Event()
+            loop = threading.Thread(target=work_loop, args=(parts, stop, 0.05))
+            loop.start()
+            deadline = time.monotonic() + 20
+            while fake.reactions == [] and time.monotonic() < deadline:
+                time.sleep(0.05)
+            stop.set()
+            loop.join()
+            parts.engine.dispose()
+    assert fake.labels == {"baton:claimed"} and fake.assignees == ["agent-a"] and fake.reactions == [(1, "+1")]
+    assert parts.inbox.pending() == []

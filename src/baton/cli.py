@@ -31,6 +31,31 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _worker(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from baton.github.client import ConfigurationError
+    from baton.wiring import assemble, work_loop
+
+    settings = Settings()
+    try:
+        parts = assemble(settings)
+    except ConfigurationError as error:
+        print(f"baton: {error}", file=sys.stderr)
+        return 2
+    if parts.worker is None:
+        print("baton: the worker needs the App: set BATON_APP_ID and BATON_PRIVATE_KEY.", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    print("baton worker: processing webhook deliveries and the outbox", flush=True)
+    work_loop(parts, stop)
+    parts.engine.dispose()
+    return 0
+
+
 def _db_upgrade(args: argparse.Namespace) -> int:
     from baton.store import make_engine, upgrade
     from baton.store.migrate import current
@@ -57,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="bind address (default BATON_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default BATON_PORT or 8000)")
     serve.set_defaults(run=_serve)
+
+    worker = commands.add_parser(
+        "worker", help="process webhook deliveries and drain the outbox (with BATON_WORKER=external)"
+    )
+    worker.set_defaults(run=_worker)
 
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True)

@@ -8,6 +8,7 @@ processing a delivery twice (a redelivery after a failure) never applies anythin
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -17,7 +18,9 @@ from baton.domain import Actor, Permission, TicketKey
 from baton.github.configs import DefaultConfigs, Loaded
 from baton.github.webhooks import dig, number, text
 from baton.service import Issue, Outcome, Source, WorkService
-from baton.store.inbox import Delivery
+from baton.store.inbox import Delivery, Inbox
+
+log = logging.getLogger("baton.intake")
 
 
 class Directory(Protocol):
@@ -112,3 +115,23 @@ HANDLERS: dict[tuple[str, str], Handler] = {
     ("issue_comment", "created"): _comment_created,
     ("issues", "opened"): _issue_opened,
 }
+
+
+def process(inbox: Inbox, intake: Intake, delivery_id: str, then: Callable[[], None] | None = None) -> None:
+    """Process one stored delivery; a failure is recorded, and a redelivery will try again.
+
+    `then` runs after success (it wakes the outbox worker)."""
+    delivery = inbox.take(delivery_id)
+    if delivery is None:
+        return
+    try:
+        status, outcomes = intake.handle(delivery)
+    except Exception as error:
+        log.warning("delivery %s (%s) failed: %s", delivery.id, delivery.event, type(error).__name__)
+        inbox.finish(delivery.id, "failed", f"{type(error).__name__}: {error}")
+        return
+    inbox.finish(delivery.id, status)
+    for outcome in outcomes:
+        log.info("delivery %s: /%s %s %s", delivery.id, outcome.command, outcome.kind, outcome.code or "")
+    if then is not None and outcomes:
+        then()

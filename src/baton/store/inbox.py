@@ -77,6 +77,15 @@ class Inbox:
             row = connection.execute(select(_inbox).where(_c.id == delivery_id)).one()
         return Delivery(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts)
 
+    def pending(self, limit: int = 100) -> list[str]:
+        """Deliveries waiting to be processed, oldest first (for `baton worker`)."""
+        with self.engine.connect() as connection:
+            return list(
+                connection.execute(
+                    select(_c.id).where(_c.status == "pending").order_by(_c.received_at).limit(limit)
+                ).scalars()
+            )
+
     def finish(self, delivery_id: str, status: str, error: str | None = None) -> None:
         """`done`, `ignored` or `failed` (with the error, which a redelivery clears by succeeding)."""
         with self.engine.begin() as connection:

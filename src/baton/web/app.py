@@ -9,16 +9,10 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
-from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
-from baton.github.configs import DefaultConfigs, GitHubConfigs
-from baton.github.projection import GitHubProjector, Pace
-from baton.intake import Configs, Directory, Intake, NoDirectory
-from baton.service import WorkService
+from baton.intake import Configs, Directory
 from baton.settings import Settings
-from baton.store import Store, make_engine, upgrade
-from baton.store.inbox import Inbox
-from baton.store.outbox import Outbox
-from baton.worker import Background, Worker
+from baton.wiring import assemble
+from baton.worker import Background
 
 from .api import api_router
 from .webhooks import webhook_router
@@ -34,16 +28,9 @@ def create_app(
 ) -> FastAPI:
     """The application. `directory` and `configs` stand in for GitHub's API where a test needs it;
     without `background_worker` nothing drains the outbox by itself (tests call `app.state.worker`)."""
-    engine = make_engine(settings.database_url)
-    if migrate:
-        upgrade(engine)
-    store = Store(engine)
-    work = WorkService(store, settings.answer_delay)
-    credentials = app_credentials(settings)  # raises ConfigurationError with a clear message
-    github = GitHubApp(credentials, settings.github_api_url) if credentials else None
-    # Without GitHub the outbox keeps what it would say; a later start with credentials says it.
-    worker = Worker(Outbox(store), GitHubProjector(github, Pace(settings.write_interval))) if github else None
-    in_process = worker is not None and settings.worker == "inprocess" and background_worker
+    parts = assemble(settings, migrate=migrate, directory=directory, configs=configs)
+    engine, worker = parts.engine, parts.worker
+    in_process = settings.worker == "inprocess" and background_worker
     background = Background(worker) if in_process and worker is not None else None
 
     @asynccontextmanager
@@ -59,16 +46,10 @@ def create_app(
 
     app = FastAPI(title="Baton", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
-    app.state.work = work
+    app.state.work = parts.work
     app.state.worker = worker
-    app.include_router(api_router(store, settings))
-    intake = Intake(
-        work,
-        directory or (GitHubDirectory(github) if github else NoDirectory()),
-        configs or (GitHubConfigs(github) if github else DefaultConfigs()),
-        settings.app_id,
-    )
-    app.include_router(webhook_router(Inbox(engine), intake, settings, background.wake if background else None))
+    app.include_router(api_router(parts.store, settings))
+    app.include_router(webhook_router(parts.inbox, parts.intake, settings, background.wake if background else None))
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:

@@ -8,7 +8,6 @@ no webhook secret is configured.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -16,11 +15,9 @@ from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
 
 from baton.github.webhooks import dig, number, verify
-from baton.intake import Intake
+from baton.intake import Intake, process
 from baton.settings import Settings
 from baton.store.inbox import Inbox, Received
-
-log = logging.getLogger("baton.webhooks")
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub's own cap on a delivery
 
@@ -41,26 +38,6 @@ async def _body(request: Request) -> bytes | None:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def process(inbox: Inbox, intake: Intake, delivery_id: str, then: Callable[[], None] | None = None) -> None:
-    """Process one stored delivery; a failure is recorded, and a redelivery will try again.
-
-    `then` runs after success (it wakes the outbox worker)."""
-    delivery = inbox.take(delivery_id)
-    if delivery is None:
-        return
-    try:
-        status, outcomes = intake.handle(delivery)
-    except Exception as error:
-        log.warning("delivery %s (%s) failed: %s", delivery.id, delivery.event, type(error).__name__)
-        inbox.finish(delivery.id, "failed", f"{type(error).__name__}: {error}")
-        return
-    inbox.finish(delivery.id, status)
-    for outcome in outcomes:
-        log.info("delivery %s: /%s %s %s", delivery.id, outcome.command, outcome.kind, outcome.code or "")
-    if then is not None and outcomes:
-        then()
 
 
 def webhook_router(

@@ -1,0 +1,66 @@
+"""Assembling Baton's parts from the settings: one place, used by the web app and by `baton worker`."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
+from baton.github.configs import DefaultConfigs, GitHubConfigs
+from baton.github.projection import GitHubProjector, Pace
+from baton.intake import Configs, Directory, Intake, NoDirectory, process
+from baton.service import WorkService
+from baton.settings import Settings
+from baton.store import Store, make_engine, upgrade
+from baton.store.inbox import Inbox
+from baton.store.outbox import Outbox
+from baton.worker import Worker
+
+log = logging.getLogger("baton.worker")
+
+
+@dataclass
+class Parts:
+    engine: Engine
+    store: Store
+    work: WorkService
+    inbox: Inbox
+    intake: Intake
+    worker: Worker | None  # None without GitHub: the outbox keeps what it would say until then
+
+
+def assemble(
+    settings: Settings, *, migrate: bool = True, directory: Directory | None = None, configs: Configs | None = None
+) -> Parts:
+    """Raises `ConfigurationError` (with a message for the user) for unusable App credentials."""
+    engine = make_engine(settings.database_url)
+    if migrate:
+        upgrade(engine)
+    store = Store(engine)
+    work = WorkService(store, settings.answer_delay)
+    credentials = app_credentials(settings)
+    github = GitHubApp(credentials, settings.github_api_url) if credentials else None
+    intake = Intake(
+        work,
+        directory or (GitHubDirectory(github) if github else NoDirectory()),
+        configs or (GitHubConfigs(github) if github else DefaultConfigs()),
+        settings.app_id,
+    )
+    worker = Worker(Outbox(store), GitHubProjector(github, Pace(settings.write_interval))) if github else None
+    return Parts(engine, store, work, Inbox(engine), intake, worker)
+
+
+def work_loop(parts: Parts, stop: threading.Event, poll: float = 1.0) -> None:
+    """`baton worker`: process stored deliveries and drain the outbox until `stop` is set."""
+    while not stop.is_set():
+        try:
+            for delivery_id in parts.inbox.pending():
+                process(parts.inbox, parts.intake, delivery_id)
+            if parts.worker is not None:
+                parts.worker.drain()
+        except Exception:  # the database went away for a moment: the rows are still there
+            log.exception("worker round failed")
+        stop.wait(poll)
