@@ -90,3 +90,18 @@ def test_health_endpoints(tmp_path: Path) -> None:
     with TestClient(app) as client:
         assert client.get("/healthz").json() == {"status": "ok"}
         assert client.get("/readyz").json() == {"status": "ok", "database": "sqlite"}
+
+
+def test_the_app_manifest_subscribes_every_event_baton_handles_with_the_permissions_it_needs() -> None:
+    import yaml
+
+    from baton.intake import HANDLERS
+
+    manifest = yaml.safe_load((ROOT / "app.yml").read_text())
+    assert {"name", "url", "hook_attributes", "default_events", "default_permissions"} <= set(manifest)
+    assert manifest["hook_attributes"]["url"].endswith("/webhooks/github")
+    assert {event for event, _ in HANDLERS} <= set(manifest["default_events"])
+    permissions = manifest["default_permissions"]
+    assert {k: permissions[k] for k in ("issues", "pull_requests", "checks", "contents", "metadata")} == {
+        "issues": "write", "pull_requests": "write", "checks": "write", "contents": "read", "metadata": "read",
+    }  # fmt: skip
