@@ -170,6 +170,22 @@ class Scene:
                    "X-Hub-Signature-256": signature(SECRET.encode(), payload)}  # fmt: skip
         assert self.client.post("/webhooks/github", content=payload, headers=headers).status_code == 202
 
+    def label(self, login: str, name: str, added: bool) -> None:
+        """Someone changes a label on GitHub: the fake changes, and GitHub tells Baton."""
+        (self.github.labels.add if added else self.github.labels.discard)(name)
+        self.sent += 1
+        payload = json.dumps({
+            "action": "labeled" if added else "unlabeled",
+            "label": {"name": name},
+            "issue": {"number": NUMBER, "id": 1, "user": {"login": "olivia"}},
+            "repository": {"id": REPOSITORY_ID, "full_name": "octo/shop"},
+            "installation": {"id": INSTALLATION},
+            "sender": {"login": login, "type": "User"},
+        }).encode()  # fmt: skip
+        headers = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": f"d{self.sent}",
+                   "X-Hub-Signature-256": signature(SECRET.encode(), payload)}  # fmt: skip
+        assert self.client.post("/webhooks/github", content=payload, headers=headers).status_code == 202
+
     def drain(self) -> int:
         return int(self.app.state.worker.drain())
 
@@ -376,3 +392,31 @@ def test_with_external_workers_the_web_process_only_stores_and_baton_worker_does
             parts.engine.dispose()
     assert fake.labels == {"baton:claimed"} and fake.assignees == ["agent-a"] and fake.reactions == [(1, "+1")]
     assert parts.inbox.pending() == []
+
+
+def test_a_state_label_changed_by_hand_is_put_back_and_the_change_recorded(scene: Scene) -> None:
+    scene.comment("agent-a", "/claim")
+    scene.drain()
+    before = scene.app.state.work.ticket(TicketKey(INSTALLATION, REPOSITORY_ID, NUMBER))
+    # out of order on purpose: the removal is reported before the addition that preceded it
+    scene.label("someone", "baton:open", added=True)
+    scene.label("someone", "baton:claimed", added=False)
+    scene.drain()
+    assert scene.github.labels == {"baton:claimed"}
+    key = TicketKey(INSTALLATION, REPOSITORY_ID, NUMBER)
+    assert scene.app.state.work.ticket(key) == before  # the database never follows a label
+    restored = [e for e in scene.app.state.work.history(key) if e.type == "label_restored"]
+    assert [(e.actor, e.data["label"], e.data["action"]) for e in restored] == [
+        ("someone", "baton:open", "added"), ("someone", "baton:claimed", "removed"),
+    ]  # fmt: skip
+
+
+def test_batons_own_label_writes_and_other_labels_change_nothing(scene: Scene) -> None:
+    scene.comment("agent-a", "/claim")
+    scene.drain()
+    scene.label("baton[bot]", "baton:claimed", added=True)  # Baton's own write, reported back
+    scene.label("baton[bot]", "baton:open", added=False)
+    scene.label("someone", "bug", added=True)
+    key = TicketKey(INSTALLATION, REPOSITORY_ID, NUMBER)
+    assert [e.type for e in scene.app.state.work.history(key)] == ["created", "claimed"]
+    assert scene.outbox() == []

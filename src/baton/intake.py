@@ -111,7 +111,22 @@ def _issue_opened(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...
     return intake._run(payload, body, f"issue:{number(payload, 'issue', 'id')}", Source(None))
 
 
+def _label_changed(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
+    installation_id = number(payload, "installation", "id")
+    repository_id = number(payload, "repository", "id")
+    issue_number = number(payload, "issue", "number")
+    label = text(payload, "label", "name")
+    if installation_id is None or repository_id is None or issue_number is None or not label:
+        return ()
+    issue = Issue(TicketKey(installation_id, repository_id, issue_number), text(payload, "repository", "full_name"),
+                  text(payload, "issue", "user", "login"))  # fmt: skip
+    intake.work.label_changed(issue, label, text(payload, "action") == "labeled", text(payload, "sender", "login"))
+    return ()
+
+
 HANDLERS: dict[tuple[str, str], Handler] = {
+    ("issues", "labeled"): _label_changed,
+    ("issues", "unlabeled"): _label_changed,
     ("issue_comment", "created"): _comment_created,
     ("issues", "opened"): _issue_opened,
 }

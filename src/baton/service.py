@@ -16,9 +16,11 @@ from baton.domain import (
     Applied,
     Brief,
     Command,
+    Event,
     Noted,
     Policy,
     Refused,
+    Role,
     Situation,
     Ticket,
     TicketKey,
@@ -28,6 +30,7 @@ from baton.domain import (
     decide,
     not_offered,
 )
+from baton.domain.status import LABELS, state_label
 from baton.store import Conflict, Store, StoredTicket, WorkTx
 
 # Under PostgreSQL a compare-and-swap can lose to a concurrent writer; the command is then decided
@@ -239,6 +242,26 @@ class WorkService:
             raise _Lost
         tx.append(stored.id, decision.event, operation_id)
         return _outcome(command.name, after, kind="applied", event=decision.event.type)
+
+    def label_changed(self, issue: Issue, label: str, added: bool, actor: str) -> bool:
+        """A `baton:` state label was added or removed on GitHub. The database is never changed from a
+        label: when GitHub now disagrees with the ticket, the labels are put back (the outbox does it)
+        and an event records who changed them. True when a restoration was queued."""
+        if label not in LABELS or label == "baton:stale":
+            return False
+        with self.store.transaction() as tx:
+            stored = tx.ticket(issue.key)
+            if stored is None:
+                return False
+            ticket = stored.ticket
+            wanted = state_label(ticket.state)
+            if (label == wanted) == added:
+                return False  # GitHub agrees with the database (Baton's own writes arrive here too)
+            data = {"label": label, "action": "added" if added else "removed", "restored": wanted}
+            event = Event("label_restored", actor, Role.ANYONE, ticket.revision, ticket.attempt, data)
+            tx.append(stored.id, event, None)
+            tx.answer(issue.key, issue.repository, 0.0, [])
+        return True
 
     def ticket(self, key: TicketKey) -> Ticket | None:
         with self.store.transaction() as tx:
