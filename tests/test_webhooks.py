@@ -6,6 +6,7 @@ import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -283,3 +284,38 @@ def test_a_comment_on_a_pull_request_does_not_touch_the_issue_of_the_same_number
     hub.post("issue_comment", comment("agent-a", "/claim", on_pr=True), delivery="d-1")
     assert hub.inbox("d-1")[0] == "done"
     assert hub.ticket(42) is None
+
+
+def installation_payload(action: str, **extra: Any) -> dict[str, Any]:
+    return {"action": action, "installation": {"id": INSTALLATION, "account": {"login": "octo"}},
+            "sender": {"login": "olivia", "type": "User"}, **extra}  # fmt: skip
+
+
+def test_installations_and_their_repositories_are_remembered(hub: Hub) -> None:
+    from baton.store.installations import Installations
+
+    installations = Installations(hub.app.state.work.store.engine)
+    repositories = [{"id": REPOSITORY_ID, "full_name": REPOSITORY}, {"id": 5, "full_name": "octo/docs"}]
+    hub.post("installation", installation_payload("created", repositories=repositories))
+    assert installations.status(INSTALLATION) == "active"
+    assert installations.present(INSTALLATION) == {REPOSITORY: True, "octo/docs": True}
+    hub.post("installation_repositories", installation_payload(
+        "removed", repositories_added=[], repositories_removed=[{"id": 5, "full_name": "octo/docs"}]))  # fmt: skip
+    assert installations.present(INSTALLATION) == {REPOSITORY: True, "octo/docs": False}
+
+
+def test_an_uninstall_stops_work_without_deleting_history(hub: Hub) -> None:
+    from baton.store.outbox import Outbox
+
+    hub.post("issue_comment", comment("agent-a", "/claim"))
+    hub.post("installation", installation_payload("deleted"))
+    hub.post("issue_comment", comment("agent-a", "/release", comment_id=2))
+    assert hub.ticket(42).state is WorkState.CLAIMED  # the release was not applied; the claim is kept
+    assert hub.count(t.events) == 2
+    later = datetime.now(UTC) + timedelta(minutes=5)  # past the coalescing delay
+    assert Outbox(hub.app.state.work.store).take(now=later) == []  # nothing is written to GitHub for it
+
+    hub.post("installation", installation_payload("unsuspend"))
+    hub.post("issue_comment", comment("agent-a", "/release", comment_id=3))
+    assert hub.ticket(42).state is WorkState.OPEN
+    assert len(Outbox(hub.app.state.work.store).take(now=later)) == 1

@@ -19,6 +19,7 @@ from baton.github.configs import DefaultConfigs, Loaded
 from baton.github.webhooks import dig, number, text
 from baton.service import Issue, Outcome, Source, WorkService
 from baton.store.inbox import Delivery, Inbox
+from baton.store.installations import Installations
 
 log = logging.getLogger("baton.intake")
 
@@ -56,6 +57,12 @@ class Intake:
     directory: Directory
     configs: Configs = field(default_factory=DefaultConfigs)
     app_id: int | None = None
+    installations: Installations | None = None
+
+    def _active(self, payload: dict[str, Any]) -> bool:
+        """An uninstalled or suspended installation's commands stop; its history stays."""
+        installation_id = number(payload, "installation", "id")
+        return self.installations is None or installation_id is None or self.installations.active(installation_id)
 
     def handle(self, delivery: Delivery) -> tuple[str, tuple[Outcome, ...]]:
         """`("done", outcomes)` or `("ignored", ())` for events and actions Baton does not act on."""
@@ -78,6 +85,8 @@ class Intake:
         repository = text(payload, "repository", "full_name")
         commands = parse(body)
         if not commands or None in (installation_id, repository_id, issue_number) or not repository:
+            return ()
+        if not self._active(payload):
             return ()
         assert installation_id is not None and repository_id is not None and issue_number is not None
         issue = Issue(TicketKey(installation_id, repository_id, issue_number), repository,
@@ -118,13 +127,50 @@ def _label_changed(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ..
     label = text(payload, "label", "name")
     if installation_id is None or repository_id is None or issue_number is None or not label:
         return ()
+    if not intake._active(payload):
+        return ()
     issue = Issue(TicketKey(installation_id, repository_id, issue_number), text(payload, "repository", "full_name"),
                   text(payload, "issue", "user", "login"))  # fmt: skip
     intake.work.label_changed(issue, label, text(payload, "action") == "labeled", text(payload, "sender", "login"))
     return ()
 
 
+_INSTALLATION_STATUS = {"created": "active", "unsuspend": "active", "suspend": "suspended", "deleted": "deleted"}
+
+
+def _repositories(payload: dict[str, Any], key: str) -> list[tuple[int, str]]:
+    found = []
+    for repository in dig(payload, key, default=[]):
+        repository_id, full_name = number(repository, "id"), text(repository, "full_name")
+        if repository_id is not None and full_name:
+            found.append((repository_id, full_name))
+    return found
+
+
+def _installation(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
+    installation_id = number(payload, "installation", "id")
+    status = _INSTALLATION_STATUS.get(text(payload, "action"))
+    if intake.installations is None or installation_id is None or status is None:
+        return ()
+    intake.installations.record(installation_id, text(payload, "installation", "account", "login"), status)
+    if text(payload, "action") == "created":
+        intake.installations.repositories(installation_id, _repositories(payload, "repositories"), True)
+    return ()
+
+
+def _installation_repositories(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
+    installation_id = number(payload, "installation", "id")
+    if intake.installations is None or installation_id is None:
+        return ()
+    intake.installations.repositories(installation_id, _repositories(payload, "repositories_added"), True)
+    intake.installations.repositories(installation_id, _repositories(payload, "repositories_removed"), False)
+    return ()
+
+
 HANDLERS: dict[tuple[str, str], Handler] = {
+    **{("installation", action): _installation for action in _INSTALLATION_STATUS},
+    ("installation_repositories", "added"): _installation_repositories,
+    ("installation_repositories", "removed"): _installation_repositories,
     ("issues", "labeled"): _label_changed,
     ("issues", "unlabeled"): _label_changed,
     ("issue_comment", "created"): _comment_created,

@@ -16,6 +16,7 @@ from baton.service import WorkService
 from baton.settings import Settings
 from baton.store import Store, make_engine, upgrade
 from baton.store.inbox import Inbox
+from baton.store.installations import Installations
 from baton.store.outbox import Outbox
 from baton.worker import Worker
 
@@ -48,6 +49,7 @@ def assemble(
         directory or (GitHubDirectory(github) if github else NoDirectory()),
         configs or (GitHubConfigs(github) if github else DefaultConfigs()),
         settings.app_id,
+        Installations(engine),
     )
     worker = Worker(Outbox(store), GitHubProjector(github, Pace(settings.write_interval))) if github else None
     return Parts(engine, store, work, Inbox(engine), intake, worker)

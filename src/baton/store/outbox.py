@@ -44,6 +44,14 @@ class Item:
     message: str
 
 
+# An uninstalled or suspended installation's answers wait (GitHub would refuse them anyway).
+_stopped = (
+    select(t.installations.c.id)
+    .where(t.installations.c.id == _o.installation_id, t.installations.c.status != "active")
+    .exists()
+)
+
+
 def _at(key: TicketKey) -> ColumnElement[bool]:
     return and_(
         _o.installation_id == key.installation_id,
@@ -71,7 +79,7 @@ class Outbox:
         with self.engine.begin() as connection:
             query = (
                 select(_o.installation_id, _o.repository_id, _o.number, _o.repository, _o.version, _o.attempts)
-                .where(_o.due_at <= now, _o.attempts < MAX_ATTEMPTS)
+                .where(_o.due_at <= now, _o.attempts < MAX_ATTEMPTS, ~_stopped)
                 .order_by(_o.due_at)
                 .limit(limit)
             )

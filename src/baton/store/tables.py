@@ -196,3 +196,24 @@ projections = Table(
     Column("number", Integer, primary_key=True),
     Column("status_comment_id", BigInteger),
 )
+
+# Installations and their repositories, as GitHub reports them. An uninstalled or suspended
+# installation's commands and GitHub writes stop; nothing of its history is deleted.
+installations = Table(
+    "installations",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=False),
+    Column("account", String(100), nullable=False),
+    Column("status", String(20), nullable=False),  # active | suspended | deleted
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+installation_repositories = Table(
+    "installation_repositories",
+    metadata,
+    Column("installation_id", BigInteger, primary_key=True),
+    Column("repository_id", BigInteger, primary_key=True),
+    Column("full_name", String(200), nullable=False),
+    Column("present", Boolean, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)

@@ -1,0 +1,68 @@
+"""Installations and their repositories, as GitHub's `installation` events report them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from . import tables as t
+
+_i = t.installations.c
+_r = t.installation_repositories.c
+
+
+class Installations:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def record(self, installation_id: int, account: str, status: str) -> None:
+        now = datetime.now(UTC)
+        for _ in range(2):  # a concurrent first insert makes the second round an update
+            try:
+                with self.engine.begin() as connection:
+                    changed = connection.execute(
+                        update(t.installations)
+                        .where(_i.id == installation_id)
+                        .values(status=status, updated_at=now, **({"account": account} if account else {}))
+                    ).rowcount
+                    if not changed:
+                        connection.execute(
+                            insert(t.installations).values(
+                                id=installation_id, account=account, status=status, updated_at=now
+                            )
+                        )
+                return
+            except IntegrityError:
+                continue
+
+    def repositories(self, installation_id: int, repositories: list[tuple[int, str]], present: bool) -> None:
+        now = datetime.now(UTC)
+        with self.engine.begin() as connection:
+            for repository_id, full_name in repositories:
+                where = (_r.installation_id == installation_id) & (_r.repository_id == repository_id)
+                values = {"full_name": full_name, "present": present, "updated_at": now}
+                if not connection.execute(update(t.installation_repositories).where(where).values(**values)).rowcount:
+                    connection.execute(
+                        insert(t.installation_repositories).values(
+                            installation_id=installation_id, repository_id=repository_id, **values
+                        )
+                    )
+
+    def active(self, installation_id: int) -> bool:
+        """Unknown installations count as active: Baton may have been installed before it kept count."""
+        with self.engine.connect() as connection:
+            status = connection.execute(select(_i.status).where(_i.id == installation_id)).scalar()
+        return status in (None, "active")
+
+    def status(self, installation_id: int) -> str | None:
+        with self.engine.connect() as connection:
+            return connection.execute(select(_i.status).where(_i.id == installation_id)).scalar()
+
+    def present(self, installation_id: int) -> dict[str, bool]:
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(_r.full_name, _r.present).where(_r.installation_id == installation_id)
+            ).all()
+        return {row.full_name: bool(row.present) for row in rows}
