@@ -319,3 +319,31 @@ def test_an_uninstall_stops_work_without_deleting_history(hub: Hub) -> None:
     hub.post("issue_comment", comment("agent-a", "/release", comment_id=3))
     assert hub.ticket(42).state is WorkState.OPEN
     assert len(Outbox(hub.app.state.work.store).take(now=later)) == 1
+
+
+def test_a_delivery_whose_processing_died_is_processed_again_when_redelivered(hub: Hub) -> None:
+    from sqlalchemy import update
+
+    payload = comment("agent-a", "/claim")
+    hub.directory.down = True
+    hub.post("issue_comment", payload, delivery="d-1")
+    with hub.app.state.work.store.engine.begin() as connection:  # as if the process died mid-way
+        connection.execute(
+            update(t.webhook_deliveries).values(
+                status="processing", processed_at=datetime.now(UTC) - timedelta(hours=1)
+            )
+        )
+    hub.directory.down = False
+    assert hub.post("issue_comment", payload, delivery="d-1").json()["received"] == "retry"
+    assert hub.ticket(42).runner == "agent-a"
+
+
+def test_a_delivery_being_processed_right_now_is_not_taken_twice(hub: Hub) -> None:
+    from sqlalchemy import update
+
+    payload = comment("agent-a", "/claim")
+    hub.directory.down = True
+    hub.post("issue_comment", payload, delivery="d-1")
+    with hub.app.state.work.store.engine.begin() as connection:
+        connection.execute(update(t.webhook_deliveries).values(status="processing", processed_at=datetime.now(UTC)))
+    assert hub.post("issue_comment", payload, delivery="d-1").json()["received"] == "duplicate"

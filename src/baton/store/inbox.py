@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import ColumnElement, Engine, and_, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from . import tables as t
 
 _inbox = t.webhook_deliveries
 _c = _inbox.c
+
+
+# Processing that has not finished after this long died with its process.
+ABANDONED_AFTER = timedelta(minutes=5)
+
+
+def _abandoned(now: datetime) -> ColumnElement[bool]:
+    return or_(_c.status == "failed", and_(_c.status == "processing", _c.processed_at < now - ABANDONED_AFTER))
 
 
 class Received(StrEnum):
@@ -58,9 +66,10 @@ class Inbox:
         except IntegrityError:
             pass
         with self.engine.begin() as connection:
-            # Only a failed delivery goes back to pending, and only once however many copies arrive.
+            # Only a failed delivery (or one whose processing died with its process) goes back to
+            # pending, and only once however many copies arrive.
             retried = connection.execute(
-                update(_inbox).where(_c.id == delivery_id, _c.status == "failed").values(status="pending")
+                update(_inbox).where(_c.id == delivery_id, _abandoned(now)).values(status="pending")
             ).rowcount
         return Received.RETRY if retried == 1 else Received.DUPLICATE
 
@@ -70,7 +79,7 @@ class Inbox:
             taken = connection.execute(
                 update(_inbox)
                 .where(_c.id == delivery_id, _c.status == "pending")
-                .values(status="processing", attempts=_c.attempts + 1)
+                .values(status="processing", attempts=_c.attempts + 1, processed_at=datetime.now(UTC))
             ).rowcount
             if taken != 1:
                 return None
@@ -78,8 +87,13 @@ class Inbox:
         return Delivery(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts)
 
     def pending(self, limit: int = 100) -> list[str]:
-        """Deliveries waiting to be processed, oldest first (for `baton worker`)."""
-        with self.engine.connect() as connection:
+        """Deliveries waiting to be processed, oldest first (for `baton worker`). A delivery whose
+        processing died with its process is put back first."""
+        now = datetime.now(UTC)
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(_inbox).where(_c.status == "processing", _abandoned(now)).values(status="pending")
+            )
             return list(
                 connection.execute(
                     select(_c.id).where(_c.status == "pending").order_by(_c.received_at).limit(limit)
@@ -87,7 +101,8 @@ class Inbox:
             )
 
     def finish(self, delivery_id: str, status: str, error: str | None = None) -> None:
-        """`done`, `ignored` or `failed` (with the error, which a redelivery clears by succeeding)."""
+        """`done`, `ignored` or `failed` (with the error, which a redelivery clears by succeeding).
+        `processed_at` is when processing started while `processing`, and when it ended after."""
         with self.engine.begin() as connection:
             connection.execute(
                 update(_inbox)
