@@ -347,3 +347,78 @@ def test_a_delivery_being_processed_right_now_is_not_taken_twice(hub: Hub) -> No
     with hub.app.state.work.store.engine.begin() as connection:
         connection.execute(update(t.webhook_deliveries).values(status="processing", processed_at=datetime.now(UTC)))
     assert hub.post("issue_comment", payload, delivery="d-1").json()["received"] == "duplicate"
+
+
+def pr_comment(login: str, body: str, pr_body: str, *, comment_id: int) -> dict[str, Any]:
+    payload = comment(login, body, number=57, comment_id=comment_id, on_pr=True)
+    payload["issue"]["body"] = pr_body
+    return payload
+
+
+def replies_on(hub: Hub, number: int) -> list[tuple[str, str]]:
+    with hub.app.state.work.store.engine.connect() as connection:
+        rows = connection.execute(
+            select(t.outbox_items.c.author, t.outbox_items.c.message)
+            .where(t.outbox_items.c.number == number, t.outbox_items.c.kind == "reply")
+            .order_by(t.outbox_items.c.id)
+        ).all()
+    return [(row.author, row.message) for row in rows]
+
+
+def test_a_command_on_a_pull_request_acts_on_the_issue_it_links(hub: Hub) -> None:
+    hub.post("issue_comment", comment("agent-a", "/claim"))
+    hub.post("issue_comment", comment("agent-a", "/deliver done", comment_id=2))
+    hub.post("issue_comment", pr_comment("agent-a", "/accept", "Fixes #42", comment_id=3))
+    assert hub.ticket(42).state is WorkState.DELIVERED  # the runner may not accept it
+    assert replies_on(hub, 57)[0][1].startswith("@agent-a cannot /accept #42: reviewing needs write access")
+    hub.post("issue_comment", pr_comment("maria", "/accept", "Fixes #42", comment_id=4))
+    assert hub.ticket(42).state is WorkState.ACCEPTED
+
+
+def test_a_review_body_carries_commands(hub: Hub) -> None:
+    hub.post("issue_comment", comment("agent-a", "/claim"))
+    hub.post("issue_comment", comment("agent-a", "/deliver done", comment_id=2))
+    review = {
+        "action": "submitted",
+        "review": {"id": 77, "body": "Empty state vanishes on error.\n/send-back handle the error case",
+                   "user": {"login": "maria"}},
+        "pull_request": {"number": 57, "body": "Closes octo/shop#42", "user": {"login": "agent-a"}},
+        "repository": {"id": REPOSITORY_ID, "full_name": REPOSITORY},
+        "installation": {"id": INSTALLATION},
+        "sender": {"login": "maria", "type": "User"},
+    }  # fmt: skip
+    hub.post("pull_request_review", review)
+    ticket = hub.ticket(42)
+    assert (ticket.state, ticket.attempt) == (WorkState.CLAIMED, 2)
+
+
+@pytest.mark.parametrize(
+    ("body", "pr_body", "answer"),
+    [
+        ("/accept", "No link here", "/accept: this pull request links no issue. Add `Fixes #N` to its "
+                                    "description, or comment on the issue."),
+        ("/accept", "Fixes #42, fixes #43", "/accept: this pull request links #42, #43: say which, as in "
+                                            "`/accept #42`."),
+        ("/accept #44", "Fixes #42", "/accept: #44 is not linked from this pull request (it links #42)."),
+        ("/accept", "Fixes #99", "/accept: #99 is not tracked by Baton yet: comment on the issue itself first."),
+    ],
+    ids=["no-link", "ambiguous", "not-linked", "untracked"],
+)  # fmt: skip
+def test_commands_on_a_pull_request_that_reach_no_ticket_are_answered_on_it(
+    hub: Hub, body: str, pr_body: str, answer: str
+) -> None:
+    hub.post("issue_comment", comment("agent-a", "/claim"))
+    hub.post("issue_comment", pr_comment("maria", body, pr_body, comment_id=5), delivery="d-pr")
+    assert replies_on(hub, 57) == [("maria", answer)]
+    assert hub.ticket(42).state is WorkState.CLAIMED
+    hub.post("issue_comment", pr_comment("maria", body, pr_body, comment_id=5), delivery="d-pr")  # redelivered
+    assert replies_on(hub, 57) == [("maria", answer)]
+
+
+def test_accept_names_one_of_several_linked_issues(hub: Hub) -> None:
+    for number in (42, 43):
+        hub.post("issue_comment", comment("agent-a", "/claim", number=number, comment_id=number))
+        hub.post("issue_comment", comment("agent-a", "/deliver done", number=number, comment_id=100 + number))
+    hub.post("issue_comment", pr_comment("maria", "/accept #43", "Fixes #42\nFixes #43", comment_id=7))
+    assert hub.ticket(43).state is WorkState.ACCEPTED
+    assert hub.ticket(42).state is WorkState.DELIVERED

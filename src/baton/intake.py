@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from baton.commands import parse
 from baton.domain import Actor, Permission, TicketKey
 from baton.github.configs import DefaultConfigs, Loaded
 from baton.github.webhooks import dig, number, text
+from baton.linking import linked_issues
 from baton.service import Issue, Outcome, Source, WorkService
 from baton.store.inbox import Delivery, Inbox
 from baton.store.installations import Installations
@@ -104,10 +105,65 @@ class Intake:
         )
 
 
-def _comment_created(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
-    if intake._from_baton(payload, "comment") or dig(payload, "issue", "pull_request") is not None:
-        # Commands on pull requests act on the linked tickets; that linking comes with the evidence rail.
+def _on_pull_request(
+    intake: Intake, payload: dict[str, Any], body: str, pull: dict[str, Any], source: Source, operation: str
+) -> tuple[Outcome, ...]:
+    """Commands on a pull request act on the issue its description links with a closing keyword;
+    `/accept #42` names one when it links several. Answers go on the pull request."""
+    installation_id = number(payload, "installation", "id")
+    repository_id = number(payload, "repository", "id")
+    pr_number = number(pull, "number")
+    repository = text(payload, "repository", "full_name")
+    commands = parse(body)
+    if not commands or None in (installation_id, repository_id, pr_number) or not repository:
         return ()
+    if not intake._active(payload):
+        return ()
+    assert installation_id is not None and repository_id is not None and pr_number is not None
+    login = text(payload, "sender", "login")
+    links = linked_issues(text(pull, "body"), repository)
+    answer_on = TicketKey(installation_id, repository_id, pr_number)
+    outcomes = []
+    actor: Actor | None = None
+    for index, command in enumerate(commands):
+        op = f"{installation_id}:{operation}:{index}"
+        target = _target(links, command.issue)
+        key = TicketKey(installation_id, repository_id, target) if isinstance(target, int) else None
+        if key is not None and intake.work.ticket(key) is None:
+            target = f"#{key.number} is not tracked by Baton yet: comment on the issue itself first."
+        if isinstance(target, str):
+            intake.work.reply(answer_on, repository, login, f"/{command.name}: {target}", op)
+            continue
+        assert key is not None
+        if actor is None:
+            permission = intake.directory.permission(installation_id, repository, login)
+            actor = Actor(login, permission, is_bot=text(payload, "sender", "type") == "Bot")
+        policy = intake.configs.load(installation_id, repository).policy
+        issue = Issue(key, repository, "")
+        outcomes.append(intake.work.apply(issue, command, actor, op, policy, replace(source, number=pr_number)))
+    return tuple(outcomes)
+
+
+def _target(links: list[int], named: int | None) -> int | str:
+    """The linked issue a command acts on, or why there is none."""
+    listed = ", ".join(f"#{n}" for n in links)
+    if not links:
+        return "this pull request links no issue. Add `Fixes #N` to its description, or comment on the issue."
+    if named is not None:
+        return named if named in links else f"#{named} is not linked from this pull request (it links {listed})."
+    if len(links) == 1:
+        return links[0]
+    return f"this pull request links {listed}: say which, as in `/accept #{links[0]}`."
+
+
+def _comment_created(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
+    if intake._from_baton(payload, "comment"):
+        return ()
+    if dig(payload, "issue", "pull_request") is not None:  # the issue is a pull request; its body is the PR's
+        comment_id = number(payload, "comment", "id")
+        body = text(payload, "comment", "body")
+        return _on_pull_request(intake, payload, body, payload.get("issue") or {}, Source(comment_id),
+                                f"comment:{comment_id}")  # fmt: skip
     comment_id = number(payload, "comment", "id")
     return intake._run(payload, text(payload, "comment", "body"), f"comment:{comment_id}", Source(comment_id))
 
@@ -167,7 +223,17 @@ def _installation_repositories(intake: Intake, payload: dict[str, Any]) -> tuple
     return ()
 
 
+def _review_submitted(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
+    """Commands in a review's body; GitHub has no reactions on reviews, so only replies answer them."""
+    review_id = number(payload, "review", "id")
+    pull = payload.get("pull_request") if isinstance(payload.get("pull_request"), dict) else {}
+    assert isinstance(pull, dict)
+    body = text(payload, "review", "body")
+    return _on_pull_request(intake, payload, body, pull, Source(None, reactable=False), f"review:{review_id}")
+
+
 HANDLERS: dict[tuple[str, str], Handler] = {
+    ("pull_request_review", "submitted"): _review_submitted,
     **{("installation", action): _installation for action in _INSTALLATION_STATUS},
     ("installation_repositories", "added"): _installation_repositories,
     ("installation_repositories", "removed"): _installation_repositories,

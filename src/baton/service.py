@@ -7,7 +7,7 @@ seen before, the first outcome comes back with `duplicate=True` and nothing is d
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from baton.commands import help_text
@@ -94,9 +94,16 @@ def _outcome(command: str, ticket: Ticket | None, **fields: Any) -> Outcome:
 
 @dataclass(frozen=True)
 class Source:
-    """Where a command was written: a comment, or (comment_id None) the issue's own body."""
+    """Where a command was written, so its answer goes there.
+
+    `comment_id` is the comment to react to (None: the issue's or pull request's own body); `number`
+    is the issue or pull request the answer goes on, when it is not the ticket's issue (a command on a
+    pull request); `reactable` is False where GitHub has no reactions (a review's body).
+    """
 
     comment_id: int | None
+    number: int | None = None
+    reactable: bool = True
 
 
 class WorkService:
@@ -158,8 +165,10 @@ class WorkService:
             try:
                 with self.store.transaction() as tx:
                     outcome, reply = self._apply_once(tx, issue, command, actor, operation_id, policy or Policy())
+                    if not outcome.duplicate and outcome.state is not None and outcome.kind != "refused":
+                        tx.answer(issue.key, issue.repository, self.answer_delay, [])  # GitHub shows the change
                     if source is not None and not outcome.duplicate:
-                        self._answer(tx, issue, outcome, actor, source, reply)
+                        self._answer(tx, issue, actor, source, reply)
                     return outcome
             except (_Lost, Conflict):
                 # A lost swap, a lost claim-limit increment, or a concurrent first write of the same
@@ -211,14 +220,28 @@ class WorkService:
         tx.record_operation(operation_id, stored.id, outcome.to_json())
         return outcome, reply
 
-    def _answer(
-        self, tx: WorkTx, issue: Issue, outcome: Outcome, actor: Actor, source: Source, reply: str | None
-    ) -> None:
+    def _answer(self, tx: WorkTx, issue: Issue, actor: Actor, source: Source, reply: str | None) -> None:
+        where = issue.key if source.number is None else replace(issue.key, number=source.number)
         if reply is not None:
-            item = ("reply", source.comment_id, actor.login, reply)
+            items = [("reply", source.comment_id, actor.login, reply)]
         else:
-            item = ("reaction", source.comment_id, actor.login, "+1")
-        tx.answer(issue.key, issue.repository, self.answer_delay, [item])
+            items = [("reaction", source.comment_id, actor.login, "+1")] if source.reactable else []
+        tx.answer(where, issue.repository, self.answer_delay, items)
+
+    def reply(self, where: TicketKey, repository: str, author: str, message: str, operation_id: str) -> bool:
+        """Answer a command that reached no ticket (a pull request that links none, or several), once."""
+        for _ in range(MAX_ROUNDS):
+            try:
+                with self.store.transaction() as tx:
+                    if tx.read(where, operation_id, author).first is not None:
+                        return False
+                    outcome = Outcome("refused", "", None, 0, None, code="not_linked", message=message)
+                    tx.record_operation(operation_id, None, outcome.to_json())
+                    tx.answer(where, repository, self.answer_delay, [("reply", None, author, message)])
+                    return True
+            except Conflict:
+                continue
+        raise RuntimeError(f"operation {operation_id} did not settle in {MAX_ROUNDS} rounds")
 
     def _first_sight(self, tx: WorkTx, issue: Issue, policy: Policy, operation_id: str) -> StoredTicket | None:
         """With `offer: all` the first command on an issue creates its ticket as `open`."""

@@ -42,7 +42,14 @@ def reply_text(items: list[Item]) -> str:
     for item in items:
         if item.author not in lines[item.message]:
             lines[item.message].append(item.author)
-    return "\n\n".join(" ".join(f"@{a}" for a in authors) + f" {message}" for message, authors in lines.items())
+    return "\n\n".join(_mention(authors, message) for message, authors in lines.items())
+
+
+def _mention(authors: list[str], message: str) -> str:
+    """`@a @b message`, unless the message already begins by naming its one author."""
+    if len(authors) == 1 and message.startswith(f"@{authors[0]} "):
+        return message
+    return " ".join(f"@{author}" for author in authors) + f" {message}"
 
 
 @dataclass
