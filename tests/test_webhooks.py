@@ -422,3 +422,31 @@ def test_accept_names_one_of_several_linked_issues(hub: Hub) -> None:
     hub.post("issue_comment", pr_comment("maria", "/accept #43", "Fixes #42\nFixes #43", comment_id=7))
     assert hub.ticket(43).state is WorkState.ACCEPTED
     assert hub.ticket(42).state is WorkState.DELIVERED
+
+
+def test_an_invalid_settings_file_is_explained_once_and_the_last_good_settings_stay(database_url: str) -> None:
+    from baton.domain import Policy
+    from baton.github.configs import Loaded
+
+    class BrokenFile:
+        def load(self, installation_id: int, repository: str) -> Loaded:
+            problems = ("`max_active_claims` must be a whole number from 1 to 100, not 'lots'",)
+            return Loaded(Policy(max_active_claims=1), "octo/shop:.github/baton.yml", problems)
+
+    settings = Settings(
+        database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID, private_key=SecretStr(app_key())
+    )
+    app = create_app(settings, directory=FakeDirectory(), configs=BrokenFile(), background_worker=False)
+    with TestClient(app) as client:
+        hub = Hub(client, FakeDirectory(), app)
+        hub.post("issue_comment", comment("agent-a", "/claim", number=42, comment_id=1))
+        hub.post("issue_comment", comment("agent-a", "/claim", number=43, comment_id=2))  # limit 1 holds
+        hub.post("issue_comment", comment("agent-b", "/claim", number=44, comment_id=3))
+        assert hub.ticket(42).runner == "agent-a"
+        assert hub.ticket(43).state is WorkState.OPEN
+        explained = [m for _, m in replies_on(hub, 42) + replies_on(hub, 43) + replies_on(hub, 44) if "baton.yml" in m]
+        assert explained == [
+            "Baton cannot use `.github/baton.yml`: `max_active_claims` must be a whole number from 1 to 100, "
+            "not 'lots'. Until it is fixed, the settings from octo/shop:.github/baton.yml stay in force."
+        ]
+    app.state.work.store.dispose()

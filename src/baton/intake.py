@@ -7,6 +7,7 @@ processing a delivery twice (a redelivery after a failure) never applies anythin
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from baton.commands import parse
-from baton.domain import Actor, Permission, TicketKey
+from baton.domain import Actor, Permission, Policy, TicketKey
 from baton.github.configs import DefaultConfigs, Loaded
 from baton.github.webhooks import dig, number, text
 from baton.linking import linked_issues
@@ -79,6 +80,23 @@ class Intake:
         """Baton's own comments carry its App id; other bots are ordinary actors."""
         return self.app_id is not None and number(payload, where, "performed_via_github_app", "id") == self.app_id
 
+    def policy(self, installation_id: int, repository: str, where: TicketKey, login: str) -> Policy:
+        """The repository's settings. An invalid settings file is explained once, on the issue where
+        it was first met, while the last good settings stay in force."""
+        loaded = self.configs.load(installation_id, repository)
+        if loaded.problems:
+            problems = "; ".join(loaded.problems)
+            digest = hashlib.sha256(f"{repository}\n{problems}".encode()).hexdigest()[:16]
+            self.work.reply(
+                where,
+                repository,
+                login,
+                f"Baton cannot use `.github/baton.yml`: {problems}. Until it is fixed, the settings from "
+                f"{loaded.source} stay in force.",
+                f"{installation_id}:config:{digest}",
+            )
+        return loaded.policy
+
     def _run(self, payload: dict[str, Any], body: str, operation: str, source: Source) -> tuple[Outcome, ...]:
         installation_id = number(payload, "installation", "id")
         repository_id = number(payload, "repository", "id")
@@ -98,7 +116,7 @@ class Intake:
             self.directory.permission(installation_id, repository, login),
             is_bot=text(payload, "sender", "type") == "Bot",
         )
-        policy = self.configs.load(installation_id, repository).policy
+        policy = self.policy(installation_id, repository, issue.key, login)
         return tuple(
             self.work.apply(issue, command, actor, f"{installation_id}:{operation}:{index}", policy, source)
             for index, command in enumerate(commands)
@@ -138,7 +156,7 @@ def _on_pull_request(
         if actor is None:
             permission = intake.directory.permission(installation_id, repository, login)
             actor = Actor(login, permission, is_bot=text(payload, "sender", "type") == "Bot")
-        policy = intake.configs.load(installation_id, repository).policy
+        policy = intake.policy(installation_id, repository, answer_on, login)
         issue = Issue(key, repository, "")
         outcomes.append(intake.work.apply(issue, command, actor, op, policy, replace(source, number=pr_number)))
     return tuple(outcomes)
