@@ -55,14 +55,17 @@ def assemble(
     return Parts(engine, store, work, Inbox(engine), intake, worker)
 
 
-def work_loop(parts: Parts, stop: threading.Event, poll: float = 1.0) -> None:
-    """`baton worker`: process stored deliveries and drain the outbox until `stop` is set."""
+def work_loop(parts: Parts, stop: threading.Event, poll: float = 0.1) -> None:
+    """`baton worker`: process stored deliveries and drain the outbox until `stop` is set. Looking
+    for new deliveries every `poll` seconds is one indexed query."""
     while not stop.is_set():
+        wait = poll
         try:
             for delivery_id in parts.inbox.pending():
                 process(parts.inbox, parts.intake, delivery_id)
             if parts.worker is not None:
                 parts.worker.drain()
+                wait = parts.worker.idle(poll)
         except Exception:  # the database went away for a moment: the rows are still there
             log.exception("worker round failed")
-        stop.wait(poll)
+        stop.wait(wait)

@@ -16,6 +16,7 @@ import logging
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from githubkit.exception import (
     PrimaryRateLimitExceeded,
@@ -67,6 +68,13 @@ class Worker:
             for due in batch:
                 self.handle(due)
                 handled += 1
+
+    def idle(self, longest: float) -> float:
+        """Seconds until the next issue is due (at most `longest`), so answers leave on time."""
+        due = self.outbox.next_due()
+        if due is None:
+            return longest
+        return max(0.01, min(longest, (due - datetime.now(UTC)).total_seconds()))
 
     def handle(self, due: Due) -> None:
         try:
@@ -137,9 +145,11 @@ class Background:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            wait = self.interval
             try:
                 self.worker.drain()
+                wait = self.worker.idle(self.interval)
             except Exception:  # a database hiccup must not end the thread; the rows are still there
                 log.exception("draining the outbox failed")
-            self._wake.wait(self.interval)
+            self._wake.wait(wait)
             self._wake.clear()

@@ -8,6 +8,7 @@ share tokens between apps and tests) and keeps every client it builds in a varia
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -77,6 +78,9 @@ class GitHubApp:
             cache_strategy=MemCacheStrategy(),
             auto_retry=False,
             timeout=10.0,
+            # githubkit opens a client per request; built each time, the TLS context (loading the CA
+            # certificates) cost more than the request itself.
+            ssl_verify=ssl.create_default_context(),
         )
         self._installations: dict[int, GitHub[Any]] = {}
         self._lock = threading.Lock()

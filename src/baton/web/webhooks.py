@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, BackgroundTasks, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from baton.github.webhooks import dig, number, verify
@@ -66,7 +67,9 @@ def webhook_router(
         if not isinstance(payload, dict):
             return _refuse(400, "The body is JSON but not an object.")
         action = dig(payload, "action")
-        received = inbox.receive(
+        # The database call runs off the event loop, so one slow write never holds up other acks.
+        received = await run_in_threadpool(
+            inbox.receive,
             delivery_id[:100],
             event[:60],
             action[:60] if isinstance(action, str) else None,
