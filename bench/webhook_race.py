@@ -221,8 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--claimers", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument("--workers", type=int, default=2, help="baton worker processes for the PostgreSQL run")
-    parser.add_argument("--sqlite-workers", type=int, default=0,
-                        help="baton worker processes for the SQLite run (0: the work happens in baton serve)")  # fmt: skip
+    parser.add_argument(
+        "--sqlite-workers", type=int, default=0, help="baton worker processes for the SQLite run (0: in baton serve)"
+    )
     args = parser.parse_args(argv)
     print(f"{'engine':<11} {'workers':>7} {'one-winner':>10} {'acks/s':>7} {'ack p50':>8} {'ack p99':>8} "
           f"{'dec p50':>8} {'dec p99':>8} {'RSS MB':>7} {'writes/round max':>16} {'mean':>5}")  # fmt: skip
