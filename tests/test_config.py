@@ -8,13 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import respx
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from baton.config import ConfigError, duration, parse
 from baton.domain import Policy
 from baton.github.client import AppCredentials, GitHubApp
 from baton.github.configs import GitHubConfigs, Loaded
+from keys import app_key
 
 API = "https://github.example.test/api/v3"
 
@@ -101,11 +100,7 @@ def test_bad_durations(text: object) -> None:
 
 @pytest.fixture(scope="module")
 def app() -> GitHubApp:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
-    ).decode()
-    return GitHubApp(AppCredentials(4711, pem), API)
+    return GitHubApp(AppCredentials(4711, app_key()), API)
 
 
 @pytest.fixture

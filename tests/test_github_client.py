@@ -11,7 +11,6 @@ import httpx
 import jwt
 import pytest
 import respx
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from githubkit.exception import RequestFailed
 from pydantic import SecretStr
@@ -20,6 +19,7 @@ from baton.cli import main
 from baton.domain import Permission
 from baton.github.client import ConfigurationError, GitHubApp, GitHubDirectory, app_credentials
 from baton.settings import Settings
+from keys import app_key, app_private_key
 
 API = "https://github.example.test/api/v3"
 APP_ID = 4711
@@ -28,14 +28,12 @@ INSTALLATION = 99
 
 @pytest.fixture(scope="module")
 def key() -> rsa.RSAPrivateKey:
-    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return app_private_key()
 
 
 @pytest.fixture(scope="module")
-def pem(key: rsa.RSAPrivateKey) -> str:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
-    ).decode()
+def pem() -> str:
+    return app_key()
 
 
 def settings(**values: object) -> Settings:

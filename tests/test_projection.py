@@ -3,7 +3,6 @@ outbox worker through the real app, with respx standing in for GitHub (a small s
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import threading
@@ -15,8 +14,6 @@ from typing import Any
 import httpx
 import pytest
 import respx
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import func, select, update
@@ -27,19 +24,12 @@ from baton.github.webhooks import signature
 from baton.settings import Settings
 from baton.store import tables as t
 from baton.web import create_app
+from keys import app_key
 
 API = "https://github.example.test/api/v3"
 SECRET = "webhook-secret"
 INSTALLATION, REPOSITORY_ID, NUMBER = 99, 7, 42
 ISSUE = f"/repos/octo/shop/issues/{NUMBER}"
-
-
-@functools.cache
-def app_key() -> str:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
-    ).decode()
 
 
 @dataclass

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -10,8 +9,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import func, select
@@ -23,6 +20,7 @@ from baton.intake import DirectoryUnavailable
 from baton.settings import Settings
 from baton.store import tables as t
 from baton.web import create_app
+from keys import app_key
 
 SECRET = "It's a Secret to Everybody"
 APP_ID = 4711
@@ -78,14 +76,6 @@ class Hub:
 
     def ticket(self, number: int) -> Any:
         return self.app.state.work.ticket(TicketKey(INSTALLATION, REPOSITORY_ID, number))
-
-
-@functools.cache
-def app_key() -> str:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
-    ).decode()
 
 
 @pytest.fixture
