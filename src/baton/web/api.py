@@ -115,16 +115,8 @@ class EvidenceRails(BaseModel):
     deployment: DeploymentRail
 
 
-class TicketOut(BaseModel):
-    repository: str = Field(description='"owner/name", as the ticket was recorded.')
-    issue: int
-    state: WorkState
-    revision: int
-    runner: str | None
-    owner: str = Field(description="The task owner's login.")
-    attempt: int = Field(description="The current attempt's number; 0 before the first claim.")
+class TicketOut(SummaryOut):
     created_at: datetime
-    updated_at: datetime
     attempts: list[AttemptOut]
     deliveries: list[DeliveryOut]
     reviews: list[ReviewOut]
@@ -177,15 +169,8 @@ def _delivery(delivery: DeliveryRecord) -> DeliveryOut:
 def _ticket(detail: TicketDetail) -> TicketOut:
     ticket = detail.ticket
     return TicketOut(
-        repository=ticket.repository,
-        issue=ticket.number,
-        state=ticket.state,
-        revision=ticket.revision,
-        runner=ticket.runner,
-        owner=ticket.owner,
-        attempt=ticket.attempt,
+        **_summary(ticket).model_dump(),
         created_at=ticket.created_at,
-        updated_at=ticket.updated_at,
         attempts=[AttemptOut.model_validate(a, from_attributes=True) for a in detail.attempts],
         deliveries=[_delivery(d) for d in detail.deliveries],
         reviews=[ReviewOut.model_validate(r, from_attributes=True) for r in detail.reviews],
