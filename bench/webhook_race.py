@@ -11,10 +11,15 @@ issue; the claimers (threads, one HTTP connection each) wait on one barrier and 
 - peak RSS of the Baton processes,
 - GitHub write requests per round (max and mean).
 
+By default each round starts as soon as the last is acknowledged, so Baton is under sustained load
+(over a thousand deliveries a second) and decisions queue; `--gap 0.5` spaces the rounds as real races
+would be, which shows the latency of one race on its own.
+
 Usage (from the repository root):
 
     python bench/webhook_race.py                       # SQLite, then PostgreSQL with 2 workers
     python bench/webhook_race.py --database sqlite --rounds 20
+    python bench/webhook_race.py --gap 0.5                 # rounds half a second apart
 """
 
 from __future__ import annotations
@@ -105,7 +110,7 @@ def payload(round_: int, claimer: int) -> bytes:
     }).encode()  # fmt: skip
 
 
-def run(database_url: str, *, claimers: int, rounds: int, workers: int) -> dict[str, Any]:
+def run(database_url: str, *, claimers: int, rounds: int, workers: int, gap: float) -> dict[str, Any]:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
     )
@@ -138,19 +143,35 @@ def run(database_url: str, *, claimers: int, rounds: int, workers: int) -> dict[
         acks: list[tuple[int, str, float, float]] = []  # round, delivery, ack seconds, ack wall time
 
         def claimer(index: int) -> None:
-            with httpx.Client(base_url=base, timeout=30) as client:
+            # Raw HTTP/1.1 on one kept-alive socket: the requests are built before the barrier, so the
+            # ack latency measured is the server's, not the client library's share of one GIL.
+            with socket.create_connection(("127.0.0.1", port)) as connection:
+                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                answers = connection.makefile("rb")
                 for r in range(rounds):
                     body = payload(r, index)
                     delivery = f"r{r}-c{index}"
-                    headers = {"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": delivery,
-                               "X-Hub-Signature-256": signature(SECRET.encode(), body),
-                               "Content-Type": "application/json"}  # fmt: skip
+                    request = (
+                        f"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                        f"X-GitHub-Event: issue_comment\r\nX-GitHub-Delivery: {delivery}\r\n"
+                        f"X-Hub-Signature-256: {signature(SECRET.encode(), body)}\r\n"
+                        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                    ).encode() + body
                     barrier.wait()
                     start = time.perf_counter()
-                    response = client.post("/webhooks/github", content=body, headers=headers)
+                    connection.sendall(request)
+                    status = answers.readline()
+                    length = 0
+                    while (line := answers.readline()) not in (b"\r\n", b""):
+                        if line.lower().startswith(b"content-length:"):
+                            length = int(line.split(b":")[1])
+                    answers.read(length)
                     elapsed = time.perf_counter() - start
-                    assert response.status_code == 202, response.text
+                    assert status.split()[1] == b"202", status
                     acks.append((r, delivery, elapsed, time.time()))
+                    if gap:
+                        barrier.wait()  # the round is over for everyone; the next starts `gap` later
+                        time.sleep(gap)
 
         threads = [threading.Thread(target=claimer, args=(i,)) for i in range(claimers)]
         began = time.perf_counter()
@@ -220,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
         "BATON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"))  # fmt: skip
     parser.add_argument("--claimers", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=50)
+    parser.add_argument(
+        "--gap", type=float, default=0.0, help="seconds between rounds (0: each round starts when the last is acked)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="baton worker processes for the PostgreSQL run")
     parser.add_argument(
         "--sqlite-workers", type=int, default=0, help="baton worker processes for the SQLite run (0: in baton serve)"
@@ -236,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 url = stack.enter_context(scratch_postgres(args.postgres_url))
                 workers = args.workers
-            r = run(url, claimers=args.claimers, rounds=args.rounds, workers=workers)
+            r = run(url, claimers=args.claimers, rounds=args.rounds, workers=workers, gap=args.gap)
         print(f"{engine:<11} {workers:>7} {r['one_winner']:>5}/{r['rounds']:<4} {r['acks_per_s']:>7.0f} "
               f"{r['ack_p50']:>8.2f} {r['ack_p99']:>8.2f} {r['decision_p50']:>8.1f} {r['decision_p99']:>8.1f} "
               f"{r['rss_mb']:>7.0f} {r['writes_max']:>16} {r['writes_mean']:>5.1f}", flush=True)  # fmt: skip

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
@@ -20,6 +24,7 @@ from baton.intake import DirectoryUnavailable
 from baton.settings import Settings
 from baton.store import tables as t
 from baton.web import create_app
+from baton.web.webhooks import AcksFirst
 from keys import app_key
 
 SECRET = "It's a Secret to Everybody"
@@ -440,3 +445,100 @@ def test_an_invalid_settings_file_is_explained_once_and_the_last_good_settings_s
             "not 'lots'. Until it is fixed, the settings from octo/shop:.github/baton.yml stay in force."
         ]
     app.state.work.store.dispose()
+
+
+# How acknowledgements and in-process work share one process
+
+
+def signed(event: str, payload: Any, delivery: str) -> tuple[bytes, dict[str, str]]:
+    body = json.dumps(payload).encode()
+    headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery,
+               "X-Hub-Signature-256": signature(SECRET.encode(), body), "Content-Type": "application/json"}  # fmt: skip
+    return body, headers
+
+
+def test_deliveries_arriving_together_are_stored_in_fewer_transactions_and_each_answered(
+    database_url: str,
+) -> None:
+    settings = Settings(
+        database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID, private_key=SecretStr(app_key())
+    )
+    app = create_app(settings, directory=FakeDirectory(), configs=DefaultConfigs(), background_worker=False)
+    inbox = app.state.inbox
+    batches: list[int] = []
+    receive_all = inbox.receive_all
+
+    def counted(batch: list[Any]) -> Any:
+        batches.append(len(batch))
+        return receive_all(batch)
+
+    inbox.receive_all = counted
+    ids = [f"burst-{n}" for n in range(20)] + ["burst-3"]  # one of them twice in the same burst
+
+    async def burst() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://baton") as client:
+            return await asyncio.gather(*(
+                client.post("/webhooks/github", content=body, headers=headers)
+                for body, headers in (signed("ping", {"zen": "x"}, delivery) for delivery in ids)
+            ))  # fmt: skip
+
+    answers = asyncio.run(burst())
+    assert [answer.status_code for answer in answers] == [202] * 21
+    received = sorted(answer.json()["received"] for answer in answers)
+    assert received == ["duplicate"] + ["new"] * 20
+    assert sum(batches) == 21 and len(batches) < 21, batches  # grouped, and nothing left out
+    with app.state.work.store.engine.connect() as connection:
+        assert connection.execute(select(func.count()).select_from(t.webhook_deliveries)).scalar_one() == 20
+    app.state.work.store.dispose()
+
+
+def test_the_in_process_worker_thread_processes_what_was_acknowledged(database_url: str) -> None:
+    settings = Settings(
+        database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID, private_key=SecretStr(app_key())
+    )
+    app = create_app(settings, directory=FakeDirectory(), configs=DefaultConfigs())  # the real background thread
+    with TestClient(app) as client:
+        for n, login in enumerate(["agent-a", "agent-b"]):
+            body, headers = signed("issue_comment", comment(login, "/claim", comment_id=n + 1), f"t-{n}")
+            assert client.post("/webhooks/github", content=body, headers=headers).status_code == 202
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            ticket = app.state.work.ticket(TicketKey(INSTALLATION, REPOSITORY_ID, 42))
+            if ticket is not None and ticket.runner == "agent-a":
+                with app.state.work.store.engine.connect() as connection:
+                    statuses = connection.execute(select(t.webhook_deliveries.c.status)).scalars().all()
+                if statuses == ["done", "done"]:
+                    break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the worker thread did not process both deliveries")
+        assert ticket.state is WorkState.CLAIMED
+    app.state.work.store.dispose()
+
+
+def test_in_process_work_waits_while_deliveries_are_being_acknowledged() -> None:
+    pacing = AcksFirst(patience=5.0)
+    pacing.acking(+1)
+    waited: list[float] = []
+
+    def work() -> None:
+        start = time.monotonic()
+        pacing.wait()
+        waited.append(time.monotonic() - start)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    time.sleep(0.2)
+    assert not waited  # still waiting: an ack is in flight
+    pacing.acking(-1)
+    thread.join(5)
+    assert waited and 0.15 < waited[0] < 4.0  # released by the ack finishing, not by patience running out
+
+
+def test_in_process_work_waits_no_longer_than_its_patience() -> None:
+    pacing = AcksFirst(patience=0.1)
+    pacing.acking(+1)
+    start = time.monotonic()
+    pacing.wait()
+    assert 0.09 < time.monotonic() - start < 2.0

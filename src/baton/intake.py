@@ -262,10 +262,8 @@ HANDLERS: dict[tuple[str, str], Handler] = {
 }
 
 
-def process(inbox: Inbox, intake: Intake, delivery_id: str, then: Callable[[], None] | None = None) -> None:
-    """Process one stored delivery; a failure is recorded, and a redelivery will try again.
-
-    `then` runs after success (it wakes the outbox worker)."""
+def process(inbox: Inbox, intake: Intake, delivery_id: str) -> None:
+    """Process one stored delivery; a failure is recorded, and a redelivery will try again."""
     delivery = inbox.take(delivery_id)
     if delivery is None:
         return
@@ -278,5 +276,3 @@ def process(inbox: Inbox, intake: Intake, delivery_id: str, then: Callable[[], N
     inbox.finish(delivery.id, status)
     for outcome in outcomes:
         log.info("delivery %s: /%s %s %s", delivery.id, outcome.command, outcome.kind, outcome.code or "")
-    if then is not None and outcomes:
-        then()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
@@ -55,17 +56,26 @@ def assemble(
     return Parts(engine, store, work, Inbox(engine), intake, worker)
 
 
+def work_round(parts: Parts, longest: float, before_each: Callable[[], None] | None = None) -> float:
+    """Process the stored deliveries, oldest first, then drain the outbox. Returns how long to wait
+    before the next round (at most `longest`). `before_each` runs before each delivery."""
+    for delivery_id in parts.inbox.pending():
+        if before_each is not None:
+            before_each()
+        process(parts.inbox, parts.intake, delivery_id)
+    if parts.worker is None:
+        return longest
+    parts.worker.drain()
+    return parts.worker.idle(longest)
+
+
 def work_loop(parts: Parts, stop: threading.Event, poll: float = 0.1) -> None:
     """`baton worker`: process stored deliveries and drain the outbox until `stop` is set. Looking
     for new deliveries every `poll` seconds is one indexed query."""
     while not stop.is_set():
         wait = poll
         try:
-            for delivery_id in parts.inbox.pending():
-                process(parts.inbox, parts.intake, delivery_id)
-            if parts.worker is not None:
-                parts.worker.drain()
-                wait = parts.worker.idle(poll)
+            wait = work_round(parts, poll)
         except Exception:  # the database went away for a moment: the rows are still there
             log.exception("worker round failed")
         stop.wait(wait)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -123,10 +124,11 @@ class Worker:
 
 
 class Background:
-    """The in-process worker: a thread that drains when woken and every `interval` seconds."""
+    """The in-process worker: a thread that runs `work` when woken and at least every `interval`
+    seconds. `work` does one round and says how long to wait before the next."""
 
-    def __init__(self, worker: Worker, interval: float = 1.0) -> None:
-        self.worker = worker
+    def __init__(self, work: Callable[[], float], interval: float = 1.0) -> None:
+        self.work = work
         self.interval = interval
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -145,11 +147,10 @@ class Background:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            self._wake.clear()
             wait = self.interval
             try:
-                self.worker.drain()
-                wait = self.worker.idle(self.interval)
+                wait = self.work()
             except Exception:  # a database hiccup must not end the thread; the rows are still there
-                log.exception("draining the outbox failed")
+                log.exception("a worker round failed")
             self._wake.wait(wait)
-            self._wake.clear()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
@@ -30,6 +30,17 @@ class Received(StrEnum):
 
 
 @dataclass(frozen=True)
+class Incoming:
+    """A delivery as it arrives: `payload` is the JSON text exactly as GitHub sent it."""
+
+    id: str
+    event: str
+    action: str | None
+    installation_id: int | None
+    payload: str
+
+
+@dataclass(frozen=True)
 class Delivery:
     id: str
     event: str
@@ -43,35 +54,43 @@ class Inbox:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def receive(
-        self, delivery_id: str, event: str, action: str | None, installation_id: int | None, payload: str
-    ) -> Received:
+    def receive(self, incoming: Incoming) -> Received:
         """Store a delivery, or recognise a redelivery. One transaction."""
+        return self.receive_all([incoming])[0]
+
+    def receive_all(self, batch: list[Incoming]) -> list[Received]:
+        """Store deliveries, or recognise redeliveries, in one transaction (a group commit of the
+        acknowledgements waiting at one moment). A delivery id twice in one batch is a duplicate."""
+        for _ in range(3):
+            try:
+                return self._receive_all(batch)
+            except IntegrityError:
+                # Another process stored one of these ids just now: it is found by the next try.
+                continue
+        raise RuntimeError("the inbox kept losing insert races")  # not reached with a working database
+
+    def _receive_all(self, batch: list[Incoming]) -> list[Received]:
         now = datetime.now(UTC)
-        try:
-            with self.engine.begin() as connection:
-                connection.execute(
-                    insert(_inbox).values(
-                        id=delivery_id,
-                        event=event,
-                        action=action,
-                        installation_id=installation_id,
-                        payload=payload,
-                        status="pending",
-                        attempts=0,
-                        received_at=now,
-                    )
-                )
-            return Received.NEW
-        except IntegrityError:
-            pass
+        ids = {incoming.id for incoming in batch}
+        results: list[Received] = []
         with self.engine.begin() as connection:
-            # Only a failed delivery (or one whose processing died with its process) goes back to
-            # pending, and only once however many copies arrive.
-            retried = connection.execute(
-                update(_inbox).where(_c.id == delivery_id, _abandoned(now)).values(status="pending")
-            ).rowcount
-        return Received.RETRY if retried == 1 else Received.DUPLICATE
+            known = set(connection.execute(select(_c.id).where(_c.id.in_(ids))).scalars())
+            new: list[dict[str, object]] = []
+            for incoming in batch:
+                if incoming.id not in known:
+                    known.add(incoming.id)
+                    new.append({**asdict(incoming), "status": "pending", "attempts": 0, "received_at": now})
+                    results.append(Received.NEW)
+                    continue
+                # Only a failed delivery (or one whose processing died with its process) goes back
+                # to pending, and only once however many copies arrive.
+                retried = connection.execute(
+                    update(_inbox).where(_c.id == incoming.id, _abandoned(now)).values(status="pending")
+                ).rowcount
+                results.append(Received.RETRY if retried == 1 else Received.DUPLICATE)
+            if new:
+                connection.execute(insert(_inbox), new)
+        return results
 
     def take(self, delivery_id: str) -> Delivery | None:
         """Mark a pending delivery as being processed and return it; None if someone else took it."""

@@ -11,11 +11,11 @@ from sqlalchemy import text
 
 from baton.intake import Configs, Directory
 from baton.settings import Settings
-from baton.wiring import assemble
+from baton.wiring import assemble, work_round
 from baton.worker import Background
 
 from .api import api_router
-from .webhooks import webhook_router
+from .webhooks import AcksFirst, webhook_router
 
 
 def create_app(
@@ -27,11 +27,13 @@ def create_app(
     background_worker: bool = True,
 ) -> FastAPI:
     """The application. `directory` and `configs` stand in for GitHub's API where a test needs it;
-    without `background_worker` nothing drains the outbox by itself (tests call `app.state.worker`)."""
+    without `background_worker` no thread works by itself: a delivery is processed right after its
+    answer and nothing drains the outbox (tests call `app.state.worker`)."""
     parts = assemble(settings, migrate=migrate, directory=directory, configs=configs)
     engine, worker = parts.engine, parts.worker
+    pacing = AcksFirst()
     in_process = settings.worker == "inprocess" and background_worker
-    background = Background(worker) if in_process and worker is not None else None
+    background = Background(lambda: work_round(parts, 1.0, pacing.wait)) if in_process else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -47,9 +49,12 @@ def create_app(
     app = FastAPI(title="Baton", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
     app.state.work = parts.work
+    app.state.inbox = parts.inbox
     app.state.worker = worker
     app.include_router(api_router(parts.store, settings))
-    app.include_router(webhook_router(parts.inbox, parts.intake, settings, background.wake if background else None))
+    app.include_router(
+        webhook_router(parts.inbox, parts.intake, settings, background.wake if background else None, pacing)
+    )
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:

@@ -7,7 +7,10 @@ no webhook secret is configured.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +21,7 @@ from fastapi.responses import JSONResponse
 from baton.github.webhooks import dig, number, verify
 from baton.intake import Intake, process
 from baton.settings import Settings
-from baton.store.inbox import Inbox, Received
+from baton.store.inbox import Inbox, Incoming, Received
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub's own cap on a delivery
 
@@ -41,14 +44,87 @@ async def _body(request: Request) -> bytes | None:
     return b"".join(chunks)
 
 
+class AcksFirst:
+    """Acknowledgements go before in-process work. The work waits (up to `patience` seconds) until no
+    delivery is being acknowledged, so a burst of deliveries is answered first and worked through
+    after, instead of each ack queueing for the database and the interpreter behind earlier work."""
+
+    def __init__(self, patience: float = 0.05) -> None:
+        self.patience = patience
+        self._acking = 0
+        self._quiet = threading.Condition()
+
+    def acking(self, delta: int) -> None:
+        with self._quiet:
+            self._acking += delta
+            if self._acking == 0:
+                self._quiet.notify_all()
+
+    def wait(self) -> None:
+        deadline = time.monotonic() + self.patience
+        with self._quiet:
+            while self._acking and (left := deadline - time.monotonic()) > 0:
+                self._quiet.wait(left)
+
+
+class GroupCommit:
+    """Deliveries arriving together are stored together: while one transaction runs, the deliveries
+    that arrive wait for the next, which takes all of them. Each request is answered as soon as the
+    transaction holding its delivery commits. The database runs off the event loop."""
+
+    def __init__(self, inbox: Inbox) -> None:
+        self.inbox = inbox
+        self._waiting: list[tuple[Incoming, asyncio.Future[Received]]] = []
+        self._flushing: asyncio.Task[None] | None = None
+
+    async def receive(self, incoming: Incoming) -> Received:
+        stored: asyncio.Future[Received] = asyncio.get_running_loop().create_future()
+        self._waiting.append((incoming, stored))
+        if self._flushing is None:
+            self._flushing = asyncio.create_task(self._flush())
+        return await stored
+
+    async def _flush(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                try:
+                    results = await run_in_threadpool(self.inbox.receive_all, [incoming for incoming, _ in batch])
+                except Exception as error:  # each request of the batch answers 500; GitHub redelivers
+                    for _, stored in batch:
+                        if not stored.done():  # done: its client went away
+                            stored.set_exception(error)
+                    continue
+                for (_, stored), result in zip(batch, results, strict=True):
+                    if not stored.done():
+                        stored.set_result(result)
+        finally:
+            self._flushing = None
+
+
 def webhook_router(
-    inbox: Inbox, intake: Intake, settings: Settings, wake: Callable[[], None] | None = None
+    inbox: Inbox,
+    intake: Intake,
+    settings: Settings,
+    hand_off: Callable[[], None] | None = None,
+    pacing: AcksFirst | None = None,
 ) -> APIRouter:
+    """`hand_off` wakes the in-process worker thread for a stored delivery; without it (tests drive
+    the worker themselves) the delivery is processed right after the answer, in the request's task."""
     router = APIRouter(tags=["webhooks"])
     secret = settings.webhook_secret.get_secret_value().encode() if settings.webhook_secret else None
+    pacing = pacing or AcksFirst()
+    storing = GroupCommit(inbox)
 
     @router.post("/webhooks/github", status_code=202)
     async def receive(request: Request, background: BackgroundTasks) -> JSONResponse:
+        pacing.acking(+1)
+        try:
+            return await _receive(request, background)
+        finally:
+            pacing.acking(-1)
+
+    async def _receive(request: Request, background: BackgroundTasks) -> JSONResponse:
         if secret is None:
             return _refuse(503, "Webhooks are disabled: set BATON_WEBHOOK_SECRET to the App's webhook secret.")
         body = await _body(request)
@@ -67,17 +143,20 @@ def webhook_router(
         if not isinstance(payload, dict):
             return _refuse(400, "The body is JSON but not an object.")
         action = dig(payload, "action")
-        # The database call runs off the event loop, so one slow write never holds up other acks.
-        received = await run_in_threadpool(
-            inbox.receive,
-            delivery_id[:100],
-            event[:60],
-            action[:60] if isinstance(action, str) else None,
-            number(payload, "installation", "id"),
-            body.decode("utf-8"),
+        received = await storing.receive(
+            Incoming(
+                delivery_id[:100],
+                event[:60],
+                action[:60] if isinstance(action, str) else None,
+                number(payload, "installation", "id"),
+                body.decode("utf-8"),
+            )
         )
         if received is not Received.DUPLICATE and settings.worker == "inprocess":
-            background.add_task(process, inbox, intake, delivery_id[:100], wake)
+            if hand_off is not None:
+                hand_off()
+            else:
+                background.add_task(process, inbox, intake, delivery_id[:100])
         return JSONResponse({"delivery": delivery_id, "received": received.value}, status_code=202)
 
     return router
