@@ -1,0 +1,997 @@
+"""The evidence rails of a ticket: where its code is (repository) and whether it shipped (deployment).
+
+SPEC §1 and §5. Facts — what a webhook, the REST API or the runner's `/deliver` report says about one pull
+request, branch, check, deployment or commit comparison of one repository — are folded into an
+`EvidenceRail`, one per ticket, by `apply()`. The rail keeps, per subject (a pull request's number, a
+branch's name, a check's commit and name, a deployment's id), a join of what it was told: the newest fact by
+its stamp, plus the few facts that stay true once seen (a merge, a deployment's success). A join does not
+care about order or repetition, so late, repeated or shuffled deliveries give the rail the ordered ones
+give. The states, the verified head and the mismatch are derived from what is kept, each time, never
+stored beside it.
+
+Nothing here knows the work rail: evidence never claims, delivers or accepts anything, and this module
+imports nothing that could. The rules are written out, with examples, in docs/evidence.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from .model import DeploymentState, Evidence, RepositoryState
+
+OWN_CHECK = "baton/acceptance"
+PASSING = frozenset({"success", "neutral", "skipped"})
+CONFLICTS = "dirty"
+PULL_REQUEST_STATES = frozenset({"open", "closed"})
+DEPLOYMENT_STATUSES = ("queued", "pending", "in_progress", "success", "failure", "error", "inactive")
+IN_MOTION = frozenset({"queued", "pending", "in_progress"})
+COMPARE_STATUSES = frozenset({"ahead", "identical", "behind", "diverged"})
+SHORT = 7  # how GitHub abbreviates a commit, and the shortest report that can be checked against a full sha
+
+Includes = Callable[[str, str], bool | None]
+"""`includes(base, head)`: is commit `head` at or after commit `base` (does it contain it)? None: unknown."""
+
+
+def instant(stamp: str) -> datetime:
+    """A fact's stamp as an aware instant. ISO-8601 with `Z` or an offset; a stamp without one is UTC."""
+    moment = datetime.fromisoformat(stamp)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def short(sha: str) -> str:
+    return sha[:SHORT]
+
+
+def same_commit(a: str | None, b: str | None) -> bool:
+    """Whether two commit ids name one commit; a report may abbreviate, down to `SHORT` characters."""
+    if a is None or b is None:
+        return False
+    a, b = a.strip().lower(), b.strip().lower()
+    shorter, longer = sorted((a, b), key=len)
+    return a == b or (len(shorter) >= SHORT and longer.startswith(shorter))
+
+
+def branch_name(ref: str) -> str:
+    """A branch as GitHub names it in a pull request; pushes say `refs/heads/…`."""
+    return ref.removeprefix("refs/heads/")
+
+
+# ---------------------------------------------------------------------------------------------- facts
+
+
+@dataclass(frozen=True)
+class PullRequestFact:
+    """One pull request as a `pull_request` webhook or the REST API showed it, stamped with its `updated_at`.
+
+    `merge_commit_sha` counts only when `merged`: GitHub also fills it for an open pull request, with a
+    test merge that is not part of any branch. `mergeable_state` and `failing_checks` are None when
+    unknown; both describe `head_sha`. `links` are the tickets the pull request's own content links, from
+    `baton.linking.pull_request_links`: closing keywords in its body and its head branch's name.
+    """
+
+    number: int
+    head_ref: str
+    head_sha: str
+    base_ref: str
+    state: str
+    stamp: str
+    merged: bool = False
+    merge_commit_sha: str | None = None
+    draft: bool = False
+    mergeable_state: str | None = None
+    failing_checks: tuple[str, ...] | None = None
+    links: frozenset[int] = frozenset()
+    fork: bool = False
+
+    def __post_init__(self) -> None:
+        instant(self.stamp)
+        if self.state not in PULL_REQUEST_STATES:
+            raise ValueError(f"a pull request is open or closed, not {self.state!r}")
+        if self.merged and self.state != "closed":
+            raise ValueError("a merged pull request is closed")
+
+
+@dataclass(frozen=True)
+class BranchFact:
+    """A branch created, pushed to or deleted. `sha` is None for `create`, which names no commit.
+
+    The stamp of a push is its head commit's timestamp; `links` come from `baton.linking.branch_links`.
+    """
+
+    name: str
+    stamp: str
+    sha: str | None = None
+    deleted: bool = False
+    links: frozenset[int] = frozenset()
+
+    def __post_init__(self) -> None:
+        instant(self.stamp)
+
+
+@dataclass(frozen=True)
+class CheckFact:
+    """One check's result on one commit. `conclusion` is None while it runs; `required` is the caller's
+    reading of branch protection."""
+
+    sha: str
+    name: str
+    stamp: str
+    conclusion: str | None = None
+    required: bool = False
+
+    def __post_init__(self) -> None:
+        instant(self.stamp)
+
+
+@dataclass(frozen=True)
+class DeploymentFact:
+    id: int
+    sha: str
+    environment: str
+    stamp: str
+
+    def __post_init__(self) -> None:
+        instant(self.stamp)
+
+
+@dataclass(frozen=True)
+class DeploymentStatusFact:
+    """A `deployment_status`. Its webhook carries the deployment too; `sha` and `environment` let the rail
+    place a status that arrives before its deployment."""
+
+    deployment_id: int
+    state: str
+    stamp: str
+    sha: str | None = None
+    environment: str | None = None
+
+    def __post_init__(self) -> None:
+        instant(self.stamp)
+        if self.state not in DEPLOYMENT_STATUSES:
+            raise ValueError(f"unknown deployment status {self.state!r}")
+
+
+@dataclass(frozen=True)
+class CompareFact:
+    """The compare API's answer for `base...head`. Commits never change, so it needs no stamp."""
+
+    base: str
+    head: str
+    status: str
+
+    def __post_init__(self) -> None:
+        if self.status not in COMPARE_STATUSES:
+            raise ValueError(f"unknown comparison status {self.status!r}")
+
+
+@dataclass(frozen=True)
+class DeliveryReport:
+    """What a `/deliver` reported, stamped with the delivery's time. A claim until GitHub's facts agree."""
+
+    evidence: Evidence
+    stamp: str
+
+    def __post_init__(self) -> None:
+        instant(self.stamp)
+
+
+Fact = PullRequestFact | BranchFact | CheckFact | DeploymentFact | DeploymentStatusFact | CompareFact | DeliveryReport
+
+
+def _canon(value: object) -> tuple[Any, ...]:
+    """A sort key that tells apart any two different facts, so "newest" is a total order and a tie between
+    two facts with the same stamp is decided the same way whichever arrives first."""
+    if value is None:
+        return (0,)
+    if is_dataclass(value) and not isinstance(value, type):
+        return (1, tuple(_canon(getattr(value, f.name)) for f in fields(value)))
+    if isinstance(value, frozenset):
+        return (1, tuple(sorted(_canon(item) for item in value)))
+    if isinstance(value, tuple):
+        return (1, tuple(_canon(item) for item in value))
+    return (1, value)
+
+
+def _rank(fact: Fact) -> tuple[Any, ...]:
+    """What wins between two facts stamped in the same second: the one further along."""
+    match fact:
+        case PullRequestFact():
+            return (fact.merged, fact.state == "closed")
+        case BranchFact():
+            return (fact.deleted, fact.sha is not None)
+        case CheckFact():
+            return (fact.conclusion is not None,)
+        case DeploymentStatusFact():
+            return (min(DEPLOYMENT_STATUSES.index(fact.state), 3) + (fact.state == "inactive"),)
+        case _:
+            return ()
+
+
+def _order(fact: Fact) -> tuple[Any, ...]:
+    stamp = getattr(fact, "stamp", None)
+    return (instant(stamp) if stamp is not None else datetime.min.replace(tzinfo=UTC), _rank(fact), _canon(fact))
+
+
+# ---------------------------------------------------------------------------------------------- kept
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """What the rail keeps of one pull request: its newest fact and, once merged, the merge.
+
+    A merge is final: the head, the merge commit and the state come from the merge fact, whatever arrives
+    later. Links still follow the newest fact, so an edited body can unlink a merged pull request.
+    """
+
+    latest: PullRequestFact
+    merge: PullRequestFact | None = None
+
+    @classmethod
+    def of(cls, fact: PullRequestFact) -> PullRequest:
+        return cls(fact, fact if fact.merged else None)
+
+    def joined(self, fact: PullRequestFact) -> PullRequest:
+        latest = max(self.latest, fact, key=_order)
+        merge = self.merge
+        if fact.merged:
+            # the earliest fact that says merged is the merge itself; later ones only echo it
+            merge = fact if merge is None else min(merge, fact, key=_order)
+        return PullRequest(latest, merge)
+
+    @property
+    def number(self) -> int:
+        return self.latest.number
+
+    @property
+    def merged(self) -> bool:
+        return self.merge is not None
+
+    @property
+    def open(self) -> bool:
+        return self.merge is None and self.latest.state == "open"
+
+    @property
+    def closed_unmerged(self) -> bool:
+        return self.merge is None and self.latest.state == "closed"
+
+    @property
+    def head_ref(self) -> str:
+        return (self.merge or self.latest).head_ref
+
+    @property
+    def base_ref(self) -> str:
+        return (self.merge or self.latest).base_ref
+
+    @property
+    def merge_commit_sha(self) -> str | None:
+        return self.merge.merge_commit_sha if self.merge is not None else None
+
+
+@dataclass(frozen=True)
+class Branch:
+    """What the rail keeps of one branch: the newest fact, the newest push and the newest deletion."""
+
+    latest: BranchFact
+    head: BranchFact | None = None
+    deletion: BranchFact | None = None
+
+    @classmethod
+    def of(cls, fact: BranchFact) -> Branch:
+        return cls(fact).joined(fact)
+
+    def joined(self, fact: BranchFact) -> Branch:
+        latest = max(self.latest, fact, key=_order)
+        head, deletion = self.head, self.deletion
+        if fact.deleted:
+            deletion = fact if deletion is None else max(deletion, fact, key=_order)
+        elif fact.sha is not None:
+            head = fact if head is None else max(head, fact, key=_order)
+        return Branch(latest, head, deletion)
+
+    @property
+    def name(self) -> str:
+        return branch_name(self.latest.name)
+
+    @property
+    def exists(self) -> bool:
+        return not self.latest.deleted
+
+    @property
+    def sha(self) -> str | None:
+        """The head commit, once a push named it and no deletion came after that push."""
+        if not self.exists or self.head is None:
+            return None
+        if self.deletion is not None and _order(self.deletion) > _order(self.head):
+            return None  # re-created since, and not pushed to yet
+        return self.head.sha
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What the rail keeps of one deployment: its creation (when seen) and every status, oldest first."""
+
+    id: int
+    created: DeploymentFact | None = None
+    statuses: tuple[DeploymentStatusFact, ...] = ()
+
+    def joined(self, fact: DeploymentFact | DeploymentStatusFact) -> Deployment:
+        if isinstance(fact, DeploymentFact):
+            created = fact if self.created is None else max(self.created, fact, key=_order)
+            return replace(self, created=created)
+        return replace(self, statuses=tuple(sorted({*self.statuses, fact}, key=_order)))
+
+    @property
+    def sha(self) -> str | None:
+        if self.created is not None:
+            return self.created.sha
+        return min((s.sha for s in self.statuses if s.sha is not None), default=None)
+
+    @property
+    def environment(self) -> str | None:
+        if self.created is not None:
+            return self.created.environment
+        return min((s.environment for s in self.statuses if s.environment is not None), default=None)
+
+    @property
+    def status(self) -> str | None:
+        """The newest status; None before the first, which GitHub shows as pending."""
+        return self.statuses[-1].state if self.statuses else None
+
+    @property
+    def succeeded(self) -> bool:
+        """Once a deployment succeeded, the change reached its environment; later statuses do not undo it."""
+        return any(s.state == "success" for s in self.statuses)
+
+
+@dataclass(frozen=True)
+class EnvironmentDeployment:
+    """Where a ticket's merged change stands in one environment."""
+
+    environment: str
+    state: DeploymentState
+    sha: str
+    deployment_id: int
+
+
+# ---------------------------------------------------------------------------------------------- the rail
+
+
+@dataclass(frozen=True)
+class _Assessment:
+    repository: RepositoryState
+    reason: str | None = None
+    verified_head_sha: str | None = None
+    checked_at: str | None = None
+    mismatch: str | None = None
+
+
+@dataclass(frozen=True)
+class EvidenceRail:
+    """Both evidence rails of ticket `ticket` (an issue number of one repository).
+
+    Build the empty rail with `EvidenceRail(ticket=42)` and feed it facts with `apply()`. A non-code
+    ticket is `EvidenceRail(42, applicable=False)` (or `replace(rail, applicable=False)`): both rails are
+    then `not_applicable`, whatever facts arrive. The fields after `reports` are derived on construction;
+    they cannot be passed in.
+    """
+
+    ticket: int
+    applicable: bool = True
+    pull_requests: tuple[PullRequest, ...] = ()
+    branches: tuple[Branch, ...] = ()
+    checks: tuple[CheckFact, ...] = ()
+    deployments: tuple[Deployment, ...] = ()
+    comparisons: tuple[CompareFact, ...] = ()
+    reports: tuple[DeliveryReport, ...] = ()
+
+    reported_branch: str | None = field(init=False, default=None)
+    reported_commit: str | None = field(init=False, default=None)
+    reported_pull_request: int | None = field(init=False, default=None)
+    verified_head_sha: str | None = field(init=False, default=None)
+    checked_at: str | None = field(init=False, default=None)
+    mismatch: str | None = field(init=False, default=None)
+    repository: RepositoryState = field(init=False, default=RepositoryState.UNREPORTED)
+    reason: str | None = field(init=False, default=None)
+    deployment: DeploymentState = field(init=False, default=DeploymentState.NOT_DEPLOYED)
+
+    def __post_init__(self) -> None:
+        # a rail built by hand compares equal to the same rail built by apply()
+        canonical: dict[str, tuple[Any, ...]] = {
+            "pull_requests": tuple(sorted(self.pull_requests, key=lambda pr: pr.number)),
+            "branches": tuple(sorted(self.branches, key=lambda b: b.name)),
+            "checks": tuple(sorted(self.checks, key=lambda c: (c.sha.lower(), c.name))),
+            "deployments": tuple(sorted(self.deployments, key=lambda d: d.id)),
+            "comparisons": tuple(sorted(self.comparisons, key=_canon)),
+            "reports": tuple(sorted(set(self.reports), key=_order)),
+        }
+        for name, value in canonical.items():
+            object.__setattr__(self, name, value)
+        evidence = [report.evidence for report in self.reports]  # oldest first: the newest report wins
+        object.__setattr__(self, "reported_branch", _last(e.branch for e in evidence))
+        object.__setattr__(self, "reported_commit", _last(e.commit for e in evidence))
+        object.__setattr__(self, "reported_pull_request", _last(e.pull_request for e in evidence))
+        assessment = _assess(self)
+        for name in ("repository", "reason", "verified_head_sha", "checked_at", "mismatch"):
+            object.__setattr__(self, name, getattr(assessment, name))
+        object.__setattr__(self, "deployment", deployment_state(self))
+
+    def pull_request(self, number: int) -> PullRequest | None:
+        return next((pr for pr in self.pull_requests if pr.number == number), None)
+
+    def branch(self, name: str) -> Branch | None:
+        return next((b for b in self.branches if b.name == branch_name(name)), None)
+
+    def linked_pull_requests(self) -> tuple[PullRequest, ...]:
+        """The pull requests that link this ticket now: by their body or head branch, or by the report."""
+        return tuple(pr for pr in self.pull_requests if _pr_linked(self, pr))
+
+    def linked_branches(self) -> tuple[Branch, ...]:
+        return tuple(b for b in self.branches if _branch_linked(self, b))
+
+
+def _last(values: Iterable[Any]) -> Any:
+    found = None
+    for value in values:
+        if value is not None:
+            found = value
+    return found
+
+
+# ---------------------------------------------------------------------------------------------- apply
+
+
+def apply(rail: EvidenceRail, fact: Fact) -> EvidenceRail:
+    """The rail with one more fact. Pure; applying a fact twice, or facts in any order, gives the same rail."""
+    match fact:
+        case PullRequestFact():
+            current = rail.pull_request(fact.number)
+            kept = PullRequest.of(fact) if current is None else current.joined(fact)
+            if kept == current:
+                return rail
+            others = [pr for pr in rail.pull_requests if pr.number != fact.number]
+            return replace(rail, pull_requests=(*others, kept))
+        case BranchFact():
+            branch = rail.branch(fact.name)
+            kept_branch = Branch.of(fact) if branch is None else branch.joined(fact)
+            if kept_branch == branch:
+                return rail
+            rest = [b for b in rail.branches if b.name != kept_branch.name]
+            return replace(rail, branches=(*rest, kept_branch))
+        case CheckFact():
+            key = (fact.sha.lower(), fact.name)
+            check = next((c for c in rail.checks if (c.sha.lower(), c.name) == key), None)
+            newest = fact if check is None else max(check, fact, key=_order)
+            if newest == check:
+                return rail
+            return replace(rail, checks=(*(c for c in rail.checks if (c.sha.lower(), c.name) != key), newest))
+        case DeploymentFact() | DeploymentStatusFact():
+            ident = fact.id if isinstance(fact, DeploymentFact) else fact.deployment_id
+            deployment = next((d for d in rail.deployments if d.id == ident), None)
+            kept_deployment = (deployment or Deployment(ident)).joined(fact)
+            if kept_deployment == deployment:
+                return rail
+            return replace(rail, deployments=(*(d for d in rail.deployments if d.id != ident), kept_deployment))
+        case CompareFact():
+            if fact in rail.comparisons:
+                return rail
+            return replace(rail, comparisons=(*rail.comparisons, fact))
+        case DeliveryReport():
+            return _report(rail, fact)
+
+
+def _report(rail: EvidenceRail, fact: DeliveryReport) -> EvidenceRail:
+    """Keep the newest report of each kind (branch, commit, pull request): a later delivery that leaves
+    one out still stands by what the earlier one said about it."""
+    reports = {*rail.reports, fact}
+    kinds: list[Callable[[Evidence], object]] = [
+        lambda e: e.branch,
+        lambda e: e.commit,
+        lambda e: e.pull_request,
+    ]
+    kept = {
+        max(with_kind, key=_order)
+        for kind in kinds
+        if (with_kind := [r for r in reports if kind(r.evidence) is not None])
+    }
+    if kept == set(rail.reports):
+        return rail
+    return replace(rail, reports=tuple(kept))
+
+
+def apply_all(rail: EvidenceRail, facts: Iterable[Fact]) -> EvidenceRail:
+    for fact in facts:
+        rail = apply(rail, fact)
+    return rail
+
+
+# ---------------------------------------------------------------------------------------------- linking
+
+
+def _pr_linked(rail: EvidenceRail, pr: PullRequest) -> bool:
+    if rail.ticket in pr.latest.links or pr.number == rail.reported_pull_request:
+        return True
+    return rail.reported_branch is not None and branch_name(rail.reported_branch) == branch_name(pr.head_ref)
+
+
+def _branch_linked(rail: EvidenceRail, branch: Branch) -> bool:
+    if rail.ticket in branch.latest.links:
+        return True
+    return rail.reported_branch is not None and branch_name(rail.reported_branch) == branch.name
+
+
+# ---------------------------------------------------------------------------------------------- repository
+
+
+def pull_request_head(rail: EvidenceRail, pr: PullRequest) -> tuple[str, str]:
+    """A pull request's head commit as GitHub last showed it, and the stamp of the fact that showed it.
+
+    Merged: the head it was merged at. Open: the newer of its newest fact and the newest push to its head
+    branch (not for a fork's, whose branches are not this repository's). Closed: its last fact's head.
+    """
+    if pr.merge is not None:
+        return pr.merge.head_sha, pr.merge.stamp
+    latest = pr.latest
+    if latest.state == "open" and not latest.fork:
+        branch = rail.branch(latest.head_ref)
+        pushed = branch.head if branch is not None and branch.sha is not None else None
+        if pushed is not None and pushed.sha is not None and instant(pushed.stamp) > instant(latest.stamp):
+            return pushed.sha, pushed.stamp
+    return latest.head_sha, latest.stamp
+
+
+def failing_checks(rail: EvidenceRail, pr: PullRequest) -> tuple[str, ...]:
+    """The required checks that failed on the pull request's current head.
+
+    The pull request fact's `failing_checks` (when known, and about this head) and check facts on this
+    head are statements about each check; the newer statement wins, and a check fact wins a tie. A check
+    that has not concluded is not failing: the pull request is then waiting, not blocked. Baton's own
+    `baton/acceptance` never counts, so the work rail cannot feed back into the evidence rail.
+    """
+    sha, _ = pull_request_head(rail, pr)
+    latest = pr.latest
+    listed = latest.failing_checks if same_commit(latest.head_sha, sha) else None
+    since = instant(latest.stamp) if listed is not None else None
+    newer = {
+        check.name: check
+        for check in rail.checks
+        if same_commit(check.sha, sha) and (since is None or instant(check.stamp) >= since)
+    }
+    failing = {name for name in listed or () if name not in newer}
+    failing |= {
+        name
+        for name, check in newer.items()
+        if check.required and check.conclusion is not None and check.conclusion not in PASSING
+    }
+    return tuple(sorted(failing - {OWN_CHECK}))
+
+
+def _problems(rail: EvidenceRail, pr: PullRequest) -> str | None:
+    sha, _ = pull_request_head(rail, pr)
+    problems = []
+    # GitHub's `blocked` and `behind` are not problems of the change: `blocked` is what a required review
+    # or a pending `baton/acceptance` looks like, `behind` merges cleanly once updated
+    if pr.latest.mergeable_state == CONFLICTS and same_commit(pr.latest.head_sha, sha):
+        problems.append(f"merge conflicts with {pr.base_ref}")
+    failing = failing_checks(rail, pr)
+    if failing:
+        problems.append(f"failing required checks: {', '.join(failing)}")
+    return ", and ".join(problems) or None
+
+
+def blocker(rail: EvidenceRail, pr: PullRequest) -> str | None:
+    """Why an open pull request cannot be merged as it stands, in plain words; None when nothing stops it."""
+    problems = _problems(rail, pr)
+    return None if problems is None else f"pull request #{pr.number} has {problems}"
+
+
+def _category(rail: EvidenceRail, pr: PullRequest) -> int:
+    if pr.merged:
+        return 0
+    if pr.open:
+        return 1 if blocker(rail, pr) is None else 2
+    return 3
+
+
+def lead_pull_request(rail: EvidenceRail) -> PullRequest | None:
+    """The linked pull request the rail speaks of first: merged before open before blocked before closed;
+    within those, the one the delivery reported, then the one GitHub updated last."""
+    linked = rail.linked_pull_requests()
+    if not linked:
+        return None
+    best = min(_category(rail, pr) for pr in linked)
+    group = [pr for pr in linked if _category(rail, pr) == best]
+    reported = [pr for pr in group if pr.number == rail.reported_pull_request]
+    return reported[0] if reported else max(group, key=lambda pr: _order(pr.latest))
+
+
+def _live_branches(rail: EvidenceRail) -> list[str]:
+    """Branches that carry work for the ticket now: linked ones that exist, and a reported one GitHub has
+    said nothing about yet (a claim). The head of a pull request closed unmerged is not one: its work
+    was turned down with it."""
+    closed = {branch_name(pr.head_ref) for pr in rail.linked_pull_requests() if pr.closed_unmerged}
+    names = {b.name for b in rail.linked_branches() if b.exists}
+    if rail.reported_branch is not None and rail.branch(rail.reported_branch) is None:
+        names.add(branch_name(rail.reported_branch))
+    return sorted(names - closed)
+
+
+def _lead_branch(rail: EvidenceRail) -> tuple[str, Branch | None] | None:
+    """The branch the rail speaks of when no pull request leads: the reported one, else the one pushed to
+    last, else the last by name."""
+    live = _live_branches(rail)
+    if not live:
+        return None
+    if rail.reported_branch is not None and branch_name(rail.reported_branch) in live:
+        return branch_name(rail.reported_branch), rail.branch(rail.reported_branch)
+    kept = [b for name in live if (b := rail.branch(name)) is not None]
+    pushed = [(_order(b.head), b) for b in kept if b.head is not None and b.sha is not None]
+    if pushed:
+        newest = max(pushed, key=lambda found: found[0])[1]
+        return newest.name, newest
+    return live[-1], rail.branch(live[-1])
+
+
+def _numbers(numbers: list[int]) -> str:
+    refs = [f"#{n}" for n in sorted(numbers)]
+    return refs[0] if len(refs) == 1 else ", ".join(refs[:-1]) + f" and {refs[-1]}"
+
+
+def _closed_reason(closed: list[PullRequest]) -> str:
+    numbers = [pr.number for pr in closed]
+    if len(numbers) == 1:
+        return f"pull request {_numbers(numbers)} was closed without merging"
+    return f"pull requests {_numbers(numbers)} were closed without merging"
+
+
+def _repository(rail: EvidenceRail) -> tuple[RepositoryState, str | None]:
+    linked = rail.linked_pull_requests()
+    if any(pr.merged for pr in linked):
+        return RepositoryState.MERGED, None
+    opened = [pr for pr in linked if pr.open]
+    if opened:
+        blockers = [blocker(rail, pr) for pr in opened]
+        if all(blockers):
+            return RepositoryState.BLOCKED, "; ".join(b for b in blockers if b)
+        return RepositoryState.PULL_REQUEST_OPEN, None
+    closed = [pr for pr in linked if pr.closed_unmerged]
+    if _live_branches(rail) or _claimed_pull_request(rail) is not None:
+        return RepositoryState.BRANCH_REPORTED, None
+    if closed:
+        return RepositoryState.BLOCKED, _closed_reason(closed)
+    reported = rail.branch(rail.reported_branch) if rail.reported_branch is not None else None
+    if reported is not None and not reported.exists:
+        return RepositoryState.BLOCKED, f"branch {reported.name} was deleted without a pull request"
+    if rail.reported_commit is not None:
+        return RepositoryState.BRANCH_REPORTED, None
+    return RepositoryState.UNREPORTED, None
+
+
+def _claimed_pull_request(rail: EvidenceRail) -> int | None:
+    """The reported pull request, while GitHub has said nothing about it."""
+    number = rail.reported_pull_request
+    return number if number is not None and rail.pull_request(number) is None else None
+
+
+def _mismatch(rail: EvidenceRail, subject: PullRequest | None) -> str | None:
+    problems = []
+    reported_pr = rail.pull_request(rail.reported_pull_request) if rail.reported_pull_request is not None else None
+    subject = reported_pr or subject
+    if subject is not None:
+        if rail.reported_branch is not None and branch_name(rail.reported_branch) != branch_name(subject.head_ref):
+            problems.append(
+                f"reported branch {rail.reported_branch}, but pull request #{subject.number} "
+                f"is from {branch_name(subject.head_ref)}"
+            )
+        if rail.reported_commit is not None:
+            sha, _ = pull_request_head(rail, subject)
+            if not same_commit(rail.reported_commit, sha):
+                when = "was not the head of" if subject.merged else "is not the head of"
+                merged = " when it was merged" if subject.merged else ""
+                problems.append(
+                    f"reported commit {short(rail.reported_commit)} {when} pull request #{subject.number}"
+                    f"{merged} ({short(sha)})"
+                )
+    elif rail.reported_commit is not None and rail.reported_branch is not None:
+        branch = rail.branch(rail.reported_branch)
+        if branch is not None and branch.sha is not None and not same_commit(rail.reported_commit, branch.sha):
+            problems.append(
+                f"reported commit {short(rail.reported_commit)} is not the head of branch {branch.name} "
+                f"({short(branch.sha)})"
+            )
+    return "; ".join(problems) or None
+
+
+def _assess(rail: EvidenceRail) -> _Assessment:
+    if not rail.applicable:
+        return _Assessment(RepositoryState.NOT_APPLICABLE)
+    state, reason = _repository(rail)
+    subject = lead_pull_request(rail)
+    verified: str | None = None
+    checked: str | None = None
+    if subject is not None:
+        verified, checked = pull_request_head(rail, subject)
+    elif (lead := _lead_branch(rail)) is not None:
+        branch = lead[1]
+        if branch is not None and branch.sha is not None and branch.head is not None:
+            verified, checked = branch.sha, branch.head.stamp
+    return _Assessment(state, reason, verified, checked, _mismatch(rail, subject))
+
+
+def repository_state(rail: EvidenceRail) -> RepositoryState:
+    return rail.repository
+
+
+# ---------------------------------------------------------------------------------------------- deployment
+
+
+def _answer(rail: EvidenceRail, base: str, later: str, includes: Includes | None) -> bool | None:
+    if same_commit(base, later):
+        return True
+    for comparison in rail.comparisons:
+        if same_commit(comparison.base, base) and same_commit(comparison.head, later):
+            return comparison.status in ("ahead", "identical")
+        if same_commit(comparison.base, later) and same_commit(comparison.head, base):
+            return comparison.status in ("behind", "identical")
+    return includes(base, later) if includes is not None else None
+
+
+def merge_commits(rail: EvidenceRail) -> tuple[str, ...]:
+    """The merge commits of the ticket's merged pull requests: what a deployment must contain."""
+    return tuple(sorted({sha for pr in rail.linked_pull_requests() if (sha := pr.merge_commit_sha) is not None}))
+
+
+def unanswered_comparisons(rail: EvidenceRail) -> tuple[tuple[str, str], ...]:
+    """(merge commit, deployed commit) pairs the rail cannot order yet: ask the compare API
+    (`GET /repos/{owner}/{repo}/compare/{base}...{head}`) and apply the answers as `CompareFact`s."""
+    if not rail.applicable:
+        return ()
+    wanted = {
+        (merge, sha)
+        for merge in merge_commits(rail)
+        for deployment in rail.deployments
+        if (sha := deployment.sha) is not None and _answer(rail, merge, sha, None) is None
+    }
+    return tuple(sorted(wanted))
+
+
+def environments(rail: EvidenceRail, includes: Includes | None = None) -> tuple[EnvironmentDeployment, ...]:
+    """Where the ticket's merged change stands, per environment that has a deployment containing it.
+
+    A deployment counts when its commit is at or after every merge commit of the ticket; `includes`
+    answers what the rail's recorded comparisons do not. Per environment: deployed once any such deployment
+    succeeded; otherwise the newest one decides, skipping those made `inactive` before they succeeded
+    (superseded): no status yet or queued/pending/in_progress is deploying, failure/error is failed.
+    """
+    merges = merge_commits(rail)
+    if not rail.applicable or not merges:
+        return ()
+    grouped: dict[str, list[Deployment]] = {}
+    for deployment in rail.deployments:
+        sha = deployment.sha
+        if sha is None or not all(_answer(rail, merge, sha, includes) is True for merge in merges):
+            continue
+        grouped.setdefault(deployment.environment or "an unnamed environment", []).append(deployment)
+    found = []
+    for environment, deployments in sorted(grouped.items()):
+        succeeded = [d for d in deployments if d.succeeded]
+        if succeeded:
+            newest = succeeded[-1]
+            state = DeploymentState.DEPLOYED
+        else:
+            live = [d for d in deployments if d.status != "inactive"]
+            if not live:
+                continue
+            newest = live[-1]
+            state = DeploymentState.DEPLOYING if newest.status in (None, *IN_MOTION) else DeploymentState.FAILED
+        assert newest.sha is not None
+        found.append(EnvironmentDeployment(environment, state, newest.sha, newest.id))
+    return tuple(found)
+
+
+def deployment_state(rail: EvidenceRail, includes: Includes | None = None) -> DeploymentState:
+    """Deployed in any environment, else deploying in any, else failed in any, else not deployed."""
+    if not rail.applicable:
+        return DeploymentState.NOT_APPLICABLE
+    states = {found.state for found in environments(rail, includes)}
+    for state in (DeploymentState.DEPLOYED, DeploymentState.DEPLOYING, DeploymentState.FAILED):
+        if state in states:
+            return state
+    return DeploymentState.NOT_DEPLOYED
+
+
+# ---------------------------------------------------------------------------------------------- words
+
+
+def _pr_words(rail: EvidenceRail, pr: PullRequest) -> str:
+    """One pull request, without its leading "Pull request", e.g. `#57 open (head 1a2b3c4, verified)`."""
+    if pr.merged:
+        sha = pr.merge_commit_sha
+        return f"#{pr.number} merged" + (f" (merge commit {short(sha)})" if sha else "")
+    if pr.open:
+        sha, _ = pull_request_head(rail, pr)
+        draft = "draft, " if pr.latest.draft else ""
+        problems = _problems(rail, pr)
+        if problems is not None:
+            return f"#{pr.number} open ({draft}head {short(sha)}, verified; {problems})"
+        return f"#{pr.number} open ({draft}head {short(sha)}, verified)"
+    return f"#{pr.number} closed without merging"
+
+
+def _branch_words(rail: EvidenceRail) -> str:
+    phrases = []
+    claimed = _claimed_pull_request(rail)
+    if claimed is not None:
+        phrases.append(f"pull request #{claimed} reported, not verified yet")
+    lead = _lead_branch(rail)
+    if lead is not None:
+        name, branch = lead
+        if branch is None:
+            phrases.append(f"branch {name} reported, not verified yet")
+        elif branch.sha is None:
+            phrases.append(f"branch {name} created, no commit seen yet")
+        else:
+            phrases.append(f"branch {name} (head {short(branch.sha)}, verified)")
+    if not phrases and rail.reported_commit is not None:
+        phrases.append(f"commit {short(rail.reported_commit)} reported, not verified yet")
+    text = "; ".join(phrases)
+    return text[:1].upper() + text[1:]
+
+
+def repository_text(rail: EvidenceRail) -> str:
+    """The repository rail in plain words, as the status comment shows it after `Repository:`."""
+    match rail.repository:
+        case RepositoryState.NOT_APPLICABLE:
+            return "Not applicable"
+        case RepositoryState.UNREPORTED:
+            return "Unreported"
+        case RepositoryState.BLOCKED:
+            return f"Blocked — {rail.reason}"
+    lead = lead_pull_request(rail)
+    if lead is not None and rail.repository != RepositoryState.BRANCH_REPORTED:
+        text = f"Pull request {_pr_words(rail, lead)}"
+        others = [pr for pr in rail.linked_pull_requests() if pr.number != lead.number]
+    else:
+        text = _branch_words(rail)
+        others = list(rail.linked_pull_requests())
+    return "; ".join([text, *(f"pull request {_pr_words(rail, pr)}" for pr in others)])
+
+
+def deployment_text(rail: EvidenceRail, includes: Includes | None = None) -> str:
+    """The deployment rail in plain words, as the status comment shows it after `Deployment:`."""
+    if not rail.applicable:
+        return "Not applicable"
+    found = environments(rail, includes)
+    if not found:
+        return "Not deployed"
+    order = [DeploymentState.DEPLOYED, DeploymentState.DEPLOYING, DeploymentState.FAILED]
+    words = {
+        DeploymentState.DEPLOYED: "deployed to",
+        DeploymentState.DEPLOYING: "deploying to",
+        DeploymentState.FAILED: "failed in",
+    }
+    phrases = [
+        f"{words[e.state]} {e.environment} ({short(e.sha)})"
+        for e in sorted(found, key=lambda e: (order.index(e.state), e.environment))
+    ]
+    text = "; ".join(phrases)
+    return text[0].upper() + text[1:]
+
+
+def mismatch_text(rail: EvidenceRail) -> str | None:
+    """What the runner reported that GitHub contradicts, as the status comment shows it after `Mismatch:`."""
+    if rail.mismatch is None:
+        return None
+    return rail.mismatch[0].upper() + rail.mismatch[1:]
+
+
+def evidence_lines(rail: EvidenceRail, includes: Includes | None = None) -> tuple[str, ...]:
+    """The status comment's evidence lines, e.g. `Repository: Pull request #57 open (head 1a2b3c4,
+    verified)`, a `Mismatch:` line when the report and GitHub disagree, and `Deployment: Not deployed`."""
+    lines = [f"Repository: {repository_text(rail)}"]
+    mismatch = mismatch_text(rail)
+    if mismatch is not None:
+        lines.append(f"Mismatch: {mismatch}")
+    lines.append(f"Deployment: {deployment_text(rail, includes)}")
+    return tuple(lines)
+
+
+# ---------------------------------------------------------------------------------------------- storage
+
+
+FACT_KINDS: Mapping[str, type[Fact]] = {
+    "pull_request": PullRequestFact,
+    "branch": BranchFact,
+    "check": CheckFact,
+    "deployment": DeploymentFact,
+    "deployment_status": DeploymentStatusFact,
+    "comparison": CompareFact,
+    "report": DeliveryReport,
+}
+
+
+def _plain(value: object) -> Any:
+    if isinstance(value, Evidence):
+        return value.to_dict()
+    if isinstance(value, frozenset):
+        return sorted(value)
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def fact_to_dict(fact: Fact) -> dict[str, Any]:
+    """A fact as JSON-ready data, with its `kind`; `fact_from_dict` reads it back."""
+    kind = next(name for name, cls in FACT_KINDS.items() if isinstance(fact, cls))
+    return {"kind": kind, **{f.name: _plain(getattr(fact, f.name)) for f in fields(fact)}}
+
+
+def fact_from_dict(data: Mapping[str, Any]) -> Fact:
+    cls = FACT_KINDS[data["kind"]]
+    values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+    if "links" in values:
+        values["links"] = frozenset(values["links"])
+    if values.get("failing_checks") is not None:
+        values["failing_checks"] = tuple(values["failing_checks"])
+    if "evidence" in values:
+        values["evidence"] = Evidence.from_dict(values["evidence"])
+    return cls(**values)
+
+
+def _optional(fact: Fact | None) -> dict[str, Any] | None:
+    return None if fact is None else fact_to_dict(fact)
+
+
+def to_dict(rail: EvidenceRail) -> dict[str, Any]:
+    """The rail as JSON-ready data: what it keeps, and what it derives (for readers; `from_dict` derives
+    it again rather than trusting it)."""
+    return {
+        "ticket": rail.ticket,
+        "applicable": rail.applicable,
+        "pull_requests": [
+            {"latest": fact_to_dict(pr.latest), "merge": _optional(pr.merge)} for pr in rail.pull_requests
+        ],
+        "branches": [
+            {"latest": fact_to_dict(b.latest), "head": _optional(b.head), "deletion": _optional(b.deletion)}
+            for b in rail.branches
+        ],
+        "checks": [fact_to_dict(check) for check in rail.checks],
+        "deployments": [
+            {"id": d.id, "created": _optional(d.created), "statuses": [fact_to_dict(s) for s in d.statuses]}
+            for d in rail.deployments
+        ],
+        "comparisons": [fact_to_dict(comparison) for comparison in rail.comparisons],
+        "reports": [fact_to_dict(report) for report in rail.reports],
+        "reported_branch": rail.reported_branch,
+        "reported_commit": rail.reported_commit,
+        "reported_pull_request": rail.reported_pull_request,
+        "verified_head_sha": rail.verified_head_sha,
+        "checked_at": rail.checked_at,
+        "mismatch": rail.mismatch,
+        "repository": rail.repository.value,
+        "reason": rail.reason,
+        "deployment": rail.deployment.value,
+    }
+
+
+def from_dict(data: Mapping[str, Any]) -> EvidenceRail:
+    def read(item: Mapping[str, Any] | None) -> Any:
+        return None if item is None else fact_from_dict(item)
+
+    return EvidenceRail(
+        ticket=data["ticket"],
+        applicable=data.get("applicable", True),
+        pull_requests=tuple(PullRequest(read(pr["latest"]), read(pr["merge"])) for pr in data.get("pull_requests", ())),
+        branches=tuple(
+            Branch(read(b["latest"]), read(b["head"]), read(b["deletion"])) for b in data.get("branches", ())
+        ),
+        checks=tuple(read(check) for check in data.get("checks", ())),
+        deployments=tuple(
+            Deployment(d["id"], read(d["created"]), tuple(read(s) for s in d["statuses"]))
+            for d in data.get("deployments", ())
+        ),
+        comparisons=tuple(read(comparison) for comparison in data.get("comparisons", ())),
+        reports=tuple(read(report) for report in data.get("reports", ())),
+    )
