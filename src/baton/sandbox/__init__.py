@@ -1,0 +1,1 @@
+"""A stand-in GitHub for end-to-end tests and `baton demo`."""

@@ -1,0 +1,729 @@
+"""What GitHub accepts and answers, checked against GitHub's own descriptions.
+
+The stand-in GitHub is only worth something while it behaves like the real one. This module checks every
+request Baton sends it and every answer it gives against GitHub's official REST description (npm
+`@octokit/openapi`), every 2xx answer also against the githubkit model Baton parses it with, and every
+webhook payload it delivers against `@octokit/webhooks-schemas`.
+
+The descriptions are test data, installed by `npm ci --prefix tests` (pinned in `tests/package.json`), and
+the validators (`openapi-core`, `jsonschema`) come with the `test` extra. Nothing of either is imported
+until a check is asked for, so `baton demo` runs on a machine that has neither: `Contract.load()` and
+`webhook_problems()` then raise `ContractUnavailable` and the caller skips validation.
+
+Only the operations in `OPERATIONS` and the components they reference (300 kB of the 13 MB) are handed to
+openapi-core, as GitHub answers them for API_VERSION and with a few patches for what openapi-core reads
+differently from GitHub (see `_patch`). A call to any other operation is reported, not waved through.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import functools
+import json
+import re
+import urllib.parse
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import jsonschema.exceptions
+    import openapi_core
+    import pydantic
+
+INSTALL_COMMAND = "npm ci --prefix tests"
+PIP_COMMAND = "pip install -e '.[test]'"
+OPENAPI_PACKAGE = "@octokit/openapi"
+OPENAPI_FILE = Path("@octokit") / "openapi" / "generated" / "api.github.com.json"
+WEBHOOK_SCHEMAS_PACKAGE = "@octokit/webhooks-schemas"
+WEBHOOK_SCHEMAS_FILE = Path("@octokit") / "webhooks-schemas" / "schema.json"
+# githubkit 0.16.1 sends this `X-GitHub-Api-Version` and parses answers with the models generated for it;
+# the contract describes GitHub as it answers that version.
+API_VERSION = "2026-03-10"
+GITHUBKIT_MODELS_MODULE = "githubkit_schemas.v2026_03_10.models"
+TOKEN_EXPIRY_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+# Every operation the stand-in serves: what Baton calls, and what it is about to call.
+OPERATIONS: tuple[tuple[str, str], ...] = (
+    ("POST", "/app/installations/{installation_id}/access_tokens"),
+    ("GET", "/repos/{owner}/{repo}"),
+    ("GET", "/repos/{owner}/{repo}/branches/{branch}"),
+    ("POST", "/repos/{owner}/{repo}/check-runs"),
+    ("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}"),
+    ("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission"),
+    ("GET", "/repos/{owner}/{repo}/compare/{basehead}"),
+    ("GET", "/repos/{owner}/{repo}/contents/{path}"),
+    ("GET", "/repos/{owner}/{repo}/issues/comments/{comment_id}"),
+    ("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}"),
+    ("POST", "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"),
+    ("GET", "/repos/{owner}/{repo}/issues/{issue_number}"),
+    ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/assignees"),
+    ("DELETE", "/repos/{owner}/{repo}/issues/{issue_number}/assignees"),
+    ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
+    ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
+    ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/labels"),
+    ("DELETE", "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}"),
+    ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/reactions"),
+    ("POST", "/repos/{owner}/{repo}/labels"),
+    ("GET", "/repos/{owner}/{repo}/labels/{name}"),
+    ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"),
+)
+
+# operationId -> the type githubkit parses its 2xx answer into (names in GITHUBKIT_MODELS_MODULE; `|`
+# separates the members of a union, `list[X]` is a JSON array of X), as each githubkit method declares it.
+GITHUBKIT_MODELS: Mapping[str, str] = {
+    "apps/create-installation-access-token": "InstallationToken",
+    "repos/get": "FullRepository",
+    "repos/get-branch": "BranchWithProtection",
+    "checks/create": "CheckRun",
+    "checks/update": "CheckRun",
+    "repos/get-collaborator-permission-level": "RepositoryCollaboratorPermission",
+    "repos/compare-commits-with-basehead": "CommitComparison",
+    "repos/get-content": "list[ContentDirectoryItems] | ContentFile | ContentSymlink | ContentSubmodule",
+    "issues/get-comment": "IssueComment",
+    "issues/update-comment": "IssueComment",
+    "reactions/create-for-issue-comment": "Reaction",
+    "issues/get": "Issue",
+    "issues/add-assignees": "Issue",
+    "issues/remove-assignees": "Issue",
+    "issues/list-comments": "list[IssueComment]",
+    "issues/create-comment": "IssueComment",
+    "issues/add-labels": "list[Label]",
+    "issues/remove-label": "list[Label]",
+    "reactions/create-for-issue": "Reaction",
+    "issues/create-label": "Label",
+    "issues/get-label": "Label",
+    "pulls/get": "PullRequest",
+}
+
+_HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+_DEFAULT_ROOT = Path(__file__).resolve().parents[3] / "tests" / "node_modules"
+_MAX_SHOWN = 80  # characters of an offending value quoted in a problem
+
+
+class ContractUnavailable(Exception):
+    """The descriptions (npm) or the validators (the `test` extra) are not installed here."""
+
+
+# -- routing: concrete path -> operation -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Route:
+    method: str
+    template: str
+    operation_id: str
+    pattern: re.Pattern[str]
+    names: tuple[str, ...]
+    # Sorts the most specific template first: more literal segments; then, at the first place two templates
+    # differ, a literal before a parameter (/issues/comments before /issues/{issue_number}) and a whole-segment
+    # parameter before one inside a segment (/compare/{basehead} before /compare/{base}...{head}, which
+    # GitHub keeps for the same operation); then fewer parameters that may hold slashes.
+    rank: tuple[int, tuple[int, ...], int]
+
+
+_PARAM = re.compile(r"\{([^}]+)\}")
+
+
+def _route(method: str, template: str, operation_id: str, multi_segment: frozenset[str]) -> _Route:
+    names: list[str] = []
+    kinds: list[int] = []
+    parts: list[str] = []
+    multis = 0
+    for segment in template.strip("/").split("/"):
+        params = _PARAM.findall(segment)
+        if not params:
+            kinds.append(0)
+            parts.append(re.escape(segment))
+            continue
+        whole = len(params) == 1 and segment == "{" + params[0] + "}"
+        # GitHub marks the parameters that may hold slashes (`x-multi-segment`): file paths, branch names.
+        multi = whole and params[0] in multi_segment
+        multis += multi
+        kinds.append(1 if whole else 2)
+        regex = ""
+        last = 0
+        for match in _PARAM.finditer(segment):
+            regex += re.escape(segment[last : match.start()])
+            regex += "(.+)" if multi else "([^/]+)" if whole else "([^/]+?)"
+            names.append(match.group(1))
+            last = match.end()
+        parts.append(regex + re.escape(segment[last:]))
+    pattern = re.compile("/" + "/".join(parts))
+    rank = (-kinds.count(0), tuple(kinds), multis)
+    return _Route(method, template, operation_id, pattern, tuple(names), rank)
+
+
+def _routes(document: Mapping[str, Any]) -> dict[str, list[_Route]]:
+    parameters = document.get("components", {}).get("parameters", {})
+    by_method: dict[str, list[_Route]] = {}
+    for template, item in document["paths"].items():
+        declared = [*item.get("parameters", [])]
+        for method in _HTTP_METHODS:
+            if method in item:
+                declared += item[method].get("parameters", [])
+        multi = frozenset(
+            p["name"] for p in (_resolve_parameter(parameters, d) for d in declared) if p.get("x-multi-segment")
+        )
+        for method in _HTTP_METHODS:
+            operation = item.get(method)
+            if operation is not None:
+                route = _route(method.upper(), template, operation["operationId"], multi)
+                by_method.setdefault(route.method, []).append(route)
+    for routes in by_method.values():
+        routes.sort(key=lambda r: r.rank)
+    return by_method
+
+
+def _resolve_parameter(parameters: Mapping[str, Any], parameter: Mapping[str, Any]) -> Mapping[str, Any]:
+    ref = parameter.get("$ref")
+    if isinstance(ref, str):
+        resolved: Mapping[str, Any] = parameters[ref.rsplit("/", 1)[-1]]
+        return resolved
+    return parameter
+
+
+# -- the subset of the description handed to openapi-core ---------------------------------------------
+
+
+def _subset(document: Mapping[str, Any], operations: Iterable[tuple[str, str]], version: str) -> dict[str, Any]:
+    """The named operations and, transitively, every component they reference, as of API `version`.
+
+    Examples are left out: a third of the size, and never validated.
+    """
+    paths: dict[str, Any] = {}
+    for method, template in operations:
+        item = document["paths"][template]
+        target = paths.setdefault(template, {k: v for k, v in item.items() if k not in _HTTP_METHODS})
+        target[method.lower()] = item[method.lower()]
+    paths = _without_examples(_as_of(copy.deepcopy(paths), version))
+    components: dict[str, dict[str, Any]] = {}
+    pending = list(_refs(paths))
+    seen: set[str] = set()
+    while pending:
+        ref = pending.pop()
+        if ref in seen:
+            continue
+        seen.add(ref)
+        _, _, kind, name = ref.split("/", 3)
+        node = _without_examples(_as_of(copy.deepcopy(document["components"][kind][name]), version))
+        components.setdefault(kind, {})[name] = node
+        pending.extend(_refs(node))
+    return {
+        "openapi": document["openapi"],
+        "info": document["info"],
+        "servers": document.get("servers", [{"url": "/"}]),
+        "paths": paths,
+        "components": components,
+    }
+
+
+def _refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            yield ref
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
+def _as_of(node: Any, version: str) -> Any:
+    """Applies, in place, the changes GitHub made up to API `version`.
+
+    The description is the oldest version's, and each object that later versions changed carries them as
+    `x-github-breaking-changes`: JSON merge patches (RFC 7396) tagged with the version that made them.
+    """
+    if isinstance(node, dict):
+        for change in node.pop("x-github-breaking-changes", []):
+            if change["version"] <= version:
+                _merge(node, change["patch"])
+        for value in node.values():
+            _as_of(value, version)
+    elif isinstance(node, list):
+        for value in node:
+            _as_of(value, version)
+    return node
+
+
+def _merge(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict):
+            current = target.get(key)
+            if not isinstance(current, dict):
+                current = target[key] = {}
+            _merge(current, value)
+        else:
+            target[key] = copy.deepcopy(value)
+
+
+def _without_examples(node: Any) -> Any:
+    """Drops the `examples` of media types, parameters and headers: a third of the subset, never validated."""
+    if isinstance(node, dict):
+        if "schema" in node and isinstance(node.get("examples"), dict):
+            del node["examples"]
+        for key, value in node.items():
+            # Inside `properties` a key is a field name, and a field may well be called `examples`.
+            if key != "properties":
+                _without_examples(value)
+            elif isinstance(value, dict):
+                for child in value.values():
+                    _without_examples(child)
+    elif isinstance(node, list):
+        for value in node:
+            _without_examples(value)
+    return node
+
+
+def _patch(node: Any) -> list[str]:
+    """Fixes, in place, what GitHub's description says but does not mean; returns what it changed.
+
+    - `nullable: true` beside an `enum` without null: GitHub sends null (an issue's `state_reason`), and the
+      OpenAPI 3.0 validator checks the enum even then. Null joins the enum.
+    - a `oneOf` whose members are all nullable: null then matches every member, and `oneOf` wants exactly
+      one (a validation error's `errors[].value`). It becomes an `anyOf`, which is what it means.
+    - `nullable: true` beside a `oneOf`/`anyOf` (a commit's `author`, null when GitHub knows no account for
+      the commit's e-mail): the validator applies `nullable` only beside a `type`, so null would match no
+      member. A member that is only null joins them.
+    """
+    changed: list[str] = []
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, dict):
+            enum = value.get("enum")
+            if value.get("nullable") is True and isinstance(enum, list) and None not in enum:
+                enum.append(None)
+                changed.append(f"{where}: null added to the enum of a nullable field")
+            for combined in ("oneOf", "anyOf"):
+                members = value.get(combined)
+                if value.get("nullable") is True and "type" not in value and isinstance(members, list):
+                    members.append({"nullable": True, "enum": [None]})
+                    changed.append(f"{where}: null added to the members of a nullable {combined}")
+            members = value.get("oneOf")
+            if (
+                isinstance(members, list)
+                and len(members) > 1
+                and all(isinstance(m, dict) and m.get("nullable") is True for m in members)
+            ):
+                value["anyOf"] = value.pop("oneOf")
+                changed.append(f"{where}: oneOf of nullable members made anyOf")
+            for key, child in value.items():
+                walk(child, f"{where}/{key}")
+        elif isinstance(value, list):
+            for index, child in enumerate(value):
+                walk(child, f"{where}/{index}")
+
+    walk(node, "#")
+    return changed
+
+
+# -- the request and response objects openapi-core reads -----------------------------------------------
+
+
+@dataclass
+class _Request:
+    host_url: str
+    path: str
+    path_pattern: str
+    method: str
+    body: bytes | None
+    content_type: str
+    parameters: Any = field(default=None)
+
+
+@dataclass
+class _Response:
+    status_code: int
+    content_type: str
+    headers: Any
+    data: bytes | None
+
+
+# -- turning validator errors into short sentences ----------------------------------------------------
+
+
+def _where(root: str, path: Iterable[Any]) -> str:
+    text = root
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, bytes | bytearray) else repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
+def _describe(error: jsonschema.exceptions.ValidationError, root: str) -> list[str]:
+    """One sentence per thing wrong: `body.user.login is required`, `body.color is integer, expected string`."""
+    from jsonschema.exceptions import best_match
+
+    where = _where(root, error.absolute_path)
+    kind = str(error.validator)
+    instance = error.instance
+    expected: Any = error.validator_value
+    if kind == "required" and isinstance(instance, dict):
+        missing = [name for name in expected if name not in instance]
+        return [f"{where}.{name} is required" for name in missing] or [f"{where}: {error.message}"]
+    if kind == "additionalProperties" and isinstance(instance, dict):
+        schema: Any = error.schema
+        allowed = set(schema.get("properties", {}))
+        extra = [name for name in instance if name not in allowed]
+        return [f"{where}.{name} is not allowed here" for name in extra] or [f"{where}: {error.message}"]
+    if kind == "type":
+        return [f"{where} is {_json_type(instance)}, expected {expected}"]
+    if kind == "enum":
+        return [f"{where} is {_shown(instance)}, expected one of {_shown(expected)}"]
+    if kind == "const":
+        return [f"{where} is {_shown(instance)}, expected {_shown(expected)}"]
+    if kind == "format":
+        return [f"{where} is {_shown(instance)}, not a valid {expected}"]
+    if kind in ("oneOf", "anyOf") and error.context:
+        # The member that came closest tells more than "not valid under any of the given schemas".
+        closest = best_match(error.context)
+        if closest is not None:
+            return _describe(closest, root)
+    if kind == "oneOf" and not error.context:
+        return [f"{where} matches more than one of the allowed shapes"]
+    return [f"{where}: {error.message if len(error.message) <= 2 * _MAX_SHOWN else kind + ' failed'}"]
+
+
+def _schema_problems(errors: Iterable[Exception], root: str) -> list[str]:
+    from jsonschema.exceptions import ValidationError
+
+    problems: list[str] = []
+    for error in errors:
+        described = _describe(error, root) if isinstance(error, ValidationError) else [f"{root}: {error}"]
+        problems += [line for line in described if line not in problems]
+    return problems
+
+
+def _openapi_problems(exc: BaseException, side: str) -> list[str]:
+    """Sentences for one openapi-core error: schema errors in detail, the rest as openapi-core words them."""
+    from openapi_core.deserializing.exceptions import DeserializeError
+    from openapi_core.templating.media_types.exceptions import MediaTypeNotFound
+    from openapi_core.validation.request.exceptions import (
+        MissingParameterError,
+        MissingRequiredRequestBody,
+        ParameterValidationError,
+    )
+    from openapi_core.validation.response.exceptions import HeaderValidationError, MissingData, MissingHeaderError
+    from openapi_core.validation.schemas.exceptions import InvalidSchemaValue
+
+    if isinstance(exc, MissingParameterError):
+        return [f"{exc.location} parameter {exc.name} is required"]
+    if isinstance(exc, MissingRequiredRequestBody):
+        return ["body is required"]
+    if isinstance(exc, MissingData):
+        return ["body is missing"]
+    if isinstance(exc, MissingHeaderError):
+        return [f"header {exc.name} is required"]
+    if isinstance(exc, MediaTypeNotFound):
+        return [f"content type {exc.mimetype!r} is not one GitHub answers with (it uses {exc.availableMimetypes})"]
+    root = "body"
+    if isinstance(exc, ParameterValidationError):
+        root = f"{exc.location}.{exc.name}"
+    elif isinstance(exc, HeaderValidationError) and hasattr(exc, "name"):
+        root = f"header.{exc.name}"
+    cause = exc.__cause__
+    if isinstance(cause, InvalidSchemaValue):
+        return _schema_problems(cause.schema_errors, root)
+    if isinstance(cause, DeserializeError):
+        return [f"{root} is not valid {'JSON' if root == 'body' else 'for its type'}: {cause}"]
+    return [f"{root}: {exc}" if side == "request" else str(exc)]
+
+
+# -- the contract -------------------------------------------------------------------------------------
+
+
+def _package_file(root: Path | None, relative: Path, package: str) -> Path:
+    path = (root if root is not None else _DEFAULT_ROOT) / relative
+    if not path.is_file():
+        raise ContractUnavailable(f"{package} is not installed ({path} is missing): run `{INSTALL_COMMAND}`")
+    return path
+
+
+def _require_validators() -> None:
+    try:
+        import jsonschema  # noqa: F401
+        import openapi_core  # noqa: F401
+    except ImportError as exc:
+        raise ContractUnavailable(f"the validators are not installed ({exc.name}): run `{PIP_COMMAND}`") from exc
+
+
+@functools.cache
+def _githubkit_adapter(spec: str) -> pydantic.TypeAdapter[Any]:
+    """The pydantic adapter for one GITHUBKIT_MODELS entry, as githubkit itself builds it to parse answers."""
+    import importlib
+    import operator
+
+    from pydantic import TypeAdapter
+
+    models = importlib.import_module(GITHUBKIT_MODELS_MODULE)
+    members: list[Any] = []
+    for member in (part.strip() for part in spec.split("|")):
+        listed = re.fullmatch(r"list\[(\w+)\]", member)
+        members.append(list[getattr(models, listed.group(1))] if listed else getattr(models, member))  # type: ignore[misc]
+    return TypeAdapter(functools.reduce(operator.or_, members))
+
+
+class Contract:
+    """GitHub's REST description for the operations in OPERATIONS, loaded into openapi-core once a process."""
+
+    def __init__(self, document: Mapping[str, Any], description: Path) -> None:
+        from openapi_core import Config, OpenAPI
+
+        self.description = description
+        self._routes = _routes(document)
+        subset = _subset(document, OPERATIONS, API_VERSION)
+        self.patches = _patch(subset)
+        self.subset = subset  # what openapi-core was given, for inspection
+        self.covered = frozenset(
+            subset["paths"][template][method.lower()]["operationId"] for method, template in OPERATIONS
+        )
+        self._host = subset["servers"][0]["url"].rstrip("/")
+        self._basic_error = subset["components"]["schemas"].get("basic-error")
+        # openapi-core's self-check of the description would double the load time; the subset passes it,
+        # and tests/test_sandbox_contract.py runs it once.
+        config = Config(spec_validator_cls=None)  # type: ignore[arg-type]  # None is openapi-core's documented "off"
+        self._openapi: openapi_core.OpenAPI = OpenAPI.from_dict(subset, config=config)
+
+    @classmethod
+    def load(cls, root: Path | None = None) -> Contract:
+        """The contract read from `root` (default: this repository's tests/node_modules), cached per process."""
+        path = _package_file(root, OPENAPI_FILE, OPENAPI_PACKAGE)
+        _require_validators()
+        return _load_contract(path.resolve())
+
+    # -- routing
+
+    def _match(self, method: str, path: str) -> tuple[_Route, dict[str, str]] | None:
+        for route in self._routes.get(method.upper(), []):
+            found = route.pattern.fullmatch(path)
+            if found is not None:
+                values = [urllib.parse.unquote(value) for value in found.groups()]
+                return route, dict(zip(route.names, values, strict=True))
+        return None
+
+    def operation(self, method: str, path: str) -> str | None:
+        """The operationId GitHub gives `METHOD path` (a concrete, percent-encoded path), or None if none."""
+        matched = self._match(method, path)
+        return matched[0].operation_id if matched is not None else None
+
+    def _covered(self, method: str, path: str, side: str) -> tuple[_Route, dict[str, str]] | str:
+        matched = self._match(method, path)
+        if matched is None:
+            return f"{method.upper()} {path} {side}: GitHub has no such operation"
+        if matched[0].operation_id not in self.covered:
+            return f"{matched[0].operation_id} {side}: not in the contract (add it to contract.OPERATIONS)"
+        return matched
+
+    def _request(
+        self,
+        route: _Route,
+        params: Mapping[str, str],
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes | None,
+    ) -> _Request:
+        from openapi_core.datatypes import RequestParameters
+        from werkzeug.datastructures import Headers, ImmutableMultiDict
+
+        header_map = Headers(list(headers.items()))
+        content_type = header_map.get("content-type", "application/json" if body else "")
+        return _Request(
+            host_url=self._host,
+            path=route.template,
+            path_pattern=route.template,
+            method=route.method.lower(),
+            body=body or None,
+            content_type=content_type.lower(),
+            parameters=RequestParameters(
+                path=dict(params), query=ImmutableMultiDict(list(query.items())), header=header_map
+            ),
+        )
+
+    # -- the checks
+
+    def request_problems(
+        self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str], body: bytes | None
+    ) -> list[str]:
+        """What is wrong with a request for GitHub (empty: nothing): parameters, query and JSON body."""
+        covered = self._covered(method, path, "request")
+        if isinstance(covered, str):
+            return [covered]
+        route, params = covered
+        label = f"{route.operation_id} request"
+        request = self._request(route, params, query, headers, body)
+        problems = [
+            f"{label}: {line}"
+            for exc in self._openapi.request_validator.iter_errors(request)
+            for line in _openapi_problems(exc, "request")
+        ]
+        declared = self._query_parameters(route)
+        problems += [
+            f"{label}: query.{name} is not a parameter of this operation" for name in query if name not in declared
+        ]
+        version = request.parameters.header.get("x-github-api-version")
+        if version is not None and version != API_VERSION:
+            # GitHub answers each version differently, and the stand-in answers as API_VERSION.
+            problems.append(
+                f"{label}: header X-GitHub-Api-Version is {version!r}, the contract describes {API_VERSION}"
+            )
+        return problems
+
+    def _query_parameters(self, route: _Route) -> set[str]:
+        spec = self._openapi.spec / "paths" / route.template
+        declared: list[Any] = [*spec.get("parameters", [])]
+        declared += (spec / route.method.lower()).get("parameters", [])
+        return {p["name"] for p in declared if p["in"] == "query"}
+
+    def response_problems(
+        self, method: str, path: str, status: int, headers: Mapping[str, str], body: bytes
+    ) -> list[str]:
+        """What is wrong with GitHub's (the stand-in's) answer to `METHOD path`; for 2xx, githubkit's view too."""
+        from openapi_core.templating.responses.exceptions import ResponseNotFound
+        from werkzeug.datastructures import Headers
+
+        covered = self._covered(method, path, "response")
+        if isinstance(covered, str):
+            return [covered]
+        route, params = covered
+        label = f"{route.operation_id} response {status}"
+        header_map = Headers(list(headers.items()))
+        request = self._request(route, params, {}, {}, None)
+        response = _Response(
+            status_code=status,
+            content_type=header_map.get("content-type", "application/json" if body else "").lower(),
+            headers=header_map,
+            data=body or None,
+        )
+        problems: list[str] = []
+        for exc in self._openapi.response_validator.iter_errors(request, response):
+            if isinstance(exc, ResponseNotFound):
+                if 200 <= status < 300:
+                    problems.append(f"{label}: GitHub does not answer this operation with {status}")
+                else:
+                    # GitHub answers any call with errors it does not list (rate limits, outages): they
+                    # are fine, as long as they look like GitHub's errors.
+                    problems += [f"{label}: {line}" for line in self._error_problems(body)]
+                continue
+            problems += [f"{label}: {line}" for line in _openapi_problems(exc, "response")]
+        if 200 <= status < 300 and route.operation_id in GITHUBKIT_MODELS:
+            problems += self._githubkit_problems(route.operation_id, label, body)
+        return problems
+
+    def _error_problems(self, body: bytes) -> list[str]:
+        from openapi_schema_validator import OAS30Validator
+
+        if self._basic_error is None or not body:
+            return []
+        try:
+            value = json.loads(body)
+        except ValueError:
+            return ["body is not JSON (GitHub's errors are JSON objects)"]
+        return _schema_problems(OAS30Validator(self._basic_error).iter_errors(value), "body")
+
+    def _githubkit_problems(self, operation_id: str, label: str, body: bytes) -> list[str]:
+        import pydantic
+
+        spec = GITHUBKIT_MODELS[operation_id]
+        try:
+            parsed = _githubkit_adapter(spec).validate_json(body)
+        except pydantic.ValidationError as exc:
+            problems = []
+            for error in exc.errors(include_url=False):
+                problems.append(f"{label} (githubkit {spec}): {_where('body', error['loc'])}: {error['msg']}")
+            return problems[:20]
+        if operation_id == "apps/create-installation-access-token":
+            # githubkit's App auth reads the expiry in exactly this format, and fails on any other.
+            try:
+                datetime.datetime.strptime(parsed.expires_at, TOKEN_EXPIRY_FORMAT)
+            except ValueError:
+                shown = _shown(parsed.expires_at)
+                return [f"{label} (githubkit App auth): body.expires_at is {shown}, not in {TOKEN_EXPIRY_FORMAT}"]
+        return []
+
+
+@functools.cache
+def _load_contract(description: Path) -> Contract:
+    document = json.loads(description.read_text(encoding="utf-8"))
+    return Contract(document, description)
+
+
+# -- webhooks -----------------------------------------------------------------------------------------
+
+
+class _WebhookSchemas:
+    def __init__(self, definitions: Mapping[str, Any]) -> None:
+        self.definitions = definitions
+        self._validators: dict[str, Any] = {}
+
+    def name(self, event: str, action: Any) -> str | list[str] | None:
+        """The definition for `event` with `action`; the event's actions if `action` is not one of them."""
+        grouped = self.definitions.get(f"{event}_event")
+        if grouped is not None:
+            actions = [ref["$ref"].rsplit("$", 1)[-1] for ref in grouped.get("oneOf", [])]
+            return f"{event}${action}" if action in actions else actions
+        return f"{event}$event" if f"{event}$event" in self.definitions else None
+
+    def validator(self, name: str) -> Any:
+        from jsonschema import Draft7Validator, FormatChecker
+
+        if name not in self._validators:
+            # jsonschema checks a format only when an optional package for it happens to be installed; the
+            # checks here are the same everywhere: date-time, and a URI has at least a scheme (without that
+            # check, an empty `environment_url` matches both shapes a deployment status allows).
+            formats = FormatChecker(formats=("date-time",))
+            formats.checks("uri")(_has_scheme)
+            document = {"$ref": f"#/definitions/{name}", "definitions": self.definitions}
+            self._validators[name] = Draft7Validator(document, format_checker=formats)
+        return self._validators[name]
+
+
+def _has_scheme(value: object) -> bool:
+    return not isinstance(value, str) or bool(urllib.parse.urlsplit(value).scheme)
+
+
+@functools.cache
+def _webhook_schemas(path: Path) -> _WebhookSchemas:
+    document = json.loads(path.read_text(encoding="utf-8"))
+    return _WebhookSchemas(document["definitions"])
+
+
+def webhook_problems(event: str, payload: Mapping[str, Any], root: Path | None = None) -> list[str]:
+    """What is wrong with a webhook payload for `event` (the `X-GitHub-Event` value); empty: nothing."""
+    path = _package_file(root, WEBHOOK_SCHEMAS_FILE, WEBHOOK_SCHEMAS_PACKAGE)
+    _require_validators()
+    schemas = _webhook_schemas(path.resolve())
+    action = payload.get("action")
+    label = f"{event}.{action} webhook" if isinstance(action, str) else f"{event} webhook"
+    name = schemas.name(event, action)
+    if name is None:
+        return [f"{label}: {WEBHOOK_SCHEMAS_PACKAGE} knows no event {event!r}"]
+    if isinstance(name, list):
+        return [f"{label}: payload.action is {_shown(action)}, expected one of {_shown(name)}"]
+    errors = schemas.validator(name).iter_errors(dict(payload))
+    return [f"{label}: {line}" for line in _schema_problems(errors, "payload")]

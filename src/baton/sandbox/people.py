@@ -1,0 +1,344 @@
+"""People on the stand-in GitHub: what users do there, and the webhooks GitHub sends Baton about it.
+
+`Hub` owns the world, its REST side and the webhook line to Baton. `hub.person("agent-a")` acts as one
+user: comments, opens issues and pull requests, pushes, merges, deploys, changes labels. Each action
+changes the world as GitHub would and delivers the webhook GitHub would send, correctly signed, with
+the payload GitHub's own schemas accept (checked when a contract is loaded). Deliveries leave one at a
+time, in order, from one thread, like GitHub's; a person's action returns once Baton acknowledged it.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from baton.github.webhooks import signature
+
+from . import shapes
+from .contract import Contract, ContractUnavailable, webhook_problems
+from .server import StandIn, render_issue, render_pull_request
+from .world import Comment, Deployment, Issue, PullRequest, Repository, World, now, sha_of
+
+
+@dataclass
+class Delivery:
+    id: str
+    event: str
+    body: bytes
+    status: int | None = None  # Baton's answer
+    answer: str = ""
+
+
+@dataclass
+class Hub:
+    """The stand-in GitHub: `world` (state), `rest` (the REST API to serve), and webhooks to `hook_url`."""
+
+    world: World
+    secret: str
+    contract: Contract | None = None
+    api_url: str = "http://127.0.0.1"  # where `rest` is served: the URLs in payloads point there
+    hook_url: str | None = None  # Baton's `POST /webhooks/github`
+    deliveries: list[Delivery] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # payloads GitHub's webhook schemas would not accept
+    on_delivery: Callable[[Delivery], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.rest = StandIn(self.world, self.contract, self._send_later)
+        self._line: queue.Queue[tuple[Delivery, threading.Event] | None] = queue.Queue()
+        self._sender = threading.Thread(target=self._send_all, name="stand-in-webhooks", daemon=True)
+        self._sender.start()
+
+    @classmethod
+    def checked(cls, world: World, secret: str) -> Hub:
+        """A hub that holds itself to GitHub's description when it is installed (tests), and runs
+        unchecked otherwise (`baton demo` on a fresh machine)."""
+        try:
+            contract = Contract.load()
+        except ContractUnavailable:
+            contract = None
+        return cls(world, secret, contract)
+
+    def close(self) -> None:
+        self._line.put(None)
+        self._sender.join(timeout=10)
+
+    def person(self, login: str, *, kind: str = "User") -> Person:
+        with self.world.lock:
+            return Person(self, self.world.account(login, kind))
+
+    def repo(self, repository: Repository) -> shapes.Repo:
+        return repository.shape(self.api_url)
+
+    def all_problems(self) -> list[str]:
+        return self.rest.problems + self.problems
+
+    # -- the webhook line ----------------------------------------------------------------------------
+
+    def deliver(self, event: str, payload: dict[str, Any], *, wait: bool = True) -> Delivery:
+        """Send Baton a webhook (after the ones before it); with `wait`, return once Baton answered."""
+        if self.contract is not None:
+            self.problems.extend(f"{event} webhook: {problem}" for problem in webhook_problems(event, payload))
+        delivery = Delivery(str(uuid.uuid4()), event, json.dumps(payload).encode())
+        with self.world.lock:
+            self.deliveries.append(delivery)
+        answered = threading.Event()
+        self._line.put((delivery, answered))
+        if wait:
+            answered.wait(30)
+        return delivery
+
+    def redeliver(self, delivery: Delivery) -> Delivery:
+        """GitHub's "Redeliver": the same delivery id and body, sent again."""
+        again = Delivery(delivery.id, delivery.event, delivery.body)
+        answered = threading.Event()
+        self._line.put((again, answered))
+        answered.wait(30)
+        return again
+
+    def _send_later(self, event: str, payload: dict[str, Any]) -> None:
+        # Called by the REST side while it answers Baton: never wait for Baton there.
+        self.deliver(event, payload, wait=False)
+
+    def _send_all(self) -> None:
+        with httpx.Client(timeout=10) as client:
+            while (item := self._line.get()) is not None:
+                delivery, answered = item
+                try:
+                    if self.hook_url is not None:
+                        response = client.post(self.hook_url, content=delivery.body, headers={
+                            "X-GitHub-Event": delivery.event, "X-GitHub-Delivery": delivery.id,
+                            "X-Hub-Signature-256": signature(self.secret.encode(), delivery.body),
+                            "Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/stand-in",
+                        })  # fmt: skip
+                        delivery.status, delivery.answer = response.status_code, response.text
+                except httpx.HTTPError as error:  # Baton is down: GitHub records the failure and moves on
+                    delivery.status, delivery.answer = 0, f"{type(error).__name__}: {error}"
+                finally:
+                    answered.set()
+                if self.on_delivery is not None:
+                    self.on_delivery(delivery)
+
+
+@dataclass
+class Person:
+    """One user acting on the stand-in GitHub. Methods name the repository by `owner/name`."""
+
+    hub: Hub
+    account: shapes.Account
+
+    @property
+    def login(self) -> str:
+        return self.account.login
+
+    def _context(self, full_name: str) -> tuple[World, Repository, shapes.Repo]:
+        world = self.hub.world
+        repository = world.repository(full_name)
+        if repository is None:
+            raise KeyError(f"no repository {full_name}")
+        return world, repository, self.hub.repo(repository)
+
+    def _issue_json(self, repository: Repository, repo: shapes.Repo, issue: Issue) -> Any:
+        # The REST rendering is the one the stand-in answers with; reuse it for payloads.
+        return render_issue(self.hub.world, repository, repo, issue)
+
+    # -- issues and comments -------------------------------------------------------------------------
+
+    def open_issue(self, full_name: str, title: str, body: str = "") -> int:
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            number = _next_number(repository)
+            moment = now()
+            issue = Issue(number, world.next_id(), title, body, self.account, moment, moment)
+            repository.issues[number] = issue
+            payload = shapes.issues_event("opened", repo, self._issue_json(repository, repo, issue), self.account,
+                                          installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("issues", payload)
+        return number
+
+    def comment(self, full_name: str, number: int, body: str) -> int:
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            issue = repository.issues[number]
+            moment = now()
+            comment = Comment(world.next_id(), number, self.account, body, moment, moment)
+            repository.comments[comment.id] = comment
+            issue.updated_at = moment
+            comment_json = shapes.issue_comment(
+                repo, number, comment.id, body, self.account, created_at=shapes.timestamp(moment),
+                on_pull_request=issue.pull_request,
+            )  # fmt: skip
+            payload = shapes.issue_comment_event(repo, self._issue_json(repository, repo, issue), comment_json,
+                                                 self.account, installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("issue_comment", payload)
+        return comment.id
+
+    def label(self, full_name: str, number: int, name: str, *, add: bool) -> None:
+        """Add or remove a label by hand."""
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            issue = repository.issues[number]
+            label = repository.label(name)
+            if label is None:
+                raise KeyError(f"no label {name} in {full_name}")
+            if add == (label.name in issue.labels):
+                return
+            if add:
+                issue.labels.append(label.name)
+            else:
+                issue.labels.remove(label.name)
+            issue.updated_at = now()
+            label_json = shapes.label(repo, label.name, label.color, label.description, label.id)
+            payload = shapes.issues_event("labeled" if add else "unlabeled", repo,
+                                          self._issue_json(repository, repo, issue), self.account, label=label_json,
+                                          installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("issues", payload)
+
+    def close_issue(self, full_name: str, number: int, reason: str = "completed") -> None:
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            payload = _close(self.hub, repository, repo, repository.issues[number], self.account, reason)
+        self.hub.deliver("issues", payload)
+
+    # -- code ----------------------------------------------------------------------------------------
+
+    def push(self, full_name: str, branch: str, message: str, *, base: str | None = None) -> str:
+        """Push one commit to `branch` (creating it from `base`, the default branch, if new)."""
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            created = branch not in repository.branches
+            start = repository.commits(base or repository.default_branch) if created else repository.branches[branch]
+            before = start[-1]
+            sha = sha_of(full_name, branch, message, len(start))
+            repository.branches[branch] = [*start, sha]
+            moment = shapes.timestamp(now())
+            commit = shapes.push_commit(repo, sha, message, self.account, at=moment)
+            pushed = shapes.push_event(repo, f"refs/heads/{branch}", before if not created else "0" * 40, sha,
+                                       [commit], self.account, created=created,
+                                       installation_id=repository.installation_id)  # fmt: skip
+            made = shapes.create_event(repo, branch, self.account, installation_id=repository.installation_id)
+            updates = [
+                (number, pull) for number, pull in repository.pulls.items()
+                if pull.head == branch and repository.issues[number].state == "open"
+            ]  # fmt: skip
+            synchronized = []
+            for number, pull in updates:
+                previous, pull.head_sha = pull.head_sha, sha
+                repository.issues[number].updated_at = now()
+                rendered = render_pull_request(world, repository, repo, number)
+                synchronized.append(shapes.pull_request_event("synchronize", repo, rendered, self.account,
+                                                              before=previous, after=sha,
+                                                              installation_id=repository.installation_id))  # fmt: skip
+        if created:
+            self.hub.deliver("create", made)
+        self.hub.deliver("push", pushed)
+        for payload in synchronized:
+            self.hub.deliver("pull_request", payload)
+        return sha
+
+    def open_pull_request(self, full_name: str, branch: str, title: str, body: str = "", *, draft: bool = False) -> int:
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            if branch not in repository.branches:
+                raise KeyError(f"push to {branch} first")
+            number = _next_number(repository)
+            moment = now()
+            repository.issues[number] = Issue(number, world.next_id(), title, body, self.account, moment, moment,
+                                              pull_request=True)  # fmt: skip
+            repository.pulls[number] = PullRequest(number, world.next_id(), branch, repository.branches[branch][-1],
+                                                   repository.default_branch, draft=draft)  # fmt: skip
+            payload = shapes.pull_request_event("opened", repo, render_pull_request(world, repository, repo, number),
+                                                self.account, installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("pull_request", payload)
+        return number
+
+    def edit_pull_request(self, full_name: str, number: int, body: str) -> None:
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            issue = repository.issues[number]
+            before, issue.body, issue.updated_at = issue.body, body, now()
+            payload = shapes.pull_request_event("edited", repo, render_pull_request(world, repository, repo, number),
+                                                self.account, changes={"body": {"from": before}},
+                                                installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("pull_request", payload)
+
+    def review(self, full_name: str, number: int, state: str, body: str) -> None:
+        """Submit a review (`approved`, `changes_requested` or `commented`) whose body may carry commands."""
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            rendered = render_pull_request(world, repository, repo, number)
+            payload = shapes.pull_request_review_event(repo, rendered, world.next_id(), self.account, state, body=body,
+                                                       submitted_at=shapes.timestamp(now()),
+                                                       installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("pull_request_review", payload)
+
+    def merge(self, full_name: str, number: int) -> str:
+        """Merge a pull request: a merge commit on the base branch; GitHub then closes the issues its
+        body links with closing keywords. Returns the merge commit."""
+        from baton.linking import linked_issues
+
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            pull, issue = repository.pulls[number], repository.issues[number]
+            moment = now()
+            merge_sha = sha_of(full_name, "merge", number)
+            repository.branches[pull.base] = [*repository.commits(pull.base), *[
+                sha for sha in repository.commits(pull.head) if sha not in repository.commits(pull.base)
+            ], merge_sha]  # fmt: skip
+            pull.merged, pull.merged_at, pull.merged_by, pull.merge_commit_sha = True, moment, self.login, merge_sha
+            issue.state, issue.closed_at, issue.updated_at = "closed", moment, moment
+            rendered = render_pull_request(world, repository, repo, number)
+            payloads = [("pull_request", shapes.pull_request_event(
+                "closed", repo, rendered, self.account, merge_commit_sha=merge_sha,
+                installation_id=repository.installation_id))]  # fmt: skip
+            for linked in linked_issues(issue.body, repository.full_name):
+                closing = repository.issues.get(linked)
+                if closing is not None and closing.state == "open" and not closing.pull_request:
+                    payloads.append(("issues", _close(self.hub, repository, repo, closing, self.account, "completed")))
+        for event, payload in payloads:
+            self.hub.deliver(event, payload)
+        return merge_sha
+
+    def deploy(
+        self, full_name: str, sha: str, environment: str, states: tuple[str, ...] = ("in_progress", "success")
+    ) -> int:
+        """Create a deployment of `sha` and report its statuses in order."""
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            moment = now()
+            deployment = Deployment(world.next_id(), sha, repository.default_branch, environment, self.account, moment)
+            repository.deployments[deployment.id] = deployment
+            deployment_json = shapes.deployment(repo, deployment.id, sha, deployment.ref, environment, self.account,
+                                                created_at=shapes.timestamp(moment))  # fmt: skip
+            created = shapes.deployment_event(repo, deployment_json, self.account,
+                                              installation_id=repository.installation_id)  # fmt: skip
+            statuses = []
+            for state in states:
+                status_id = world.next_id()
+                deployment.statuses.append((status_id, state, now()))
+                statuses.append(shapes.deployment_status_event(
+                    repo, deployment_json, status_id, state, self.account, created_at=shapes.timestamp(now()),
+                    installation_id=repository.installation_id))  # fmt: skip
+        self.hub.deliver("deployment", created)
+        for payload in statuses:
+            self.hub.deliver("deployment_status", payload)
+        return deployment.id
+
+
+def _next_number(repository: Repository) -> int:
+    return max(repository.issues, default=0) + 1
+
+
+def _close(
+    hub: Hub, repository: Repository, repo: shapes.Repo, issue: Issue, sender: shapes.Account, reason: str
+) -> dict[str, Any]:
+    moment = now()
+    issue.state, issue.state_reason, issue.closed_at, issue.updated_at = "closed", reason, moment, moment
+    rendered = render_issue(hub.world, repository, repo, issue)
+    return shapes.issues_event("closed", repo, rendered, sender, installation_id=repository.installation_id)

@@ -1,0 +1,603 @@
+"""The stand-in GitHub's REST API: the calls Baton makes, answered from the World.
+
+Every request passes through one handler that does what GitHub does before an operation runs: it
+authenticates (the App's JWT for minting installation tokens, an installation token for the rest), finds
+the operation, and, when a Contract is given, refuses a request that GitHub's description would refuse
+(422, or 404 for a path GitHub does not have). Every answer is checked against the description and
+githubkit's models too; what fails is kept in `StandIn.problems`, for tests to assert there is none.
+Faults (a status, a secondary rate limit, a slow answer) can be injected into chosen calls.
+
+What Baton writes shows on GitHub as writes of the App's bot, and comes back to Baton as webhooks,
+as it would from GitHub: a comment it posts arrives as `issue_comment` with `performed_via_github_app`,
+a label it adds or removes as `issues` labeled/unlabeled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+from urllib.parse import unquote
+
+import jwt
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from . import shapes
+from .contract import Contract
+from .world import CheckRun, Comment, Issue, Reaction, Repository, Token, World, now, sha_of
+
+Json = Any
+Notify = Callable[[str, dict[str, Any]], None]  # a webhook for Baton: (event, payload)
+
+DOCS = "https://docs.github.com/rest"
+
+
+class Answer(Exception):
+    """GitHub's kind of error answer."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = {"message": message, "documentation_url": DOCS, "status": str(status), **extra}
+        self.headers = headers or {}
+
+
+def invalid(resource: str, field: str, code: str) -> Answer:
+    """GitHub's 422 for a well-formed request it will not carry out."""
+    return Answer(422, "Validation Failed", errors=[{"resource": resource, "field": field, "code": code}])
+
+
+@dataclass
+class Fault:
+    """Answer the next `times` calls matching `method` and `path` (a regular expression over the path)
+    with `status` (403 with `retry_after` is a secondary rate limit), after waiting `delay` seconds; with
+    no status the call is only slowed down."""
+
+    method: str
+    path: str
+    status: int | None = 500
+    times: int = 1
+    retry_after: int | None = None
+    delay: float = 0.0
+
+    def matches(self, method: str, path: str) -> bool:
+        return self.times > 0 and method.upper() == self.method.upper() and re.search(self.path, path) is not None
+
+
+@dataclass
+class Call:
+    method: str
+    path: str
+    status: int
+    operation: str | None
+
+
+@dataclass
+class StandIn:
+    """The REST side: `app` is the ASGI application; `calls`, `problems` and `faults` are for tests."""
+
+    world: World
+    contract: Contract | None = None
+    notify: Notify | None = None
+    calls: list[Call] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.app = Starlette(
+            routes=[Route("/{path:path}", self._handle, methods=["GET", "POST", "PATCH", "PUT", "DELETE"])]
+        )
+
+    def inject(self, fault: Fault) -> None:
+        with self.world.lock:
+            self.faults.append(fault)
+
+    def writes(self) -> list[Call]:
+        """Baton's successful changes on GitHub (token minting is not one)."""
+        return [c for c in self.calls if c.method != "GET" and c.status < 400 and not c.path.startswith("/app/")]
+
+    def operations(self) -> set[str]:
+        """The distinct operations Baton called."""
+        return {c.operation for c in self.calls if c.operation is not None}
+
+    # -- the one handler -----------------------------------------------------------------------------
+
+    async def _handle(self, request: Request) -> Response:
+        # The raw, percent-encoded path: a label named "a/b" is one segment, as on GitHub.
+        method, path = request.method, request.scope.get("raw_path", request.url.path.encode()).decode()
+        body = await request.body()
+        query = dict(request.query_params)
+        headers = dict(request.headers)
+        operation = self.contract.operation(method, path) if self.contract is not None else None
+        try:
+            delay, fault = self._fault(method, path)
+            if delay:
+                await asyncio.sleep(delay)  # a slow GitHub: the caller's timeout decides
+            if fault is not None:
+                raise fault
+            if self.contract is not None:
+                problems = self.contract.request_problems(method, path, query, headers, body or None)
+                if problems:
+                    self.problems.extend(problems)
+                    if operation is None:
+                        raise Answer(404, "Not Found")
+                    raise Answer(422, "Invalid request.\n\n" + "\n".join(problems), errors=problems)
+            status, answer = self._dispatch(request, method, path, query, headers, body)
+            extra: dict[str, str] = {}
+        except Answer as error:
+            status, answer, extra = error.status, error.body, error.headers
+        content = b"" if answer is None else json.dumps(answer).encode()
+        response_headers = {"content-type": "application/json; charset=utf-8", **extra} if content else extra
+        if self.contract is not None and operation is not None:
+            self.problems.extend(self.contract.response_problems(method, path, status, response_headers, content))
+        with self.world.lock:
+            self.calls.append(Call(method, path, status, operation))
+        return Response(content, status_code=status, headers=response_headers)
+
+    def _fault(self, method: str, path: str) -> tuple[float, Answer | None]:
+        """The delay and the error answer an injected fault asks for this call."""
+        with self.world.lock:
+            for fault in self.faults:
+                if fault.matches(method, path):
+                    fault.times -= 1
+                    if fault.status is None:
+                        return fault.delay, None
+                    if fault.retry_after is not None:
+                        message = "You have exceeded a secondary rate limit. Please wait before you try again."
+                        return fault.delay, Answer(fault.status, message, {"retry-after": str(fault.retry_after)})
+                    return fault.delay, Answer(fault.status, "Server Error" if fault.status >= 500 else "Injected")
+        return 0.0, None
+
+    def _dispatch(
+        self, request: Request, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes
+    ) -> tuple[int, Json]:
+        base = str(request.base_url).rstrip("/")
+        minting = re.fullmatch(r"/app/installations/([0-9]+)/access_tokens", path)
+        if method == "POST" and minting is not None:
+            with self.world.lock:
+                return self._mint(int(minting.group(1)), headers)
+        for route_method, pattern, handler in _ROUTES:
+            if route_method != method:
+                continue
+            found = pattern.fullmatch(path)
+            if found is None:
+                continue
+            args = [unquote(part) for part in found.groups()]
+            try:
+                data = json.loads(body) if body else None
+            except json.JSONDecodeError as error:
+                raise Answer(400, f"Problems parsing JSON: {error}") from None
+            with self.world.lock:
+                repository = self._repository(args[0], args[1], headers)
+                context = _Context(self, repository, base, query, data)
+                return handler(context, *args[2:])
+        raise Answer(404, "Not Found")
+
+    # -- authentication ------------------------------------------------------------------------------
+
+    def _mint(self, installation_id: int, headers: dict[str, str]) -> tuple[int, Json]:
+        scheme, _, credential = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not credential:
+            raise Answer(401, "A JSON web token could not be decoded")
+        try:
+            claims = jwt.decode(
+                credential, self.world.app_public_key, algorithms=["RS256"], options={"require": ["exp", "iat", "iss"]}
+            )
+        except jwt.PyJWTError as error:
+            raise Answer(401, f"A JSON web token could not be decoded: {error}") from None
+        if str(claims["iss"]) != str(self.world.app_id):
+            raise Answer(401, "'Issuer' claim ('iss') must be an Integer matching the App's id")
+        if int(claims["exp"]) - int(claims["iat"]) > 660:
+            raise Answer(401, "'Expiration time' claim ('exp') is too far in the future")
+        installation = self.world.installations.get(installation_id)
+        if installation is None or installation.app_id != self.world.app_id:
+            raise Answer(404, "Not Found")
+        if installation.suspended:
+            raise Answer(403, "This installation has been suspended")
+        token = Token(f"ghs_{secrets.token_hex(18)}", installation_id, now() + timedelta(hours=1))
+        self.world.tokens[token.value] = token
+        return 201, shapes.installation_token(token.value, token.expires_at)
+
+    def _repository(self, owner: str, name: str, headers: dict[str, str]) -> Repository:
+        scheme, _, credential = headers.get("authorization", "").partition(" ")
+        token = self.world.tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
+        if token is None or token.expires_at <= now():
+            raise Answer(401, "Bad credentials")
+        repository = self.world.repository(f"{owner}/{name}")
+        if repository is None or repository.installation_id != token.installation_id:
+            raise Answer(404, "Not Found")
+        installation = self.world.installations[token.installation_id]
+        if installation.suspended:
+            raise Answer(403, "This installation has been suspended")
+        return repository
+
+
+@dataclass
+class _Context:
+    """What an operation needs: the repository it is on, how to render it, and the request's data."""
+
+    stand_in: StandIn
+    repository: Repository
+    base: str
+    query: dict[str, str]
+    data: Any
+
+    @property
+    def world(self) -> World:
+        return self.stand_in.world
+
+    @property
+    def repo(self) -> shapes.Repo:
+        return self.repository.shape(self.base)
+
+    def notify(self, event: str, payload: dict[str, Any]) -> None:
+        if self.stand_in.notify is not None:
+            self.stand_in.notify(event, payload)
+
+    def labels_changed(self, action: str, issue: Issue, label: str) -> None:
+        """The App's bot added or removed a label: GitHub tells the App as it tells everyone."""
+        installation_id = self.repository.installation_id
+        event = shapes.issues_event(
+            action,
+            self.repo,
+            self.issue(issue),
+            self.world.bot,
+            label=self.label(label),
+            installation_id=installation_id,
+        )
+        self.notify("issues", event)
+
+    def field(self, name: str, kind: type) -> Any:
+        value = self.data.get(name) if isinstance(self.data, dict) else None
+        if not isinstance(value, kind):
+            raise invalid("Issue", name, "missing_field")
+        return value
+
+    # rendering what the world holds as GitHub shows it
+
+    def label(self, name: str) -> Json:
+        found = self.repository.label(name)
+        if found is None:
+            raise Answer(404, "Not Found")
+        return shapes.label(self.repo, found.name, found.color, found.description, found.id, default=found.default)
+
+    def issue(self, issue: Issue) -> Json:
+        return render_issue(self.world, self.repository, self.repo, issue)
+
+    def comment(self, comment: Comment) -> Json:
+        issue = self.repository.issues[comment.issue]
+        return shapes.issue_comment(
+            self.repo, comment.issue, comment.id, comment.body, comment.user,
+            created_at=shapes.timestamp(comment.created_at), updated_at=shapes.timestamp(comment.updated_at),
+            on_pull_request=issue.pull_request, app=self.world.app if comment.app_id == self.world.app_id else None,
+        )  # fmt: skip
+
+    def pull_request(self, number: int) -> Json:
+        pull = self.repository.pulls.get(number)
+        if pull is None:
+            raise Answer(404, "Not Found")
+        return render_pull_request(self.world, self.repository, self.repo, number)
+
+    def find_issue(self, number: str) -> Issue:
+        issue = self.repository.issues.get(int(number))
+        if issue is None:
+            raise Answer(404, "Not Found")
+        return issue
+
+    def find_comment(self, comment_id: str) -> Comment:
+        comment = self.repository.comments.get(int(comment_id))
+        if comment is None:
+            raise Answer(404, "Not Found")
+        return comment
+
+
+def render_issue(world: World, repository: Repository, repo: shapes.Repo, issue: Issue) -> Json:
+    """An issue (or a pull request seen as an issue) as GET .../issues/{number} shows it."""
+    labels = []
+    for name in issue.labels:
+        label = repository.label(name)
+        if label is not None:
+            labels.append(
+                shapes.label(repo, label.name, label.color, label.description, label.id, default=label.default)
+            )
+    pull = repository.pulls.get(issue.number)
+    comments = sum(1 for c in repository.comments.values() if c.issue == issue.number)
+    return shapes.issue(
+        repo, issue.number, issue.id, issue.title, issue.user, body=issue.body, state=issue.state,
+        state_reason=issue.state_reason, labels=labels, assignees=[world.account(login) for login in issue.assignees],
+        comments=comments, created_at=shapes.timestamp(issue.created_at),
+        updated_at=shapes.timestamp(issue.updated_at),
+        closed_at=shapes.timestamp(issue.closed_at) if issue.closed_at else None, pull_request=issue.pull_request,
+        merged_at=shapes.timestamp(pull.merged_at) if pull is not None and pull.merged_at else None,
+    )  # fmt: skip
+
+
+def render_pull_request(world: World, repository: Repository, repo: shapes.Repo, number: int) -> Json:
+    """A pull request as GET .../pulls/{number} shows it (also the base of its webhook payloads)."""
+    pull, issue = repository.pulls[number], repository.issues[number]
+    base_sha = repository.commits(pull.base)[-1]
+    return shapes.pull_request(
+        repo, number, pull.id, issue.title, issue.user, pull.head, pull.head_sha, base_sha, base_ref=pull.base,
+        body=issue.body, state=issue.state, draft=pull.draft, merged=pull.merged,
+        merged_by=world.account(pull.merged_by) if pull.merged_by else None,
+        merged_at=shapes.timestamp(pull.merged_at) if pull.merged_at else None,
+        closed_at=shapes.timestamp(issue.closed_at) if issue.closed_at else None,
+        created_at=shapes.timestamp(issue.created_at), updated_at=shapes.timestamp(issue.updated_at),
+        commits=max(1, len(repository.commits(pull.head)) - len(repository.commits(pull.base))),
+    )  # fmt: skip
+
+
+# -- the operations ----------------------------------------------------------------------------------
+# Each takes the context and the path's remaining parts, and returns (status, body). The world's lock is
+# held. Argument names follow GitHub's path parameters.
+
+
+def _get_repository(c: _Context) -> tuple[int, Json]:
+    return 200, shapes.repository(c.repo, open_issues=sum(1 for i in c.repository.issues.values() if i.state == "open"))
+
+
+def _collaborator_permission(c: _Context, username: str) -> tuple[int, Json]:
+    account = c.world.accounts.get(username.lower())
+    if account is None:
+        raise Answer(404, "Not Found")
+    role = c.repository.permission(username)
+    if role == "none":
+        raise Answer(404, f"{username} is not a user")
+    coarse = {"maintain": "write", "triage": "read"}.get(role, role)
+    return 200, shapes.collaborator_permission(c.repo, account, coarse, role)
+
+
+def _contents(c: _Context, path: str) -> tuple[int, Json]:
+    ref = c.query.get("ref", c.repository.default_branch)
+    text = c.repository.files.get(path) if ref == c.repository.default_branch else None
+    if text is None:
+        raise Answer(404, "Not Found")
+    return 200, shapes.content_file(c.repo, path, text, sha_of("blob", text))
+
+
+def _get_issue(c: _Context, number: str) -> tuple[int, Json]:
+    return 200, c.issue(c.find_issue(number))
+
+
+def _touch(issue: Issue) -> None:
+    issue.updated_at = now()
+
+
+def _add_labels(c: _Context, number: str) -> tuple[int, Json]:
+    issue = c.find_issue(number)
+    names = c.data.get("labels") if isinstance(c.data, dict) else c.data
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise Answer(422, "Invalid request.\n\nlabels must be a list of names")
+    for name in names:
+        label = c.repository.label(name)
+        if label is None:  # GitHub creates a label it does not know yet, in grey
+            label = _create_label(c.repository, c.world, name, "ededed", None)
+        if label.name not in issue.labels:
+            issue.labels.append(label.name)
+            _touch(issue)
+            c.labels_changed("labeled", issue, label.name)
+    return 200, [c.label(name) for name in issue.labels]
+
+
+def _remove_label(c: _Context, number: str, name: str) -> tuple[int, Json]:
+    issue = c.find_issue(number)
+    present = next((n for n in issue.labels if n.lower() == name.lower()), None)
+    if present is None:
+        raise Answer(404, "Label does not exist")
+    issue.labels.remove(present)
+    _touch(issue)
+    c.labels_changed("unlabeled", issue, present)
+    return 200, [c.label(n) for n in issue.labels]
+
+
+def _add_assignees(c: _Context, number: str) -> tuple[int, Json]:
+    issue = c.find_issue(number)
+    for login in c.field("assignees", list):
+        # GitHub silently leaves out whom it cannot assign: people without access to the repository.
+        if c.repository.permission(str(login)) in ("none",) or str(login).lower() not in c.world.accounts:
+            continue
+        if str(login).lower() not in (a.lower() for a in issue.assignees) and len(issue.assignees) < 10:
+            issue.assignees.append(c.world.accounts[str(login).lower()].login)
+            _touch(issue)
+    return 201, c.issue(issue)
+
+
+def _remove_assignees(c: _Context, number: str) -> tuple[int, Json]:
+    issue = c.find_issue(number)
+    leaving = {str(login).lower() for login in c.field("assignees", list)}
+    kept = [a for a in issue.assignees if a.lower() not in leaving]
+    if kept != issue.assignees:
+        issue.assignees = kept
+        _touch(issue)
+    return 200, c.issue(issue)
+
+
+def _get_label(c: _Context, name: str) -> tuple[int, Json]:
+    return 200, c.label(name)
+
+
+def _create_label(repository: Repository, world: World, name: str, color: str, description: str | None) -> Any:
+    from .world import Label
+
+    label = Label(world.next_id(), name, color.lstrip("#").lower(), description)
+    repository.labels[name.lower()] = label
+    return label
+
+
+def _post_label(c: _Context) -> tuple[int, Json]:
+    name = c.field("name", str)
+    if c.repository.label(name) is not None:
+        raise invalid("Label", "name", "already_exists")
+    color = c.data.get("color", "ededed")
+    if not isinstance(color, str) or re.fullmatch(r"#?[0-9a-fA-F]{6}", color) is None:
+        raise invalid("Label", "color", "invalid")
+    description = c.data.get("description")
+    _create_label(c.repository, c.world, name, color, description if isinstance(description, str) else None)
+    return 201, c.label(name)
+
+
+def _list_comments(c: _Context, number: str) -> tuple[int, Json]:
+    c.find_issue(number)
+    comments = sorted((x for x in c.repository.comments.values() if x.issue == int(number)), key=lambda x: x.id)
+    per_page = max(1, min(100, int(c.query.get("per_page", "30"))))
+    page = max(1, int(c.query.get("page", "1")))
+    return 200, [c.comment(x) for x in comments[(page - 1) * per_page : page * per_page]]
+
+
+def _get_comment(c: _Context, comment_id: str) -> tuple[int, Json]:
+    return 200, c.comment(c.find_comment(comment_id))
+
+
+def _create_comment(c: _Context, number: str) -> tuple[int, Json]:
+    issue = c.find_issue(number)
+    body = c.field("body", str)
+    moment = now()
+    comment = Comment(c.world.next_id(), issue.number, c.world.bot, body, moment, moment, c.world.app_id)
+    c.repository.comments[comment.id] = comment
+    _touch(issue)
+    c.notify("issue_comment", shapes.issue_comment_event(c.repo, c.issue(issue), c.comment(comment), c.world.bot,
+                                                         installation_id=c.repository.installation_id))  # fmt: skip
+    return 201, c.comment(comment)
+
+
+def _update_comment(c: _Context, comment_id: str) -> tuple[int, Json]:
+    comment = c.find_comment(comment_id)
+    if comment.app_id != c.world.app_id:
+        raise Answer(403, "Resource not accessible by integration")
+    comment.body = c.field("body", str)
+    comment.updated_at = now()
+    return 200, c.comment(comment)
+
+
+def _react(c: _Context, issue: Issue, comment: int | None) -> tuple[int, Json]:
+    content = c.field("content", str)
+    if content not in shapes.REACTIONS:
+        raise invalid("Reaction", "content", "invalid")
+    reactions = c.repository.reactions.setdefault(issue.number, [])
+    for reaction in reactions:
+        if reaction.comment == comment and reaction.user == c.world.bot and reaction.content == content:
+            return 200, shapes.reaction(c.repo, reaction.id, content, reaction.user,
+                                        created_at=shapes.timestamp(reaction.created_at))  # fmt: skip
+    reaction = Reaction(c.world.next_id(), c.world.bot, content, now(), comment)
+    reactions.append(reaction)
+    return 201, shapes.reaction(c.repo, reaction.id, content, reaction.user,
+                                created_at=shapes.timestamp(reaction.created_at))  # fmt: skip
+
+
+def _react_to_issue(c: _Context, number: str) -> tuple[int, Json]:
+    return _react(c, c.find_issue(number), None)
+
+
+def _react_to_comment(c: _Context, comment_id: str) -> tuple[int, Json]:
+    comment = c.find_comment(comment_id)
+    return _react(c, c.repository.issues[comment.issue], comment.id)
+
+
+def _check_run_json(c: _Context, run: CheckRun) -> Json:
+    return shapes.check_run(
+        c.repo, run.id, run.name, run.head_sha, c.world.app, status=run.status, conclusion=run.conclusion,
+        external_id=run.external_id, details_url=run.details_url, started_at=shapes.timestamp(run.started_at),
+        completed_at=shapes.timestamp(run.completed_at) if run.completed_at else None, title=run.title,
+        summary=run.summary,
+    )  # fmt: skip
+
+
+def _update_run(run: CheckRun, data: dict[str, Any]) -> None:
+    if isinstance(data.get("status"), str):
+        run.status = data["status"]
+    if isinstance(data.get("conclusion"), str):
+        run.conclusion, run.status = data["conclusion"], "completed"
+    if run.status == "completed" and run.completed_at is None:
+        run.completed_at = now()
+    if isinstance(data.get("output"), dict):
+        run.title = data["output"].get("title", run.title)
+        run.summary = data["output"].get("summary", run.summary)
+    for key in ("external_id", "details_url"):
+        if isinstance(data.get(key), str):
+            setattr(run, key, data[key])
+
+
+def _create_check_run(c: _Context) -> tuple[int, Json]:
+    run = CheckRun(c.world.next_id(), c.field("name", str), c.field("head_sha", str), "queued", None, None, None,
+                   c.world.app_id, now())  # fmt: skip
+    _update_run(run, c.data)
+    c.repository.check_runs[run.id] = run
+    return 201, _check_run_json(c, run)
+
+
+def _update_check_run(c: _Context, check_run_id: str) -> tuple[int, Json]:
+    run = c.repository.check_runs.get(int(check_run_id))
+    if run is None:
+        raise Answer(404, "Not Found")
+    _update_run(run, c.data if isinstance(c.data, dict) else {})
+    return 200, _check_run_json(c, run)
+
+
+def _get_pull(c: _Context, number: str) -> tuple[int, Json]:
+    return 200, c.pull_request(int(number))
+
+
+def _commit_json(c: _Context, sha: str, parents: list[str]) -> Json:
+    return shapes.commit(c.repo, sha, f"Commit {sha[:7]}", c.repository.owner, parents=parents)
+
+
+def _get_branch(c: _Context, name: str) -> tuple[int, Json]:
+    commits = c.repository.commits(name)
+    if not commits:
+        raise Answer(404, "Branch not found")
+    head = _commit_json(c, commits[-1], commits[-2:-1])
+    return 200, shapes.branch(c.repo, name, head)
+
+
+def _compare(c: _Context, basehead: str) -> tuple[int, Json]:
+    """Only what Baton asks: is one commit at or after another on the same line of history."""
+    base, _, head = basehead.partition("...")
+    base, head = _resolve(c.repository, base), _resolve(c.repository, head)
+    line = next((commits for commits in c.repository.branches.values() if base in commits and head in commits), None)
+    if line is None:
+        raise Answer(404, "Not Found")
+    start, end = line.index(base), line.index(head)
+    ahead = line[start + 1 : end + 1] if end >= start else []
+    base_commit = _commit_json(c, base, line[max(0, start - 1) : start])
+    commits = [_commit_json(c, sha, [line[line.index(sha) - 1]]) for sha in ahead]
+    return 200, shapes.compare(c.repo, basehead, base_commit, commits, behind_by=max(0, start - end))
+
+
+def _resolve(repository: Repository, ref: str) -> str:
+    """A branch name to its head commit; a commit id stays itself."""
+    commits = repository.commits(ref)
+    return commits[-1] if commits else ref
+
+
+_OPERATIONS: list[tuple[str, str, Callable[..., tuple[int, Json]]]] = [
+    ("GET", r"/repos/([^/]+)/([^/]+)", _get_repository),
+    ("GET", r"/repos/([^/]+)/([^/]+)/collaborators/([^/]+)/permission", _collaborator_permission),
+    ("GET", r"/repos/([^/]+)/([^/]+)/contents/(.+)", _contents),
+    ("GET", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)", _get_issue),
+    ("POST", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/labels", _add_labels),
+    ("DELETE", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/labels/([^/]+)", _remove_label),
+    ("POST", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/assignees", _add_assignees),
+    ("DELETE", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/assignees", _remove_assignees),
+    ("GET", r"/repos/([^/]+)/([^/]+)/labels/([^/]+)", _get_label),
+    ("POST", r"/repos/([^/]+)/([^/]+)/labels", _post_label),
+    ("GET", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/comments", _list_comments),
+    ("GET", r"/repos/([^/]+)/([^/]+)/issues/comments/([0-9]+)", _get_comment),
+    ("POST", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/comments", _create_comment),
+    ("PATCH", r"/repos/([^/]+)/([^/]+)/issues/comments/([0-9]+)", _update_comment),
+    ("POST", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/reactions", _react_to_issue),
+    ("POST", r"/repos/([^/]+)/([^/]+)/issues/comments/([0-9]+)/reactions", _react_to_comment),
+    ("POST", r"/repos/([^/]+)/([^/]+)/check-runs", _create_check_run),
+    ("PATCH", r"/repos/([^/]+)/([^/]+)/check-runs/([0-9]+)", _update_check_run),
+    ("GET", r"/repos/([^/]+)/([^/]+)/pulls/([0-9]+)", _get_pull),
+    ("GET", r"/repos/([^/]+)/([^/]+)/branches/(.+)", _get_branch),
+    ("GET", r"/repos/([^/]+)/([^/]+)/compare/(.+)", _compare),
+]
+_ROUTES = [(method, re.compile(pattern), handler) for method, pattern, handler in _OPERATIONS]

@@ -1,0 +1,1212 @@
+"""GitHub's objects, complete, built from plain facts: what the stand-in GitHub answers and delivers.
+
+Pure functions, no state. Each REST builder returns what GitHub answers for API version 2026-03-10 (the
+version githubkit asks for), with every field GitHub's description and githubkit's model require; each
+`*_event` builder returns a webhook payload that `@octokit/webhooks-schemas` accepts, with no field it
+does not list. `tests/test_sandbox_contract.py` holds both to that through `baton.sandbox.contract`.
+
+REST URLs start at `Repo.api_url` (the stand-in's `http://127.0.0.1:PORT`), page URLs at `Repo.web_url`
+(`https://github.com`). Timestamps are strings in GitHub's form, `2026-01-01T00:00:00Z`: `timestamp()`
+makes one from a datetime. Webhook builders take the REST objects the stand-in already holds (an issue
+from `issue()`, a pull request from `pull_request()`) and reshape them as GitHub does in its payloads.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+API_URL = "https://api.github.com"
+WEB_URL = "https://github.com"
+EPOCH = "2026-01-01T00:00:00Z"
+REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
+
+Json = dict[str, Any]
+
+
+def timestamp(moment: datetime) -> str:
+    """GitHub's timestamp form, in UTC: githubkit parses an installation token's expiry in exactly this form."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Account:
+    """A user, bot or organization, as far as the objects that mention it need."""
+
+    login: str
+    id: int
+    type: str = "User"  # "User", "Bot" or "Organization"
+
+
+@dataclass(frozen=True)
+class Repo:
+    """A repository and where its GitHub answers: the context of nearly every object."""
+
+    owner: Account
+    name: str
+    id: int
+    api_url: str = API_URL
+    web_url: str = WEB_URL
+    default_branch: str = "main"
+    private: bool = False
+    description: str | None = None
+    created_at: str = EPOCH
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner.login}/{self.name}"
+
+    @property
+    def api(self) -> str:
+        return f"{self.api_url.rstrip('/')}/repos/{self.full_name}"
+
+    @property
+    def html(self) -> str:
+        return f"{self.web_url.rstrip('/')}/{self.full_name}"
+
+
+@dataclass(frozen=True)
+class App:
+    """A GitHub App (Baton itself, or the one that owns a check run)."""
+
+    id: int
+    slug: str
+    name: str
+    owner: Account
+    permissions: Mapping[str, str] = field(
+        default_factory=lambda: {"checks": "write", "contents": "read", "issues": "write", "metadata": "read"}
+    )
+    events: Sequence[str] = ("issue_comment", "issues", "pull_request")
+
+
+# -- small parts --------------------------------------------------------------------------------------
+
+
+def _node_id(kind: str, id: int | str) -> str:
+    # GitHub's older global ids: base64 of "<length of kind, two digits>:<kind><id>", e.g. MDQ6VXNlcjE=.
+    return base64.b64encode(f"{len(kind):02d}:{kind}{id}".encode()).decode()
+
+
+def _quoted(text: str) -> str:
+    return urllib.parse.quote(text, safe="")
+
+
+def _rollup(url: str, counts: Mapping[str, int] | None) -> Json:
+    counts = counts or {}
+    rollup: Json = {"url": url, "total_count": sum(counts.get(content, 0) for content in REACTIONS)}
+    rollup.update({content: counts.get(content, 0) for content in REACTIONS})
+    return rollup
+
+
+def user(login: str, id: int, *, type: str = "User", api_url: str = API_URL, web_url: str = WEB_URL) -> Json:
+    """A user as GitHub embeds it everywhere (`simple-user`)."""
+    api = f"{api_url.rstrip('/')}/users/{_quoted(login)}"
+    # A bot's page is its App's: baton[bot] -> /apps/baton.
+    page = f"apps/{login.removesuffix('[bot]')}" if type == "Bot" else login
+    return {
+        "login": login,
+        "id": id,
+        "node_id": _node_id(type, id),
+        "avatar_url": f"https://avatars.githubusercontent.com/u/{id}?v=4",
+        "gravatar_id": "",
+        "url": api,
+        "html_url": f"{web_url.rstrip('/')}/{page}",
+        "followers_url": f"{api}/followers",
+        "following_url": f"{api}/following{{/other_user}}",
+        "gists_url": f"{api}/gists{{/gist_id}}",
+        "starred_url": f"{api}/starred{{/owner}}{{/repo}}",
+        "subscriptions_url": f"{api}/subscriptions",
+        "organizations_url": f"{api}/orgs",
+        "repos_url": f"{api}/repos",
+        "events_url": f"{api}/events{{/privacy}}",
+        "received_events_url": f"{api}/received_events",
+        "type": type,
+        "site_admin": False,
+    }
+
+
+def _user(account: Account, repo: Repo) -> Json:
+    return user(account.login, account.id, type=account.type, api_url=repo.api_url, web_url=repo.web_url)
+
+
+def _app(app: App, repo: Repo) -> Json:
+    return {
+        "id": app.id,
+        "slug": app.slug,
+        "node_id": _node_id("Integration", app.id),
+        "owner": _user(app.owner, repo),
+        "name": app.name,
+        "description": None,
+        "external_url": f"{repo.web_url.rstrip('/')}/apps/{app.slug}",
+        "html_url": f"{repo.web_url.rstrip('/')}/apps/{app.slug}",
+        "created_at": EPOCH,
+        "updated_at": EPOCH,
+        "permissions": dict(app.permissions),
+        "events": list(app.events),
+    }
+
+
+def _repository_core(repo: Repo) -> Json:
+    """The fields every representation of a repository has: REST's and the webhooks'."""
+    api, html = repo.api, repo.html
+    return {
+        "id": repo.id,
+        "node_id": _node_id("Repository", repo.id),
+        "name": repo.name,
+        "full_name": repo.full_name,
+        "private": repo.private,
+        "owner": _user(repo.owner, repo),
+        "html_url": html,
+        "description": repo.description,
+        "fork": False,
+        "url": api,
+        "forks_url": f"{api}/forks",
+        "keys_url": f"{api}/keys{{/key_id}}",
+        "collaborators_url": f"{api}/collaborators{{/collaborator}}",
+        "teams_url": f"{api}/teams",
+        "hooks_url": f"{api}/hooks",
+        "issue_events_url": f"{api}/issues/events{{/number}}",
+        "events_url": f"{api}/events",
+        "assignees_url": f"{api}/assignees{{/user}}",
+        "branches_url": f"{api}/branches{{/branch}}",
+        "tags_url": f"{api}/tags",
+        "blobs_url": f"{api}/git/blobs{{/sha}}",
+        "git_tags_url": f"{api}/git/tags{{/sha}}",
+        "git_refs_url": f"{api}/git/refs{{/sha}}",
+        "trees_url": f"{api}/git/trees{{/sha}}",
+        "statuses_url": f"{api}/statuses/{{sha}}",
+        "languages_url": f"{api}/languages",
+        "stargazers_url": f"{api}/stargazers",
+        "contributors_url": f"{api}/contributors",
+        "subscribers_url": f"{api}/subscribers",
+        "subscription_url": f"{api}/subscription",
+        "commits_url": f"{api}/commits{{/sha}}",
+        "git_commits_url": f"{api}/git/commits{{/sha}}",
+        "comments_url": f"{api}/comments{{/number}}",
+        "issue_comment_url": f"{api}/issues/comments{{/number}}",
+        "contents_url": f"{api}/contents/{{+path}}",
+        "compare_url": f"{api}/compare/{{base}}...{{head}}",
+        "merges_url": f"{api}/merges",
+        "archive_url": f"{api}/{{archive_format}}{{/ref}}",
+        "downloads_url": f"{api}/downloads",
+        "issues_url": f"{api}/issues{{/number}}",
+        "pulls_url": f"{api}/pulls{{/number}}",
+        "milestones_url": f"{api}/milestones{{/number}}",
+        "notifications_url": f"{api}/notifications{{?since,all,participating}}",
+        "labels_url": f"{api}/labels{{/name}}",
+        "releases_url": f"{api}/releases{{/id}}",
+        "deployments_url": f"{api}/deployments",
+        "created_at": repo.created_at,
+        "updated_at": repo.created_at,
+        "pushed_at": repo.created_at,
+        "git_url": f"git://{urllib.parse.urlsplit(html).netloc}/{repo.full_name}.git",
+        "ssh_url": f"git@{urllib.parse.urlsplit(html).hostname}:{repo.full_name}.git",
+        "clone_url": f"{html}.git",
+        "svn_url": html,
+        "homepage": None,
+        "size": 0,
+        "stargazers_count": 0,
+        "watchers_count": 0,
+        "language": None,
+        "has_issues": True,
+        "has_projects": False,
+        "has_wiki": False,
+        "has_pages": False,
+        "has_discussions": False,
+        "forks_count": 0,
+        "mirror_url": None,
+        "archived": False,
+        "disabled": False,
+        "open_issues_count": 0,
+        "license": None,
+        "allow_forking": True,
+        "is_template": False,
+        "web_commit_signoff_required": False,
+        "topics": [],
+        "visibility": "private" if repo.private else "public",
+        "forks": 0,
+        "open_issues": 0,
+        "watchers": 0,
+        "default_branch": repo.default_branch,
+    }
+
+
+def _rest_repository(repo: Repo) -> Json:
+    return {**_repository_core(repo), "permissions": {"admin": False, "push": False, "pull": True}}
+
+
+def _hook_repository(repo: Repo) -> Json:
+    return {**_repository_core(repo), "has_downloads": True, "custom_properties": {}}
+
+
+# -- REST objects -------------------------------------------------------------------------------------
+
+
+def repository(repo: Repo, *, open_issues: int = 0) -> Json:
+    """GET /repos/{owner}/{repo} (`full-repository`)."""
+    core = _repository_core(repo)
+    core.update(open_issues_count=open_issues, open_issues=open_issues)
+    return {
+        **core,
+        "permissions": {"admin": False, "maintain": False, "push": False, "triage": False, "pull": True},
+        "allow_rebase_merge": True,
+        "allow_squash_merge": True,
+        "allow_merge_commit": True,
+        "allow_auto_merge": False,
+        "allow_update_branch": False,
+        "delete_branch_on_merge": False,
+        "temp_clone_token": None,
+        "subscribers_count": 0,
+        "network_count": 0,
+    }
+
+
+def label(repo: Repo, name: str, color: str, description: str | None, id: int, *, default: bool = False) -> Json:
+    """A repository's label (`label`); `color` is six hex digits without `#`."""
+    return {
+        "id": id,
+        "node_id": _node_id("Label", id),
+        "url": f"{repo.api}/labels/{_quoted(name)}",
+        "name": name,
+        "color": color,
+        "default": default,
+        "description": description,
+        # githubkit's Label requires these two, which GitHub's description does not list.
+        "archived_at": None,
+        "archived_by": None,
+    }
+
+
+def issue(
+    repo: Repo,
+    number: int,
+    id: int,
+    title: str,
+    author: Account,
+    *,
+    body: str | None = None,
+    state: str = "open",
+    state_reason: str | None = None,
+    labels: Sequence[Mapping[str, Any]] = (),
+    assignees: Sequence[Account] = (),
+    comments: int = 0,
+    locked: bool = False,
+    created_at: str = EPOCH,
+    updated_at: str | None = None,
+    closed_at: str | None = None,
+    pull_request: bool = False,
+    merged_at: str | None = None,
+    author_association: str = "NONE",
+    reactions: Mapping[str, int] | None = None,
+) -> Json:
+    """An issue (`issue`), or a pull request seen as an issue when `pull_request` (GitHub's issues API).
+
+    `labels` are objects from `label()`.
+    """
+    api = f"{repo.api}/issues/{number}"
+    result: Json = {
+        "id": id,
+        "node_id": _node_id("Issue", id),
+        "url": api,
+        "repository_url": repo.api,
+        "labels_url": f"{api}/labels{{/name}}",
+        "comments_url": f"{api}/comments",
+        "events_url": f"{api}/events",
+        "html_url": f"{repo.html}/{'pull' if pull_request else 'issues'}/{number}",
+        "number": number,
+        "state": state,
+        "state_reason": state_reason,
+        "title": title,
+        "body": body,
+        "user": _user(author, repo),
+        "labels": [dict(one) for one in labels],
+        "assignees": [_user(one, repo) for one in assignees],
+        "milestone": None,
+        "locked": locked,
+        "active_lock_reason": None,
+        "comments": comments,
+        "closed_at": closed_at,
+        "created_at": created_at,
+        "updated_at": updated_at or closed_at or created_at,
+        "author_association": author_association,
+        "timeline_url": f"{api}/timeline",
+        "performed_via_github_app": None,
+        "reactions": _rollup(f"{api}/reactions", reactions),
+    }
+    if pull_request:
+        pulls = f"{repo.api}/pulls/{number}"
+        result["pull_request"] = {
+            "url": pulls,
+            "html_url": f"{repo.html}/pull/{number}",
+            "diff_url": f"{repo.html}/pull/{number}.diff",
+            "patch_url": f"{repo.html}/pull/{number}.patch",
+        }
+        if merged_at is not None:
+            # Since API 2026-03-10 the field is never null: it is there once the pull request is merged.
+            result["pull_request"]["merged_at"] = merged_at
+    return result
+
+
+def issue_comment(
+    repo: Repo,
+    issue_number: int,
+    id: int,
+    body: str,
+    author: Account,
+    *,
+    created_at: str = EPOCH,
+    updated_at: str | None = None,
+    on_pull_request: bool = False,
+    author_association: str = "NONE",
+    app: App | None = None,
+    reactions: Mapping[str, int] | None = None,
+) -> Json:
+    """A comment on an issue or pull request (`issue-comment`); `app` when an App wrote it."""
+    api = f"{repo.api}/issues/comments/{id}"
+    return {
+        "id": id,
+        "node_id": _node_id("IssueComment", id),
+        "url": api,
+        "html_url": f"{repo.html}/{'pull' if on_pull_request else 'issues'}/{issue_number}#issuecomment-{id}",
+        "issue_url": f"{repo.api}/issues/{issue_number}",
+        "body": body,
+        "user": _user(author, repo),
+        "created_at": created_at,
+        "updated_at": updated_at or created_at,
+        "author_association": author_association,
+        "performed_via_github_app": _app(app, repo) if app is not None else None,
+        "reactions": _rollup(f"{api}/reactions", reactions),
+    }
+
+
+def reaction(repo: Repo, id: int, content: str, author: Account, *, created_at: str = EPOCH) -> Json:
+    """A reaction (`reaction`); `content` is one of REACTIONS."""
+    return {
+        "id": id,
+        "node_id": _node_id("Reaction", id),
+        "user": _user(author, repo),
+        "content": content,
+        "created_at": created_at,
+    }
+
+
+def installation_token(
+    token: str,
+    expires_at: datetime,
+    *,
+    permissions: Mapping[str, str] | None = None,
+    repository_selection: str = "all",
+) -> Json:
+    """POST /app/installations/{id}/access_tokens (`installation-token`)."""
+    return {
+        "token": token,
+        "expires_at": timestamp(expires_at),
+        "permissions": dict(
+            permissions or {"checks": "write", "contents": "read", "issues": "write", "metadata": "read"}
+        ),
+        "repository_selection": repository_selection,
+    }
+
+
+def collaborator_permission(repo: Repo, account: Account, permission: str, role_name: str) -> Json:
+    """GET .../collaborators/{username}/permission (`repository-collaborator-permission`).
+
+    `permission` is GitHub's coarse level (`admin`, `write`, `read`, `none`); `role_name` the role
+    (`admin`, `maintain`, `write`, `triage`, `read`).
+    """
+    ranks = ("read", "triage", "write", "maintain", "admin")
+    rank = ranks.index(role_name) if role_name in ranks else -1
+    return {
+        "permission": permission,
+        "role_name": role_name,
+        "user": {
+            **_user(account, repo),
+            "permissions": {
+                "pull": rank >= 0,
+                "triage": rank >= 1,
+                "push": rank >= 2,
+                "maintain": rank >= 3,
+                "admin": rank >= 4,
+            },
+            "role_name": role_name,
+        },
+    }
+
+
+def content_file(repo: Repo, path: str, text: str, sha: str, *, ref: str | None = None) -> Json:
+    """GET .../contents/{path} for a file (`content-file`): `text` base64-encoded, in 60-character lines."""
+    encoded = base64.b64encode(text.encode()).decode()
+    # GitHub breaks the base64 into lines; readers that cannot decode that should fail here, not there.
+    content = "".join(encoded[i : i + 60] + "\n" for i in range(0, len(encoded), 60))
+    branch = ref or repo.default_branch
+    api = f"{repo.api}/contents/{urllib.parse.quote(path)}?ref={_quoted(branch)}"
+    html = f"{repo.html}/blob/{branch}/{urllib.parse.quote(path)}"
+    git = f"{repo.api}/git/blobs/{sha}"
+    return {
+        "type": "file",
+        "encoding": "base64",
+        "size": len(text.encode()),
+        "name": path.rsplit("/", 1)[-1],
+        "path": path,
+        "content": content,
+        "sha": sha,
+        "url": api,
+        "git_url": git,
+        "html_url": html,
+        "download_url": f"https://raw.githubusercontent.com/{repo.full_name}/{branch}/{urllib.parse.quote(path)}",
+        "_links": {"self": api, "git": git, "html": html},
+    }
+
+
+def _git_user(account: Account, at: str) -> Json:
+    return {"name": account.login, "email": f"{account.id}+{account.login}@users.noreply.github.com", "date": at}
+
+
+def commit(
+    repo: Repo,
+    sha: str,
+    message: str,
+    author: Account,
+    *,
+    parents: Sequence[str] = (),
+    at: str = EPOCH,
+) -> Json:
+    """A commit as the REST API shows it (`commit`), e.g. in a comparison or at a branch's head."""
+    api = f"{repo.api}/commits/{sha}"
+    tree = hashlib.sha1(f"tree {sha}".encode()).hexdigest()
+    return {
+        "url": api,
+        "sha": sha,
+        "node_id": _node_id("Commit", f"{repo.id}:{sha}"),
+        "html_url": f"{repo.html}/commit/{sha}",
+        "comments_url": f"{api}/comments",
+        "commit": {
+            "url": f"{repo.api}/git/commits/{sha}",
+            "author": _git_user(author, at),
+            "committer": _git_user(author, at),
+            "message": message,
+            "comment_count": 0,
+            "tree": {"sha": tree, "url": f"{repo.api}/git/trees/{tree}"},
+            "verification": {
+                "verified": False,
+                "reason": "unsigned",
+                "payload": None,
+                "signature": None,
+                "verified_at": None,
+            },
+        },
+        "author": _user(author, repo),
+        "committer": _user(author, repo),
+        "parents": [
+            {"sha": parent, "url": f"{repo.api}/commits/{parent}", "html_url": f"{repo.html}/commit/{parent}"}
+            for parent in parents
+        ],
+    }
+
+
+def branch(repo: Repo, name: str, head: Mapping[str, Any], *, protected: bool = False) -> Json:
+    """GET .../branches/{branch} (`branch-with-protection`); `head` is its commit, from `commit()`."""
+    api = f"{repo.api}/branches/{_quoted(name)}"
+    return {
+        "name": name,
+        "commit": dict(head),
+        "_links": {"self": api, "html": f"{repo.html}/tree/{name}"},
+        "protected": protected,
+        "protection": {
+            "enabled": protected,
+            "required_status_checks": {"enforcement_level": "off", "contexts": [], "checks": []},
+        },
+        "protection_url": f"{api}/protection",
+    }
+
+
+def compare(
+    repo: Repo,
+    basehead: str,
+    base: Mapping[str, Any],
+    commits: Sequence[Mapping[str, Any]],
+    *,
+    merge_base: Mapping[str, Any] | None = None,
+    behind_by: int = 0,
+) -> Json:
+    """GET .../compare/{basehead} (`commit-comparison`): `commits` (from `commit()`) lead from `base` to head."""
+    ahead_by = len(commits)
+    status = (
+        "identical"
+        if not ahead_by and not behind_by
+        else "ahead"
+        if not behind_by
+        else "behind"
+        if not ahead_by
+        else "diverged"
+    )
+    return {
+        "url": f"{repo.api}/compare/{basehead}",
+        "html_url": f"{repo.html}/compare/{basehead}",
+        "permalink_url": f"{repo.html}/compare/{basehead}",
+        "diff_url": f"{repo.html}/compare/{basehead}.diff",
+        "patch_url": f"{repo.html}/compare/{basehead}.patch",
+        "base_commit": dict(base),
+        "merge_base_commit": dict(merge_base if merge_base is not None else base),
+        "status": status,
+        "ahead_by": ahead_by,
+        "behind_by": behind_by,
+        "total_commits": ahead_by,
+        "commits": [dict(one) for one in commits],
+        "files": [],
+    }
+
+
+def pull_request(
+    repo: Repo,
+    number: int,
+    id: int,
+    title: str,
+    author: Account,
+    head_ref: str,
+    head_sha: str,
+    base_sha: str,
+    *,
+    base_ref: str | None = None,
+    body: str | None = None,
+    state: str = "open",
+    draft: bool = False,
+    merged: bool = False,
+    merged_by: Account | None = None,
+    merged_at: str | None = None,
+    closed_at: str | None = None,
+    labels: Sequence[Mapping[str, Any]] = (),
+    assignees: Sequence[Account] = (),
+    requested_reviewers: Sequence[Account] = (),
+    created_at: str = EPOCH,
+    updated_at: str | None = None,
+    author_association: str = "NONE",
+    commits: int = 1,
+    additions: int = 0,
+    deletions: int = 0,
+    changed_files: int = 0,
+) -> Json:
+    """GET .../pulls/{pull_number} (`pull-request`); the head branch is in the same repository."""
+    api = f"{repo.api}/pulls/{number}"
+    html = f"{repo.html}/pull/{number}"
+    issue_api = f"{repo.api}/issues/{number}"
+    base = base_ref or repo.default_branch
+    links = {
+        "self": api,
+        "html": html,
+        "issue": issue_api,
+        "comments": f"{issue_api}/comments",
+        "review_comments": f"{api}/comments",
+        "review_comment": f"{repo.api}/pulls/comments{{/number}}",
+        "commits": f"{api}/commits",
+        "statuses": f"{repo.api}/statuses/{head_sha}",
+    }
+    return {
+        "url": api,
+        "id": id,
+        "node_id": _node_id("PullRequest", id),
+        "html_url": html,
+        "diff_url": f"{html}.diff",
+        "patch_url": f"{html}.patch",
+        "issue_url": issue_api,
+        "commits_url": links["commits"],
+        "review_comments_url": links["review_comments"],
+        "review_comment_url": links["review_comment"],
+        "comments_url": links["comments"],
+        "statuses_url": links["statuses"],
+        "number": number,
+        "state": state,
+        "locked": False,
+        "title": title,
+        "user": _user(author, repo),
+        "body": body,
+        "labels": [dict(one) for one in labels],
+        "milestone": None,
+        "active_lock_reason": None,
+        "created_at": created_at,
+        "updated_at": updated_at or closed_at or created_at,
+        "closed_at": closed_at,
+        "merged_at": merged_at,
+        "assignees": [_user(one, repo) for one in assignees],
+        "requested_reviewers": [_user(one, repo) for one in requested_reviewers],
+        "requested_teams": [],
+        "head": _pull_end(repo, head_ref, head_sha),
+        "base": _pull_end(repo, base, base_sha),
+        "_links": {key: {"href": href} for key, href in links.items()},
+        "author_association": author_association,
+        "auto_merge": None,
+        "draft": draft,
+        "merged": merged,
+        "mergeable": None if state == "closed" else True,
+        "rebaseable": None if state == "closed" else True,
+        "mergeable_state": "unknown" if state == "closed" else "clean",
+        "merged_by": _user(merged_by, repo) if merged_by is not None else None,
+        "comments": 0,
+        "review_comments": 0,
+        "maintainer_can_modify": False,
+        "commits": commits,
+        "additions": additions,
+        "deletions": deletions,
+        "changed_files": changed_files,
+    }
+
+
+def _pull_end(repo: Repo, ref: str, sha: str) -> Json:
+    return {
+        "label": f"{repo.owner.login}:{ref}",
+        "ref": ref,
+        "sha": sha,
+        "user": _user(repo.owner, repo),
+        "repo": _rest_repository(repo),
+    }
+
+
+def check_run(
+    repo: Repo,
+    id: int,
+    name: str,
+    head_sha: str,
+    app: App,
+    *,
+    status: str = "queued",
+    conclusion: str | None = None,
+    external_id: str | None = None,
+    details_url: str | None = None,
+    started_at: str | None = EPOCH,
+    completed_at: str | None = None,
+    title: str | None = None,
+    summary: str | None = None,
+    text: str | None = None,
+    check_suite_id: int | None = None,
+) -> Json:
+    """POST .../check-runs and PATCH .../check-runs/{id} (`check-run`)."""
+    api = f"{repo.api}/check-runs/{id}"
+    return {
+        "id": id,
+        "head_sha": head_sha,
+        "node_id": _node_id("CheckRun", id),
+        "external_id": external_id if external_id is not None else "",
+        "url": api,
+        "html_url": f"{repo.html}/runs/{id}",
+        "details_url": details_url if details_url is not None else f"{repo.html}/runs/{id}",
+        "status": status,
+        "conclusion": conclusion,
+        "started_at": started_at,
+        "completed_at": completed_at,
+        "output": {
+            "title": title,
+            "summary": summary,
+            "text": text,
+            "annotations_count": 0,
+            "annotations_url": f"{api}/annotations",
+        },
+        "name": name,
+        "check_suite": {"id": check_suite_id if check_suite_id is not None else id},
+        "app": _app(app, repo),
+        "pull_requests": [],
+    }
+
+
+# -- webhook payloads ---------------------------------------------------------------------------------
+# The payload schemas allow no field they do not list, so REST objects are trimmed to those fields.
+
+
+def _fields(names: str) -> tuple[str, ...]:
+    return tuple(names.split())
+
+
+_HOOK_USER = _fields(
+    "login id node_id name email avatar_url gravatar_id url html_url followers_url following_url "
+    "gists_url starred_url subscriptions_url organizations_url repos_url events_url received_events_url "
+    "type site_admin"
+)
+_HOOK_LABEL = _fields("id node_id url name description color default")
+_HOOK_ISSUE = _fields(
+    "url repository_url labels_url comments_url events_url html_url id node_id number title user labels "
+    "state locked assignee assignees milestone comments created_at updated_at closed_at "
+    "author_association active_lock_reason draft performed_via_github_app pull_request body reactions "
+    "timeline_url state_reason"
+)
+_HOOK_COMMENT = _fields(
+    "url html_url issue_url id node_id user created_at updated_at author_association body reactions "
+    "performed_via_github_app"
+)
+_HOOK_SIMPLE_PULL = _fields(
+    "url id node_id html_url diff_url patch_url issue_url number state locked title user body created_at "
+    "updated_at closed_at merged_at merge_commit_sha assignee assignees requested_reviewers "
+    "requested_teams labels milestone draft commits_url review_comments_url review_comment_url "
+    "comments_url statuses_url head base _links author_association auto_merge active_lock_reason"
+)
+_HOOK_APP = _fields(
+    "id slug node_id owner name description external_url html_url created_at updated_at permissions events"
+)
+
+
+def _only(value: Mapping[str, Any], keys: Sequence[str]) -> Json:
+    return {key: value[key] for key in keys if key in value}
+
+
+def _hook_user(value: Mapping[str, Any] | None) -> Json | None:
+    return _only(value, _HOOK_USER) if value is not None else None
+
+
+def _hook_app(value: Mapping[str, Any] | None) -> Json | None:
+    if value is None:
+        return None
+    return {**_only(value, _HOOK_APP), "owner": _hook_user(value["owner"])}
+
+
+def _hook_issue(value: Mapping[str, Any]) -> Json:
+    assignees = [_hook_user(one) for one in value.get("assignees") or []]
+    return {
+        **_only(value, _HOOK_ISSUE),
+        "user": _hook_user(value["user"]),
+        "labels": [_only(one, _HOOK_LABEL) for one in value.get("labels") or []],
+        "assignees": assignees,
+        # API 2026-03-10 dropped the single `assignee` from REST answers; payloads still carry it.
+        "assignee": assignees[0] if assignees else None,
+        "performed_via_github_app": _hook_app(value.get("performed_via_github_app")),
+    }
+
+
+def _hook_comment(value: Mapping[str, Any]) -> Json:
+    return {
+        **_only(value, _HOOK_COMMENT),
+        "user": _hook_user(value["user"]),
+        "performed_via_github_app": _hook_app(value.get("performed_via_github_app")),
+    }
+
+
+def _hook_pull_request(value: Mapping[str, Any], repo: Repo, merge_commit_sha: str | None) -> Json:
+    assignees = [_hook_user(one) for one in value.get("assignees") or []]
+    result = {
+        **value,
+        "user": _hook_user(value["user"]),
+        "labels": [_only(one, _HOOK_LABEL) for one in value.get("labels") or []],
+        "assignees": assignees,
+        "assignee": assignees[0] if assignees else None,
+        "requested_reviewers": [_hook_user(one) for one in value.get("requested_reviewers") or []],
+        "merged_by": _hook_user(value.get("merged_by")),
+        "merge_commit_sha": merge_commit_sha,
+    }
+    for end in ("head", "base"):
+        result[end] = {**value[end], "user": _hook_user(value[end]["user"]), "repo": _hook_repository(repo)}
+    return result
+
+
+def _context(repo: Repo, sender: Account, installation_id: int | None) -> Json:
+    context: Json = {"repository": _hook_repository(repo), "sender": _user(sender, repo)}
+    if installation_id is not None:
+        context["installation"] = {"id": installation_id, "node_id": _node_id("Installation", installation_id)}
+    return context
+
+
+def issues_event(
+    action: str,
+    repo: Repo,
+    issue: Mapping[str, Any],
+    sender: Account,
+    *,
+    label: Mapping[str, Any] | None = None,
+    installation_id: int | None = None,
+) -> Json:
+    """`issues`: opened, closed, reopened, labeled or unlabeled (with the `label` from `label()`)."""
+    payload: Json = {"action": action, "issue": _hook_issue(issue)}
+    if label is not None:
+        payload["label"] = _only(label, _HOOK_LABEL)
+    return {**payload, **_context(repo, sender, installation_id)}
+
+
+def issue_comment_event(
+    repo: Repo,
+    issue: Mapping[str, Any],
+    comment: Mapping[str, Any],
+    sender: Account,
+    *,
+    action: str = "created",
+    installation_id: int | None = None,
+) -> Json:
+    """`issue_comment` on an issue, or on a pull request when `issue` came from `issue(pull_request=True)`."""
+    return {
+        "action": action,
+        "issue": _hook_issue(issue),
+        "comment": _hook_comment(comment),
+        **_context(repo, sender, installation_id),
+    }
+
+
+def pull_request_event(
+    action: str,
+    repo: Repo,
+    pull_request: Mapping[str, Any],
+    sender: Account,
+    *,
+    merge_commit_sha: str | None = None,
+    changes: Mapping[str, Any] | None = None,
+    before: str | None = None,
+    after: str | None = None,
+    installation_id: int | None = None,
+) -> Json:
+    """`pull_request`: opened, edited (`changes`), synchronize (`before`, `after`), closed, reopened,
+    ready_for_review or converted_to_draft. `pull_request` comes from `pull_request()`."""
+    payload: Json = {
+        "action": action,
+        "number": pull_request["number"],
+        "pull_request": _hook_pull_request(pull_request, repo, merge_commit_sha),
+    }
+    if action == "edited":
+        payload["changes"] = dict(changes or {})
+    if action == "synchronize":
+        payload["before"] = before if before is not None else pull_request["base"]["sha"]
+        payload["after"] = after if after is not None else pull_request["head"]["sha"]
+    return {**payload, **_context(repo, sender, installation_id)}
+
+
+def pull_request_review_event(
+    repo: Repo,
+    pull_request: Mapping[str, Any],
+    review_id: int,
+    reviewer: Account,
+    state: str,
+    *,
+    body: str | None = None,
+    submitted_at: str = EPOCH,
+    author_association: str = "NONE",
+    installation_id: int | None = None,
+) -> Json:
+    """`pull_request_review` submitted; `state` is `approved`, `changes_requested` or `commented`."""
+    html = f"{pull_request['html_url']}#pullrequestreview-{review_id}"
+    review = {
+        "id": review_id,
+        "node_id": _node_id("PullRequestReview", review_id),
+        "user": _user(reviewer, repo),
+        "body": body,
+        "commit_id": pull_request["head"]["sha"],
+        "submitted_at": submitted_at,
+        "state": state,
+        "html_url": html,
+        "pull_request_url": pull_request["url"],
+        "author_association": author_association,
+        "_links": {"html": {"href": html}, "pull_request": {"href": pull_request["url"]}},
+    }
+    simple = _only(_hook_pull_request(pull_request, repo, None), _HOOK_SIMPLE_PULL)
+    return {
+        "action": "submitted",
+        "review": review,
+        "pull_request": simple,
+        **_context(repo, sender=reviewer, installation_id=installation_id),
+    }
+
+
+def create_event(
+    repo: Repo, ref: str, sender: Account, *, ref_type: str = "branch", installation_id: int | None = None
+) -> Json:
+    """`create`: a branch or tag was created (`ref` without `refs/heads/`)."""
+    return {
+        "ref": ref,
+        "ref_type": ref_type,
+        "master_branch": repo.default_branch,
+        "description": repo.description,
+        "pusher_type": "user",
+        **_context(repo, sender, installation_id),
+    }
+
+
+def delete_event(
+    repo: Repo, ref: str, sender: Account, *, ref_type: str = "branch", installation_id: int | None = None
+) -> Json:
+    """`delete`: a branch or tag was deleted."""
+    return {"ref": ref, "ref_type": ref_type, "pusher_type": "user", **_context(repo, sender, installation_id)}
+
+
+def push_commit(
+    repo: Repo,
+    sha: str,
+    message: str,
+    author: Account,
+    *,
+    at: str = EPOCH,
+    added: Sequence[str] = (),
+    modified: Sequence[str] = (),
+    removed: Sequence[str] = (),
+) -> Json:
+    """One commit of a `push` payload."""
+    person = {
+        "name": author.login,
+        "email": f"{author.id}+{author.login}@users.noreply.github.com",
+        "username": author.login,
+    }
+    return {
+        "id": sha,
+        "tree_id": hashlib.sha1(f"tree {sha}".encode()).hexdigest(),
+        "distinct": True,
+        "message": message,
+        "timestamp": at,
+        "url": f"{repo.html}/commit/{sha}",
+        "author": person,
+        "committer": person,
+        "added": list(added),
+        "removed": list(removed),
+        "modified": list(modified),
+    }
+
+
+def push_event(
+    repo: Repo,
+    ref: str,
+    before: str,
+    after: str,
+    commits: Sequence[Mapping[str, Any]],
+    sender: Account,
+    *,
+    created: bool = False,
+    deleted: bool = False,
+    forced: bool = False,
+    installation_id: int | None = None,
+) -> Json:
+    """`push` of `commits` (from `push_commit()`, oldest first) to `ref` (`refs/heads/...`)."""
+    return {
+        "ref": ref,
+        "before": before,
+        "after": after,
+        "created": created,
+        "deleted": deleted,
+        "forced": forced,
+        "base_ref": None,
+        "compare": f"{repo.html}/compare/{before[:12]}...{after[:12]}",
+        "commits": [dict(one) for one in commits],
+        "head_commit": dict(commits[-1]) if commits else None,
+        "pusher": {"name": sender.login, "email": f"{sender.id}+{sender.login}@users.noreply.github.com"},
+        **_context(repo, sender, installation_id),
+    }
+
+
+def deployment(
+    repo: Repo,
+    id: int,
+    sha: str,
+    ref: str,
+    environment: str,
+    creator: Account,
+    *,
+    task: str = "deploy",
+    description: str | None = None,
+    created_at: str = EPOCH,
+) -> Json:
+    """A deployment as the `deployment` and `deployment_status` payloads carry it."""
+    api = f"{repo.api}/deployments/{id}"
+    return {
+        "url": api,
+        "id": id,
+        "node_id": _node_id("Deployment", id),
+        "sha": sha,
+        "ref": ref,
+        "task": task,
+        "payload": {},
+        "original_environment": environment,
+        "environment": environment,
+        "transient_environment": False,
+        "production_environment": environment == "production",
+        "description": description,
+        "creator": _user(creator, repo),
+        "created_at": created_at,
+        "updated_at": created_at,
+        "statuses_url": f"{api}/statuses",
+        "repository_url": repo.api,
+        "performed_via_github_app": None,
+    }
+
+
+def deployment_event(
+    repo: Repo, deployment: Mapping[str, Any], sender: Account, *, installation_id: int | None = None
+) -> Json:
+    """`deployment` created (by hand or by the API: no workflow)."""
+    return {
+        "action": "created",
+        "deployment": dict(deployment),
+        "workflow": None,
+        "workflow_run": None,
+        **_context(repo, sender, installation_id),
+    }
+
+
+def deployment_status_event(
+    repo: Repo,
+    deployment: Mapping[str, Any],
+    status_id: int,
+    state: str,
+    sender: Account,
+    *,
+    description: str = "",
+    target_url: str = "",
+    environment_url: str = "",
+    created_at: str = EPOCH,
+    installation_id: int | None = None,
+) -> Json:
+    """`deployment_status` created; `state` is e.g. `success`, `failure`, `in_progress`."""
+    api = f"{deployment['url']}/statuses/{status_id}"
+    status = {
+        "url": api,
+        "id": status_id,
+        "node_id": _node_id("DeploymentStatus", status_id),
+        "state": state,
+        "creator": _user(sender, repo),
+        "description": description,
+        "environment": deployment["environment"],
+        "environment_url": environment_url,
+        "target_url": target_url,
+        "created_at": created_at,
+        "updated_at": created_at,
+        "deployment_url": deployment["url"],
+        "repository_url": repo.api,
+        "performed_via_github_app": None,
+    }
+    return {
+        "action": "created",
+        "deployment_status": status,
+        "deployment": dict(deployment),
+        **_context(repo, sender, installation_id),
+    }
+
+
+def installation_event(
+    installation_id: int,
+    app: App,
+    account: Account,
+    sender: Account,
+    repositories: Sequence[Repo],
+    *,
+    repository_selection: str = "selected",
+    created_at: str = EPOCH,
+    api_url: str = API_URL,
+    web_url: str = WEB_URL,
+) -> Json:
+    """`installation` created: `app` installed on `account`'s `repositories`."""
+    api_url, web_url = api_url.rstrip("/"), web_url.rstrip("/")
+    installation = {
+        "id": installation_id,
+        "account": user(account.login, account.id, type=account.type, api_url=api_url, web_url=web_url),
+        "repository_selection": repository_selection,
+        "access_tokens_url": f"{api_url}/app/installations/{installation_id}/access_tokens",
+        "repositories_url": f"{api_url}/installation/repositories",
+        "html_url": f"{web_url}/settings/installations/{installation_id}",
+        "app_id": app.id,
+        "app_slug": app.slug,
+        "target_id": account.id,
+        "target_type": "Organization" if account.type == "Organization" else "User",
+        "permissions": dict(app.permissions),
+        "events": list(app.events),
+        "created_at": created_at,
+        "updated_at": created_at,
+        "single_file_name": None,
+        "suspended_by": None,
+        "suspended_at": None,
+    }
+    return {
+        "action": "created",
+        "installation": installation,
+        "repositories": [
+            {
+                "id": one.id,
+                "node_id": _node_id("Repository", one.id),
+                "name": one.name,
+                "full_name": one.full_name,
+                "private": one.private,
+            }
+            for one in repositories
+        ],
+        "sender": user(sender.login, sender.id, type=sender.type, api_url=api_url, web_url=web_url),
+    }
+
+
+def _suite(
+    repo: Repo, suite_id: int, head_branch: str | None, head_sha: str, conclusion: str | None, app: Json, at: str
+) -> Json:
+    return {
+        "id": suite_id,
+        "node_id": _node_id("CheckSuite", suite_id),
+        "head_branch": head_branch,
+        "head_sha": head_sha,
+        "status": "completed",
+        "conclusion": conclusion,
+        "url": f"{repo.api}/check-suites/{suite_id}",
+        "before": None,
+        "after": head_sha,
+        "pull_requests": [],
+        "app": app,
+        "created_at": at,
+        "updated_at": at,
+    }
+
+
+def check_run_event(
+    repo: Repo,
+    check_run: Mapping[str, Any],
+    sender: Account,
+    *,
+    head_branch: str | None = None,
+    installation_id: int | None = None,
+) -> Json:
+    """`check_run` completed; `check_run` comes from `check_run(status="completed", ...)`."""
+    app = _hook_app(check_run["app"])
+    completed_at = check_run["completed_at"] or check_run["started_at"] or EPOCH
+    run = {
+        key: check_run[key]
+        for key in ("id", "node_id", "head_sha", "url", "html_url", "details_url", "status", "conclusion", "name")
+    }
+    run.update(
+        external_id=check_run["external_id"] or "",
+        started_at=check_run["started_at"] or completed_at,
+        completed_at=completed_at,
+        output=dict(check_run["output"]),
+        check_suite=_suite(
+            repo,
+            check_run["check_suite"]["id"],
+            head_branch or repo.default_branch,
+            check_run["head_sha"],
+            check_run["conclusion"],
+            app or {},
+            completed_at,
+        ),
+        app=app,
+        pull_requests=[],
+    )
+    return {"action": "completed", "check_run": run, **_context(repo, sender, installation_id)}
+
+
+def check_suite_event(
+    repo: Repo,
+    suite_id: int,
+    head_sha: str,
+    conclusion: str,
+    app: App,
+    sender: Account,
+    *,
+    head_branch: str | None = None,
+    message: str = "",
+    at: str = EPOCH,
+    installation_id: int | None = None,
+) -> Json:
+    """`check_suite` completed for `head_sha`, with `conclusion` (`success`, `failure`, ...)."""
+    suite = _suite(repo, suite_id, head_branch or repo.default_branch, head_sha, conclusion, _app(app, repo), at)
+    author = {"name": sender.login, "email": f"{sender.id}+{sender.login}@users.noreply.github.com"}
+    suite.update(
+        latest_check_runs_count=1,
+        check_runs_url=f"{repo.api}/check-suites/{suite_id}/check-runs",
+        head_commit={
+            "id": head_sha,
+            "tree_id": hashlib.sha1(f"tree {head_sha}".encode()).hexdigest(),
+            "message": message,
+            "timestamp": at,
+            "author": author,
+            "committer": author,
+        },
+    )
+    return {"action": "completed", "check_suite": suite, **_context(repo, sender, installation_id)}

@@ -1,0 +1,91 @@
+"""Baton and the stand-in GitHub, each a real HTTP server on 127.0.0.1, wired to each other.
+
+`with Stage.open(database_url) as stage:` gives a running pair: the stand-in knows the App's public key
+and sends its webhooks to Baton; Baton holds the private key and calls the stand-in as its GitHub. An
+organisation `octo` has installed the App on its repository `octo/shop`. For `baton demo` and the
+end-to-end tests.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from pydantic import SecretStr
+
+from baton.settings import Settings
+from baton.web import create_app
+
+from .people import Hub, Person
+from .serving import Served
+from .world import Repository, World
+
+APP_ID = 4242
+OWNER, NAME = "octo", "shop"
+
+
+def key_pair() -> tuple[str, str]:
+    """A fresh App key: (private PEM for Baton, public PEM for the stand-in)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    return private, public
+
+
+@dataclass
+class Stage:
+    hub: Hub
+    repository: Repository
+    settings: Settings
+    baton_url: str
+    github_url: str
+    app: Any  # Baton's FastAPI application
+
+    @property
+    def full_name(self) -> str:
+        return self.repository.full_name
+
+    def person(self, login: str, permission: str = "read") -> Person:
+        """A user of `octo/shop` with a role there (`read`, `triage`, `write`, `maintain`, `admin`)."""
+        with self.hub.world.lock:
+            self.hub.world.account(login)
+            self.repository.permissions[login.lower()] = permission
+        return self.hub.person(login)
+
+    @classmethod
+    @contextmanager
+    def open(
+        cls, database_url: str, *, key: tuple[str, str] | None = None, checked: bool = True, **settings: Any
+    ) -> Iterator[Stage]:
+        """`settings` override Baton's (e.g. `answer_delay`, `write_interval`, `api_token`)."""
+        private, public = key or key_pair()
+        secret = secrets.token_hex(16)
+        world = World(APP_ID, public)
+        with world.lock:
+            installation = world.install(OWNER)
+            repository = world.add_repository(installation, NAME)
+        hub = Hub.checked(world, secret) if checked else Hub(world, secret)
+        with ExitStack() as stack:
+            stack.callback(hub.close)
+            github = stack.enter_context(Served(hub.rest.app))
+            hub.api_url = github.url
+            options: dict[str, Any] = {"answer_delay": 0.3, "write_interval": 0.0, **settings}
+            baton_settings = Settings(
+                database_url=database_url, webhook_secret=SecretStr(secret), app_id=APP_ID,
+                private_key=SecretStr(private), github_api_url=github.url, **options,
+            )  # fmt: skip
+            app = create_app(baton_settings)
+            baton = stack.enter_context(Served(app))
+            hub.hook_url = f"{baton.url}/webhooks/github"
+            yield cls(hub, repository, baton_settings, baton.url, github.url, app)

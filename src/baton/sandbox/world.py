@@ -1,0 +1,223 @@
+"""The stand-in GitHub's state: accounts, installations, repositories and what is in them. In memory.
+
+One lock guards everything: the HTTP side (Baton calling the REST API) and the people side (users
+commenting, opening pull requests, merging, deploying) change the same objects from different threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from .shapes import Account, App, Repo
+
+PERMISSIONS = ("none", "read", "triage", "write", "maintain", "admin")
+
+
+def now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def sha_of(*parts: object) -> str:
+    """A commit id: 40 hex digits, derived from what the commit is about."""
+    return hashlib.sha1("/".join(str(part) for part in parts).encode()).hexdigest()
+
+
+@dataclass
+class Label:
+    id: int
+    name: str
+    color: str
+    description: str | None
+    default: bool = False
+
+
+@dataclass
+class Comment:
+    id: int
+    issue: int
+    user: Account
+    body: str
+    created_at: datetime
+    updated_at: datetime
+    app_id: int | None = None  # the App that wrote it (GitHub's `performed_via_github_app`)
+
+
+@dataclass
+class Reaction:
+    id: int
+    user: Account
+    content: str
+    created_at: datetime
+    comment: int | None  # None: on the issue itself
+
+
+@dataclass
+class Issue:
+    number: int
+    id: int
+    title: str
+    body: str
+    user: Account
+    created_at: datetime
+    updated_at: datetime
+    state: str = "open"
+    state_reason: str | None = None
+    closed_at: datetime | None = None
+    labels: list[str] = field(default_factory=list)  # names, in the order they were added
+    assignees: list[str] = field(default_factory=list)
+    pull_request: bool = False
+
+
+@dataclass
+class PullRequest:
+    number: int
+    id: int
+    head: str  # branch name
+    head_sha: str
+    base: str
+    draft: bool = False
+    merged: bool = False
+    merged_at: datetime | None = None
+    merged_by: str | None = None
+    merge_commit_sha: str | None = None
+
+
+@dataclass
+class CheckRun:
+    id: int
+    name: str
+    head_sha: str
+    status: str
+    conclusion: str | None
+    title: str | None
+    summary: str | None
+    app_id: int
+    started_at: datetime
+    completed_at: datetime | None = None
+    external_id: str | None = None
+    details_url: str | None = None
+
+
+@dataclass
+class Deployment:
+    id: int
+    sha: str
+    ref: str
+    environment: str
+    creator: Account
+    created_at: datetime
+    statuses: list[tuple[int, str, datetime]] = field(default_factory=list)  # (id, state, at)
+
+
+@dataclass
+class Repository:
+    id: int
+    owner: Account
+    name: str
+    installation_id: int
+    default_branch: str = "main"
+    private: bool = False
+    files: dict[str, str] = field(default_factory=dict)  # path on the default branch -> text
+    labels: dict[str, Label] = field(default_factory=dict)  # lower-case name -> label
+    issues: dict[int, Issue] = field(default_factory=dict)  # issues and pull requests share numbers
+    comments: dict[int, Comment] = field(default_factory=dict)
+    reactions: dict[int, list[Reaction]] = field(default_factory=dict)  # issue number -> reactions
+    permissions: dict[str, str] = field(default_factory=dict)  # lower-case login -> permission
+    branches: dict[str, list[str]] = field(default_factory=dict)  # name -> commits, oldest first
+    pulls: dict[int, PullRequest] = field(default_factory=dict)
+    check_runs: dict[int, CheckRun] = field(default_factory=dict)
+    deployments: dict[int, Deployment] = field(default_factory=dict)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner.login}/{self.name}"
+
+    def shape(self, api_url: str) -> Repo:
+        """How GitHub's objects describe this repository, with REST URLs starting at `api_url`."""
+        return Repo(self.owner, self.name, self.id, api_url=api_url, default_branch=self.default_branch,
+                    private=self.private)  # fmt: skip
+
+    def label(self, name: str) -> Label | None:
+        return self.labels.get(name.lower())
+
+    def permission(self, login: str) -> str:
+        if login.lower() == self.owner.login.lower():
+            return "admin"
+        return self.permissions.get(login.lower(), "read" if not self.private else "none")
+
+    def commits(self, branch: str) -> list[str]:
+        return self.branches.get(branch, [])
+
+    def is_at_or_after(self, base: str, head: str) -> bool | None:
+        """Whether commit `head` has `base` in its history, on any branch; None if either is unknown."""
+        for commits in self.branches.values():
+            if head in commits:
+                return base in commits[: commits.index(head) + 1]
+        return None
+
+
+@dataclass
+class Installation:
+    id: int
+    account: Account
+    app_id: int
+    suspended: bool = False
+
+
+@dataclass
+class Token:
+    value: str
+    installation_id: int
+    expires_at: datetime
+
+
+class World:
+    """Everything the stand-in knows. Call its methods with `world.lock` held, or use the people side
+    (sandbox/people.py), which takes it."""
+
+    def __init__(self, app_id: int, app_public_key: str, app_slug: str = "baton") -> None:
+        self.lock = threading.RLock()
+        self.app_id = app_id
+        self.app_public_key = app_public_key  # PEM: installation tokens are minted for JWTs it verifies
+        self.app_slug = app_slug
+        self.accounts: dict[str, Account] = {}
+        self.installations: dict[int, Installation] = {}
+        self.repositories: dict[str, Repository] = {}  # lower-case "owner/name" -> repository
+        self.tokens: dict[str, Token] = {}
+        self._ids = itertools.count(1000)
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def account(self, login: str, kind: str = "User") -> Account:
+        found = self.accounts.get(login.lower())
+        if found is None:
+            found = self.accounts[login.lower()] = Account(login, self.next_id(), kind)
+        return found
+
+    @property
+    def app(self) -> App:
+        return App(self.app_id, self.app_slug, self.app_slug.capitalize(), self.account("baton-team", "Organization"))
+
+    @property
+    def bot(self) -> Account:
+        """The App's own account, as GitHub shows it on what the App writes."""
+        return self.account(f"{self.app_slug}[bot]", "Bot")
+
+    def install(self, owner: str, *, kind: str = "Organization") -> Installation:
+        installation = Installation(self.next_id(), self.account(owner, kind), self.app_id)
+        self.installations[installation.id] = installation
+        return installation
+
+    def repository(self, full_name: str) -> Repository | None:
+        return self.repositories.get(full_name.lower())
+
+    def add_repository(self, installation: Installation, name: str, *, default_branch: str = "main") -> Repository:
+        repository = Repository(self.next_id(), installation.account, name, installation.id, default_branch)
+        repository.branches[default_branch] = [sha_of(installation.account.login, name, "initial")]
+        self.repositories[repository.full_name.lower()] = repository
+        return repository
