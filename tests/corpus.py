@@ -16,7 +16,7 @@ import functools
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -47,6 +47,13 @@ def _load() -> dict[str, list[dict[str, Any]]] | None:
     return corpus
 
 
+def missing(message: str) -> NoReturn:
+    """Skip the test for want of an npm test package, or fail it when BATON_REQUIRE_CORPUS=1 (as in CI)."""
+    if os.environ.get("BATON_REQUIRE_CORPUS") == "1":
+        pytest.fail(f"{message} (BATON_REQUIRE_CORPUS=1 makes it mandatory)", pytrace=False)
+    pytest.skip(message)
+
+
 def webhook_examples() -> dict[str, list[dict[str, Any]]]:
     """Event name (as sent in `X-GitHub-Event`) → its example payloads. Skips or fails without the package.
 
@@ -54,10 +61,7 @@ def webhook_examples() -> dict[str, list[dict[str, Any]]]:
     """
     corpus = _load()
     if corpus is None:
-        message = f"the webhook example corpus ({PACKAGE}) is not installed: run `{INSTALL_COMMAND}`"
-        if os.environ.get("BATON_REQUIRE_CORPUS") == "1":
-            pytest.fail(f"{message} (BATON_REQUIRE_CORPUS=1 makes it mandatory)", pytrace=False)
-        pytest.skip(message)
+        missing(f"the webhook example corpus ({PACKAGE}) is not installed: run `{INSTALL_COMMAND}`")
     return corpus
 
 

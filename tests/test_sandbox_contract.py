@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -37,12 +36,7 @@ from baton.sandbox.contract import (
     ContractUnavailable,
     webhook_problems,
 )
-
-
-def _unavailable(message: str) -> None:
-    if os.environ.get("BATON_REQUIRE_CORPUS") == "1":
-        pytest.fail(f"{message} (BATON_REQUIRE_CORPUS=1 makes it mandatory)", pytrace=False)
-    pytest.skip(message)
+from corpus import missing
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +44,7 @@ def contract() -> Contract:
     try:
         return Contract.load()
     except ContractUnavailable as exc:
-        _unavailable(str(exc))
+        missing(str(exc))
         raise
 
 
@@ -58,7 +52,7 @@ def hook_problems(event: str, payload: dict[str, Any]) -> list[str]:
     try:
         return webhook_problems(event, payload)
     except ContractUnavailable as exc:
-        _unavailable(str(exc))
+        missing(str(exc))
         raise
 
 

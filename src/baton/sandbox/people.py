@@ -184,9 +184,7 @@ class Person:
         world, repository, repo = self._context(full_name)
         with world.lock:
             issue = repository.issues[number]
-            label = repository.label(name)
-            if label is None:
-                raise KeyError(f"no label {name} in {full_name}")
+            label = repository.label(name) or world.create_label(repository, name, "ededed", None)
             if add == (label.name in issue.labels):
                 return
             if add:

@@ -379,7 +379,7 @@ def _add_labels(c: _Context, number: str) -> tuple[int, Json]:
     for name in names:
         label = c.repository.label(name)
         if label is None:  # GitHub creates a label it does not know yet, in grey
-            label = _create_label(c.repository, c.world, name, "ededed", None)
+            label = c.world.create_label(c.repository, name, "ededed", None)
         if label.name not in issue.labels:
             issue.labels.append(label.name)
             _touch(issue)
@@ -424,14 +424,6 @@ def _get_label(c: _Context, name: str) -> tuple[int, Json]:
     return 200, c.label(name)
 
 
-def _create_label(repository: Repository, world: World, name: str, color: str, description: str | None) -> Any:
-    from .world import Label
-
-    label = Label(world.next_id(), name, color.lstrip("#").lower(), description)
-    repository.labels[name.lower()] = label
-    return label
-
-
 def _post_label(c: _Context) -> tuple[int, Json]:
     name = c.field("name", str)
     if c.repository.label(name) is not None:
@@ -440,7 +432,7 @@ def _post_label(c: _Context) -> tuple[int, Json]:
     if not isinstance(color, str) or re.fullmatch(r"#?[0-9a-fA-F]{6}", color) is None:
         raise invalid("Label", "color", "invalid")
     description = c.data.get("description")
-    _create_label(c.repository, c.world, name, color, description if isinstance(description, str) else None)
+    c.world.create_label(c.repository, name, color, description if isinstance(description, str) else None)
     return 201, c.label(name)
 
 

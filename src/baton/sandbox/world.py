@@ -216,6 +216,11 @@ class World:
     def repository(self, full_name: str) -> Repository | None:
         return self.repositories.get(full_name.lower())
 
+    def create_label(self, repository: Repository, name: str, color: str, description: str | None) -> Label:
+        label = Label(self.next_id(), name, color.lstrip("#").lower(), description)
+        repository.labels[name.lower()] = label
+        return label
+
     def add_repository(self, installation: Installation, name: str, *, default_branch: str = "main") -> Repository:
         repository = Repository(self.next_id(), installation.account, name, installation.id, default_branch)
         repository.branches[default_branch] = [sha_of(installation.account.login, name, "initial")]

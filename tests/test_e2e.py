@@ -1,0 +1,166 @@
+"""End to end: Baton and the stand-in GitHub, each a real HTTP server on 127.0.0.1.
+
+People act on the stand-in (comment, push, open and merge pull requests, deploy); it sends Baton
+signed webhooks shaped like GitHub's; Baton answers through GitHub's REST API. Every request Baton makes
+and every answer and webhook the stand-in produces is checked against GitHub's own descriptions, and
+the tests assert what a person sees on GitHub: labels, assignees, the status comment, replies, reactions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from baton.sandbox.contract import Contract, ContractUnavailable
+from baton.sandbox.server import Fault
+from baton.sandbox.stage import Stage
+from baton.sandbox.story import play, showing, wait_for, work_line
+from corpus import missing
+from keys import app_key, app_private_key
+
+TOKEN = "e2e-read-token"
+
+
+def _key_pair() -> tuple[str, str]:
+    from cryptography.hazmat.primitives import serialization
+
+    public = (
+        app_private_key()
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    return app_key(), public.decode()
+
+
+@pytest.fixture
+def stage(database_url: str) -> Iterator[Stage]:
+    try:
+        Contract.load()
+    except ContractUnavailable as error:
+        missing(str(error))
+    with Stage.open(database_url, key=_key_pair(), api_token=TOKEN) as opened:
+        yield opened
+        # Nothing Baton sent and nothing the stand-in answered or delivered strayed from GitHub's descriptions.
+        assert opened.hub.all_problems() == []
+    opened.app.state.work.store.dispose()
+
+
+def api(stage: Stage, path: str) -> httpx.Response:
+    return httpx.get(f"{stage.baton_url}/api/v1{path}", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
+
+
+def test_the_whole_life_of_a_task(stage: Stage) -> None:
+    said: list[str] = []
+    after = play(stage, said.append)
+    task, pull = 1, 3
+
+    raced = after["raced"]
+    winner = raced.assignees[0]
+    loser = "agent-b" if winner == "agent-a" else "agent-a"
+    assert raced.labels == ("baton:claimed",)
+    assert raced.assignees == (winner,)
+    assert work_line(raced.status) == f"**Work:** Claimed — attempt 1 by @{winner}"
+    # of the two /claim comments, only the winner's has a 👍; the loser is told who holds the task
+    claims = {c.user.login: c.id for c in stage.repository.comments.values() if c.issue == task and c.body == "/claim"}
+    assert raced.reactions.get(claims[winner]) == ("+1",) and claims[loser] not in raced.reactions
+    assert raced.replies[-1].startswith(
+        f"@{loser} #{task} is claimed by @{winner} (revision 2), not open. Pick another issue."
+    )
+
+    delivered = after["delivered"]
+    assert delivered.labels == ("baton:delivered",) and delivered.assignees == (winner,)
+    assert work_line(delivered.status) == f"**Work:** Delivered — attempt 1 by @{winner}, awaiting review"
+
+    sent_back = after["sent back"]
+    assert sent_back.labels == ("baton:claimed",) and sent_back.assignees == (winner,)
+    assert work_line(sent_back.status) == f"**Work:** Claimed — attempt 2 by @{winner}"
+
+    refused = "\n".join(after["refused"].replies)
+    assert f"@{winner} cannot /accept #{task}: @{winner} is its runner" in refused
+    assert f"@visitor cannot /accept #{task}: reviewing needs write access to octo/shop" in refused
+
+    merged = after["merged"]
+    assert merged.state == "closed"  # GitHub closed the issue on merge ...
+    assert merged.labels == ("baton:delivered",)  # ... and the work did not move
+    assert work_line(merged.status) == f"**Work:** Delivered — attempt 2 by @{winner}, awaiting review"
+
+    accepted = after["accepted"]
+    assert accepted.labels == ("baton:accepted",)
+    assert work_line(accepted.status) == f"**Work:** Accepted by @maria — attempt 2 by @{winner}"
+    assert "Revision 6." in (accepted.status or "")
+
+    # the history tells all of it, including the superseded delivery and why it was sent back
+    events = api(stage, f"/repos/octo/shop/issues/{task}/events").json()["events"]
+    kinds = [event["type"] for event in events]
+    assert kinds == ["created", "claimed", "delivered", "sent_back", "delivered", "accepted"], kinds
+    assert "vanishes when the invoices request fails" in str(events[3])
+    ticket = api(stage, f"/repos/octo/shop/issues/{task}").json()
+    assert ticket["state"] == "accepted" and ticket["runner"] == winner and len(ticket["deliveries"]) == 2
+    # one status comment on the issue, edited in place, and the pull request's refusals answered there
+    assert sum(1 for c in stage.repository.comments.values() if c.issue == task and "baton:status" in c.body) == 1
+    assert len(after["refused"].replies) == 1  # both refusals coalesced into one reply
+    assert any(f"#{pull}" in line for line in said)
+
+
+def test_a_state_label_removed_by_hand_comes_back(stage: Stage) -> None:
+    maria, agent = stage.person("maria", "maintain"), stage.person("agent-a", "write")
+    number = maria.open_issue(stage.full_name, "A task")
+    agent.comment(stage.full_name, number, "/claim")
+    wait_for(stage, number, showing("claimed"), "claimed")
+    maria.label(stage.full_name, number, "baton:claimed", add=False)
+    maria.label(stage.full_name, number, "baton:open", add=True)
+    back = wait_for(stage, number, lambda s: s.labels == ("baton:claimed",), "the state label put back")
+    assert back.assignees == ("agent-a",)
+    kinds = [e["type"] for e in api(stage, f"/repos/octo/shop/issues/{number}/events").json()["events"]]
+    assert kinds.count("label_restored") == 2 and kinds[:2] == ["created", "claimed"]
+    assert api(stage, f"/repos/octo/shop/issues/{number}").json()["state"] == "claimed"
+
+
+def _settled(stage: Stage, seconds: float = 1.0) -> tuple[int, int]:
+    """Wait until the stand-in has seen no call from Baton for `seconds`; returns (calls, writes)."""
+    last, quiet_since = -1, time.monotonic()
+    while time.monotonic() - quiet_since < seconds:
+        count = len(stage.hub.rest.calls)
+        if count != last:
+            last, quiet_since = count, time.monotonic()
+        time.sleep(0.05)
+    return len(stage.hub.rest.calls), len(stage.hub.rest.writes())
+
+
+def test_a_redelivered_webhook_changes_nothing(stage: Stage) -> None:
+    maria, agent = stage.person("maria", "maintain"), stage.person("agent-a", "write")
+    number = maria.open_issue(stage.full_name, "A task")
+    agent.comment(stage.full_name, number, "/claim")
+    wait_for(stage, number, showing("claimed"), "claimed")
+    claim = next(d for d in stage.hub.deliveries if d.event == "issue_comment" and b'"/claim"' in d.body)
+    _, writes = _settled(stage)
+    before = wait_for(stage, number, lambda s: True, "anything")
+    again = stage.hub.redeliver(claim)
+    assert again.status == 202 and '"received":"duplicate"' in again.answer
+    _, writes_after = _settled(stage)
+    assert writes_after == writes
+    assert wait_for(stage, number, lambda s: True, "anything") == before
+    assert api(stage, f"/repos/octo/shop/issues/{number}").json()["revision"] == 2
+
+
+def test_faults_in_github_delay_updates_but_never_lose_or_double_them(stage: Stage) -> None:
+    maria, agent = stage.person("maria", "maintain"), stage.person("agent-a", "write")
+    number = maria.open_issue(stage.full_name, "A task")
+    maria.comment(stage.full_name, number, "/status")
+    wait_for(stage, number, showing("open"), "open")
+    stage.hub.rest.inject(Fault("POST", r"/issues/\d+/labels$", status=502))
+    stage.hub.rest.inject(Fault("POST", r"/issues/\d+/assignees$", status=500))
+    stage.hub.rest.inject(Fault("PATCH", r"/issues/comments/\d+$", status=403, retry_after=1))
+    stage.hub.rest.inject(Fault("POST", r"/reactions$", status=None, delay=0.5))  # slow, not failed
+    claim = agent.comment(stage.full_name, number, "/claim")
+    shown = wait_for(stage, number, lambda s: showing("claimed")(s) and claim in s.reactions, "claimed", timeout=60)
+    assert shown.labels == ("baton:claimed",) and shown.assignees == ("agent-a",)
+    assert shown.reactions[claim] == ("+1",)  # once, though its write was slow
+    assert all(len(given) == 1 for given in shown.reactions.values())
+    assert sum(1 for c in stage.repository.comments.values() if c.issue == number and c.user.type == "Bot") == 1
+    failed = sorted({c.status for c in stage.hub.rest.calls if c.status >= 400 and c.status != 404})
+    assert failed == [403, 500, 502]  # each fault was met, and each was got over
+    assert all(fault.times == 0 for fault in stage.hub.rest.faults)
