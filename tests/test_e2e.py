@@ -8,8 +8,12 @@ the tests assert what a person sees on GitHub: labels, assignees, the status com
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -164,3 +168,22 @@ def test_faults_in_github_delay_updates_but_never_lose_or_double_them(stage: Sta
     failed = sorted({c.status for c in stage.hub.rest.calls if c.status >= 400 and c.status != 404})
     assert failed == [403, 500, 502]  # each fault was met, and each was got over
     assert all(fault.times == 0 for fault in stage.hub.rest.faults)
+
+
+def test_baton_demo_plays_the_story_and_exits_with_once(tmp_path: Path) -> None:
+    try:
+        Contract.load()
+    except ContractUnavailable as error:
+        missing(str(error))
+    done = subprocess.run(
+        [sys.executable, "-m", "baton.cli", "demo", "--once", "--port", "0", "--database",
+         f"sqlite:///{tmp_path / 'demo.db'}"],
+        capture_output=True, text=True, timeout=180, env={**os.environ, "BATON_DATABASE_URL": "sqlite:///unused.db"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "every call checked against GitHub's REST description" in out
+    assert "8. @maria accepts on the pull request with /accept." in out
+    assert "The status comment on octo/shop#1 now reads:" in out
+    assert "**Work:** Accepted by @maria — attempt 2 by @agent-" in out
+    assert "strayed" not in out

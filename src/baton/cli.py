@@ -63,6 +63,49 @@ def _worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo(args: argparse.Namespace) -> int:
+    import secrets
+    import signal
+    import tempfile
+    import threading
+    from contextlib import ExitStack
+
+    from baton.sandbox.stage import Stage
+    from baton.sandbox.story import play
+
+    database = args.database or f"sqlite:///{tempfile.mkdtemp(prefix='baton-demo-')}/baton.db"
+    token = secrets.token_urlsafe(12)
+    print(f"Baton demo: a stand-in GitHub and Baton on 127.0.0.1, database {database}", flush=True)
+    with ExitStack() as stack:
+        try:
+            stage = stack.enter_context(Stage.open(database, api_token=token, baton_port=args.port))
+        except OSError as error:
+            print(f"baton: cannot serve on 127.0.0.1:{args.port}: {error.strerror}; choose another --port",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        checked = "every call checked against GitHub's REST description" if stage.hub.contract else (
+            "calls not checked: GitHub's description is not installed (npm ci --prefix tests)")  # fmt: skip
+        print(f"GitHub stand-in at {stage.github_url} ({checked}); Baton at {stage.baton_url}\n", flush=True)
+        after = play(stage, lambda line: print(line, flush=True))
+        print("\nThe status comment on octo/shop#1 now reads:\n")
+        print("\n".join(f"    {line}" for line in (after["accepted"].status or "").splitlines()), flush=True)
+        problems = stage.hub.all_problems()
+        if problems:
+            print(f"\n{len(problems)} call(s) strayed from GitHub's descriptions:", *problems, sep="\n  ")
+            return 1
+        if args.once:
+            return 0
+        api, auth = f"{stage.baton_url}/api/v1", f"-H 'Authorization: Bearer {token}'"
+        print("\nStill serving. Read what Baton knows (Ctrl-C to stop):")
+        for path in ("/repos/octo/shop/issues/1", "/repos/octo/shop/issues/1/events", "/tickets?repo=octo/shop"):
+            print(f"    curl {auth} '{api}{path}'", flush=True)
+        stop = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        stop.wait()
+    return 0
+
+
 def _db_upgrade(args: argparse.Namespace) -> int:
     from baton.store import make_engine, upgrade
     from baton.store.migrate import current
@@ -94,6 +137,14 @@ def build_parser() -> argparse.ArgumentParser:
         "worker", help="process webhook deliveries and drain the outbox (with BATON_WORKER=external)"
     )
     worker.set_defaults(run=_worker)
+
+    demo = commands.add_parser(
+        "demo", help="play the reference story against a stand-in GitHub, then keep serving the read API"
+    )
+    demo.add_argument("--once", action="store_true", help="exit after the story")
+    demo.add_argument("--port", type=int, default=8000, help="Baton's port on 127.0.0.1 (default 8000; 0: any)")
+    demo.add_argument("--database", help="database URL (default: a new SQLite file in a temporary directory)")
+    demo.set_defaults(run=_demo)
 
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True)

@@ -66,9 +66,16 @@ class Stage:
     @classmethod
     @contextmanager
     def open(
-        cls, database_url: str, *, key: tuple[str, str] | None = None, checked: bool = True, **settings: Any
+        cls,
+        database_url: str,
+        *,
+        key: tuple[str, str] | None = None,
+        checked: bool = True,
+        baton_port: int = 0,
+        **settings: Any,
     ) -> Iterator[Stage]:
-        """`settings` override Baton's (e.g. `answer_delay`, `write_interval`, `api_token`)."""
+        """`settings` override Baton's (e.g. `answer_delay`, `write_interval`, `api_token`); Baton listens
+        on `baton_port` (0: any free port)."""
         private, public = key or key_pair()
         secret = secrets.token_hex(16)
         world = World(APP_ID, public)
@@ -86,6 +93,6 @@ class Stage:
                 private_key=SecretStr(private), github_api_url=github.url, **options,
             )  # fmt: skip
             app = create_app(baton_settings)
-            baton = stack.enter_context(Served(app))
+            baton = stack.enter_context(Served(app, port=baton_port))
             hub.hook_url = f"{baton.url}/webhooks/github"
             yield cls(hub, repository, baton_settings, baton.url, github.url, app)
