@@ -1,0 +1,206 @@
+"""The stand-in GitHub on its own, in process (httpx's ASGI transport): authentication as GitHub does it,
+refusals of requests GitHub's description refuses, injected faults, and the webhooks people cause."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from baton.github.webhooks import verify
+from baton.sandbox.contract import Contract, ContractUnavailable, webhook_problems
+from baton.sandbox.people import Hub
+from baton.sandbox.server import Fault
+from baton.sandbox.serving import Served
+from baton.sandbox.world import World
+from corpus import missing
+from keys import app_key, app_private_key
+
+APP_ID = 77
+SECRET = "stand-in secret"
+
+
+def public_key() -> str:
+    return (
+        app_private_key()
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+
+
+def app_jwt(key: str | None = None, *, iss: str = str(APP_ID), lifetime: int = 540) -> str:
+    now = int(time.time())
+    return jwt.encode({"iat": now - 60, "exp": now + lifetime, "iss": iss}, key or app_key(), algorithm="RS256")
+
+
+@pytest.fixture
+def contract() -> Contract:
+    try:
+        return Contract.load()
+    except ContractUnavailable as error:
+        missing(str(error))
+
+
+@pytest.fixture
+def hub(contract: Contract) -> Iterator[Hub]:
+    world = World(APP_ID, public_key())
+    with world.lock:
+        installation = world.install("octo")
+        world.add_repository(installation, "shop")
+        other = world.install("elsewhere")
+        world.add_repository(other, "secret")
+    made = Hub(world, SECRET, contract)
+    yield made
+    made.close()
+
+
+def client(hub: Hub) -> TestClient:
+    return TestClient(hub.rest.app, base_url="http://github.test")
+
+
+def token(hub: Hub, installation_id: int | None = None) -> str:
+    installation_id = installation_id or next(iter(hub.world.installations))
+    with client(hub) as http:
+        answer = http.post(
+            f"/app/installations/{installation_id}/access_tokens", headers={"Authorization": f"Bearer {app_jwt()}"}
+        )
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["token"])
+
+
+def test_an_installation_token_is_minted_for_the_apps_jwt_only(hub: Hub) -> None:
+    installation = next(iter(hub.world.installations))
+    path = f"/app/installations/{installation}/access_tokens"
+    other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
+    with client(hub) as http:
+        minted = http.post(path, headers={"Authorization": f"Bearer {app_jwt()}"})
+        assert minted.status_code == 201
+        assert time.strptime(minted.json()["expires_at"], "%Y-%m-%dT%H:%M:%SZ")
+        assert http.post(path, headers={"Authorization": f"Bearer {app_jwt(other_key.decode())}"}).status_code == 401
+        assert http.post(path, headers={"Authorization": f"Bearer {app_jwt(iss='78')}"}).status_code == 401
+        assert http.post(path, headers={"Authorization": f"Bearer {app_jwt(lifetime=3600)}"}).status_code == 401
+        assert http.post(path).status_code == 401
+        assert http.post("/app/installations/999999/access_tokens",
+                         headers={"Authorization": f"Bearer {app_jwt()}"}).status_code == 404  # fmt: skip
+        hub.world.installations[installation].suspended = True
+        assert http.post(path, headers={"Authorization": f"Bearer {app_jwt()}"}).status_code == 403
+    assert hub.all_problems() == []
+
+
+def test_a_token_reaches_only_its_installations_repositories(hub: Hub) -> None:
+    shop = token(hub)
+    with client(hub) as http:
+        assert http.get("/repos/octo/shop", headers={"Authorization": f"token {shop}"}).status_code == 200
+        assert http.get("/repos/elsewhere/secret", headers={"Authorization": f"token {shop}"}).status_code == 404
+        assert http.get("/repos/octo/shop").status_code == 401
+        assert http.get("/repos/octo/shop", headers={"Authorization": "token ghs_made_up"}).status_code == 401
+        hub.world.tokens[shop].expires_at = hub.world.tokens[shop].expires_at.replace(year=2000)
+        assert http.get("/repos/octo/shop", headers={"Authorization": f"token {shop}"}).status_code == 401
+
+
+def test_requests_off_githubs_description_get_githubs_kind_of_refusal(hub: Hub) -> None:
+    auth = {"Authorization": f"token {token(hub)}"}
+    person = hub.person("maria")
+    hub.hook_url = None  # no Baton here: the webhook is recorded, not sent
+    number = person.open_issue("octo/shop", "A task")
+    with client(hub) as http:
+        bad = http.post(f"/repos/octo/shop/issues/{number}/labels", json={"labels": "baton:open"}, headers=auth)
+        assert bad.status_code == 422
+        assert "issues/add-labels request" in bad.json()["message"]
+        assert http.get("/repos/octo/shop/no-such-thing", headers=auth).status_code == 404
+        assert http.post("/repos/octo/shop/labels", json={"name": "x", "color": 5}, headers=auth).status_code == 422
+        reaction = http.post(f"/repos/octo/shop/issues/{number}/reactions", json={"content": "thumbs"}, headers=auth)
+        assert reaction.status_code == 422
+    assert any("issues/add-labels request" in problem for problem in hub.rest.problems)
+
+
+def test_faults_are_injected_into_the_calls_they_name_and_then_stop(hub: Hub) -> None:
+    auth = {"Authorization": f"token {token(hub)}"}
+    hub.rest.inject(Fault("GET", r"^/repos/octo/shop$", status=502, times=2))
+    hub.rest.inject(Fault("POST", r"/labels$", status=403, retry_after=7))
+    hub.rest.inject(Fault("GET", r"/branches/", status=None, delay=0.3))
+    with client(hub) as http:
+        assert [http.get("/repos/octo/shop", headers=auth).status_code for _ in range(3)] == [502, 502, 200]
+        limited = http.post("/repos/octo/shop/labels", json={"name": "x", "color": "ededed"}, headers=auth)
+        assert limited.status_code == 403 and limited.headers["retry-after"] == "7"
+        assert "secondary rate limit" in limited.json()["message"]
+        assert (
+            http.post("/repos/octo/shop/labels", json={"name": "x", "color": "ededed"}, headers=auth).status_code == 201
+        )
+        started = time.monotonic()
+        assert http.get("/repos/octo/shop/branches/main", headers=auth).status_code == 200
+        assert time.monotonic() - started >= 0.3
+    assert hub.all_problems() == []
+
+
+@pytest.fixture
+def baton_double(hub: Hub) -> Iterator[list[tuple[dict[str, str], bytes]]]:
+    """A receiver in Baton's place that records what the stand-in delivers."""
+    received: list[tuple[dict[str, str], bytes]] = []
+
+    async def hook(request: Request) -> JSONResponse:
+        received.append((dict(request.headers), await request.body()))
+        return JSONResponse({"received": "new"}, status_code=202)
+
+    with Served(Starlette(routes=[Route("/webhooks/github", hook, methods=["POST"])])) as served:
+        hub.hook_url = f"{served.url}/webhooks/github"
+        yield received
+
+
+def test_what_people_do_arrives_as_signed_webhooks_in_githubs_shape(
+    hub: Hub, baton_double: list[tuple[dict[str, str], bytes]]
+) -> None:
+    maria, agent = hub.person("maria"), hub.person("agent-a")
+    task = maria.open_issue("octo/shop", "A task")
+    agent.comment("octo/shop", task, "/claim")
+    agent.push("octo/shop", f"{task}-work", "First try")
+    pull = agent.open_pull_request("octo/shop", f"{task}-work", "Work", f"Fixes #{task}")
+    head = agent.push("octo/shop", f"{task}-work", "Second try")
+    maria.review("octo/shop", pull, "approved", "/accept")
+    merge = maria.merge("octo/shop", pull)
+    maria.deploy("octo/shop", merge, "production")
+    events = []
+    for headers, body in baton_double:
+        assert verify(SECRET.encode(), body, headers["x-hub-signature-256"])
+        payload = json.loads(body)
+        assert webhook_problems(headers["x-github-event"], payload) == []
+        events.append((headers["x-github-event"], payload.get("action")))
+    assert events == [
+        ("issues", "opened"), ("issue_comment", "created"), ("create", None), ("push", None),
+        ("pull_request", "opened"), ("push", None), ("pull_request", "synchronize"),
+        ("pull_request_review", "submitted"), ("pull_request", "closed"), ("issues", "closed"),
+        ("deployment", "created"), ("deployment_status", "created"), ("deployment_status", "created"),
+    ]  # fmt: skip
+    closed = json.loads(baton_double[8][1])
+    assert closed["pull_request"]["merged"] is True and closed["pull_request"]["head"]["sha"] == head
+    assert hub.world.repository("octo/shop").issues[task].state == "closed"  # type: ignore[union-attr]
+    assert len({headers["x-github-delivery"] for headers, _ in baton_double}) == len(baton_double)
+    assert hub.all_problems() == []
+
+
+def test_compare_answers_whether_one_commit_comes_after_another(hub: Hub) -> None:
+    auth = {"Authorization": f"token {token(hub)}"}
+    hub.hook_url = None
+    agent = hub.person("agent-a")
+    first = agent.push("octo/shop", "7-work", "one")
+    second = agent.push("octo/shop", "7-work", "two")
+    with client(hub) as http:
+        ahead = http.get(f"/repos/octo/shop/compare/{first}...{second}", headers=auth).json()
+        behind = http.get(f"/repos/octo/shop/compare/{second}...{first}", headers=auth).json()
+        assert http.get(f"/repos/octo/shop/compare/{first}...{'f' * 40}", headers=auth).status_code == 404
+    assert (ahead["status"], ahead["ahead_by"]) == ("ahead", 1)
+    assert (behind["status"], behind["behind_by"]) == ("behind", 1)
+    assert hub.all_problems() == []
