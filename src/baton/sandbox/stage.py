@@ -21,6 +21,7 @@ from pydantic import SecretStr
 from baton.settings import Settings
 from baton.web import create_app
 
+from . import shapes
 from .people import Hub, Person
 from .serving import Served
 from .world import Repository, World
@@ -95,4 +96,11 @@ class Stage:
             app = create_app(baton_settings)
             baton = stack.enter_context(Served(app, port=baton_port))
             hub.hook_url = f"{baton.url}/webhooks/github"
+            # GitHub tells the App it was installed, and where, before anything else happens.
+            with world.lock:
+                installed = shapes.installation_event(
+                    installation.id, world.app, installation.account, world.account(f"{OWNER}-admin"),
+                    [repository.shape(github.url)], api_url=github.url,
+                )  # fmt: skip
+            hub.deliver("installation", installed)
             yield cls(hub, repository, baton_settings, baton.url, github.url, app)
