@@ -187,3 +187,19 @@ def test_baton_demo_plays_the_story_and_exits_with_once(tmp_path: Path) -> None:
     assert "The status comment on octo/shop#1 now reads:" in out
     assert "**Work:** Accepted by @maria — attempt 2 by @agent-" in out
     assert "strayed" not in out
+
+
+def test_the_story_plays_unchecked_where_githubs_descriptions_are_not_installed(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`baton demo` on a fresh machine: no npm packages, so no checks, and the same story."""
+
+    def unavailable(cls: type, root: Path | None = None) -> Contract:
+        raise ContractUnavailable("not installed")
+
+    monkeypatch.setattr(Contract, "load", classmethod(unavailable))
+    with Stage.open(sqlite_url, key=_key_pair()) as stage:
+        assert stage.hub.contract is None
+        after = play(stage, lambda line: None)
+        assert after["accepted"].labels == ("baton:accepted",)
+    stage.app.state.work.store.dispose()
