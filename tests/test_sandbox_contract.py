@@ -132,6 +132,8 @@ REST_CASES: list[tuple[str, str, int, Any, str]] = [
      shapes.reaction(REPO, 2, "eyes", BOT, created_at=LATER), "reactions/create-for-issue-comment"),
     ("POST", f"{R}/check-runs", 201, CHECK_RUN, "checks/create"),
     ("PATCH", f"{R}/check-runs/900", 200, DONE_RUN, "checks/update"),
+    ("GET", f"{R}/commits/{HEAD}/check-runs", 200, {"total_count": 2, "check_runs": [DONE_RUN, CHECK_RUN]},
+     "checks/list-for-ref"),
     ("GET", f"{R}/pulls/43", 200, PR, "pulls/get"),
     ("GET", f"{R}/pulls/43", 200, MERGED_PR, "pulls/get"),
     ("GET", f"{R}/branches/feature/widget", 200, shapes.branch(REPO, "feature/widget", SECOND), "repos/get-branch"),
@@ -487,6 +489,9 @@ GITHUBKIT_CALLS: list[tuple[str, Callable[[GitHub[Any]], Any], Any, int]] = [
     ("update-check", lambda gh: gh.rest.checks.update("octo-org", "widgets", 900, data={
         "status": "completed", "conclusion": "success", "completed_at": LATER,
     }), DONE_RUN, 200),
+    ("list-checks", lambda gh: gh.rest.checks.list_for_ref(
+        "octo-org", "widgets", HEAD, check_name="baton/acceptance", per_page=100
+    ), {"total_count": 1, "check_runs": [DONE_RUN]}, 200),
     ("pull", lambda gh: gh.rest.pulls.get("octo-org", "widgets", 43), PR, 200),
     ("branch", lambda gh: gh.rest.repos.get_branch("octo-org", "widgets", "feature/widget"),
      shapes.branch(REPO, "feature/widget", SECOND), 200),

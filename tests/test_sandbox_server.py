@@ -204,3 +204,27 @@ def test_compare_answers_whether_one_commit_comes_after_another(hub: Hub) -> Non
     assert (ahead["status"], ahead["ahead_by"]) == ("ahead", 1)
     assert (behind["status"], behind["behind_by"]) == ("behind", 1)
     assert hub.all_problems() == []
+
+
+def test_check_runs_are_created_updated_and_listed_by_commit(hub: Hub) -> None:
+    auth = {"Authorization": f"token {token(hub)}"}
+    hub.hook_url = None
+    head = hub.person("agent-a").push("octo/shop", "8-work", "one")
+    with client(hub) as http:
+        created = http.post("/repos/octo/shop/check-runs", headers=auth, json={
+            "name": "baton/acceptance", "head_sha": head, "status": "in_progress", "external_id": f"x:{head}",
+            "output": {"title": "Delivered", "summary": "Awaiting review."},
+        })  # fmt: skip
+        assert created.status_code == 201 and created.json()["status"] == "in_progress"
+        run = created.json()["id"]
+        done = http.patch(f"/repos/octo/shop/check-runs/{run}", headers=auth, json={
+            "conclusion": "success", "output": {"title": "Accepted", "summary": "Accepted by @maria."},
+        })  # fmt: skip
+        assert (done.json()["status"], done.json()["conclusion"]) == ("completed", "success")
+        listed = http.get(f"/repos/octo/shop/commits/{head}/check-runs", headers=auth,
+                          params={"check_name": "baton/acceptance"}).json()  # fmt: skip
+        by_branch = http.get("/repos/octo/shop/commits/8-work/check-runs", headers=auth).json()
+        other = http.get("/repos/octo/shop/commits/main/check-runs", headers=auth).json()
+    assert [r["id"] for r in listed["check_runs"]] == [run] and listed["check_runs"][0]["output"]["title"] == "Accepted"
+    assert by_branch["total_count"] == 1 and other["total_count"] == 0
+    assert hub.all_problems() == []

@@ -533,6 +533,21 @@ def _update_check_run(c: _Context, check_run_id: str) -> tuple[int, Json]:
     return 200, _check_run_json(c, run)
 
 
+def _list_check_runs(c: _Context, ref: str) -> tuple[int, Json]:
+    """The check runs on a commit (or a branch's head), newest first; `check_name` filters by name."""
+    sha = _resolve(c.repository, ref)
+    name = c.query.get("check_name")
+    runs = sorted(
+        (run for run in c.repository.check_runs.values() if run.head_sha == sha and name in (None, run.name)),
+        key=lambda run: run.id,
+        reverse=True,
+    )
+    per_page = max(1, min(100, int(c.query.get("per_page", "30"))))
+    page = max(1, int(c.query.get("page", "1")))
+    shown = runs[(page - 1) * per_page : page * per_page]
+    return 200, {"total_count": len(runs), "check_runs": [_check_run_json(c, run) for run in shown]}
+
+
 def _get_pull(c: _Context, number: str) -> tuple[int, Json]:
     return 200, c.pull_request(int(number))
 
@@ -588,6 +603,7 @@ _OPERATIONS: list[tuple[str, str, Callable[..., tuple[int, Json]]]] = [
     ("POST", r"/repos/([^/]+)/([^/]+)/issues/comments/([0-9]+)/reactions", _react_to_comment),
     ("POST", r"/repos/([^/]+)/([^/]+)/check-runs", _create_check_run),
     ("PATCH", r"/repos/([^/]+)/([^/]+)/check-runs/([0-9]+)", _update_check_run),
+    ("GET", r"/repos/([^/]+)/([^/]+)/commits/([^/]+)/check-runs", _list_check_runs),
     ("GET", r"/repos/([^/]+)/([^/]+)/pulls/([0-9]+)", _get_pull),
     ("GET", r"/repos/([^/]+)/([^/]+)/branches/(.+)", _get_branch),
     ("GET", r"/repos/([^/]+)/([^/]+)/compare/(.+)", _compare),
