@@ -17,9 +17,14 @@ from pydantic import SecretStr
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
+from baton import service
 from baton.domain import Actor, Command, Evidence, Permission, Policy, TicketKey, WorkState
+from baton.domain.evidence import PullRequestFact
+from baton.evidence import Repository, Sighting
+from baton.linking import pull_request_links
 from baton.service import Issue, WorkService
 from baton.settings import Settings
+from baton.store import evidence as store_evidence
 from baton.store import work
 from baton.store.reads import Reads
 from baton.web import create_app
@@ -33,6 +38,7 @@ AGENT_B = Actor("Agent-B", Permission.READ)  # GitHub keeps a login's case; look
 OWNER = Actor("olivia", Permission.READ)
 MAINTAINER = Actor("maria", Permission.WRITE)
 
+SECOND_HEAD = "5d6e7f8" + "9" * 33
 FIRST = Evidence("42-empty-state", "1a2b3c4", 57, ("https://ci.example/run/1",), ())
 SECOND = Evidence("42-empty-state", "5d6e7f8", 57, ("https://ci.example/run/2",), ("https://img.example/390.png",))
 
@@ -63,7 +69,8 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
         def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
             return clock.now if tz is None else clock.now.astimezone(tz)
 
-    monkeypatch.setattr(work, "datetime", Frozen)
+    for module in (work, service, store_evidence):  # the work store, delivery reports, the evidence rails
+        monkeypatch.setattr(module, "datetime", Frozen)
     return clock
 
 
@@ -118,6 +125,15 @@ class Rail:
         outcome = self.service.apply(issue, command, actor, f"c-{self.seen}", policy)
         assert outcome.kind == expect, outcome
 
+    def pull_request(self, repo: tuple[str, int, int], number: int, body: str, head_sha: str, minute: int) -> None:
+        """GitHub reports a pull request open (as its webhook would), at `minute`."""
+        self.clock.set(minute)
+        name, installation, repository_id = repo
+        stamp = at(minute)
+        fact = PullRequestFact(number, "42-empty-state", head_sha, "main", "open", stamp,
+                               links=pull_request_links(body, "42-empty-state", name))  # fmt: skip
+        self.service.evidence.record(Repository(installation, repository_id, name), [Sighting(fact)], f"d-{minute}")
+
     def open(self, repo: tuple[str, int, int], number: int, minute: int, *, draft: bool = False) -> None:
         self.clock.set(minute)
         self.seen += 1
@@ -138,6 +154,7 @@ def full_life(rail: Rail) -> None:
     rail.do(SHOP, 42, Command("deliver", text="Empty state added.", evidence=FIRST), AGENT_A, 10)  # c-3
     rail.do(SHOP, 42, Command("send-back", text="The empty state vanishes on error."), MAINTAINER, 20)  # c-4
     rail.do(SHOP, 42, Command("deliver", text="Kept on error too.", evidence=SECOND), AGENT_A, 30)  # c-5
+    rail.pull_request(SHOP, 57, "Fixes #42", SECOND_HEAD, 35)  # GitHub: pull request #57 opened
     rail.do(SHOP, 42, Command("accept", text="lgtm"), MAINTAINER, 40)  # c-6
 
 
@@ -223,7 +240,50 @@ ACCEPTED_42 = {
             "created_at": at(40),
         },
     ],
-    "evidence": {"repository": {"state": "unreported"}, "deployment": {"state": "not_deployed"}},
+    "evidence": {
+        "repository": {
+            "state": "pull_request_open",
+            "text": "Pull request #57 open (head 5d6e7f8, verified)",
+            "reason": None,
+            "reported": {"branch": "42-empty-state", "commit": "5d6e7f8", "pull_request": 57},
+            "verified_head_sha": SECOND_HEAD,
+            "checked_at": at(35),
+            "mismatch": None,
+            "pull_requests": [
+                {
+                    "number": 57,
+                    "state": "open",
+                    "draft": False,
+                    "head_ref": "42-empty-state",
+                    "head_sha": SECOND_HEAD,
+                    "base_ref": "main",
+                    "merge_commit_sha": None,
+                    "problem": None,
+                    "updated_at": at(35),
+                }
+            ],
+            "branches": [],
+        },
+        "deployment": {"state": "not_deployed", "text": "Not deployed", "environments": [], "deployments": []},
+        "updated_at": at(35),
+    },
+}
+
+# A ticket no fact has reached yet: both evidence rails at their first states.
+EMPTY_EVIDENCE = {
+    "repository": {
+        "state": "unreported",
+        "text": "Unreported",
+        "reason": None,
+        "reported": {"branch": None, "commit": None, "pull_request": None},
+        "verified_head_sha": None,
+        "checked_at": None,
+        "mismatch": None,
+        "pull_requests": [],
+        "branches": [],
+    },
+    "deployment": {"state": "not_deployed", "text": "Not deployed", "environments": [], "deployments": []},
+    "updated_at": None,
 }
 
 REVIEW_SENT_BACK = {
@@ -353,7 +413,7 @@ def test_a_ticket_mid_life_shows_the_running_attempt_and_an_untouched_one_shows_
         "attempts": [],
         "deliveries": [],
         "reviews": [],
-        "evidence": {"repository": {"state": "unreported"}, "deployment": {"state": "not_deployed"}},
+        "evidence": EMPTY_EVIDENCE,
     }
 
 

@@ -43,6 +43,12 @@ class FakeGitHub:
     reactions: list[tuple[int | None, str]] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)
     faults: dict[str, list[Any]] = field(default_factory=dict)  # "METHOD path-regex" -> answers to give first
+    # what the evidence rail asks about, and Baton's check runs
+    pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    branches: dict[str, dict[str, Any]] = field(default_factory=dict)
+    comparisons: dict[str, str] = field(default_factory=dict)  # "base...head" -> status
+    check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    reads: list[str] = field(default_factory=list)
     next_id: int = 1000
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -71,6 +77,8 @@ class FakeGitHub:
             write = request.method in ("POST", "PATCH", "PUT", "DELETE")
             if write and not path.startswith("/app/"):
                 self.writes.append(f"{request.method} {path}")
+            elif not write:
+                self.reads.append(path)
             return self.route(request.method, path, body, request)
 
     def route(self, method: str, path: str, body: Any, request: httpx.Request) -> httpx.Response:
@@ -109,11 +117,11 @@ class FakeGitHub:
             return httpx.Response(201 if method == "POST" else 200, json={"number": NUMBER})
         if path == f"{ISSUE}/comments" and method == "GET":
             page = int(request.url.params.get("page", "1"))
-            listed = [self.comment_json(c) for c in self.comments.values()][(page - 1) * 100 : page * 100]
+            listed = [self.comment_json(c) for c in self.on(NUMBER)][(page - 1) * 100 : page * 100]
             return httpx.Response(200, json=listed)
         if path == f"{ISSUE}/comments" and method == "POST":
             self.next_id += 1
-            self.comments[self.next_id] = {"id": self.next_id, "body": body["body"]}
+            self.comments[self.next_id] = {"id": self.next_id, "body": body["body"], "issue": NUMBER}
             return httpx.Response(201, json=self.comment_json(self.comments[self.next_id]))
         if match := re.fullmatch(r"/repos/octo/shop/issues/comments/(\d+)", path):
             comment = self.comments.get(int(match.group(1)))
@@ -128,15 +136,63 @@ class FakeGitHub:
         if path == f"{ISSUE}/reactions":
             self.reactions.append((None, body["content"]))
             return httpx.Response(201, json={"id": 1, "content": body["content"]})
+        return self.evidence(method, path, body, request)
+
+    def evidence(self, method: str, path: str, body: Any, request: httpx.Request) -> httpx.Response:
+        if match := re.fullmatch(r"/repos/octo/shop/issues/(\d+)(/.*)?", path):
+            return self.other_issue(int(match.group(1)), method, match.group(2) or "", body)
+        if (match := re.fullmatch(r"/repos/octo/shop/pulls/(\d+)", path)) and method == "GET":
+            pull = self.pulls.get(int(match.group(1)))
+            return httpx.Response(200, json=pull) if pull else httpx.Response(404, json={"message": "Not Found"})
+        if (match := re.fullmatch(r"/repos/octo/shop/branches/(.+)", path)) and method == "GET":
+            branch = self.branches.get(match.group(1))
+            return httpx.Response(200, json=branch) if branch else httpx.Response(404, json={"message": "Not Found"})
+        if (match := re.fullmatch(r"/repos/octo/shop/compare/(.+)", path)) and method == "GET":
+            status = self.comparisons.get(match.group(1))
+            return httpx.Response(200, json={"status": status}) if status else httpx.Response(404, json={})
+        if path == "/repos/octo/shop/check-runs" and method == "POST":
+            self.next_id += 1
+            self.check_runs[self.next_id] = {"id": self.next_id, **body}
+            return httpx.Response(201, json=self.check_runs[self.next_id])
+        if (match := re.fullmatch(r"/repos/octo/shop/check-runs/(\d+)", path)) and method == "PATCH":
+            run = self.check_runs[int(match.group(1))]
+            run.update(body)
+            if body.get("status") != "completed":
+                run.pop("conclusion", None)
+            return httpx.Response(200, json=run)
+        if (match := re.fullmatch(r"/repos/octo/shop/commits/([^/]+)/check-runs", path)) and method == "GET":
+            runs = [r for r in self.check_runs.values() if r["head_sha"] == match.group(1)
+                    and r["name"] == request.url.params.get("check_name", r["name"])]  # fmt: skip
+            return httpx.Response(200, json={"total_count": len(runs), "check_runs": runs})
         return httpx.Response(404, json={"message": f"the fake has no {method} {path}"})
 
+    def on(self, number: int) -> list[dict[str, Any]]:
+        return [c for c in self.comments.values() if c.get("issue", NUMBER) == number]
+
+    def other_issue(self, number: int, method: str, rest: str, body: Any) -> httpx.Response:
+        """Any issue but #42, as far as showing a ticket goes: its comments are kept, its labels are not."""
+        if rest == "" and method == "GET":
+            return httpx.Response(200, json={"number": number, "labels": [], "assignees": []})
+        if rest == "/comments" and method == "GET":
+            return httpx.Response(200, json=[self.comment_json(c) for c in self.on(number)])
+        if rest == "/comments" and method == "POST":
+            self.next_id += 1
+            self.comments[self.next_id] = {"id": self.next_id, "body": body["body"], "issue": number}
+            return httpx.Response(201, json=self.comment_json(self.comments[self.next_id]))
+        return httpx.Response(201 if method == "POST" else 200, json=[] if "labels" in rest else {"number": number})
+
+    def runs(self, head_sha: str) -> list[tuple[str, str | None, str]]:
+        """Baton's check runs on a head, oldest first: (status, conclusion, title)."""
+        return [(r["status"], r.get("conclusion"), r["output"]["title"]) for r in self.check_runs.values()
+                if r["head_sha"] == head_sha]  # fmt: skip
+
     def status(self) -> str:
-        bodies = [c["body"] for c in self.comments.values() if c["body"].startswith("<!-- baton:status -->")]
+        bodies = [c["body"] for c in self.on(NUMBER) if c["body"].startswith("<!-- baton:status -->")]
         assert len(bodies) == 1, bodies
         return str(bodies[0])
 
     def replies(self) -> list[str]:
-        return [c["body"] for c in self.comments.values() if "<!-- baton:reply" in c["body"]]
+        return [c["body"] for c in self.on(NUMBER) if "<!-- baton:reply" in c["body"]]
 
 
 @dataclass
@@ -175,6 +231,14 @@ class Scene:
         headers = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": f"d{self.sent}",
                    "X-Hub-Signature-256": signature(SECRET.encode(), payload)}  # fmt: skip
         assert self.client.post("/webhooks/github", content=payload, headers=headers).status_code == 202
+
+    def post(self, event: str, payload: dict[str, Any]) -> None:
+        """GitHub tells Baton something (a push, a pull request, a deployment …)."""
+        self.sent += 1
+        body = json.dumps(payload).encode()
+        headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": f"d{self.sent}",
+                   "X-Hub-Signature-256": signature(SECRET.encode(), body)}  # fmt: skip
+        assert self.client.post("/webhooks/github", content=body, headers=headers).status_code == 202
 
     def drain(self) -> int:
         return int(self.app.state.worker.drain())

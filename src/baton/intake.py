@@ -1,8 +1,12 @@
-"""From a stored webhook delivery to commands applied: the routing table and its handlers.
+"""From a stored webhook delivery to commands applied and evidence recorded: the routing table and its handlers.
 
-Each handler reads the few fields it needs from the payload (leniently), works out who the actor is,
+A command handler reads the few fields it needs from the payload (leniently), works out who the actor is,
 and hands each command to the work service with an operation id derived from the comment or issue, so
 processing a delivery twice (a redelivery after a failure) never applies anything twice.
+
+An evidence handler (branches, pull requests, checks, deployments, an issue closed or reopened) turns the
+payload into facts and hands them to the evidence service, which has no path to the work state. Facts are
+joins, so processing one twice changes nothing either.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from typing import Any, Protocol
 
 from baton.commands import parse
 from baton.domain import Actor, Permission, Policy, TicketKey
+from baton.evidence import EvidenceService, stamp
 from baton.github.configs import DefaultConfigs, Loaded
+from baton.github.facts import observe, repository_of
 from baton.github.webhooks import dig, number, text
 from baton.linking import linked_issues
 from baton.service import Issue, Outcome, Source, WorkService
@@ -50,7 +56,7 @@ class NoDirectory:
         )
 
 
-Handler = Callable[["Intake", dict[str, Any]], tuple[Outcome, ...]]
+Handler = Callable[["Intake", dict[str, Any], Delivery], tuple[Outcome, ...]]
 
 
 @dataclass
@@ -60,6 +66,7 @@ class Intake:
     configs: Configs = field(default_factory=DefaultConfigs)
     app_id: int | None = None
     installations: Installations | None = None
+    evidence: EvidenceService | None = None
 
     def _active(self, payload: dict[str, Any]) -> bool:
         """An uninstalled or suspended installation's commands stop; its history stays."""
@@ -74,7 +81,7 @@ class Intake:
         payload = json.loads(delivery.payload)
         if not isinstance(payload, dict):
             return "ignored", ()
-        return "done", handler(self, payload)
+        return "done", handler(self, payload, delivery)
 
     def _from_baton(self, payload: dict[str, Any], where: str) -> bool:
         """Baton's own comments carry its App id; other bots are ordinary actors."""
@@ -174,7 +181,7 @@ def _target(links: list[int], named: int | None) -> int | str:
     return f"this pull request links {listed}: say which, as in `/accept #{links[0]}`."
 
 
-def _comment_created(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
+def _comment_created(intake: Intake, payload: dict[str, Any], delivery: Delivery) -> tuple[Outcome, ...]:
     if intake._from_baton(payload, "comment"):
         return ()
     if dig(payload, "issue", "pull_request") is not None:  # the issue is a pull request; its body is the PR's
@@ -186,7 +193,7 @@ def _comment_created(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, 
     return intake._run(payload, text(payload, "comment", "body"), f"comment:{comment_id}", Source(comment_id))
 
 
-def _issue_opened(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
+def _issue_opened(intake: Intake, payload: dict[str, Any], delivery: Delivery) -> tuple[Outcome, ...]:
     """Commands in a new issue's body: `/claim` there creates the ticket already claimed by its author."""
     if intake._from_baton(payload, "issue"):
         return ()
@@ -194,7 +201,7 @@ def _issue_opened(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...
     return intake._run(payload, body, f"issue:{number(payload, 'issue', 'id')}", Source(None))
 
 
-def _label_changed(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
+def _label_changed(intake: Intake, payload: dict[str, Any], delivery: Delivery) -> tuple[Outcome, ...]:
     installation_id = number(payload, "installation", "id")
     repository_id = number(payload, "repository", "id")
     issue_number = number(payload, "issue", "number")
@@ -221,7 +228,7 @@ def _repositories(payload: dict[str, Any], key: str) -> list[tuple[int, str]]:
     return found
 
 
-def _installation(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
+def _installation(intake: Intake, payload: dict[str, Any], delivery: Delivery) -> tuple[Outcome, ...]:
     installation_id = number(payload, "installation", "id")
     status = _INSTALLATION_STATUS.get(text(payload, "action"))
     if intake.installations is None or installation_id is None or status is None:
@@ -232,7 +239,7 @@ def _installation(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...
     return ()
 
 
-def _installation_repositories(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
+def _installation_repositories(intake: Intake, payload: dict[str, Any], delivery: Delivery) -> tuple[Outcome, ...]:
     installation_id = number(payload, "installation", "id")
     if intake.installations is None or installation_id is None:
         return ()
@@ -241,17 +248,67 @@ def _installation_repositories(intake: Intake, payload: dict[str, Any]) -> tuple
     return ()
 
 
-def _review_submitted(intake: Intake, payload: dict[str, Any]) -> tuple[Outcome, ...]:
-    """Commands in a review's body; GitHub has no reactions on reviews, so only replies answer them."""
+def _review_submitted(intake: Intake, payload: dict[str, Any], delivery: Delivery) -> tuple[Outcome, ...]:
+    """Commands in a review's body; GitHub has no reactions on reviews, so only replies answer them. The
+    pull request it carries is evidence too."""
     review_id = number(payload, "review", "id")
     pull = payload.get("pull_request") if isinstance(payload.get("pull_request"), dict) else {}
     assert isinstance(pull, dict)
     body = text(payload, "review", "body")
-    return _on_pull_request(intake, payload, body, pull, Source(None, reactable=False), f"review:{review_id}")
+    outcomes = _on_pull_request(intake, payload, body, pull, Source(None, reactable=False), f"review:{review_id}")
+    _evidence(intake, payload, delivery)
+    return outcomes
+
+
+def _evidence(intake: Intake, payload: dict[str, Any], delivery: Delivery) -> tuple[Outcome, ...]:
+    """Facts for the evidence rail of every tracked ticket they reach; no command runs and no work state moves."""
+    repository = repository_of(payload)
+    if intake.evidence is None or repository is None or not intake._active(payload):
+        return ()
+    if intake.app_id is not None and number(payload, "check_suite", "app", "id") == intake.app_id:
+        return ()  # Baton's own suite is its own check run, which must not feed the rail it reports on
+    sightings = observe(delivery.event, payload, repository, stamp(delivery.received_at))
+    intake.evidence.record(repository, sightings, delivery.id)
+    return ()
+
+
+def _issue_state(intake: Intake, payload: dict[str, Any], delivery: Delivery) -> tuple[Outcome, ...]:
+    """An issue closed or reopened on GitHub (by hand, or by a merged "Fixes #42") is evidence only."""
+    repository = repository_of(payload)
+    issue_number = number(payload, "issue", "number")
+    if intake.evidence is None or repository is None or issue_number is None or not intake._active(payload):
+        return ()
+    key = TicketKey(repository.installation_id, repository.repository_id, issue_number)
+    action = text(payload, "action")
+    data = {
+        "actor": text(payload, "sender", "login"),
+        "at": text(payload, "issue", "closed_at" if action == "closed" else "updated_at") or None,
+        "state_reason": text(payload, "issue", "state_reason") or None,
+    }
+    intake.evidence.issue_changed(key, action, data, delivery.id)
+    return ()
+
+
+# The evidence webhooks and the actions that carry evidence (SPEC §5).
+EVIDENCE_EVENTS: dict[str, tuple[str, ...]] = {
+    "create": ("",),
+    "delete": ("",),
+    "push": ("",),
+    "pull_request": ("opened", "reopened", "edited", "synchronize", "closed", "ready_for_review",
+                     "converted_to_draft"),
+    "pull_request_review": ("submitted", "edited", "dismissed"),
+    "check_run": ("created", "completed"),
+    "check_suite": ("completed",),
+    "deployment": ("created",),
+    "deployment_status": ("created",),
+}  # fmt: skip
 
 
 HANDLERS: dict[tuple[str, str], Handler] = {
+    **{(event, action): _evidence for event, actions in EVIDENCE_EVENTS.items() for action in actions},
     ("pull_request_review", "submitted"): _review_submitted,
+    ("issues", "closed"): _issue_state,
+    ("issues", "reopened"): _issue_state,
     **{("installation", action): _installation for action in _INSTALLATION_STATUS},
     ("installation_repositories", "added"): _installation_repositories,
     ("installation_repositories", "removed"): _installation_repositories,

@@ -8,6 +8,7 @@ seen before, the first outcome comes back with `duplicate=True` and nothing is d
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from baton.commands import help_text
@@ -31,6 +32,7 @@ from baton.domain import (
     not_offered,
 )
 from baton.domain.status import LABELS, state_label
+from baton.evidence import EvidenceService
 from baton.store import Conflict, Store, StoredTicket, WorkTx
 
 # Under PostgreSQL a compare-and-swap can lose to a concurrent writer; the command is then decided
@@ -107,10 +109,14 @@ class Source:
 
 
 class WorkService:
-    def __init__(self, store: Store, answer_delay: float = 2.0) -> None:
-        """`answer_delay`: how long answers on one issue wait to be coalesced (a race's refusals)."""
+    def __init__(self, store: Store, answer_delay: float = 2.0, evidence: EvidenceService | None = None) -> None:
+        """`answer_delay`: how long answers on one issue wait to be coalesced (a race's refusals).
+
+        The work service may write evidence (a delivery's report is a claim on the evidence rail, recorded
+        with the delivery); evidence code never calls the work service."""
         self.store = store
         self.answer_delay = answer_delay
+        self.evidence = evidence or EvidenceService(store.engine, answer_delay)
 
     def open_ticket(
         self,
@@ -259,12 +265,17 @@ class WorkService:
         operation_id: str,
         policy: Policy,
     ) -> Outcome:
-        before, after = stored.ticket, decision.ticket
-        limit = policy.max_active_claims if decision.event.type == "claimed" else None
+        before, after, event = stored.ticket, decision.ticket, decision.event
+        limit = policy.max_active_claims if event.type == "claimed" else None
         if not tx.count_claims(before, after, limit):
             raise _Lost
-        tx.append(stored.id, decision.event, operation_id)
-        return _outcome(command.name, after, kind="applied", event=decision.event.type)
+        tx.append(stored.id, event, operation_id)
+        if event.type == "delivered":
+            self.evidence.report(tx.connection, after.key, command.evidence, datetime.now(UTC), operation_id)
+        if event.type == "accepted":
+            # what was accepted, so the acceptance check can tell when a pull request's head moves after it
+            self.evidence.accepted(tx.connection, after.key, after.revision, operation_id)
+        return _outcome(command.name, after, kind="applied", event=event.type)
 
     def label_changed(self, issue: Issue, label: str, added: bool, actor: str) -> bool:
         """A `baton:` state label was added or removed on GitHub. The database is never changed from a

@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
 from baton.github.configs import DefaultConfigs, GitHubConfigs
 from baton.github.projection import GitHubProjector, Pace
+from baton.github.verify import Verifier
 from baton.intake import Configs, Directory, Intake, NoDirectory, process
 from baton.service import WorkService
 from baton.settings import Settings
@@ -51,8 +52,12 @@ def assemble(
         configs or (GitHubConfigs(github) if github else DefaultConfigs()),
         settings.app_id,
         Installations(engine),
+        work.evidence,
     )
-    worker = Worker(Outbox(store), GitHubProjector(github, Pace(settings.write_interval))) if github else None
+    worker = None
+    if github is not None:
+        projector = GitHubProjector(github, Pace(settings.write_interval))
+        worker = Worker(Outbox(store), projector, work.evidence, Verifier(github))
     return Parts(engine, store, work, Inbox(engine), intake, worker)
 
 

@@ -1,9 +1,12 @@
 """The worker: drains the outbox onto GitHub.
 
-For each due issue it shows the ticket's state (labels, assignee, status comment), then answers the
-commands queued for it: a 👍 on each applied command's comment, and one reply for all refusals and
-/help answers, each line mentioning its author. Refusals of one race arrive within the coalescing
-delay and leave in that single reply.
+For each due issue it first asks GitHub what the evidence rail cannot verify from webhooks (the reported
+branch and pull request, the comparisons a deployment needs, which failing checks are required) and records
+the answers as facts. Then it shows the ticket's three rails (labels, assignee, status comment), answers the
+commands queued for it (a 👍 on each applied command's comment, and one reply for all refusals and /help
+answers, each line mentioning its author; refusals of one race arrive within the coalescing delay and leave
+in that single reply), and last sets the `baton/acceptance` check run on the head of each pull request the
+ticket links.
 
 GitHub failing is expected: 5xx, timeouts and rate limits put the issue back with a delay (rate limits
 say how long: `Retry-After` or the reset time); other 4xx are recorded on the row and retried with a
@@ -27,11 +30,23 @@ from githubkit.exception import (
     SecondaryRateLimitExceeded,  # fmt: skip
 )
 
-from baton.domain.status import view
+from baton.domain.evidence import EvidenceRail, pull_request_head
+from baton.domain.model import TicketKey
+from baton.domain.status import Acceptance, CheckView, acceptance_check, view
+from baton.evidence import EvidenceService, Repository
 from baton.github.projection import GitHubProjector
+from baton.github.verify import Verifier
 from baton.store.outbox import Due, Item, Outbox
 
 log = logging.getLogger("baton.worker")
+
+# GitHub refusing a check run for good (no `checks` permission on this installation, a head it does not
+# know): the check is left out, and the rest of the issue is still shown.
+CHECK_REFUSALS = frozenset({403, 404, 422})
+
+
+class CheckBusy(Exception):
+    """Another worker is creating the check run on this head right now; try the issue again shortly."""
 
 
 def _backoff(attempts: int) -> float:
@@ -58,6 +73,8 @@ def _mention(authors: list[str], message: str) -> str:
 class Worker:
     outbox: Outbox
     projector: GitHubProjector
+    evidence: EvidenceService | None = None
+    verifier: Verifier | None = None
 
     def drain(self, limit: int = 10) -> int:
         """Work through what is due now; returns how many issues were handled (done or put back)."""
@@ -83,6 +100,8 @@ class Worker:
         except (SecondaryRateLimitExceeded, PrimaryRateLimitExceeded) as error:
             wait = error.retry_after.total_seconds() if error.retry_after else _backoff(due.attempts + 1)
             self.outbox.retry(due, max(1.0, wait), f"rate limited: {type(error).__name__}")
+        except CheckBusy:
+            self.outbox.retry(due, 2.0, "the check run is being created by another worker")
         except (RequestTimeout, RequestError) as error:
             self.outbox.retry(due, _backoff(due.attempts), f"{type(error).__name__}: GitHub did not answer")
         except RequestFailed as error:
@@ -96,12 +115,33 @@ class Worker:
     def _project(self, due: Due) -> None:
         key, repository = due.key, due.repository
         stored, review, past_runners = self.outbox.ticket(key)
+        rail: EvidenceRail | None = None
+        where = Repository(key.installation_id, key.repository_id, repository)
         if stored is not None:
+            rail = self._verified(where, key.number)
             comment_id = self.projector.show(
-                key.installation_id, repository, key.number, view(stored.ticket, review), past_runners,
+                key.installation_id, repository, key.number, view(stored.ticket, review, rail), past_runners,
                 self.outbox.status_comment(key),
             )  # fmt: skip
             self.outbox.remember_status_comment(key, comment_id)
+        self._answer(due)
+        if rail is not None:
+            self._checks(where, rail)
+
+    def _verified(self, where: Repository, number: int) -> EvidenceRail | None:
+        """The ticket's rail, after recording what GitHub answers about what it cannot verify yet."""
+        if self.evidence is None:
+            return None
+        key = TicketKey(where.installation_id, where.repository_id, number)
+        rail = self.evidence.rail(key)
+        if self.verifier is not None:
+            answers = self.verifier.answers(where, rail)
+            if answers and self.evidence.record(where, answers, "github-api"):
+                rail = self.evidence.rail(key)
+        return rail
+
+    def _answer(self, due: Due) -> None:
+        key, repository = due.key, due.repository
         items = self.outbox.items(key)
         for item in items:
             if item.kind == "reaction":
@@ -121,6 +161,74 @@ class Worker:
             comment_id, carried = found
             self.outbox.sent([i for i in ids if i in carried], comment_id)
             replies = [item for item in replies if item.id not in carried]
+
+    # -- the baton/acceptance check run --------------------------------------------------------------
+
+    def _checks(self, where: Repository, rail: EvidenceRail) -> None:
+        """The check on the head of each pull request the ticket links: created on open ones, and kept up
+        to date on merged or closed ones that already have it."""
+        heads: dict[str, list[int]] = {}
+        opened: set[str] = set()
+        for pr in rail.linked_pull_requests():
+            head, _ = pull_request_head(rail, pr)
+            heads.setdefault(head, []).append(pr.number)
+            if pr.open:
+                opened.add(head)
+        for head, numbers in sorted(heads.items()):
+            if head not in opened and self.outbox.check_run(where.installation_id, where.repository_id, head) is None:
+                continue
+            wanted = acceptance_check(head, self._acceptances(where, numbers))
+            try:
+                self._check(where, head, wanted)
+            except RequestFailed as error:
+                if error.response.status_code not in CHECK_REFUSALS:
+                    raise
+                log.warning("%s: GitHub refused the check run on %s (%s)", where.name, head[:7],
+                            error.response.status_code)  # fmt: skip
+
+    def _acceptances(self, where: Repository, numbers: list[int]) -> list[Acceptance]:
+        """Every tracked ticket the pull requests at one head link: the check passes only when all of them
+        are accepted."""
+        assert self.evidence is not None
+        found: dict[TicketKey, EvidenceRail] = {}
+        for number in numbers:
+            for key, rail in self.evidence.holding(where, f"pr:{number}"):
+                if any(pr.number in numbers for pr in rail.linked_pull_requests()):
+                    found[key] = rail
+        parts = []
+        for key in sorted(found, key=lambda k: k.number):
+            stored, review, _ = self.outbox.ticket(key)
+            if stored is not None:
+                parts.append(Acceptance(stored.ticket, review, self.outbox.accepted_heads(stored.id)))
+        return parts
+
+    def _check(self, where: Repository, head: str, wanted: CheckView) -> None:
+        """Write only what differs. A completed run that must wait again is followed by a new run (GitHub
+        reads the newest run of a name); the right to create one is taken in the database first, so a
+        crash or a second worker never leaves two runs where one belongs."""
+        installation_id, repository_id = where.installation_id, where.repository_id
+        known = self.outbox.check_run(installation_id, repository_id, head)
+        if known is not None and known.check_run_id is not None and known.shown is not None:
+            if known.shown == wanted:
+                return
+            if not (known.shown.status == "completed" and wanted.status != "completed"):
+                self.projector.update_check_run(installation_id, where.name, known.check_run_id, wanted)
+                self.outbox.record_check_run(installation_id, repository_id, head, known.check_run_id, wanted)
+                return
+        replacing = known.check_run_id if known is not None else None
+        claim = self.outbox.claim_check_creation(installation_id, repository_id, head, replacing)
+        if claim is None:
+            raise CheckBusy(head)
+        if claim == "recover":
+            found = self.projector.find_check_run(installation_id, where.name, head)
+            if found is not None and not (found[1].status == "completed" and wanted.status != "completed"):
+                run_id, shown = found
+                if shown != wanted:
+                    self.projector.update_check_run(installation_id, where.name, run_id, wanted)
+                self.outbox.record_check_run(installation_id, repository_id, head, run_id, wanted)
+                return
+        run_id = self.projector.create_check_run(installation_id, where.name, head, wanted)
+        self.outbox.record_check_run(installation_id, repository_id, head, run_id, wanted)
 
 
 class Background:

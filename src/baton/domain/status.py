@@ -1,12 +1,15 @@
-"""What GitHub should show for a ticket (SPEC §7): its one state label, its assignee, its status comment.
+"""What GitHub should show for a ticket (SPEC §7): its one state label, its assignee, its status comment, and
+the `baton/acceptance` check run on the heads of its pull requests.
 
 Pure: the worker compares this with what GitHub has and writes only the difference.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .evidence import OWN_CHECK, EvidenceRail, deployment_text, mismatch_text, repository_text, same_commit, short
 from .model import Ticket, WorkState
 from .transitions import next_step
 
@@ -63,19 +66,92 @@ def work_line(ticket: Ticket, review: Review | None = None) -> str:
             return "Withdrawn"
 
 
-def view(ticket: Ticket, review: Review | None = None, repository: str = "Unreported",
-         deployment: str = "Not deployed") -> View:  # fmt: skip
-    """The labels, assignee and status comment for a ticket. The evidence rails' words come from the
-    evidence rail; until it has recorded anything they are its first states."""
-    comment = "\n".join(
-        [
-            STATUS_MARKER,
-            f"**Work:** {work_line(ticket, review)}",
-            f"**Repository:** {repository}",
-            f"**Deployment:** {deployment}",
-            "",
-            f"Revision {ticket.revision}. {next_step(ticket)}",
-        ]
-    )
+def view(ticket: Ticket, review: Review | None = None, rail: EvidenceRail | None = None) -> View:
+    """The labels, assignee and status comment for a ticket: the three rails side by side, a `Mismatch:` line
+    when the runner's report and GitHub disagree, and what comes next. Without a rail (nothing recorded
+    yet) the evidence rails are at their first states."""
+    rail = rail or EvidenceRail(ticket.key.number)
+    lines = [STATUS_MARKER, f"**Work:** {work_line(ticket, review)}", f"**Repository:** {repository_text(rail)}"]
+    mismatch = mismatch_text(rail)
+    if mismatch is not None:
+        lines.append(f"**Mismatch:** {mismatch}")
+    lines += [f"**Deployment:** {deployment_text(rail)}", "", f"Revision {ticket.revision}. {next_step(ticket)}"]
     holds = ticket.state in (WorkState.CLAIMED, WorkState.DELIVERED)
-    return View(state_label(ticket.state), ticket.runner if holds else None, comment)
+    return View(state_label(ticket.state), ticket.runner if holds else None, "\n".join(lines))
+
+
+# ---------------------------------------------------------------------------------------------- the check run
+
+CHECK_NAME = OWN_CHECK
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """One ticket's part in the check on a pull request head: the ticket, its last acceptance, and the
+    commits that acceptance covered (the heads of its pull requests then, and the reported commit)."""
+
+    ticket: Ticket
+    review: Review | None = None
+    heads: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckView:
+    """A `baton/acceptance` check run as it should be: `in_progress`, or `completed` with a conclusion."""
+
+    status: str
+    conclusion: str | None
+    title: str
+    summary: str
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"status": self.status, "conclusion": self.conclusion, "title": self.title, "summary": self.summary}
+
+
+_STAYS = "The work state stays accepted; a reviewer can /reopen the issue if they need another look."
+
+
+def _accepted_by(part: Acceptance) -> str:
+    if part.review is None:
+        return ""
+    return f" by @{part.review.reviewer}" + ("" if part.review.independent else " (self-verified)")
+
+
+def acceptance_check(head: str, parts: Sequence[Acceptance]) -> CheckView:
+    """The check on pull request head `head`, for every tracked ticket the pull request links.
+
+    Success once every one of them is accepted at this head (a withdrawn one no longer counts). In progress
+    while any of them is not accepted yet. When one was accepted at another head and the head moved since,
+    the check completes `neutral`: it does not block a merge, and says which commits the acceptance did
+    not cover. The work state stays accepted either way.
+    """
+    waiting, moved, accepted, withdrawn, refs = [], [], [], [], []
+    for part in sorted(parts, key=lambda p: p.ticket.key.number):
+        ticket = part.ticket
+        if ticket.state is WorkState.ACCEPTED:
+            if any(same_commit(head, covered) for covered in part.heads):
+                accepted.append(f"{ticket.ref}: accepted{_accepted_by(part)} at {short(head)}.")
+            elif part.heads:
+                at = ", ".join(short(h) for h in part.heads)
+                moved.append(
+                    f"{ticket.ref}: accepted{_accepted_by(part)} at {at}. The head has moved to {short(head)} "
+                    f"since, and the commits after {at} were not part of the acceptance. {_STAYS}"
+                )
+            else:
+                moved.append(
+                    f"{ticket.ref}: accepted{_accepted_by(part)} before GitHub showed any commit of it, so "
+                    f"{short(head)} was not part of the acceptance. {_STAYS}"
+                )
+        elif ticket.state is WorkState.WITHDRAWN:
+            withdrawn.append(f"{ticket.ref}: withdrawn; its acceptance is no longer awaited.")
+        else:
+            waiting.append(f"{ticket.ref}: {work_line(ticket)}. {next_step(ticket)}")
+            refs.append(ticket.ref)
+    summary = "\n\n".join(waiting + moved + accepted + withdrawn)
+    if waiting:
+        return CheckView("in_progress", None, f"Waiting for acceptance of {', '.join(refs)}", summary)
+    if moved:
+        return CheckView("completed", "neutral", f"Head {short(head)} moved after the acceptance", summary)
+    if accepted:
+        return CheckView("completed", "success", f"Accepted at {short(head)}", summary)
+    return CheckView("completed", "neutral", "Withdrawn: nothing awaits acceptance", summary)

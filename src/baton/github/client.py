@@ -20,7 +20,7 @@ from githubkit import AppAuthStrategy, GitHub
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import RequestFailed
 
-from baton.domain import Permission
+from baton.domain.model import Permission
 from baton.settings import Settings
 
 

@@ -1,4 +1,5 @@
-"""Writing the database's view of an issue onto GitHub, changing only what differs.
+"""Writing the database's view of an issue onto GitHub, changing only what differs: labels, assignee, the
+status comment, answers to commands, and the `baton/acceptance` check run on pull request heads.
 
 Every write goes through `_write`, which waits for the installation's pace (GitHub's secondary rate
 limits: about one content-creating request a second) and counts the writes.
@@ -15,7 +16,7 @@ from typing import Any
 from githubkit import GitHub
 from githubkit.exception import RequestFailed
 
-from baton.domain.status import LABEL_PREFIX, LABELS, View
+from baton.domain.status import CHECK_NAME, LABEL_PREFIX, LABELS, CheckView, View
 
 from .client import GitHubApp
 
@@ -210,3 +211,48 @@ class GitHubProjector:
             )
         )
         return int(created["id"])
+
+    # -- the baton/acceptance check run --------------------------------------------------------------
+
+    def find_check_run(self, installation_id: int, repository: str, head_sha: str) -> tuple[int, CheckView] | None:
+        """Baton's newest check run on a head, with what it shows (a crash between creating and recording)."""
+        client = self.github.installation(installation_id)
+        owner, _, name = repository.partition("/")
+        answer = _data(client.rest.checks.list_for_ref(owner, name, head_sha, check_name=CHECK_NAME, per_page=100))
+        runs = [
+            run
+            for run in answer.get("check_runs") or []
+            if isinstance(run, dict) and run.get("external_id") == check_external_id(head_sha)
+        ]
+        if not runs:
+            return None
+        newest = max(runs, key=lambda run: int(run["id"]))
+        output = newest.get("output") or {}
+        shown = CheckView(
+            str(newest.get("status")), newest.get("conclusion"), output.get("title") or "", output.get("summary") or ""
+        )
+        return int(newest["id"]), shown
+
+    def create_check_run(self, installation_id: int, repository: str, head_sha: str, check: CheckView) -> int:
+        client = self.github.installation(installation_id)
+        owner, _, name = repository.partition("/")
+        data = {"name": CHECK_NAME, "head_sha": head_sha, "external_id": check_external_id(head_sha), **_check(check)}
+        created = _data(self._write(installation_id, client.rest.checks.create, owner, name, data=data))
+        return int(created["id"])
+
+    def update_check_run(self, installation_id: int, repository: str, check_run_id: int, check: CheckView) -> None:
+        client = self.github.installation(installation_id)
+        owner, _, name = repository.partition("/")
+        self._write(installation_id, client.rest.checks.update, owner, name, check_run_id, data=_check(check))
+
+
+def check_external_id(head_sha: str) -> str:
+    """How Baton recognises its own check run on a head among every app's."""
+    return f"baton-acceptance:{head_sha}"
+
+
+def _check(check: CheckView) -> dict[str, Any]:
+    data: dict[str, Any] = {"status": check.status, "output": {"title": check.title, "summary": check.summary}}
+    if check.conclusion is not None:
+        data["conclusion"] = check.conclusion
+    return data

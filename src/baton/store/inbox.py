@@ -48,6 +48,7 @@ class Delivery:
     installation_id: int | None
     payload: str  # the JSON text exactly as GitHub sent it
     attempts: int
+    received_at: datetime  # when it first arrived (a redelivery keeps it)
 
 
 class Inbox:
@@ -103,7 +104,8 @@ class Inbox:
             if taken != 1:
                 return None
             row = connection.execute(select(_inbox).where(_c.id == delivery_id)).one()
-        return Delivery(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts)
+        received = row.received_at if row.received_at.tzinfo else row.received_at.replace(tzinfo=UTC)
+        return Delivery(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts, received)
 
     def pending(self, limit: int = 100) -> list[str]:
         """Deliveries waiting to be processed, oldest first (for `baton worker`). A delivery whose

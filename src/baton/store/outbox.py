@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import ColumnElement, Engine, and_, delete, desc, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 
 from baton.domain import TicketKey
-from baton.domain.status import Review
+from baton.domain.status import CheckView, Review
 
 from . import tables as t
 from .work import Store, StoredTicket
@@ -183,3 +184,84 @@ class Outbox:
     def pending(self) -> int:
         with self.engine.connect() as connection:
             return int(connection.execute(select(func.count()).select_from(t.outbox)).scalar_one())
+
+    # -- the acceptance check -----------------------------------------------------------------------
+
+    def accepted_heads(self, ticket_id: int) -> tuple[str, ...]:
+        """The commits the ticket's last acceptance covered, as the evidence log recorded them with it."""
+        e = t.evidence_events.c
+        with self.engine.connect() as connection:
+            data = connection.execute(
+                select(e.data).where(e.ticket_id == ticket_id, e.type == "acceptance").order_by(desc(e.id)).limit(1)
+            ).scalar()
+        return tuple((data or {}).get("heads", ()))
+
+    def check_run(self, installation_id: int, repository_id: int, head_sha: str) -> KnownCheck | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(_c.check_run_id, _c.shown).where(_check_at(installation_id, repository_id, head_sha))
+            ).first()
+        if row is None:
+            return None
+        return KnownCheck(row.check_run_id, CheckView(**row.shown) if row.shown else None)
+
+    def claim_check_creation(
+        self, installation_id: int, repository_id: int, head_sha: str, replacing: int | None = None
+    ) -> str | None:
+        """Take the right to create the head's check run, committed before it is created on GitHub, so that
+        two workers never both create one and a crash in between is noticed.
+
+        `"fresh"`: no run of Baton's can be on the head; create one. `"recover"`: a creation was left
+        unfinished (its lease ran out); look for the run on GitHub before creating one. None: another worker
+        is creating it right now. `replacing`: the id of a completed run to be followed by a new one.
+        """
+        now = datetime.now(UTC)
+        where = _check_at(installation_id, repository_id, head_sha)
+        with self.engine.begin() as connection:
+            if replacing is not None:
+                taken = connection.execute(
+                    update(t.check_runs)
+                    .where(where, _c.check_run_id == replacing)
+                    .values(check_run_id=None, shown=None, updated_at=now)
+                ).rowcount
+                return "fresh" if taken else None
+            dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+            inserted = connection.execute(
+                dialect.insert(t.check_runs)
+                .values(installation_id=installation_id, repository_id=repository_id, head_sha=head_sha, updated_at=now)
+                .on_conflict_do_nothing()
+                .returning(_c.head_sha)  # the driver's rowcount of INSERT … ON CONFLICT is not reliable
+            ).first()
+            if inserted:
+                return "fresh"
+            stolen = connection.execute(
+                update(t.check_runs)
+                .where(where, _c.check_run_id.is_(None), _c.updated_at < now - LEASE)
+                .values(updated_at=now)
+            ).rowcount
+            return "recover" if stolen else None
+
+    def record_check_run(
+        self, installation_id: int, repository_id: int, head_sha: str, check_run_id: int, shown: CheckView
+    ) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(t.check_runs)
+                .where(_check_at(installation_id, repository_id, head_sha))
+                .values(check_run_id=check_run_id, shown=shown.to_dict(), updated_at=datetime.now(UTC))
+            )
+
+
+@dataclass(frozen=True)
+class KnownCheck:
+    """Baton's check run on one head: its id (None while being created) and what was last written to it."""
+
+    check_run_id: int | None
+    shown: CheckView | None
+
+
+_c = t.check_runs.c
+
+
+def _check_at(installation_id: int, repository_id: int, head_sha: str) -> ColumnElement[bool]:
+    return and_(_c.installation_id == installation_id, _c.repository_id == repository_id, _c.head_sha == head_sha)

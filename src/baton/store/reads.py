@@ -25,7 +25,7 @@ from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, fu
 
 from baton.domain import WorkState
 
-from .tables import attempts, deliveries, events, reviews, tickets
+from .tables import attempts, deliveries, events, evidence_rails, reviews, tickets
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
@@ -84,6 +84,8 @@ class TicketDetail:
     attempts: tuple[AttemptRecord, ...]
     deliveries: tuple[DeliveryRecord, ...]
     reviews: tuple[ReviewRecord, ...]
+    evidence: dict[str, Any] | None = None  # the evidence rails as stored; None before their first fact
+    evidence_updated_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,11 @@ class Reads:
             review_rows = connection.execute(
                 select(reviews).where(reviews.c.ticket_id == ticket_id).order_by(reviews.c.id)
             )
+            rail = connection.execute(
+                select(evidence_rails.c.rail, evidence_rails.c.updated_at).where(
+                    evidence_rails.c.ticket_id == ticket_id
+                )
+            ).first()
             return TicketDetail(
                 ticket=summary,
                 attempts=tuple(
@@ -226,6 +233,8 @@ class Reads:
                     )
                     for r in review_rows
                 ),
+                evidence=None if rail is None else dict(rail.rail),
+                evidence_updated_at=None if rail is None else utc(rail.updated_at),
             )
 
     def tickets(

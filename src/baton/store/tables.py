@@ -217,3 +217,82 @@ installation_repositories = Table(
     Column("present", Boolean, nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
+
+# The evidence rails (SPEC §1, §5): one row per ticket holding `baton.domain.evidence.to_dict(rail)`. `version`
+# rises with every change and writers compare-and-swap on it, so two deliveries about one ticket never lose a
+# fact. The two states are copied out of the JSON for queries: a deployment reaches the merged rails.
+evidence_rails = Table(
+    "evidence_rails",
+    metadata,
+    Column("ticket_id", ForeignKey("tickets.id"), primary_key=True, autoincrement=False),
+    Column("installation_id", BigInteger, nullable=False),
+    Column("repository_id", BigInteger, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("repository_state", String(20), nullable=False),
+    Column("deployment_state", String(20), nullable=False),
+    Column("rail", JSON, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Index("ix_evidence_rails_repository_state", "installation_id", "repository_id", "repository_state"),
+)
+
+# Which rails hold a subject ("pr:57", "branch:42-empty-state", "sha:…", "deployment:9", "compare:…"), so a
+# fact about it reaches them even when it no longer links them (an edited body unlinks a pull request).
+# Rows are only added: a rail never forgets a subject it held.
+evidence_links = Table(
+    "evidence_links",
+    metadata,
+    Column("installation_id", BigInteger, primary_key=True),
+    Column("repository_id", BigInteger, primary_key=True),
+    Column("subject", String(300), primary_key=True),
+    Column("ticket_id", ForeignKey("tickets.id"), primary_key=True),
+)
+
+# Every fact GitHub told Baton about a repository, once (`digest` is the fact's own), whether or not it reached
+# a ticket then. A rail that starts holding a subject later (a delivery reports a branch pushed an hour ago, a
+# pull request is linked by an edit, a merge arrives after its deployment) catches up from here.
+evidence_facts = Table(
+    "evidence_facts",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("installation_id", BigInteger, nullable=False),
+    Column("repository_id", BigInteger, nullable=False),
+    Column("subject", String(300), nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("stamp", DateTime(timezone=True)),
+    Column("digest", String(64), nullable=False),
+    Column("fact", JSON, nullable=False),
+    Column("source", String(120), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("installation_id", "repository_id", "digest"),
+    Index(None, "installation_id", "repository_id", "subject"),
+    Index(None, "installation_id", "repository_id", "kind", "stamp"),
+)
+
+# The evidence rail's own append-only history, apart from the work `events`: each fact that changed a rail,
+# and the issue closed or reopened on GitHub (which never moves the work state).
+evidence_events = Table(
+    "evidence_events",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("ticket_id", ForeignKey("tickets.id"), nullable=False),
+    Column("type", String(40), nullable=False),
+    Column("source", String(120), nullable=False),
+    Column("data", JSON, nullable=False),
+    Column("repository_state", String(20), nullable=False),
+    Column("deployment_state", String(20), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Index(None, "ticket_id", "id"),
+)
+
+# The `baton/acceptance` check run Baton keeps on each pull request head, and what it last wrote there. A row
+# without `check_run_id` is a run being created: after a crash it is looked for on GitHub before another is made.
+check_runs = Table(
+    "check_runs",
+    metadata,
+    Column("installation_id", BigInteger, primary_key=True),
+    Column("repository_id", BigInteger, primary_key=True),
+    Column("head_sha", String(64), primary_key=True),
+    Column("check_run_id", BigInteger),
+    Column("shown", JSON),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)

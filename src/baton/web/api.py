@@ -17,6 +17,15 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 
 from baton.domain import DeploymentState, RepositoryState, WorkState
+from baton.domain.evidence import (
+    EvidenceRail,
+    blocker,
+    deployment_text,
+    environments,
+    from_dict,
+    pull_request_head,
+    repository_text,
+)
 from baton.settings import Settings
 from baton.store import Store
 from baton.store.reads import (
@@ -28,11 +37,6 @@ from baton.store.reads import (
     TicketDetail,
     TicketSummary,
 )
-
-# The evidence rail has no storage yet. Until it records something, every ticket is at the rails'
-# initial states; the API says so rather than leaving the fields out, so clients can rely on the shape.
-INITIAL_REPOSITORY_STATE = RepositoryState.UNREPORTED
-INITIAL_DEPLOYMENT_STATE = DeploymentState.NOT_DEPLOYED
 
 _STATES = ", ".join(state.value for state in WorkState)
 
@@ -102,17 +106,69 @@ class ReviewOut(BaseModel):
     created_at: datetime
 
 
+class Reported(BaseModel):
+    """The newest report of each kind across the ticket's deliveries: claims, until GitHub agrees."""
+
+    branch: str | None
+    commit: str | None
+    pull_request: int | None
+
+
+class PullRequestOut(BaseModel):
+    number: int
+    state: str = Field(description="open, merged, or closed (without merging).")
+    draft: bool
+    head_ref: str
+    head_sha: str = Field(description="The head GitHub shows: at the merge once merged.")
+    base_ref: str
+    merge_commit_sha: str | None
+    problem: str | None = Field(description="Why an open pull request cannot be merged as it stands.")
+    updated_at: str = Field(description="GitHub's time of the newest fact about it.")
+
+
+class BranchOut(BaseModel):
+    name: str
+    head_sha: str | None = Field(description="The newest pushed commit; null before the first push or once deleted.")
+    exists: bool
+
+
 class RepositoryRail(BaseModel):
     state: RepositoryState
+    text: str = Field(description="The rail in plain words, as the status comment shows it.")
+    reason: str | None = Field(description="Why the rail is blocked.")
+    reported: Reported
+    verified_head_sha: str | None = Field(description="The head GitHub shows for what the rail speaks of.")
+    checked_at: str | None = Field(description="The time of the fact that showed `verified_head_sha`.")
+    mismatch: str | None = Field(description="Where the report and GitHub disagree, in plain words.")
+    pull_requests: list[PullRequestOut] = Field(description="Every pull request that links the ticket.")
+    branches: list[BranchOut] = Field(description="Every branch that links the ticket.")
+
+
+class EnvironmentOut(BaseModel):
+    environment: str
+    state: DeploymentState
+    sha: str
+    deployment_id: int
+
+
+class DeploymentOut(BaseModel):
+    id: int
+    environment: str | None
+    sha: str | None
+    status: str | None = Field(description="The newest status; null before the first.")
 
 
 class DeploymentRail(BaseModel):
     state: DeploymentState
+    text: str = Field(description="The rail in plain words, as the status comment shows it.")
+    environments: list[EnvironmentOut] = Field(description="Where the merged change stands, per environment.")
+    deployments: list[DeploymentOut] = Field(description="Every deployment the rail knows of.")
 
 
 class EvidenceRails(BaseModel):
     repository: RepositoryRail
     deployment: DeploymentRail
+    updated_at: datetime | None = Field(description="When the rails last changed; null before their first fact.")
 
 
 class TicketOut(SummaryOut):
@@ -121,8 +177,8 @@ class TicketOut(SummaryOut):
     deliveries: list[DeliveryOut]
     reviews: list[ReviewOut]
     evidence: EvidenceRails = Field(
-        description="The repository and deployment rails. Until the evidence rail records anything, "
-        "these are their initial states: unreported and not_deployed."
+        description="The repository and deployment rails: what GitHub shows of the ticket's code. They never "
+        "move the work state; before their first fact they are unreported and not_deployed."
     )
 
 
@@ -174,11 +230,54 @@ def _ticket(detail: TicketDetail) -> TicketOut:
         attempts=[AttemptOut.model_validate(a, from_attributes=True) for a in detail.attempts],
         deliveries=[_delivery(d) for d in detail.deliveries],
         reviews=[ReviewOut.model_validate(r, from_attributes=True) for r in detail.reviews],
-        evidence=EvidenceRails(
-            repository=RepositoryRail(state=INITIAL_REPOSITORY_STATE),
-            deployment=DeploymentRail(state=INITIAL_DEPLOYMENT_STATE),
+        evidence=_evidence(
+            from_dict(detail.evidence) if detail.evidence else EvidenceRail(ticket.number), detail.evidence_updated_at
         ),
     )
+
+
+def _pull_request_state(merged: bool, open_: bool) -> str:
+    return "merged" if merged else "open" if open_ else "closed"
+
+
+def _evidence(rail: EvidenceRail, updated_at: datetime | None) -> EvidenceRails:
+    pulls = [
+        PullRequestOut(
+            number=pr.number,
+            state=_pull_request_state(pr.merged, pr.open),
+            draft=pr.latest.draft,
+            head_ref=pr.head_ref,
+            head_sha=pull_request_head(rail, pr)[0],
+            base_ref=pr.base_ref,
+            merge_commit_sha=pr.merge_commit_sha,
+            problem=blocker(rail, pr) if pr.open else None,
+            updated_at=pr.latest.stamp,
+        )
+        for pr in rail.linked_pull_requests()
+    ]
+    branches = [BranchOut(name=b.name, head_sha=b.sha, exists=b.exists) for b in rail.linked_branches()]
+    repository = RepositoryRail(
+        state=rail.repository,
+        text=repository_text(rail),
+        reason=rail.reason,
+        reported=Reported(
+            branch=rail.reported_branch, commit=rail.reported_commit, pull_request=rail.reported_pull_request
+        ),
+        verified_head_sha=rail.verified_head_sha,
+        checked_at=rail.checked_at,
+        mismatch=rail.mismatch,
+        pull_requests=pulls,
+        branches=branches,
+    )
+    deployment = DeploymentRail(
+        state=rail.deployment,
+        text=deployment_text(rail),
+        environments=[EnvironmentOut.model_validate(e, from_attributes=True) for e in environments(rail)],
+        deployments=[
+            DeploymentOut(id=d.id, environment=d.environment, sha=d.sha, status=d.status) for d in rail.deployments
+        ],
+    )
+    return EvidenceRails(repository=repository, deployment=deployment, updated_at=updated_at)
 
 
 def _event(event: EventRecord) -> EventOut:

@@ -1,0 +1,358 @@
+"""Recording evidence: facts from webhooks, the REST API and `/deliver` reports, into the rails they reach.
+
+One call is one transaction. A fact is logged for its repository once (`evidence_facts`), then applied to
+every tracked ticket it reaches, and a ticket whose rail changed gets an evidence event and is marked due on
+the outbox, so GitHub shows the change. The rules themselves are `baton.domain.evidence`'s; this module only
+decides which rails a fact reaches and keeps them in the database.
+
+Which rails a fact reaches:
+
+- a pull request: the tickets its body and head branch link, and every rail that holds its number or its
+  head branch (that is how an edited body unlinks a ticket, and how a delivery's report links one);
+- a branch: the ticket its name carries, and the rails that hold the branch;
+- a check: the rails that hold its commit, or a pull request or branch the webhook names with it;
+- a deployment or its status: the rails that hold that deployment, and the rails merged before it was made
+  that are not yet deployed to its environment (a deployment ships every earlier merge), unless GitHub calls
+  the environment transient;
+- a comparison: the rails that asked for it.
+
+A rail that starts holding a subject catches up on what the log already knows about it, so order does not
+matter: a branch pushed before it was reported, a check that ran before the pull request was linked, a
+deployment delivered before its merge.
+
+Nothing here imports the work service, the work store or the work transitions: evidence has no path to the
+work state. (The work service calls `report()` inside its own transaction, never the other way round.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+
+from baton.domain.evidence import (
+    OWN_CHECK,
+    PASSING,
+    BranchFact,
+    CheckFact,
+    CompareFact,
+    DeliveryReport,
+    DeploymentFact,
+    DeploymentStatusFact,
+    EvidenceRail,
+    Fact,
+    PullRequestFact,
+    apply,
+    branch_name,
+    environments,
+    fact_to_dict,
+    instant,
+    pull_request_head,
+    same_commit,
+    unanswered_comparisons,
+)
+from baton.domain.model import DeploymentState, Evidence, TicketKey
+from baton.store.evidence import EvidenceReads, EvidenceTx, Place, StoredRail
+
+MAX_ROUNDS = 50  # compare-and-swap retries; only a pathological livelock gets near it
+CATCH_UP_ROUNDS = 8  # each round follows the subjects the previous one added
+# A deployment created before a merge cannot contain it; the margin absorbs clocks that disagree a little.
+DEPLOYMENT_MARGIN = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Repository:
+    installation_id: int
+    repository_id: int
+    name: str  # "owner/name"
+
+    @property
+    def place(self) -> Place:
+        return Place(self.installation_id, self.repository_id)
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """A fact, with what its delivery says about where it belongs beyond the fact itself.
+
+    `links`: issue numbers the fact links by its own content (closing keywords, a branch name).
+    `reach`: more subjects whose rails it reaches (a check names its pull requests and branch).
+    `environment`: a deployment's environment, when it may ship every merged ticket not yet deployed there.
+    """
+
+    fact: Fact
+    links: frozenset[int] = frozenset()
+    reach: frozenset[str] = frozenset()
+    environment: str | None = None
+
+
+def subject(fact: Fact) -> str:
+    """The one subject a fact is about: how the log files it and how rails find it."""
+    match fact:
+        case PullRequestFact():
+            return f"pr:{fact.number}"
+        case BranchFact():
+            return f"branch:{branch_name(fact.name)}"
+        case CheckFact():
+            return f"sha:{fact.sha.lower()}"
+        case DeploymentFact():
+            return f"deployment:{fact.id}"
+        case DeploymentStatusFact():
+            return f"deployment:{fact.deployment_id}"
+        case CompareFact():
+            return f"compare:{fact.base.lower()}...{fact.head.lower()}"
+        case DeliveryReport():
+            return "report"  # a claim on one ticket's rail, never logged for the repository
+
+
+def _reaches(sighting: Sighting) -> set[str]:
+    fact = sighting.fact
+    keys = {subject(fact), *sighting.reach}
+    if isinstance(fact, PullRequestFact) and not fact.fork:
+        keys.add(f"branch:{branch_name(fact.head_ref)}")
+    return keys
+
+
+def subjects(rail: EvidenceRail) -> set[str]:
+    """What a rail holds, as the link index files it: its pull requests, their branches and current heads,
+    its branches, its deployments, the comparisons it waits for, and what the delivery reported."""
+    keys: set[str] = set()
+    for pr in rail.pull_requests:
+        keys.add(f"pr:{pr.number}")
+        keys.add(f"sha:{pull_request_head(rail, pr)[0].lower()}")
+        if not pr.latest.fork:
+            keys.add(f"branch:{branch_name(pr.head_ref)}")
+    keys.update(f"branch:{branch.name}" for branch in rail.branches)
+    keys.update(f"deployment:{deployment.id}" for deployment in rail.deployments)
+    keys.update(f"compare:{base.lower()}...{head.lower()}" for base, head in unanswered_comparisons(rail))
+    if rail.reported_branch is not None:
+        keys.add(f"branch:{branch_name(rail.reported_branch)}")
+    if rail.reported_pull_request is not None:
+        keys.add(f"pr:{rail.reported_pull_request}")
+    return keys
+
+
+def _merges(rail: EvidenceRail) -> dict[str, str]:
+    """Merge commit → the stamp of its merge, for the rail's linked merged pull requests."""
+    return {
+        pr.merge.merge_commit_sha: pr.merge.stamp
+        for pr in rail.linked_pull_requests()
+        if pr.merge is not None and pr.merge.merge_commit_sha is not None
+    }
+
+
+def _may_ship(rail: EvidenceRail, fact: Fact, environment: str) -> bool:
+    """Whether a deployment may ship a merged rail's change: made after its merges, to an environment the
+    rail is not deployed to yet."""
+    made = getattr(fact, "stamp", None)
+    merges = _merges(rail).values()
+    if made is None or not merges or any(instant(made) < instant(at) - DEPLOYMENT_MARGIN for at in merges):
+        return False
+    return not any(e.environment == environment and e.state is DeploymentState.DEPLOYED for e in environments(rail))
+
+
+def accepted_heads(rail: EvidenceRail) -> tuple[str, ...]:
+    """The commits an acceptance given now covers: the heads of the linked open and merged pull requests,
+    and the commit the delivery reported."""
+    heads = {pull_request_head(rail, pr)[0] for pr in rail.linked_pull_requests() if pr.open or pr.merged}
+    if rail.reported_commit is not None:
+        heads.add(rail.reported_commit)
+    return tuple(sorted(heads))
+
+
+def unverified_branch(rail: EvidenceRail) -> str | None:
+    """The reported branch, while GitHub has shown no commit of it (and no deletion)."""
+    if rail.reported_branch is None:
+        return None
+    branch = rail.branch(rail.reported_branch)
+    return branch_name(rail.reported_branch) if branch is None or (branch.exists and branch.sha is None) else None
+
+
+def unseen_pull_request(rail: EvidenceRail) -> int | None:
+    """The reported pull request, while GitHub has said nothing about it."""
+    number = rail.reported_pull_request
+    return number if number is not None and rail.pull_request(number) is None else None
+
+
+def unrequired_failures(rail: EvidenceRail) -> dict[str, list[CheckFact]]:
+    """Per base branch, the checks that did not pass on the head of a linked open pull request and are not
+    known to be required: the base branch's protection says which are."""
+    found: dict[str, list[CheckFact]] = {}
+    for pr in rail.linked_pull_requests():
+        if not pr.open:
+            continue
+        head, _ = pull_request_head(rail, pr)
+        for check in rail.checks:
+            failed = check.conclusion is not None and check.conclusion not in PASSING
+            if failed and not check.required and check.name != OWN_CHECK and same_commit(check.sha, head):
+                found.setdefault(pr.base_ref, []).append(check)
+    return found
+
+
+def stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class _Change:
+    fact: Fact
+    source: str
+    replayed: bool
+
+
+@dataclass
+class EvidenceService:
+    """`answer_delay`: how long a changed issue waits before the worker shows it, so a burst of pushes and
+    checks is shown once."""
+
+    engine: Engine
+    answer_delay: float = 2.0
+    reads: EvidenceReads = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reads = EvidenceReads(self.engine)
+
+    # -- writing -------------------------------------------------------------------------------------
+
+    def record(self, repository: Repository, sightings: Sequence[Sighting], source: str) -> list[int]:
+        """Log the facts and apply each to every rail it reaches. Returns the issue numbers whose rail changed."""
+        if not sightings:
+            return []
+        place = repository.place
+        with self.engine.begin() as connection:
+            etx = EvidenceTx(connection)
+            etx.lock(place)
+            changed: dict[int, int] = {}
+            for sighting in sightings:
+                etx.log(place, subject(sighting.fact), sighting.fact, source)
+            for sighting in sightings:
+                for ticket_id, number in sorted(self._reached(etx, place, sighting).items()):
+                    if self._apply(etx, place, ticket_id, number, [sighting.fact], source):
+                        changed[ticket_id] = number
+            for number in sorted(set(changed.values())):
+                etx.due(TicketKey(place.installation_id, place.repository_id, number), repository.name,
+                        self.answer_delay)  # fmt: skip
+        return sorted(set(changed.values()))
+
+    def report(self, connection: Connection, key: TicketKey, evidence: Evidence, at: datetime, source: str) -> bool:
+        """A `/deliver`'s branch, commit and pull request, as a claim on the ticket's rail, inside the caller's
+        transaction (the delivery's own). The caller marks the issue due."""
+        if not (evidence.branch or evidence.commit or evidence.pull_request):
+            return False
+        etx = EvidenceTx(connection)
+        place = Place(key.installation_id, key.repository_id)
+        found = etx.ticket(key)
+        if found is None:
+            return False
+        etx.lock(place)
+        # to the microsecond: of two deliveries in one second, the later report must win
+        report = DeliveryReport(evidence, at.astimezone(UTC).isoformat(timespec="microseconds"))
+        return self._apply(etx, place, found[0], key.number, [report], source)
+
+    def accepted(self, connection: Connection, key: TicketKey, revision: int, source: str) -> None:
+        """The ticket was accepted: record which commits that covered (see `accepted_heads`), inside the caller's
+        transaction, so the acceptance check can say when a pull request's head moved after it."""
+        etx = EvidenceTx(connection)
+        found = etx.ticket(key)
+        if found is not None:
+            rail = etx.rail(found[0], key.number).rail
+            etx.append(
+                found[0], "acceptance", source, {"revision": revision, "heads": list(accepted_heads(rail))}, rail
+            )
+
+    def issue_changed(self, key: TicketKey, action: str, data: dict[str, Any], source: str) -> bool:
+        """The issue was closed or reopened on GitHub: an evidence event, nothing more. A merged "Fixes #42"
+        closes the issue; the work state stays where the reviewer left it. The same change told twice (its
+        `data` names when it happened) is recorded once."""
+        with self.engine.begin() as connection:
+            etx = EvidenceTx(connection)
+            found = etx.ticket(key)
+            if found is None or data in etx.events_of(found[0], f"issue_{action}"):
+                return False
+            rail = etx.rail(found[0], key.number).rail
+            etx.append(found[0], f"issue_{action}", source, data, rail)
+        return True
+
+    def _reached(self, etx: EvidenceTx, place: Place, sighting: Sighting) -> dict[int, int]:
+        reached = etx.tracked(place, sighting.links)
+        reached.update(etx.holding(place, _reaches(sighting)))
+        if sighting.environment is not None:
+            for stored in etx.merged(place):
+                if _may_ship(stored.rail, sighting.fact, sighting.environment):
+                    reached[stored.ticket_id] = stored.number
+        return reached
+
+    def _apply(
+        self, etx: EvidenceTx, place: Place, ticket_id: int, number: int, facts: Sequence[Fact], source: str
+    ) -> bool:
+        for _ in range(MAX_ROUNDS):
+            stored = etx.rail(ticket_id, number)
+            rail, changes = self._fold(etx, place, stored, facts, source)
+            if not changes:
+                return False
+            if not etx.save(place, stored, rail):
+                continue  # another writer moved the rail since it was read: fold again on what it left
+            etx.link(place, ticket_id, subjects(rail))
+            after = stored.rail
+            for change in changes:
+                after = apply(after, change.fact)
+                data: dict[str, Any] = {"fact": fact_to_dict(change.fact)}
+                if change.replayed:
+                    data["caught_up"] = True
+                etx.append(ticket_id, data["fact"]["kind"], change.source, data, after)
+            return True
+        raise RuntimeError(f"the evidence rail of ticket {ticket_id} did not settle in {MAX_ROUNDS} rounds")
+
+    def _fold(
+        self, etx: EvidenceTx, place: Place, stored: StoredRail, facts: Sequence[Fact], source: str
+    ) -> tuple[EvidenceRail, list[_Change]]:
+        """The rail with `facts`, then with what the log knows about each subject the rail starts to hold."""
+        rail = stored.rail
+        known, merges = subjects(rail), set(_merges(rail))
+        pending = [_Change(fact, source, False) for fact in facts]
+        changes: list[_Change] = []
+        for _ in range(CATCH_UP_ROUNDS):
+            for change in pending:
+                after = apply(rail, change.fact)
+                if after != rail:
+                    rail = after
+                    changes.append(change)
+            fresh = subjects(rail) - known
+            merged = {sha: at for sha, at in _merges(rail).items() if sha not in merges}
+            if not fresh and not merged:
+                break
+            known |= fresh
+            merges |= set(merged)
+            logged = etx.facts(place, fresh)
+            if merged:
+                since = min(instant(at) for at in merged.values()) - DEPLOYMENT_MARGIN
+                logged += etx.deployments_since(place, since)
+            pending = [_Change(fact, source, True) for fact in logged]
+        return rail, changes
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    def rail(self, key: TicketKey) -> EvidenceRail:
+        """The ticket's rail; the empty one before anything was recorded."""
+        return self.reads.rail(key) or EvidenceRail(key.number)
+
+    def holding(self, repository: Repository, key: str) -> list[tuple[TicketKey, EvidenceRail]]:
+        """Every rail that holds a subject (`pr:57`), with its ticket's key."""
+        return self.reads.holding(repository.place, key)
+
+
+__all__ = [
+    "EvidenceService",
+    "Repository",
+    "Sighting",
+    "accepted_heads",
+    "stamp",
+    "subject",
+    "subjects",
+    "unrequired_failures",
+    "unseen_pull_request",
+    "unverified_branch",
+]

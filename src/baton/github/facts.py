@@ -1,0 +1,215 @@
+"""Evidence facts from GitHub's payloads: webhooks, and the REST API's objects of the same shape.
+
+Read leniently, field by field: a payload that lacks what a fact needs gives no fact (never an error), and
+the rest of the delivery is still used. Only branches count (a tag is not work), and Baton's own check run
+never feeds the rail it reports on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from baton.domain.evidence import (
+    OWN_CHECK,
+    BranchFact,
+    CheckFact,
+    CompareFact,
+    DeploymentFact,
+    DeploymentStatusFact,
+    PullRequestFact,
+)
+from baton.evidence import Repository, Sighting
+from baton.linking import branch_links, pull_request_links
+
+from .webhooks import dig, number, text
+
+NO_COMMIT = "0" * 40  # what a push names as the head of a deleted branch
+
+
+def repository_of(payload: Any) -> Repository | None:
+    """The repository a delivery is about, keyed as tickets are; None without an installation (a GitHub
+    App's deliveries always carry one)."""
+    installation_id = number(payload, "installation", "id")
+    repository_id = number(payload, "repository", "id")
+    name = text(payload, "repository", "full_name")
+    if installation_id is None or repository_id is None or not name:
+        return None
+    return Repository(installation_id, repository_id, name)
+
+
+def _build(make: Callable[[], Any]) -> Any:
+    """A fact, or None where the payload gave values the fact refuses (a stamp that is not a time)."""
+    try:
+        return make()
+    except (ValueError, TypeError):
+        return None
+
+
+def pull_request(pull: Any, repository: Repository) -> Sighting | None:
+    """A pull request object, from a `pull_request` or `pull_request_review` webhook or `GET …/pulls/{n}`."""
+    pr_number = number(pull, "number")
+    head_ref, head_sha = text(pull, "head", "ref"), text(pull, "head", "sha")
+    state, stamp = text(pull, "state"), text(pull, "updated_at")
+    if pr_number is None or not head_ref or not head_sha or not stamp:
+        return None
+    # review payloads carry no `merged`; `merged_at` says the same
+    merged = dig(pull, "merged") is True or bool(text(pull, "merged_at"))
+    head_repository = number(pull, "head", "repo", "id")
+    links = pull_request_links(text(pull, "body"), head_ref, repository.name)
+    fact = _build(
+        lambda: PullRequestFact(
+            number=pr_number,
+            head_ref=head_ref,
+            head_sha=head_sha,
+            base_ref=text(pull, "base", "ref"),
+            state="closed" if merged else state,
+            stamp=stamp,
+            merged=merged,
+            merge_commit_sha=text(pull, "merge_commit_sha") or None,
+            draft=dig(pull, "draft") is True,
+            mergeable_state=text(pull, "mergeable_state") or None,
+            links=links,
+            fork=head_repository is not None and head_repository != repository.repository_id,
+        )
+    )
+    return None if fact is None else Sighting(fact, links)
+
+
+def _pull_request_event(payload: Any, repository: Repository, received: str) -> list[Sighting]:
+    found = pull_request(dig(payload, "pull_request"), repository)
+    return [] if found is None else [found]
+
+
+def _branch(name: str, stamp: str, sha: str | None = None, deleted: bool = False) -> list[Sighting]:
+    fact = _build(lambda: BranchFact(name, stamp, sha, deleted, branch_links(name)))
+    return [] if fact is None else [Sighting(fact, fact.links)]
+
+
+def _push(payload: Any, repository: Repository, received: str) -> list[Sighting]:
+    ref = text(payload, "ref")
+    if not ref.startswith("refs/heads/"):
+        return []  # a tag
+    name = ref.removeprefix("refs/heads/")
+    after = text(payload, "after")
+    if dig(payload, "deleted") is True or after == NO_COMMIT:
+        return _branch(name, received, deleted=True)
+    if not after:
+        return []
+    # the push's own time is its head commit's; a push that names none (rare) is placed when it arrived
+    return _branch(name, text(payload, "head_commit", "timestamp") or received, after)
+
+
+def _ref_event(deleted: bool) -> Callable[[Any, Repository, str], list[Sighting]]:
+    def build(payload: Any, repository: Repository, received: str) -> list[Sighting]:
+        if text(payload, "ref_type") != "branch" or not text(payload, "ref"):
+            return []
+        return _branch(text(payload, "ref"), received, deleted=deleted)
+
+    return build
+
+
+def _reach(pulls: Any, branch: str) -> frozenset[str]:
+    """The pull requests and branch a check's webhook names beside its commit."""
+    keys = {f"pr:{n}" for item in pulls or [] if (n := number(item, "number")) is not None}
+    if branch:
+        keys.add(f"branch:{branch}")
+    return frozenset(keys)
+
+
+def _check_run(payload: Any, repository: Repository, received: str) -> list[Sighting]:
+    run = dig(payload, "check_run")
+    name, sha = text(run, "name"), text(run, "head_sha")
+    stamp = text(run, "completed_at") or text(run, "started_at")
+    if not name or not sha or not stamp or name == OWN_CHECK:
+        return []
+    conclusion = (text(run, "conclusion") or None) if text(run, "status") == "completed" else None
+    fact = _build(lambda: CheckFact(sha, name, stamp, conclusion))
+    if fact is None:
+        return []
+    return [Sighting(fact, reach=_reach(dig(run, "pull_requests"), text(run, "check_suite", "head_branch")))]
+
+
+def _check_suite(payload: Any, repository: Repository, received: str) -> list[Sighting]:
+    suite = dig(payload, "check_suite")
+    app = text(suite, "app", "name") or text(suite, "app", "slug")
+    sha = text(suite, "head_sha")
+    stamp = text(suite, "updated_at") or text(suite, "created_at")
+    if not app or not sha or not stamp or text(suite, "status") != "completed":
+        return []
+    # a suite is every check of one app on one commit; it is named after the app
+    fact = _build(lambda: CheckFact(sha, app, stamp, text(suite, "conclusion") or None))
+    if fact is None:
+        return []
+    return [Sighting(fact, reach=_reach(dig(suite, "pull_requests"), text(suite, "head_branch")))]
+
+
+def _environment(deployment: Any) -> str | None:
+    """Where a deployment may ship every earlier merge; a transient environment (a preview) ships none."""
+    if dig(deployment, "transient_environment") is True:
+        return None
+    return text(deployment, "environment") or None
+
+
+def _deployment(payload: Any, repository: Repository, received: str) -> list[Sighting]:
+    deployment = dig(payload, "deployment")
+    ident, sha = number(deployment, "id"), text(deployment, "sha")
+    environment, stamp = text(deployment, "environment"), text(deployment, "created_at")
+    if ident is None or not sha or not stamp:
+        return []
+    fact = _build(lambda: DeploymentFact(ident, sha, environment, stamp))
+    return [] if fact is None else [Sighting(fact, environment=_environment(deployment))]
+
+
+def _deployment_status(payload: Any, repository: Repository, received: str) -> list[Sighting]:
+    deployment, status = dig(payload, "deployment"), dig(payload, "deployment_status")
+    ident, state, stamp = number(deployment, "id"), text(status, "state"), text(status, "created_at")
+    if ident is None or not state or not stamp:
+        return []
+    environment = text(status, "environment") or text(deployment, "environment") or None
+    fact = _build(lambda: DeploymentStatusFact(ident, state, stamp, text(deployment, "sha") or None, environment))
+    return [] if fact is None else [Sighting(fact, environment=_environment(deployment))]
+
+
+def compare(answer: Any, base: str, head: str) -> CompareFact | None:
+    """`GET …/compare/{base}...{head}`'s answer: is `head` at or after `base`."""
+    result: CompareFact | None = _build(lambda: CompareFact(base, head, text(answer, "status")))
+    return result
+
+
+def branch(answer: Any, name: str) -> BranchFact | None:
+    """`GET …/branches/{name}`'s answer: the branch's head commit, stamped with the commit's time."""
+    sha = text(answer, "commit", "sha")
+    stamp = text(answer, "commit", "commit", "committer", "date") or text(answer, "commit", "commit", "author", "date")
+    if not sha or not stamp:
+        return None
+    result: BranchFact | None = _build(lambda: BranchFact(name, stamp, sha, False, branch_links(name)))
+    return result
+
+
+def required_checks(answer: Any) -> frozenset[str]:
+    """The status checks a branch's protection requires, as `GET …/branches/{name}` shows them."""
+    contexts = dig(answer, "protection", "required_status_checks", "contexts", default=[])
+    checks = dig(answer, "protection", "required_status_checks", "checks", default=[])
+    names = {c for c in contexts if isinstance(c, str)}
+    names |= {text(c, "context") for c in checks if text(c, "context")}
+    return frozenset(names)
+
+
+# The webhooks that carry evidence, by event name: payload, repository, arrival time -> facts.
+BUILDERS: dict[str, Callable[[Any, Repository, str], list[Sighting]]] = {
+    "pull_request": _pull_request_event,
+    "pull_request_review": _pull_request_event,
+    "push": _push,
+    "create": _ref_event(deleted=False),
+    "delete": _ref_event(deleted=True),
+    "check_run": _check_run,
+    "check_suite": _check_suite,
+    "deployment": _deployment,
+    "deployment_status": _deployment_status,
+}
+
+
+def observe(event: str, payload: Any, repository: Repository, received: str) -> list[Sighting]:
+    build = BUILDERS.get(event)
+    return [] if build is None else build(payload, repository, received)
