@@ -91,10 +91,33 @@ def test_the_whole_life_of_a_task(stage: Stage) -> None:
     assert merged.labels == ("baton:delivered",)  # ... and the work did not move
     assert work_line(merged.status) == f"**Work:** Delivered — attempt 2 by @{winner}, awaiting review"
 
+    # the evidence rail: what the repository shows, verified against GitHub; it never moved the work
+    pr_state = stage.repository.pulls[pull]
+    head, merge = pr_state.head_sha, pr_state.merge_commit_sha or ""
+    first = stage.repository.commits(f"{task}-empty-state")[-2]
+    assert f"**Repository:** Branch {task}-empty-state (head {first[:7]}, verified)" in (delivered.status or "")
+    assert f"**Repository:** Pull request #{pull} open (head {head[:7]}, verified)" in (
+        after["pull request"].status or ""
+    )
+    assert after["refused"].checks == ((head, "in_progress", None),)  # the acceptance check waits on the PR
+    assert f"**Repository:** Pull request #{pull} merged (merge commit {merge[:7]})" in (merged.status or "")
+    assert "**Deployment:** Not deployed" in (merged.status or "")
+    deployed = after["deployed"]
+    assert deployed.labels == ("baton:delivered",)  # deployed, and still only delivered
+    assert f"**Deployment:** Deployed to production ({merge[:7]})" in (deployed.status or "")
+
     accepted = after["accepted"]
     assert accepted.labels == ("baton:accepted",)
-    assert work_line(accepted.status) == f"**Work:** Accepted by @maria — attempt 2 by @{winner}"
-    assert "Revision 6." in (accepted.status or "")
+    assert accepted.status == (
+        "<!-- baton:status -->\n"
+        f"**Work:** Accepted by @maria — attempt 2 by @{winner}\n"
+        f"**Repository:** Pull request #{pull} merged (merge commit {merge[:7]})\n"
+        f"**Deployment:** Deployed to production ({merge[:7]})\n\n"
+        "Revision 6. It is finished; a reviewer can /reopen it."
+    )
+    checked = wait_for(stage, task, lambda s: s.checks == ((head, "completed", "success"),), "the check passed")
+    assert checked.checks == ((head, "completed", "success"),)
+    assert "accepted by @maria" in (stage.repository.check_runs[max(stage.repository.check_runs)].summary or "")
 
     # the history tells all of it, including the superseded delivery and why it was sent back
     events = api(stage, f"/repos/octo/shop/issues/{task}/events").json()["events"]

@@ -4,6 +4,7 @@ promise that facts may arrive late, twice and in any order."""
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
@@ -670,3 +671,38 @@ def test_a_rail_survives_storage(facts: list[Fact], applicable: bool) -> None:
     assert stored["repository"] == result.repository.value and stored["deployment"] == result.deployment.value
     for fact in facts:
         assert fact_from_dict(json.loads(json.dumps(fact_to_dict(fact)))) == fact
+
+
+# Pushes made within one second: GitHub's stamps cannot order them, the push's `before` can.
+
+
+def _chain(count: int) -> list[BranchFact]:
+    # each later commit id sorts before the one it continues from, so only `before` can tell the order
+    shas = [f"{9 - n:07d}" + "a" * 33 for n in range(count + 1)]
+    return [
+        BranchFact("42-empty-state", at(1), shas[n + 1], before=shas[n], links=frozenset({TICKET}))
+        for n in range(count)
+    ]
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))), ids=str)
+def test_pushes_in_one_second_are_ordered_by_what_each_continues_from(order: tuple[int, ...]) -> None:
+    pushes = _chain(3)
+    shown = rail(report(branch="42-empty-state", commit=pushes[-1].sha), *(pushes[i] for i in order))
+    assert shown.verified_head_sha == pushes[-1].sha
+    assert shown.mismatch is None
+    assert from_dict(json.loads(json.dumps(to_dict(shown)))) == shown
+
+
+def test_a_newer_second_replaces_the_pushes_of_an_older_one() -> None:
+    first, second = _chain(2)
+    later = BranchFact("42-empty-state", at(2), OLDER, before=None, links=frozenset({TICKET}))
+    assert rail(first, later, second).verified_head_sha == OLDER
+    assert rail(later, second, first).verified_head_sha == OLDER
+
+
+def test_a_rail_stored_before_pushes_were_kept_reads_its_head() -> None:
+    stored = to_dict(rail(push()))
+    for branch in stored["branches"]:
+        del branch["pushes"]
+    assert from_dict(stored).verified_head_sha == HEAD

@@ -542,3 +542,21 @@ def test_concurrent_deliveries_about_one_ticket_never_lose_a_fact(database_url: 
         assert evidence.rail(issue.key).deployments == ()  # nothing merged: it reaches no rail
     finally:
         engine.dispose()
+
+
+def test_a_push_fact_carries_what_it_continues_from() -> None:
+    from baton.domain.evidence import BranchFact
+    from baton.github.facts import observe, repository_of
+
+    def pushed(before: str) -> BranchFact:
+        payload = {"ref": "refs/heads/42-work", "before": before, "after": "b" * 40,
+                   "head_commit": {"timestamp": "2026-01-01T00:00:00Z"},
+                   "repository": {"id": 7, "full_name": "octo/shop"}, "installation": {"id": 1}}  # fmt: skip
+        repository = repository_of(payload)
+        assert repository is not None
+        (sighting,) = observe("push", payload, repository, "2026-01-01T00:00:05Z")
+        assert isinstance(sighting.fact, BranchFact)
+        return sighting.fact
+
+    assert pushed("a" * 40).before == "a" * 40
+    assert pushed("0" * 40).before is None  # the push that created the branch

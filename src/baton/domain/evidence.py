@@ -99,6 +99,7 @@ class BranchFact:
     """A branch created, pushed to or deleted. `sha` is None for `create`, which names no commit.
 
     The stamp of a push is its head commit's timestamp; `links` come from `baton.linking.branch_links`.
+    GitHub's stamps have one-second resolution, so pushes made in one second are ordered by `before`.
     """
 
     name: str
@@ -106,6 +107,7 @@ class BranchFact:
     sha: str | None = None
     deleted: bool = False
     links: frozenset[int] = frozenset()
+    before: str | None = None  # a push's previous head: it orders pushes made in the same second
 
     def __post_init__(self) -> None:
         instant(self.stamp)
@@ -272,10 +274,11 @@ class PullRequest:
 
 @dataclass(frozen=True)
 class Branch:
-    """What the rail keeps of one branch: the newest fact, the newest push and the newest deletion."""
+    """What the rail keeps of one branch: the newest fact, the pushes of the newest second (`pushes`, in a
+    fixed order) and the newest deletion."""
 
     latest: BranchFact
-    head: BranchFact | None = None
+    pushes: tuple[BranchFact, ...] = ()
     deletion: BranchFact | None = None
 
     @classmethod
@@ -284,12 +287,25 @@ class Branch:
 
     def joined(self, fact: BranchFact) -> Branch:
         latest = max(self.latest, fact, key=_order)
-        head, deletion = self.head, self.deletion
+        pushes, deletion = self.pushes, self.deletion
         if fact.deleted:
             deletion = fact if deletion is None else max(deletion, fact, key=_order)
         elif fact.sha is not None:
-            head = fact if head is None else max(head, fact, key=_order)
-        return Branch(latest, head, deletion)
+            newest = instant(pushes[0].stamp) if pushes else None
+            if newest is None or instant(fact.stamp) > newest:
+                pushes = (fact,)
+            elif instant(fact.stamp) == newest and fact not in pushes:
+                pushes = tuple(sorted((*pushes, fact), key=_canon))
+        return Branch(latest, pushes, deletion)
+
+    @property
+    def head(self) -> BranchFact | None:
+        """The newest push: of the pushes made in its second, the one no other push continues from."""
+        if not self.pushes:
+            return None
+        continued = {push.before for push in self.pushes}
+        ends = [push for push in self.pushes if push.sha not in continued] or list(self.pushes)
+        return max(ends, key=_order)
 
     @property
     def name(self) -> str:
@@ -954,7 +970,12 @@ def to_dict(rail: EvidenceRail) -> dict[str, Any]:
             {"latest": fact_to_dict(pr.latest), "merge": _optional(pr.merge)} for pr in rail.pull_requests
         ],
         "branches": [
-            {"latest": fact_to_dict(b.latest), "head": _optional(b.head), "deletion": _optional(b.deletion)}
+            {
+                "latest": fact_to_dict(b.latest),
+                "head": _optional(b.head),
+                "pushes": [fact_to_dict(push) for push in b.pushes],
+                "deletion": _optional(b.deletion),
+            }
             for b in rail.branches
         ],
         "checks": [fact_to_dict(check) for check in rail.checks],
@@ -976,6 +997,13 @@ def to_dict(rail: EvidenceRail) -> dict[str, Any]:
     }
 
 
+def _pushes(branch: Mapping[str, Any], read: Callable[[Any], Any]) -> tuple[BranchFact, ...]:
+    """A branch's kept pushes; rails stored before pushes were kept hold only the head."""
+    if "pushes" in branch:
+        return tuple(read(push) for push in branch["pushes"])
+    return () if branch.get("head") is None else (read(branch["head"]),)
+
+
 def from_dict(data: Mapping[str, Any]) -> EvidenceRail:
     def read(item: Mapping[str, Any] | None) -> Any:
         return None if item is None else fact_from_dict(item)
@@ -985,7 +1013,7 @@ def from_dict(data: Mapping[str, Any]) -> EvidenceRail:
         applicable=data.get("applicable", True),
         pull_requests=tuple(PullRequest(read(pr["latest"]), read(pr["merge"])) for pr in data.get("pull_requests", ())),
         branches=tuple(
-            Branch(read(b["latest"]), read(b["head"]), read(b["deletion"])) for b in data.get("branches", ())
+            Branch(read(b["latest"]), _pushes(b, read), read(b["deletion"])) for b in data.get("branches", ())
         ),
         checks=tuple(read(check) for check in data.get("checks", ())),
         deployments=tuple(

@@ -81,8 +81,10 @@ def _pull_request_event(payload: Any, repository: Repository, received: str) -> 
     return [] if found is None else [found]
 
 
-def _branch(name: str, stamp: str, sha: str | None = None, deleted: bool = False) -> list[Sighting]:
-    fact = _build(lambda: BranchFact(name, stamp, sha, deleted, branch_links(name)))
+def _branch(
+    name: str, stamp: str, sha: str | None = None, deleted: bool = False, before: str | None = None
+) -> list[Sighting]:
+    fact = _build(lambda: BranchFact(name, stamp, sha, deleted, branch_links(name), before))
     return [] if fact is None else [Sighting(fact, fact.links)]
 
 
@@ -97,7 +99,9 @@ def _push(payload: Any, repository: Repository, received: str) -> list[Sighting]
     if not after:
         return []
     # the push's own time is its head commit's; a push that names none (rare) is placed when it arrived
-    return _branch(name, text(payload, "head_commit", "timestamp") or received, after)
+    before = text(payload, "before")
+    return _branch(name, text(payload, "head_commit", "timestamp") or received, after,
+                   before=before if before and before != NO_COMMIT else None)  # fmt: skip
 
 
 def _ref_event(deleted: bool) -> Callable[[Any, Repository, str], list[Sighting]]:

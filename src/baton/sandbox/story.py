@@ -42,6 +42,7 @@ class Seen:
     status: str | None
     replies: tuple[str, ...]
     reactions: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    checks: tuple[tuple[str, str, str | None], ...] = ()  # the repository's check runs: (head, status, conclusion)
 
 
 def seen(repository: Repository, number: int, lock: threading.RLock) -> Seen:
@@ -54,9 +55,10 @@ def seen(repository: Repository, number: int, lock: threading.RLock) -> Seen:
         for reaction in repository.reactions.get(number, []):
             key = reaction.comment if reaction.comment is not None else 0
             reactions[key] = (*reactions.get(key, ()), reaction.content)
+        checks = tuple((run.head_sha, run.status, run.conclusion) for run in repository.check_runs.values())
         return Seen(
             issue.state, tuple(issue.labels), tuple(issue.assignees), status,
-            tuple(c.body for c in ours if not c.body.startswith(STATUS_MARKER)), reactions,
+            tuple(c.body for c in ours if not c.body.startswith(STATUS_MARKER)), reactions, checks,
         )  # fmt: skip
 
 
@@ -80,6 +82,12 @@ def work_line(status: str | None) -> str:
     """The status comment's first line after the marker: the work rail in words."""
     lines = (status or "").splitlines()
     return lines[1] if len(lines) > 1 else ""
+
+
+def rail_lines(status: str | None) -> str:
+    """The status comment's evidence lines (repository, deployment, any mismatch), on one line."""
+    lines = (status or "").splitlines()[2:]
+    return " · ".join(line for line in lines if line.startswith("**") and not line.startswith("**Work"))
 
 
 def showing(state: str, *also: str) -> Callable[[Seen], bool]:
@@ -149,7 +157,9 @@ def play(stage: Stage, say: Callable[[str], None] = print) -> dict[str, Seen]:
     runner.comment(name, task, DELIVERY.format(summary="Kept on failure.", branch=branch, commit=second, passed=14))
     after["delivered again"] = wait_for(stage, task, showing("delivered", "attempt 2"), "delivered again")
     pull = runner.open_pull_request(name, branch, "Empty state for billing history", f"Fixes #{task}")
+    after["pull request"] = wait_for(stage, task, showing("delivered", f"Pull request #{pull} open"), "the PR shown")
     say(f"   {work_line(after['delivered again'].status)}; pull request #{pull} opened.")
+    say(f"   {rail_lines(after['pull request'].status)}")
 
     say(f"6. @{winner} tries /accept on #{pull}; so does @visitor. Both are refused.")
     runner.comment(name, pull, "/accept")
@@ -163,9 +173,12 @@ def play(stage: Stage, say: Callable[[str], None] = print) -> dict[str, Seen]:
 
     say(f"7. @maria merges #{pull}: GitHub closes #{task}; the work stays delivered. Then it is deployed.")
     merge = maria.merge(name, pull)
-    after["merged"] = wait_for(stage, task, lambda s: s.state == "closed", "the issue closed by the merge")
-    maria.deploy(name, merge, "production")
+    after["merged"] = wait_for(stage, task, lambda s: s.state == "closed" and showing("delivered", "merged")(s),
+                               "the issue closed by the merge, and the merge shown")  # fmt: skip
     say(f"   #{task} is {after['merged'].state} on GitHub; {work_line(after['merged'].status)}")
+    maria.deploy(name, merge, "production")
+    after["deployed"] = wait_for(stage, task, showing("delivered", "Deployed to production"), "the deployment shown")
+    say(f"   {rail_lines(after['deployed'].status)}")
 
     say("8. @maria accepts on the pull request with /accept.")
     maria.comment(name, pull, "/accept Looks right, thanks.")
