@@ -226,3 +226,33 @@ def test_the_story_plays_unchecked_where_githubs_descriptions_are_not_installed(
         after = play(stage, lambda line: None)
         assert after["accepted"].labels == ("baton:accepted",)
     stage.app.state.work.store.dispose()
+
+
+def test_what_webhooks_did_not_tell_baton_asks_github(stage: Stage) -> None:
+    """A branch pushed and a pull request opened while Baton heard nothing (it was down: GitHub does not
+    redeliver by itself), then a deployment of a commit after the merge: Baton reads branches, pulls and
+    the comparison from GitHub's API to verify what the runner reported and what was deployed."""
+    maria, agent = stage.person("maria", "maintain"), stage.person("agent-a", "write")
+    number = agent.open_issue(stage.full_name, "Tidy the invoice list", "/claim")  # created claimed, by its body
+    claimed = wait_for(stage, number, lambda s: showing("claimed")(s) and 0 in s.reactions, "claimed from the body")
+    assert claimed.reactions[0] == ("+1",) and claimed.assignees == ("agent-a",)  # the 👍 is on the issue itself
+
+    hook, stage.hub.hook_url = stage.hub.hook_url, None  # Baton hears nothing for a while
+    branch = f"{number}-tidy"
+    head = agent.push(stage.full_name, branch, "Tidy the list")
+    pull = agent.open_pull_request(stage.full_name, branch, "Tidy", "Part of the invoices work")
+    stage.hub.hook_url = hook
+    agent.comment(stage.full_name, number, f"/deliver Tidied.\nbranch: {branch}\ncommit: {head}\npr: #{pull}")
+    shown = wait_for(stage, number, showing("delivered", f"Pull request #{pull} open (head {head[:7]}, verified)"),
+                     "the reported pull request verified")  # fmt: skip
+    assert "Mismatch" not in (shown.status or "")
+
+    merge = maria.merge(stage.full_name, pull)
+    wait_for(stage, number, showing("delivered", "merged"), "the merge")
+    later = maria.push(stage.full_name, "main", "Release notes")  # main moves on past the merge
+    maria.deploy(stage.full_name, later, "production")
+    deployed = wait_for(stage, number, showing("delivered", f"Deployed to production ({later[:7]})"), "deployed")
+    assert merge != later and deployed.state == "open"  # "Part of" closes nothing
+    asked = stage.hub.rest.operations()
+    assert {"repos/get-branch", "pulls/get", "repos/compare-commits-with-basehead",
+            "reactions/create-for-issue"} <= asked, asked  # fmt: skip
