@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from sqlalchemy import ColumnElement, Engine, and_, insert, or_, select, update
+from sqlalchemy import ColumnElement, Engine, and_, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from . import tables as t
@@ -21,6 +21,20 @@ ABANDONED_AFTER = timedelta(minutes=5)
 
 def _abandoned(now: datetime) -> ColumnElement[bool]:
     return or_(_c.status == "failed", and_(_c.status == "processing", _c.processed_at < now - ABANDONED_AFTER))
+
+
+# Built once: each delivery is taken and finished, and building the statements cost more than running them.
+_TAKE = (
+    update(_inbox)
+    .where(_c.id == bindparam("delivery"), _c.status == "pending")
+    .values(status="processing", attempts=_c.attempts + 1, processed_at=bindparam("now"))
+    .returning(_c.id, _c.event, _c.action, _c.installation_id, _c.payload, _c.attempts, _c.received_at)
+)
+_FINISH = (
+    update(_inbox)
+    .where(_c.id == bindparam("delivery"))
+    .values(status=bindparam("status"), error=bindparam("error"), processed_at=bindparam("now"))
+)
 
 
 class Received(StrEnum):
@@ -96,14 +110,9 @@ class Inbox:
     def take(self, delivery_id: str) -> Delivery | None:
         """Mark a pending delivery as being processed and return it; None if someone else took it."""
         with self.engine.begin() as connection:
-            taken = connection.execute(
-                update(_inbox)
-                .where(_c.id == delivery_id, _c.status == "pending")
-                .values(status="processing", attempts=_c.attempts + 1, processed_at=datetime.now(UTC))
-            ).rowcount
-            if taken != 1:
-                return None
-            row = connection.execute(select(_inbox).where(_c.id == delivery_id)).one()
+            row = connection.execute(_TAKE, {"delivery": delivery_id, "now": datetime.now(UTC)}).first()
+        if row is None:
+            return None
         received = row.received_at if row.received_at.tzinfo else row.received_at.replace(tzinfo=UTC)
         return Delivery(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts, received)
 
@@ -126,9 +135,7 @@ class Inbox:
         `processed_at` is when processing started while `processing`, and when it ended after."""
         with self.engine.begin() as connection:
             connection.execute(
-                update(_inbox)
-                .where(_c.id == delivery_id)
-                .values(status=status, error=error, processed_at=datetime.now(UTC))
+                _FINISH, {"delivery": delivery_id, "status": status, "error": error, "now": datetime.now(UTC)}
             )
 
     def status(self, delivery_id: str) -> tuple[str, int, str | None] | None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import Engine, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from . import tables as t
 
 _i = t.installations.c
 _r = t.installation_repositories.c
+_STATUS = select(_i.status).where(_i.id == bindparam("installation"))  # asked once per delivery: built once
 
 
 class Installations:
@@ -53,7 +54,7 @@ class Installations:
     def active(self, installation_id: int) -> bool:
         """Unknown installations count as active: Baton may have been installed before it kept count."""
         with self.engine.connect() as connection:
-            status = connection.execute(select(_i.status).where(_i.id == installation_id)).scalar()
+            status = connection.execute(_STATUS, {"installation": installation_id}).scalar()
         return status in (None, "active")
 
     def status(self, installation_id: int) -> str | None:
