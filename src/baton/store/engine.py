@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -78,3 +80,16 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
     event.listen(engine, "rollback", _release)
 
     return engine
+
+
+@contextmanager
+def one_statement(engine: Engine) -> Iterator[Connection]:
+    """A connection for one statement that is a transaction by itself. On PostgreSQL it runs in
+    autocommit: one round trip instead of three (BEGIN, the statement, COMMIT). On SQLite it is a write
+    transaction like any other, under the writer lock."""
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as connection:
+            yield connection.execution_options(isolation_level="AUTOCOMMIT")
+    else:
+        with engine.begin() as connection:
+            yield connection

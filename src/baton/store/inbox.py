@@ -10,6 +10,7 @@ from sqlalchemy import ColumnElement, Engine, and_, bindparam, insert, or_, sele
 from sqlalchemy.exc import IntegrityError
 
 from . import tables as t
+from .engine import one_statement
 
 _inbox = t.webhook_deliveries
 _c = _inbox.c
@@ -109,7 +110,7 @@ class Inbox:
 
     def take(self, delivery_id: str) -> Delivery | None:
         """Mark a pending delivery as being processed and return it; None if someone else took it."""
-        with self.engine.begin() as connection:
+        with one_statement(self.engine) as connection:
             row = connection.execute(_TAKE, {"delivery": delivery_id, "now": datetime.now(UTC)}).first()
         if row is None:
             return None
@@ -133,7 +134,7 @@ class Inbox:
     def finish(self, delivery_id: str, status: str, error: str | None = None) -> None:
         """`done`, `ignored` or `failed` (with the error, which a redelivery clears by succeeding).
         `processed_at` is when processing started while `processing`, and when it ended after."""
-        with self.engine.begin() as connection:
+        with one_statement(self.engine) as connection:
             connection.execute(
                 _FINISH, {"delivery": delivery_id, "status": status, "error": error, "now": datetime.now(UTC)}
             )

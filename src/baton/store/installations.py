@@ -8,6 +8,7 @@ from sqlalchemy import Engine, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from . import tables as t
+from .engine import one_statement
 
 _i = t.installations.c
 _r = t.installation_repositories.c
@@ -53,7 +54,7 @@ class Installations:
 
     def active(self, installation_id: int) -> bool:
         """Unknown installations count as active: Baton may have been installed before it kept count."""
-        with self.engine.connect() as connection:
+        with one_statement(self.engine) as connection:
             status = connection.execute(_STATUS, {"installation": installation_id}).scalar()
         return status in (None, "active")
 

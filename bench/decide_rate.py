@@ -1,0 +1,98 @@
+"""Decide rate: how many stored webhook deliveries one process works through per second.
+
+The part of Baton's work that comes after the 202: take the delivery from the inbox, find who the
+actor is, decide the command, record it, finish the delivery. Per run: `--issues` issues with
+`--claimers` `/claim` comments each are stored in the inbox, then one process decides them all, in
+order, with the same code `baton worker` and the in-process worker thread run
+(`baton.intake.process`). GitHub is the recording stub in a process of its own (bench/github_stub.py),
+answering the permission lookups; answers to GitHub (the outbox) are left out: that is the projection's
+cost, not the decision's. Prints deliveries decided per second for each run and the median.
+
+Usage (from the repository root):
+
+    python bench/decide_rate.py                          # SQLite, then PostgreSQL
+    python bench/decide_rate.py --database sqlite --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from pydantic import SecretStr
+
+from baton.intake import process
+from baton.settings import Settings
+from baton.store.inbox import Incoming
+from baton.wiring import assemble
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `bench` is a package here
+from bench.claim_race import scratch_postgres, scratch_sqlite
+from bench.webhook_race import INSTALLATION, payload, stub_server
+
+
+def run(database_url: str, api: str, key: str, *, issues: int, claimers: int) -> float:
+    settings = Settings(
+        database_url=database_url, webhook_secret=SecretStr("bench"), app_id=1, private_key=SecretStr(key),
+        github_api_url=api, answer_delay=3600.0, write_interval=0.0,
+    )  # fmt: skip
+    parts = assemble(settings)
+    try:
+        stored = [
+            Incoming(f"r{r}-c{c}", "issue_comment", "created", INSTALLATION, payload(r, c).decode())
+            for r in range(issues + 1)
+            for c in range(claimers)
+        ]
+        parts.inbox.receive_all(stored)
+        waiting = parts.inbox.pending(len(stored))
+        for delivery in waiting[:claimers]:  # the first issue warms the caches (token, permissions)
+            process(parts.inbox, parts.intake, delivery)
+        measured = waiting[claimers:]
+        started = time.perf_counter()
+        for delivery in measured:
+            process(parts.inbox, parts.intake, delivery)
+        return len(measured) / (time.perf_counter() - started)
+    finally:
+        parts.engine.dispose()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--postgres-url", default=os.environ.get(
+        "BATON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"))  # fmt: skip
+    parser.add_argument("--issues", type=int, default=25)
+    parser.add_argument("--claimers", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    key = (
+        rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        .private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+        )
+        .decode()
+    )
+    print(f"{'engine':<11} {'deliveries':>10} {'decided/s per run':>40} {'median':>7}")
+    with stub_server() as api:
+        for engine in ["sqlite", "postgresql"] if args.database == "both" else [args.database]:
+            rates = []
+            for _ in range(args.repeat):
+                with ExitStack() as stack:
+                    url = stack.enter_context(
+                        scratch_sqlite() if engine == "sqlite" else scratch_postgres(args.postgres_url)
+                    )
+                    rates.append(run(url, api, key, issues=args.issues, claimers=args.claimers))
+            shown = " ".join(f"{rate:,.0f}" for rate in rates)
+            print(f"{engine:<11} {args.issues * args.claimers:>10} {shown:>40} {statistics.median(rates):>7,.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
