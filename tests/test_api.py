@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,6 +29,7 @@ from baton.settings import Settings
 from baton.store import evidence as store_evidence
 from baton.store import work
 from baton.store.reads import Reads
+from baton.store.tables import tickets
 from baton.web import create_app
 
 TOKEN = "t0k"
@@ -652,6 +655,36 @@ def test_reads_write_nothing(app: FastAPI, rail: Rail) -> None:
         event.remove(engine, "before_cursor_execute", record)
     assert set(statements) <= {"SELECT", "BEGIN", "SHOW", "SET"}, statements
     assert statements.count("SELECT") >= 7
+
+
+def test_reads_do_not_wait_for_a_write_in_progress(app: FastAPI, rail: Rail) -> None:
+    """A reader sees the last committed state while a writer holds its transaction open (SQLite's WAL,
+    PostgreSQL's snapshots): the read API never queues behind the work."""
+    populate(rail)
+    engine = app.state.work.store.engine
+    reads = Reads(engine)
+    before = reads.ticket("octo/shop", 42)
+    assert before is not None
+    holding, release = threading.Event(), threading.Event()
+
+    def write_slowly() -> None:
+        with engine.begin() as connection:  # under SQLite: BEGIN IMMEDIATE and the writer lock
+            connection.execute(tickets.update().where(tickets.c.number == 42).values(revision=999))
+            holding.set()
+            release.wait(10)
+            connection.rollback()
+
+    writer = threading.Thread(target=write_slowly)
+    writer.start()
+    try:
+        assert holding.wait(10)
+        started = time.monotonic()
+        during = reads.ticket("octo/shop", 42)
+        assert time.monotonic() - started < 2.0  # no wait for the writer (its lock would hold 10 s)
+        assert during is not None and during.ticket.revision == before.ticket.revision
+    finally:
+        release.set()
+        writer.join(10)
 
 
 # ---------------------------------------------------------------------------------------------- auth

@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+READ_ONLY = "baton_read_only"  # execution option: this connection only reads (SQLite then takes no write lock)
 
 
 def normalise_url(url: str) -> str:
@@ -64,6 +65,10 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
+        if connection.get_execution_options().get(READ_ONLY):
+            # A reader: WAL gives it a snapshot beside the one writer, so it takes neither lock.
+            connection.exec_driver_sql("BEGIN")
+            return
         writer.acquire()
         connection.info["baton_writer"] = True
         try:

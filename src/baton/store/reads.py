@@ -1,10 +1,11 @@
 """Read-only queries for the read API and other viewers, in SQLAlchemy Core over `tables.py`.
 
 Nothing here writes. Each query opens one short connection of its own and leaves it before returning,
-so a caller never holds a connection (or, under SQLite, the engine's writer lock) between calls.
+so a caller never holds a connection between calls. Under SQLite the connection is marked read-only:
+it begins a deferred transaction and takes no writer lock, so reads never wait for writes (WAL).
 
-A ticket with its attempts, deliveries and reviews is read in one transaction: under SQLite the
-engine's `BEGIN IMMEDIATE` already makes it a consistent view; under PostgreSQL the connection runs
+A ticket with its attempts, deliveries and reviews is read in one transaction: under SQLite that is
+one WAL snapshot, a consistent view; under PostgreSQL the connection runs
 REPEATABLE READ and read-only, so a transition committed between the statements cannot show a ticket
 at one revision beside rows of another.
 
@@ -25,6 +26,7 @@ from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, fu
 
 from baton.domain import WorkState
 
+from .engine import READ_ONLY
 from .tables import attempts, deliveries, events, evidence_rails, reviews, tickets
 
 DEFAULT_LIMIT = 100
@@ -156,6 +158,8 @@ class Reads:
             if connection.dialect.name == "postgresql":
                 # Set before the first statement begins the transaction; the pool resets both on return.
                 connection.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+            else:
+                connection.execution_options(**{READ_ONLY: True})  # reads never wait for the writer
             yield connection
             # Leaving without a commit rolls back: there is nothing to keep, and it ends the snapshot.
 
