@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ import httpx
 import pytest
 
 from baton.sandbox.contract import Contract, ContractUnavailable
+from baton.sandbox.people import Person
 from baton.sandbox.server import Fault
 from baton.sandbox.stage import Stage
 from baton.sandbox.story import play, showing, wait_for, work_line
@@ -130,6 +132,45 @@ def test_the_whole_life_of_a_task(stage: Stage) -> None:
     assert sum(1 for c in stage.repository.comments.values() if c.issue == task and "baton:status" in c.body) == 1
     assert len(after["refused"].replies) == 1  # both refusals coalesced into one reply
     assert any(f"#{pull}" in line for line in said)
+
+
+def test_twenty_agents_claim_at_once_one_wins_and_github_sees_at_most_six_writes(database_url: str) -> None:
+    try:
+        Contract.load()
+    except ContractUnavailable as error:
+        missing(str(error))
+    # the production coalescing window, so the 19 refusals leave in one reply
+    with Stage.open(database_url, key=_key_pair(), answer_delay=2.0) as stage:
+        maria = stage.person("maria", "maintain")
+        agents = [stage.person(f"agent-{n:02d}", "write") for n in range(20)]
+        number = maria.open_issue(stage.full_name, "A popular task")
+        _settled(stage)
+        writes_before = len(stage.hub.rest.writes())
+        together = threading.Barrier(20)
+        comment_ids: dict[str, int] = {}
+
+        def claim(agent: Person) -> None:
+            comment_ids[agent.login] = agent.comment(stage.full_name, number, "/claim", together=together)
+
+        racers = [threading.Thread(target=claim, args=(agent,)) for agent in agents]
+        for racer in racers:
+            racer.start()
+        for racer in racers:
+            racer.join()
+        assert all(d.status == 202 for d in stage.hub.deliveries if d.event == "issue_comment")
+        shown = wait_for(stage, number, lambda s: showing("claimed")(s) and len(s.replies) == 1, "claimed, answered")
+        _settled(stage, 2.5)
+        shown = wait_for(stage, number, lambda s: True, "the settled issue")
+        (winner,) = shown.assignees
+        assert shown.labels == ("baton:claimed",)
+        assert shown.reactions == {comment_ids[winner]: ("+1",)}
+        (reply,) = shown.replies
+        losers = [agent.login for agent in agents if agent.login != winner]
+        assert all(f"@{loser}" in reply for loser in losers) and f"@{winner} " not in reply.split("claimed by")[0]
+        writes = stage.hub.rest.writes()[writes_before:]
+        assert len(writes) <= 6, [(w.method, w.path) for w in writes]
+        assert stage.hub.all_problems() == []
+    stage.app.state.work.store.dispose()
 
 
 def test_a_state_label_removed_by_hand_comes_back(stage: Stage) -> None:

@@ -13,7 +13,6 @@ import json
 import queue
 import threading
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +46,6 @@ class Hub:
     hook_url: str | None = None  # Baton's `POST /webhooks/github`
     deliveries: list[Delivery] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # payloads GitHub's webhook schemas would not accept
-    on_delivery: Callable[[Delivery], None] | None = None
 
     def __post_init__(self) -> None:
         self.rest = StandIn(self.world, self.contract, self._send_later)
@@ -94,6 +92,18 @@ class Hub:
             answered.wait(30)
         return delivery
 
+    def deliver_now(self, event: str, payload: dict[str, Any], together: threading.Barrier) -> Delivery:
+        """Send a webhook from the calling thread once `together` is complete, outside the line."""
+        if self.contract is not None:
+            self.problems.extend(f"{event} webhook: {problem}" for problem in webhook_problems(event, payload))
+        delivery = Delivery(str(uuid.uuid4()), event, json.dumps(payload).encode())
+        with self.world.lock:
+            self.deliveries.append(delivery)
+        with httpx.Client(timeout=10) as client:
+            together.wait()
+            self._post(client, delivery)
+        return delivery
+
     def redeliver(self, delivery: Delivery) -> Delivery:
         """GitHub's "Redeliver": the same delivery id and body, sent again."""
         again = Delivery(delivery.id, delivery.event, delivery.body)
@@ -111,19 +121,22 @@ class Hub:
             while (item := self._line.get()) is not None:
                 delivery, answered = item
                 try:
-                    if self.hook_url is not None:
-                        response = client.post(self.hook_url, content=delivery.body, headers={
-                            "X-GitHub-Event": delivery.event, "X-GitHub-Delivery": delivery.id,
-                            "X-Hub-Signature-256": signature(self.secret.encode(), delivery.body),
-                            "Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/stand-in",
-                        })  # fmt: skip
-                        delivery.status, delivery.answer = response.status_code, response.text
-                except httpx.HTTPError as error:  # Baton is down: GitHub records the failure and moves on
-                    delivery.status, delivery.answer = 0, f"{type(error).__name__}: {error}"
+                    self._post(client, delivery)
                 finally:
                     answered.set()
-                if self.on_delivery is not None:
-                    self.on_delivery(delivery)
+
+    def _post(self, client: httpx.Client, delivery: Delivery) -> None:
+        if self.hook_url is None:
+            return
+        try:
+            response = client.post(self.hook_url, content=delivery.body, headers={
+                "X-GitHub-Event": delivery.event, "X-GitHub-Delivery": delivery.id,
+                "X-Hub-Signature-256": signature(self.secret.encode(), delivery.body),
+                "Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/stand-in",
+            })  # fmt: skip
+            delivery.status, delivery.answer = response.status_code, response.text
+        except httpx.HTTPError as error:  # Baton is down: GitHub records the failure and moves on
+            delivery.status, delivery.answer = 0, f"{type(error).__name__}: {error}"
 
 
 @dataclass
@@ -162,7 +175,9 @@ class Person:
         self.hub.deliver("issues", payload)
         return number
 
-    def comment(self, full_name: str, number: int, body: str) -> int:
+    def comment(self, full_name: str, number: int, body: str, *, together: threading.Barrier | None = None) -> int:
+        """Comment on an issue or pull request. With `together`, the webhook leaves once every party to
+        the barrier is ready, beside the others, not in the line: GitHub delivers concurrently too."""
         world, repository, repo = self._context(full_name)
         with world.lock:
             issue = repository.issues[number]
@@ -176,7 +191,10 @@ class Person:
             )  # fmt: skip
             payload = shapes.issue_comment_event(repo, self._issue_json(repository, repo, issue), comment_json,
                                                  self.account, installation_id=repository.installation_id)  # fmt: skip
-        self.hub.deliver("issue_comment", payload)
+        if together is None:
+            self.hub.deliver("issue_comment", payload)
+        else:
+            self.hub.deliver_now("issue_comment", payload, together)
         return comment.id
 
     def label(self, full_name: str, number: int, name: str, *, add: bool) -> None:

@@ -121,8 +121,7 @@ def play(stage: Stage, say: Callable[[str], None] = print) -> dict[str, Seen]:
     barrier = threading.Barrier(2)
 
     def claim(person_name: str) -> None:
-        barrier.wait()
-        (agent_a if person_name == "agent-a" else agent_b).comment(name, task, "/claim")
+        (agent_a if person_name == "agent-a" else agent_b).comment(name, task, "/claim", together=barrier)
 
     racers = [threading.Thread(target=claim, args=(who,)) for who in ("agent-a", "agent-b")]
     for racer in racers:
