@@ -24,11 +24,10 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 
 from baton.intake import process
+from baton.sandbox.stage import key_pair
 from baton.settings import Settings
 from baton.store.inbox import Incoming
 from baton.wiring import assemble
@@ -72,13 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--claimers", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    key = (
-        rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        .private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
-        )
-        .decode()
-    )
+    key, _ = key_pair()
     print(f"{'engine':<11} {'deliveries':>10} {'decided/s per run':>40} {'median':>7}")
     with stub_server() as api:
         for engine in ["sqlite", "postgresql"] if args.database == "both" else [args.database]:

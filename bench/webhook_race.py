@@ -41,11 +41,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy import create_engine, func, select
 
 from baton.github.webhooks import signature
+from baton.sandbox.stage import key_pair
 from baton.store import normalise_url
 from baton.store import tables as t
 
@@ -111,14 +110,12 @@ def payload(round_: int, claimer: int) -> bytes:
 
 
 def run(database_url: str, *, claimers: int, rounds: int, workers: int, gap: float) -> dict[str, Any]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
-    )
+    key, _ = key_pair()
     with ExitStack() as stack:
         api = stack.enter_context(stub_server())
         port = free_port()
         env = {**os.environ, "BATON_DATABASE_URL": database_url, "BATON_WEBHOOK_SECRET": SECRET,
-               "BATON_APP_ID": "1", "BATON_PRIVATE_KEY": key.decode(), "BATON_GITHUB_API_URL": api,
+               "BATON_APP_ID": "1", "BATON_PRIVATE_KEY": key, "BATON_GITHUB_API_URL": api,
                "BATON_ANSWER_DELAY": "0.3", "BATON_WRITE_INTERVAL": "0",
                "BATON_WORKER": "external" if workers else "inprocess"}  # fmt: skip
         serve = subprocess.Popen([sys.executable, "-m", "baton.cli", "serve", "--host", "127.0.0.1",

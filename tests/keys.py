@@ -23,3 +23,14 @@ def app_key() -> str:
         )
         .decode()
     )
+
+
+@functools.cache
+def app_public_key() -> str:
+    """The public half as PEM, as GitHub (or the stand-in) holds it to verify the App's JWTs."""
+    return (
+        app_private_key()
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )

@@ -25,20 +25,9 @@ from baton.sandbox.server import Fault
 from baton.sandbox.stage import Stage
 from baton.sandbox.story import play, showing, wait_for, work_line
 from corpus import missing
-from keys import app_key, app_private_key
+from keys import app_key, app_public_key
 
 TOKEN = "e2e-read-token"
-
-
-def _key_pair() -> tuple[str, str]:
-    from cryptography.hazmat.primitives import serialization
-
-    public = (
-        app_private_key()
-        .public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-    )
-    return app_key(), public.decode()
 
 
 @pytest.fixture
@@ -47,7 +36,7 @@ def stage(database_url: str) -> Iterator[Stage]:
         Contract.load()
     except ContractUnavailable as error:
         missing(str(error))
-    with Stage.open(database_url, key=_key_pair(), api_token=TOKEN) as opened:
+    with Stage.open(database_url, key=(app_key(), app_public_key()), api_token=TOKEN) as opened:
         yield opened
         # Nothing Baton sent and nothing the stand-in answered or delivered strayed from GitHub's descriptions.
         assert opened.hub.all_problems() == []
@@ -140,7 +129,7 @@ def test_twenty_agents_claim_at_once_one_wins_and_github_sees_at_most_six_writes
     except ContractUnavailable as error:
         missing(str(error))
     # the production coalescing window, so the 19 refusals leave in one reply
-    with Stage.open(database_url, key=_key_pair(), answer_delay=2.0) as stage:
+    with Stage.open(database_url, key=(app_key(), app_public_key()), answer_delay=2.0) as stage:
         maria = stage.person("maria", "maintain")
         agents = [stage.person(f"agent-{n:02d}", "write") for n in range(20)]
         number = maria.open_issue(stage.full_name, "A popular task")
@@ -262,7 +251,7 @@ def test_the_story_plays_unchecked_where_githubs_descriptions_are_not_installed(
         raise ContractUnavailable("not installed")
 
     monkeypatch.setattr(Contract, "load", classmethod(unavailable))
-    with Stage.open(sqlite_url, key=_key_pair()) as stage:
+    with Stage.open(sqlite_url, key=(app_key(), app_public_key())) as stage:
         assert stage.hub.contract is None
         after = play(stage, lambda line: None)
         assert after["accepted"].labels == ("baton:accepted",)

@@ -4,40 +4,21 @@ nothing), and the `baton/acceptance` check run on pull request heads."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-import respx
-from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy import select, update
 
+import test_projection
 from baton.domain import TicketKey, WorkState
-from baton.settings import Settings
 from baton.store import tables as t
-from baton.web import create_app
-from keys import app_key
 from payloads import HEAD, LATER, MERGE, NEWER, Repo, at
-from test_projection import API, INSTALLATION, NUMBER, REPOSITORY_ID, SECRET, FakeGitHub, Scene
+from test_projection import INSTALLATION, NUMBER, REPOSITORY_ID, Scene
 
+scene = test_projection.scene  # the same app, worker and fake GitHub
 SHOP = Repo(INSTALLATION, REPOSITORY_ID, "octo/shop")
 KEY = TicketKey(INSTALLATION, REPOSITORY_ID, NUMBER)
-
-
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    fake = FakeGitHub()
-    settings = Settings(
-        database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=4711, private_key=SecretStr(app_key()),
-        github_api_url=API, answer_delay=0, write_interval=0,
-    )  # fmt: skip
-    app = create_app(settings, background_worker=False)
-    with respx.mock(base_url=API, assert_all_called=False) as router:
-        router.route().mock(side_effect=fake.handle)
-        with TestClient(app) as client:
-            yield Scene(client, fake, app)
 
 
 def lines(scene: Scene) -> list[str]:
@@ -262,6 +243,12 @@ def test_no_check_on_a_pull_request_closed_before_one_was_made(scene: Scene) -> 
     assert scene.github.check_runs == {}
 
 
+def lease_runs_out(scene: Scene) -> None:
+    """Age the lease on creating each head's check run past its minute, as if its worker died."""
+    with scene.app.state.work.store.engine.begin() as connection:
+        connection.execute(update(t.check_runs).values(updated_at=datetime.now(UTC) - timedelta(minutes=5)))
+
+
 def test_a_crash_after_creating_the_check_run_never_makes_a_second_one(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
     scene.post("pull_request", SHOP.pull_request("opened"))
@@ -281,8 +268,7 @@ def test_a_crash_after_creating_the_check_run_never_makes_a_second_one(scene: Sc
     assert len(scene.github.check_runs) == 1
     [row] = scene.outbox()
     assert row.last_error == "the check run is being created by another worker"
-    with scene.app.state.work.store.engine.begin() as connection:  # the lease runs out
-        connection.execute(update(t.check_runs).values(updated_at=datetime.now(UTC) - timedelta(minutes=5)))
+    lease_runs_out(scene)
     scene.due_now()
     scene.drain()
     assert scene.github.runs(HEAD) == [("in_progress", None, "Waiting for acceptance of #42")]
@@ -304,8 +290,7 @@ def test_a_crash_before_creating_the_check_run_creates_it_once(scene: Scene) -> 
     with pytest.raises(SystemExit):
         scene.drain()
     projector.create_check_run = real
-    with scene.app.state.work.store.engine.begin() as connection:
-        connection.execute(update(t.check_runs).values(updated_at=datetime.now(UTC) - timedelta(minutes=5)))
+    lease_runs_out(scene)
     scene.due_now()
     scene.drain()
     assert scene.github.runs(HEAD) == [("in_progress", None, "Waiting for acceptance of #42")]

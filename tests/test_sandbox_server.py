@@ -24,19 +24,10 @@ from baton.sandbox.server import Fault
 from baton.sandbox.serving import Served
 from baton.sandbox.world import World
 from corpus import missing
-from keys import app_key, app_private_key
+from keys import app_key, app_public_key
 
 APP_ID = 77
 SECRET = "stand-in secret"
-
-
-def public_key() -> str:
-    return (
-        app_private_key()
-        .public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
 
 
 def app_jwt(key: str | None = None, *, iss: str = str(APP_ID), lifetime: int = 540) -> str:
@@ -54,7 +45,7 @@ def contract() -> Contract:
 
 @pytest.fixture
 def hub(contract: Contract) -> Iterator[Hub]:
-    world = World(APP_ID, public_key())
+    world = World(APP_ID, app_public_key())
     with world.lock:
         installation = world.install("octo")
         world.add_repository(installation, "shop")

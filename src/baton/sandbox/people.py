@@ -79,13 +79,18 @@ class Hub:
 
     # -- the webhook line ----------------------------------------------------------------------------
 
-    def deliver(self, event: str, payload: dict[str, Any], *, wait: bool = True) -> Delivery:
-        """Send Baton a webhook (after the ones before it); with `wait`, return once Baton answered."""
+    def _record(self, event: str, payload: dict[str, Any]) -> Delivery:
+        """A new delivery of `payload`, checked against GitHub's webhook schemas and kept in `deliveries`."""
         if self.contract is not None:
             self.problems.extend(f"{event} webhook: {problem}" for problem in webhook_problems(event, payload))
         delivery = Delivery(str(uuid.uuid4()), event, json.dumps(payload).encode())
         with self.world.lock:
             self.deliveries.append(delivery)
+        return delivery
+
+    def deliver(self, event: str, payload: dict[str, Any], *, wait: bool = True) -> Delivery:
+        """Send Baton a webhook (after the ones before it); with `wait`, return once Baton answered."""
+        delivery = self._record(event, payload)
         answered = threading.Event()
         self._line.put((delivery, answered))
         if wait:
@@ -94,11 +99,7 @@ class Hub:
 
     def deliver_now(self, event: str, payload: dict[str, Any], together: threading.Barrier) -> Delivery:
         """Send a webhook from the calling thread once `together` is complete, outside the line."""
-        if self.contract is not None:
-            self.problems.extend(f"{event} webhook: {problem}" for problem in webhook_problems(event, payload))
-        delivery = Delivery(str(uuid.uuid4()), event, json.dumps(payload).encode())
-        with self.world.lock:
-            self.deliveries.append(delivery)
+        delivery = self._record(event, payload)
         with httpx.Client(timeout=10) as client:
             together.wait()
             self._post(client, delivery)

@@ -242,6 +242,12 @@ class _Context:
         if self.stand_in.notify is not None:
             self.stand_in.notify(event, payload)
 
+    def page(self, items: list[Any]) -> list[Any]:
+        """The slice `per_page` (at most 100, GitHub's default 30) and `page` (from 1) ask for."""
+        per_page = max(1, min(100, int(self.query.get("per_page", "30"))))
+        page = max(1, int(self.query.get("page", "1")))
+        return items[(page - 1) * per_page : page * per_page]
+
     def labels_changed(self, action: str, issue: Issue, label: str) -> None:
         """The App's bot added or removed a label: GitHub tells the App as it tells everyone."""
         installation_id = self.repository.installation_id
@@ -439,9 +445,7 @@ def _post_label(c: _Context) -> tuple[int, Json]:
 def _list_comments(c: _Context, number: str) -> tuple[int, Json]:
     c.find_issue(number)
     comments = sorted((x for x in c.repository.comments.values() if x.issue == int(number)), key=lambda x: x.id)
-    per_page = max(1, min(100, int(c.query.get("per_page", "30"))))
-    page = max(1, int(c.query.get("page", "1")))
-    return 200, [c.comment(x) for x in comments[(page - 1) * per_page : page * per_page]]
+    return 200, [c.comment(x) for x in c.page(comments)]
 
 
 def _get_comment(c: _Context, comment_id: str) -> tuple[int, Json]:
@@ -542,10 +546,7 @@ def _list_check_runs(c: _Context, ref: str) -> tuple[int, Json]:
         key=lambda run: run.id,
         reverse=True,
     )
-    per_page = max(1, min(100, int(c.query.get("per_page", "30"))))
-    page = max(1, int(c.query.get("page", "1")))
-    shown = runs[(page - 1) * per_page : page * per_page]
-    return 200, {"total_count": len(runs), "check_runs": [_check_run_json(c, run) for run in shown]}
+    return 200, {"total_count": len(runs), "check_runs": [_check_run_json(c, run) for run in c.page(runs)]}
 
 
 def _get_pull(c: _Context, number: str) -> tuple[int, Json]:

@@ -88,13 +88,16 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
 
 
 @contextmanager
-def one_statement(engine: Engine) -> Iterator[Connection]:
+def one_statement(engine: Engine, *, reads: bool = False) -> Iterator[Connection]:
     """A connection for one statement that is a transaction by itself. On PostgreSQL it runs in
-    autocommit: one round trip instead of three (BEGIN, the statement, COMMIT). On SQLite it is a write
-    transaction like any other, under the writer lock."""
+    autocommit: one round trip instead of three (BEGIN, the statement, COMMIT). On SQLite a write takes
+    the writer lock like any other; a statement that only `reads` takes a snapshot and no lock."""
     if engine.dialect.name == "postgresql":
         with engine.connect() as connection:
             yield connection.execution_options(isolation_level="AUTOCOMMIT")
+    elif reads:
+        with engine.connect() as connection:
+            yield connection.execution_options(**{READ_ONLY: True})
     else:
         with engine.begin() as connection:
             yield connection

@@ -54,7 +54,7 @@ class Installations:
 
     def active(self, installation_id: int) -> bool:
         """Unknown installations count as active: Baton may have been installed before it kept count."""
-        with one_statement(self.engine) as connection:
+        with one_statement(self.engine, reads=True) as connection:
             status = connection.execute(_STATUS, {"installation": installation_id}).scalar()
         return status in (None, "active")
 
