@@ -198,7 +198,7 @@ def test_the_examples_in_order_and_shuffled_with_duplicates_change_no_work_row(h
 EVIDENCE_PATH = ["baton.domain.evidence", "baton.linking", "baton.evidence", "baton.store.evidence",
                  "baton.github.facts", "baton.github.verify"]  # fmt: skip
 WORK_RAIL = {"baton.domain.transitions", "baton.domain", "baton.service", "baton.store.work", "baton.store",
-             "baton.commands", "baton.intake", "baton.worker"}  # fmt: skip
+             "baton.commands", "baton.intake", "baton.writer"}  # fmt: skip
 
 
 def _source(module: str) -> Path:

@@ -252,7 +252,7 @@ def lease_runs_out(scene: Scene) -> None:
 def test_a_crash_after_creating_the_check_run_never_makes_a_second_one(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
     scene.post("pull_request", SHOP.pull_request("opened"))
-    outbox = scene.app.state.worker.outbox
+    outbox = scene.app.state.writer.outbox
     real = outbox.record_check_run
 
     def killed(*args: Any) -> None:
@@ -264,10 +264,10 @@ def test_a_crash_after_creating_the_check_run_never_makes_a_second_one(scene: Sc
     outbox.record_check_run = real
     assert len(scene.github.check_runs) == 1
     scene.due_now()
-    scene.drain()  # the creation is still leased: another worker might be making the run right now
+    scene.drain()  # the creation is still leased: another writer might be making the run right now
     assert len(scene.github.check_runs) == 1
     [row] = scene.outbox()
-    assert row.last_error == "the check run is being created by another worker"
+    assert row.last_error == "the check run is being created by another writer"
     lease_runs_out(scene)
     scene.due_now()
     scene.drain()
@@ -280,7 +280,7 @@ def test_a_crash_after_creating_the_check_run_never_makes_a_second_one(scene: Sc
 def test_a_crash_before_creating_the_check_run_creates_it_once(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
     scene.post("pull_request", SHOP.pull_request("opened"))
-    projector = scene.app.state.worker.projector
+    projector = scene.app.state.writer.projector
     real = projector.create_check_run
 
     def killed(*args: Any) -> int:

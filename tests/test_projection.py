@@ -241,12 +241,13 @@ class Scene:
         assert self.client.post("/webhooks/github", content=body, headers=headers).status_code == 202
 
     def drain(self) -> int:
-        return int(self.app.state.worker.drain())
+        return int(self.app.state.writer.drain())
 
     def due_now(self) -> None:
-        """Skip waiting out a retry delay."""
+        """Skip waiting out a retry delay, and any pause GitHub asked for."""
         with self.app.state.work.store.engine.begin() as connection:
             connection.execute(update(t.outbox).values(due_at=datetime.now(UTC) - timedelta(seconds=1)))
+            connection.execute(update(t.write_budgets).values(paused_until=None, next_at=None))
 
     def outbox(self) -> list[Any]:
         with self.app.state.work.store.engine.connect() as connection:
@@ -373,7 +374,7 @@ def test_a_crash_after_writing_before_recording_doubles_nothing(scene: Scene) ->
     """The worker dies after GitHub took the writes but before the database heard of it."""
     scene.comment("agent-a", "/deliver")  # refused: a reply
     scene.comment("agent-b", "/claim")  # applied: label, assignee, status comment, 👍
-    worker = scene.app.state.worker
+    worker = scene.app.state.writer
     real_sent, real_done = worker.outbox.sent, worker.outbox.done
 
     def killed_after_the_reply(item_ids: list[int], result_id: int | None = None) -> None:
@@ -386,17 +387,19 @@ def test_a_crash_after_writing_before_recording_doubles_nothing(scene: Scene) ->
         scene.drain()
     worker.outbox.sent, worker.outbox.done = real_sent, real_done
     writes_before = list(scene.github.writes)
-    # the restarted worker finds the issue again once its lease runs out
+    # the 👍 first, then the reply; the crash came before the labels, assignee and status comment
+    assert [w.split(" ")[0] + " " + w.split("/")[-1] for w in writes_before] == ["POST reactions", "POST comments"]
+    # the restarted writer finds the issue again
     scene.due_now()
     scene.drain()
     github = scene.github
-    assert len(github.replies()) == 1
+    assert len(github.replies()) == 1  # the reply it had posted was found, not posted again
     assert len([c for c in github.comments.values() if "baton:status" in c["body"]]) == 1
     assert github.labels == {"baton:claimed"} and github.assignees == ["agent-b"]
     assert scene.outbox() == [] and scene.unsent() == 0
-    assert github.writes == writes_before  # the restart found everything already on GitHub
-    assert [w.split(" ")[0] + " " + w.split("/")[-1] for w in writes_before] == [
-        "POST labels", "POST assignees", "POST comments", "POST reactions", "POST comments",
+    assert github.reactions == [(2, "+1")]
+    assert [w.split(" ")[0] + " " + w.split("/")[-1] for w in github.writes[len(writes_before) :]] == [
+        "POST labels", "POST assignees", "POST comments",
     ]  # fmt: skip
 
 
@@ -420,7 +423,8 @@ def test_a_missing_label_is_created_with_colour_and_description(scene: Scene) ->
 def test_with_external_workers_the_web_process_only_stores_and_baton_worker_does_the_rest(database_url: str) -> None:
     import time
 
-    from baton.wiring import assemble, work_loop
+    from baton.runtime import Runtime
+    from baton.wiring import assemble
 
     fake = FakeGitHub()
     settings = Settings(
@@ -435,14 +439,12 @@ def test_with_external_workers_the_web_process_only_stores_and_baton_worker_does
             scene.comment("agent-a", "/claim")
             assert app.state.work.ticket(TicketKey(INSTALLATION, REPOSITORY_ID, NUMBER)) is None  # stored only
             parts = assemble(settings)
-            stop = threading.Event()
-            loop = threading.Thread(target=work_loop, args=(parts, stop, 0.05))
-            loop.start()
+            lanes = Runtime(parts)  # what `baton worker` runs
+            lanes.start()
             deadline = time.monotonic() + 20
-            while fake.reactions == [] and time.monotonic() < deadline:
+            while (fake.reactions == [] or fake.assignees == []) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            stop.set()
-            loop.join()
+            lanes.stop()
             parts.engine.dispose()
     assert fake.labels == {"baton:claimed"} and fake.assignees == ["agent-a"] and fake.reactions == [(1, "+1")]
     assert parts.inbox.pending() == []

@@ -582,7 +582,7 @@ def test_the_comparison_would_notice_a_table_the_migrations_lack(store: Store) -
 
 def test_upgrade_is_idempotent(store: Store) -> None:
     rail = Rail(store)
-    assert current(store.engine) == head() == "0005"
+    assert current(store.engine) == head() == "0006"
     rail.do(1, Command("claim"), AGENT_A)
     upgrade(store.engine)
     upgrade(store.engine)

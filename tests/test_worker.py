@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from baton.store.outbox import Item
-from baton.worker import reply_text
+from baton.writer import reply_text
 
 
 def item(n: int, author: str, message: str) -> Item:

@@ -43,7 +43,8 @@ def _worker(args: argparse.Namespace) -> int:
     import threading
 
     from baton.github.client import ConfigurationError
-    from baton.wiring import assemble, work_loop
+    from baton.runtime import Runtime
+    from baton.wiring import assemble
 
     settings = Settings()
     try:
@@ -51,16 +52,67 @@ def _worker(args: argparse.Namespace) -> int:
     except ConfigurationError as error:
         print(f"baton: {error}", file=sys.stderr)
         return 2
-    if parts.worker is None:
+    if parts.writer is None:
         print("baton: the worker needs the App: set BATON_APP_ID and BATON_PRIVATE_KEY.", file=sys.stderr)
         return 2
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    print("baton worker: processing webhook deliveries and the outbox", flush=True)
-    work_loop(parts, stop)
+    lanes = Runtime(parts, writers=settings.writers)
+    print(f"baton worker: deciding webhook deliveries; {settings.writers} threads writing to GitHub", flush=True)
+    lanes.start()
+    stop.wait()
+    lanes.stop()
     parts.engine.dispose()
     return 0
+
+
+def _deliveries(args: argparse.Namespace) -> int:
+    from baton.store import make_engine
+    from baton.store.inbox import Inbox
+
+    engine = make_engine(Settings().database_url)
+    try:
+        listed = Inbox(engine).listed("failed" if args.failed else args.status, args.limit)
+    finally:
+        engine.dispose()
+    if not listed:
+        print("no failed deliveries" if args.failed else "no deliveries")
+        return 0
+    for stored in listed:
+        kind = f"{stored.event}.{stored.action}" if stored.action else stored.event
+        line = f"{stored.id}  {kind:<28} {stored.status:<10} attempts {stored.attempts}  "
+        line += f"{stored.received_at:%Y-%m-%d %H:%M:%S}"
+        if stored.next_attempt_at is not None and stored.status == "pending":
+            line += f"  next try {stored.next_attempt_at:%H:%M:%S}"
+        print(line)
+        if stored.error:
+            print(f"    {stored.error}")
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from baton.github.client import ConfigurationError
+    from baton.intake import process
+    from baton.wiring import assemble
+
+    settings = Settings()
+    try:
+        parts = assemble(settings)
+    except ConfigurationError as error:
+        print(f"baton: {error}", file=sys.stderr)
+        return 2
+    try:
+        if not parts.inbox.replay(args.delivery):
+            print(f"baton: no delivery {args.delivery} to replay (unknown, or being processed now)", file=sys.stderr)
+            return 2
+        process(parts.inbox, parts.intake, args.delivery)
+        found = parts.inbox.status(args.delivery)
+    finally:
+        parts.engine.dispose()
+    status, _, reason = found or ("unknown", 0, None)
+    print(f"{args.delivery}: {status}" + (f" ({reason})" if reason else ""))
+    return 0 if status in ("done", "ignored") else 1
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -134,9 +186,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_serve)
 
     worker = commands.add_parser(
-        "worker", help="process webhook deliveries and drain the outbox (with BATON_WORKER=external)"
+        "worker", help="decide webhook deliveries and write to GitHub (with BATON_WORKER=external)"
     )
     worker.set_defaults(run=_worker)
+
+    deliveries = commands.add_parser("deliveries", help="list stored webhook deliveries, newest first")
+    deliveries.add_argument("--failed", action="store_true", help="only those that failed for good")
+    deliveries.add_argument("--status", choices=["pending", "processing", "done", "ignored", "failed"])
+    deliveries.add_argument("--limit", type=int, default=50)
+    deliveries.set_defaults(run=_deliveries)
+
+    replay = commands.add_parser("replay", help="process one stored webhook delivery again, now")
+    replay.add_argument("delivery", help="its X-GitHub-Delivery id, as `baton deliveries` lists it")
+    replay.set_defaults(run=_replay)
 
     demo = commands.add_parser(
         "demo", help="play the reference story against a stand-in GitHub, then keep serving the read API"

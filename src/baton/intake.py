@@ -14,9 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
+
+from githubkit.exception import RequestError, RequestFailed
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from baton.commands import parse
 from baton.domain import Actor, Permission, Policy, TicketKey
@@ -25,7 +28,7 @@ from baton.github.configs import DefaultConfigs, Loaded
 from baton.github.facts import observe, repository_of
 from baton.github.webhooks import dig, number, text
 from baton.linking import linked_issues
-from baton.service import Issue, Outcome, Source, WorkService
+from baton.service import Issue, Outcome, Request, Source, WorkService
 from baton.store.inbox import Delivery, Inbox
 from baton.store.installations import Installations
 
@@ -83,6 +86,18 @@ class Intake:
             return "ignored", ()
         return "done", handler(self, payload, delivery)
 
+    def requests(self, delivery: Delivery) -> list[Request] | None:
+        """The commands of a delivery that carries nothing but commands on one issue (a comment on an issue,
+        a new issue's body), to be decided together with others on the same ticket; None for any other
+        delivery, which `handle` processes by itself."""
+        reader = COMMAND_READERS.get((delivery.event, delivery.action or ""))
+        if reader is None:
+            return None
+        payload = json.loads(delivery.payload)
+        if not isinstance(payload, dict):
+            return []
+        return reader(self, payload)
+
     def _from_baton(self, payload: dict[str, Any], where: str) -> bool:
         """Baton's own comments carry its App id; other bots are ordinary actors."""
         return self.app_id is not None and number(payload, where, "performed_via_github_app", "id") == self.app_id
@@ -104,16 +119,16 @@ class Intake:
             )
         return loaded.policy
 
-    def _run(self, payload: dict[str, Any], body: str, operation: str, source: Source) -> tuple[Outcome, ...]:
+    def _requests(self, payload: dict[str, Any], body: str, operation: str, source: Source) -> list[Request]:
         installation_id = number(payload, "installation", "id")
         repository_id = number(payload, "repository", "id")
         issue_number = number(payload, "issue", "number")
         repository = text(payload, "repository", "full_name")
         commands = parse(body)
         if not commands or None in (installation_id, repository_id, issue_number) or not repository:
-            return ()
+            return []
         if not self._active(payload):
-            return ()
+            return []
         assert installation_id is not None and repository_id is not None and issue_number is not None
         issue = Issue(TicketKey(installation_id, repository_id, issue_number), repository,
                       text(payload, "issue", "user", "login"))  # fmt: skip
@@ -124,10 +139,10 @@ class Intake:
             is_bot=text(payload, "sender", "type") == "Bot",
         )
         policy = self.policy(installation_id, repository, issue.key, login)
-        return tuple(
-            self.work.apply(issue, command, actor, f"{installation_id}:{operation}:{index}", policy, source)
+        return [
+            Request(issue, command, actor, f"{installation_id}:{operation}:{index}", policy, source)
             for index, command in enumerate(commands)
-        )
+        ]
 
 
 def _on_pull_request(
@@ -181,24 +196,37 @@ def _target(links: list[int], named: int | None) -> int | str:
     return f"this pull request links {listed}: say which, as in `/accept #{links[0]}`."
 
 
-def _comment_created(intake: Intake, payload: dict[str, Any], delivery: Delivery) -> tuple[Outcome, ...]:
+def _comment_requests(intake: Intake, payload: dict[str, Any]) -> list[Request] | None:
+    """The commands of a comment on an issue; None for a comment on a pull request (`_comment_created`)."""
     if intake._from_baton(payload, "comment"):
-        return ()
-    if dig(payload, "issue", "pull_request") is not None:  # the issue is a pull request; its body is the PR's
-        comment_id = number(payload, "comment", "id")
-        body = text(payload, "comment", "body")
-        return _on_pull_request(intake, payload, body, payload.get("issue") or {}, Source(comment_id),
-                                f"comment:{comment_id}")  # fmt: skip
+        return []
+    if dig(payload, "issue", "pull_request") is not None:
+        return None
     comment_id = number(payload, "comment", "id")
-    return intake._run(payload, text(payload, "comment", "body"), f"comment:{comment_id}", Source(comment_id))
+    return intake._requests(payload, text(payload, "comment", "body"), f"comment:{comment_id}", Source(comment_id))
+
+
+def _body_requests(intake: Intake, payload: dict[str, Any]) -> list[Request] | None:
+    """Commands in a new issue's body: `/claim` there creates the ticket already claimed by its author."""
+    if intake._from_baton(payload, "issue"):
+        return []
+    body = text(payload, "issue", "body")
+    return intake._requests(payload, body, f"issue:{number(payload, 'issue', 'id')}", Source(None))
+
+
+def _comment_created(intake: Intake, payload: dict[str, Any], delivery: Delivery) -> tuple[Outcome, ...]:
+    requests = _comment_requests(intake, payload)
+    if requests is not None:
+        return tuple(intake.work.apply_all(requests))
+    # the issue is a pull request; its body is the PR's
+    comment_id = number(payload, "comment", "id")
+    body = text(payload, "comment", "body")
+    return _on_pull_request(intake, payload, body, payload.get("issue") or {}, Source(comment_id),
+                            f"comment:{comment_id}")  # fmt: skip
 
 
 def _issue_opened(intake: Intake, payload: dict[str, Any], delivery: Delivery) -> tuple[Outcome, ...]:
-    """Commands in a new issue's body: `/claim` there creates the ticket already claimed by its author."""
-    if intake._from_baton(payload, "issue"):
-        return ()
-    body = text(payload, "issue", "body")
-    return intake._run(payload, body, f"issue:{number(payload, 'issue', 'id')}", Source(None))
+    return tuple(intake.work.apply_all(_body_requests(intake, payload) or []))
 
 
 def _label_changed(intake: Intake, payload: dict[str, Any], delivery: Delivery) -> tuple[Outcome, ...]:
@@ -319,17 +347,84 @@ HANDLERS: dict[tuple[str, str], Handler] = {
 }
 
 
+# Deliveries that carry nothing but commands on one issue: read into requests, and decided with the others
+# on the same ticket (`decide`).
+CommandReader = Callable[[Intake, dict[str, Any]], "list[Request] | None"]
+COMMAND_READERS: dict[tuple[str, str], CommandReader] = {
+    ("issue_comment", "created"): _comment_requests,
+    ("issues", "opened"): _body_requests,
+}
+
+
 def process(inbox: Inbox, intake: Intake, delivery_id: str) -> None:
-    """Process one stored delivery; a failure is recorded, and a redelivery will try again."""
+    """Process one stored delivery (unless another process has taken it)."""
     delivery = inbox.take(delivery_id)
-    if delivery is None:
-        return
-    try:
-        status, outcomes = intake.handle(delivery)
-    except Exception as error:
+    if delivery is not None:
+        decide(inbox, intake, [delivery])
+
+
+# A delivery that failed for a passing reason is tried again after 2, 4, 8 … seconds (at most five minutes
+# apart), this many times in all; then it ends `failed` with the reason, for `baton replay`.
+MAX_DELIVERY_ATTEMPTS = 8
+
+
+def passing(error: BaseException) -> bool:
+    """GitHub or the database failing for a moment (5xx, a timeout, a rate limit, a lost connection), as
+    opposed to a delivery that can never be processed."""
+    if isinstance(error, RequestFailed):
+        return error.response.status_code >= 500 or error.response.status_code == 429
+    return isinstance(error, RequestError | DBAPIError | DirectoryUnavailable) and not isinstance(error, IntegrityError)
+
+
+def retry_after(attempts: int) -> float:
+    return float(min(300, 2**attempts))
+
+
+def decide(inbox: Inbox, intake: Intake, deliveries: Sequence[Delivery]) -> None:
+    """Process taken deliveries, in order. Runs of deliveries that carry only commands are decided
+    together: the commands on one ticket in one transaction (`WorkService.apply_all`). A delivery that
+    fails for a passing reason is put back to be tried again later; one that keeps failing, or fails for
+    any other reason, ends `failed` with the reason."""
+    finished: list[tuple[str, str]] = []
+    waiting: list[tuple[Delivery, list[Request]]] = []
+
+    def failed(delivery: Delivery, error: BaseException) -> None:
+        reason = f"{type(error).__name__}: {error}"[:2000]
         log.warning("delivery %s (%s) failed: %s", delivery.id, delivery.event, type(error).__name__)
-        inbox.finish(delivery.id, "failed", f"{type(error).__name__}: {error}")
-        return
-    inbox.finish(delivery.id, status)
-    for outcome in outcomes:
-        log.info("delivery %s: /%s %s %s", delivery.id, outcome.command, outcome.kind, outcome.code or "")
+        if passing(error) and delivery.attempts < MAX_DELIVERY_ATTEMPTS:
+            inbox.retry(delivery.id, retry_after(delivery.attempts), reason)
+        else:
+            inbox.finish(delivery.id, "failed", reason)
+
+    def flush() -> None:
+        if not waiting:
+            return
+        try:
+            outcomes = intake.work.apply_all([request for _, requests in waiting for request in requests])
+        except Exception as error:  # every one is tried again: operation ids keep what was decided
+            for delivery, _ in waiting:
+                failed(delivery, error)
+        else:
+            finished.extend((delivery.id, "done") for delivery, _ in waiting)
+            for outcome in outcomes:
+                log.debug("/%s %s %s", outcome.command, outcome.kind, outcome.code or "")
+        waiting.clear()
+
+    for delivery in deliveries:
+        try:
+            requests = intake.requests(delivery)
+        except Exception as error:
+            failed(delivery, error)
+            continue
+        if requests is not None:
+            waiting.append((delivery, requests))
+            continue
+        flush()
+        try:
+            status, _ = intake.handle(delivery)
+        except Exception as error:
+            failed(delivery, error)
+        else:
+            finished.append((delivery.id, status))
+    flush()
+    inbox.finish_all(finished)

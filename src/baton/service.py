@@ -7,6 +7,7 @@ seen before, the first outcome comes back with `duplicate=True` and nothing is d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -95,6 +96,18 @@ def _outcome(command: str, ticket: Ticket | None, **fields: Any) -> Outcome:
 
 
 @dataclass(frozen=True)
+class Request:
+    """One command to decide: on which issue, by whom, under which settings, and where it was written."""
+
+    issue: Issue
+    command: Command
+    actor: Actor
+    operation_id: str
+    policy: Policy
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
 class Source:
     """Where a command was written, so its answer goes there.
 
@@ -167,72 +180,94 @@ class WorkService:
         With a `source` (the comment the command came in), the same transaction queues its answer on
         GitHub: a reaction when applied, a reply when refused or asked for /help.
         """
+        return self.apply_all([Request(issue, command, actor, operation_id, policy or Policy(), source)])[0]
+
+    def apply_all(self, requests: Sequence[Request]) -> list[Outcome]:
+        """Decide many commands: those on one ticket in order, in one transaction, with one compare-and-swap
+        of the ticket's final state. Each command keeps its own event, operation id and answer, exactly as
+        if it had been decided alone (a property test holds the two to the same rows and answers)."""
+        groups: dict[TicketKey, list[int]] = {}
+        for index, request in enumerate(requests):
+            groups.setdefault(request.issue.key, []).append(index)
+        outcomes: list[Outcome | None] = [None] * len(requests)
+        for indices in groups.values():
+            decided = self._apply_group([requests[index] for index in indices])
+            for index, outcome in zip(indices, decided, strict=True):
+                outcomes[index] = outcome
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    def _apply_group(self, group: list[Request]) -> list[Outcome]:
         for _ in range(MAX_ROUNDS):
             try:
                 with self.store.transaction() as tx:
-                    outcome, reply = self._apply_once(tx, issue, command, actor, operation_id, policy or Policy())
-                    if not outcome.duplicate and outcome.state is not None and outcome.kind != "refused":
-                        tx.answer(issue.key, issue.repository, self.answer_delay, [])  # GitHub shows the change
-                    if source is not None and not outcome.duplicate:
-                        self._answer(tx, issue, actor, source, reply)
-                    return outcome
+                    return self._decide_group(tx, group)
             except (_Lost, Conflict):
-                # A lost swap, a lost claim-limit increment, or a concurrent first write of the same
-                # ticket or operation id: everything rolled back; the next round reads what won.
+                # A lost claim-limit increment, or a concurrent first write of the same ticket or operation
+                # id: everything rolled back; the next round reads what won.
                 continue
-        raise RuntimeError(f"operation {operation_id} did not settle in {MAX_ROUNDS} rounds")
+        raise RuntimeError(f"operation {group[0].operation_id} did not settle in {MAX_ROUNDS} rounds")
 
-    def _apply_once(
-        self,
-        tx: WorkTx,
-        issue: Issue,
-        command: Command,
-        actor: Actor,
-        operation_id: str,
-        policy: Policy,
-    ) -> tuple[Outcome, str | None]:
-        """The outcome, and the text of a reply it needs (a refusal's message, /help's list)."""
-        read = tx.read(issue.key, operation_id, actor.login)
-        if read.first is not None:
-            return Outcome.from_json(read.first), None
-        stored = read.stored or self._first_sight(tx, issue, policy, operation_id)
-        if stored is None:
-            refusal = not_offered(issue.key.number, issue.repository, policy)
-            outcome = _outcome(command.name, None, kind="refused", code=refusal.code, message=refusal.message)
-            tx.record_operation(operation_id, None, outcome.to_json())
-            return outcome, refusal.message
-
-        for _ in range(MAX_ROUNDS):
-            decision = decide(stored.ticket, command, actor, Situation(policy, read.held))
-            if not isinstance(decision, Applied) or tx.swap(stored.id, stored.ticket.revision, decision.ticket):
-                break
-            # Lost the swap to a writer that has committed since we read: decide again, in this same
-            # transaction, on the ticket as that writer left it (READ COMMITTED sees its row now).
-            stored = tx.ticket(issue.key) or stored
-        else:
-            raise _Lost
-
-        reply = None
-        if isinstance(decision, Applied):
-            outcome = self._record(tx, stored, decision, command, operation_id, policy)
-        elif isinstance(decision, Noted):
-            outcome = _outcome(command.name, stored.ticket, kind="noted")
-            if command.name == "help":
-                usable = available(stored.ticket, actor, Situation(policy, read.held))
-                reply = f"commands you may use on #{issue.key.number} now:\n{help_text(usable)}"
-        else:
-            outcome = _refusal(command.name, stored.ticket, decision)
-            reply = decision.message
-        tx.record_operation(operation_id, stored.id, outcome.to_json())
-        return outcome, reply
-
-    def _answer(self, tx: WorkTx, issue: Issue, actor: Actor, source: Source, reply: str | None) -> None:
-        where = issue.key if source.number is None else replace(issue.key, number=source.number)
-        if reply is not None:
-            items = [("reply", source.comment_id, actor.login, reply)]
-        else:
-            items = [("reaction", source.comment_id, actor.login, "+1")] if source.reactable else []
-        tx.answer(where, issue.repository, self.answer_delay, items)
+    def _decide_group(self, tx: WorkTx, group: list[Request]) -> list[Outcome]:
+        """One ticket's commands, in order, on its locked row."""
+        key = group[0].issue.key
+        firsts = tx.results([request.operation_id for request in group])
+        held = tx.held(key, {request.actor.login.lower() for request in group})
+        read = tx.ticket(key, lock=True)
+        stored = read
+        outcomes: list[Outcome] = []
+        operations: list[tuple[str, int | None, dict[str, Any]]] = []
+        answers: dict[TicketKey, list[tuple[str, int | None, str, str]]] = {}
+        shown = False  # the ticket's own view on GitHub changes (or /status asked to refresh it)
+        for request in group:
+            issue, command, actor, policy = request.issue, request.command, request.actor, request.policy
+            first = firsts.get(request.operation_id)
+            if first is not None:
+                outcomes.append(Outcome.from_json(first))
+                continue
+            reply: str | None = None
+            if stored is None:
+                stored = self._first_sight(tx, issue, policy, request.operation_id)
+            if stored is None:
+                refusal = not_offered(issue.key.number, issue.repository, policy)
+                outcome = _outcome(command.name, None, kind="refused", code=refusal.code, message=refusal.message)
+                reply = refusal.message
+            else:
+                situation = Situation(policy, held.get(actor.login.lower(), 0))
+                decision = decide(stored.ticket, command, actor, situation)
+                if isinstance(decision, Applied):
+                    outcome = self._record(tx, stored, decision, command, request.operation_id, policy)
+                    _count(held, stored.ticket, decision.ticket)
+                    stored = StoredTicket(stored.id, decision.ticket)
+                elif isinstance(decision, Noted):
+                    outcome = _outcome(command.name, stored.ticket, kind="noted")
+                    if command.name == "help":
+                        usable = available(stored.ticket, actor, situation)
+                        reply = f"commands you may use on #{issue.key.number} now:\n{help_text(usable)}"
+                else:
+                    outcome = _refusal(command.name, stored.ticket, decision)
+                    reply = decision.message
+            shown = shown or (outcome.state is not None and outcome.kind != "refused")
+            firsts[request.operation_id] = outcome.to_json()  # the same id twice in one group: a retry
+            operations.append((request.operation_id, stored.id if stored else None, outcome.to_json()))
+            if request.source is not None:
+                where, item = _answer(issue, actor, request.source, reply)
+                if item is not None:
+                    answers.setdefault(where, []).append(item)
+            outcomes.append(outcome)
+        if stored is not None and read is not None and stored.ticket.revision != read.ticket.revision:
+            if not tx.swap(read.id, read.ticket.revision, stored.ticket):
+                raise _Lost  # not reached while the row is locked; kept so a lost swap can never pass silently
+        elif stored is not None and read is None and stored.ticket.revision != 1:
+            tx.swap(stored.id, 1, stored.ticket)  # created in this transaction, then moved on
+        tx.record_operations(operations)
+        repository = group[0].issue.repository
+        if shown:
+            tx.due(key, repository, urgent=any(item[0] == "reaction" for item in answers.get(key, [])))
+        for where, items in answers.items():
+            urgent = any(kind == "reaction" for kind, *_ in items)
+            tx.queue(where, items, self.answer_delay)
+            tx.due(where, repository, 0.0 if urgent else self.answer_delay, urgent=urgent)
+        return outcomes
 
     def reply(self, where: TicketKey, repository: str, author: str, message: str, operation_id: str) -> bool:
         """Answer a command that reached no ticket (a pull request that links none, or several), once."""
@@ -243,7 +278,8 @@ class WorkService:
                         return False
                     outcome = Outcome("refused", "", None, 0, None, code="not_linked", message=message)
                     tx.record_operation(operation_id, None, outcome.to_json())
-                    tx.answer(where, repository, self.answer_delay, [("reply", None, author, message)])
+                    tx.queue(where, [("reply", None, author, message)], self.answer_delay)
+                    tx.due(where, repository, self.answer_delay)
                     return True
             except Conflict:
                 continue
@@ -294,7 +330,7 @@ class WorkService:
             data = {"label": label, "action": "added" if added else "removed", "restored": wanted}
             event = Event("label_restored", actor, Role.ANYONE, ticket.revision, ticket.attempt, data)
             tx.append(stored.id, event, None)
-            tx.answer(issue.key, issue.repository, 0.0, [])
+            tx.due(issue.key, issue.repository)
         return True
 
     def ticket(self, key: TicketKey) -> Ticket | None:
@@ -308,8 +344,30 @@ class WorkService:
             return [] if stored is None else tx.events(stored.id)
 
 
+def _count(held: dict[str, int], before: Ticket, after: Ticket) -> None:
+    """Keep the group's claim counts in step with a transition, as the database's are (`count_claims`)."""
+    lost = before.runner.lower() if before.state is WorkState.CLAIMED and before.runner else None
+    gained = after.runner.lower() if after.state is WorkState.CLAIMED and after.runner else None
+    if lost == gained:
+        return
+    if lost is not None:
+        held[lost] = max(0, held.get(lost, 0) - 1)
+    if gained is not None:
+        held[gained] = held.get(gained, 0) + 1
+
+
+def _answer(
+    issue: Issue, actor: Actor, source: Source, reply: str | None
+) -> tuple[TicketKey, tuple[str, int | None, str, str] | None]:
+    """Where a command's answer goes, and what it is: its reply, else a 👍 where GitHub has reactions."""
+    where = issue.key if source.number is None else replace(issue.key, number=source.number)
+    if reply is not None:
+        return where, ("reply", source.comment_id, actor.login, reply)
+    return where, ("reaction", source.comment_id, actor.login, "+1") if source.reactable else None
+
+
 def _refusal(command: str, ticket: Ticket, refusal: Refused) -> Outcome:
     return _outcome(command, ticket, kind="refused", code=refusal.code, message=refusal.message)
 
 
-__all__ = ["Issue", "Outcome", "Source", "WorkService"]
+__all__ = ["Issue", "Outcome", "Request", "Source", "WorkService"]

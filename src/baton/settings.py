@@ -23,6 +23,10 @@ class Settings(BaseSettings):
     api_token: SecretStr | None = None  # the read API answers 403 while this is unset
     worker: Literal["inprocess", "external"] = "inprocess"  # external: `baton worker` processes do the work
     answer_delay: float = 2.0  # seconds answers on one issue wait, so a race's refusals share one reply
-    write_interval: float = 1.0  # seconds between GitHub writes per installation (secondary rate limits)
+    # One write budget per installation, shared by every process (GitHub's secondary rate limits).
+    write_interval: float = 1.0  # seconds between two GitHub writes
+    writes_per_minute: int = 80
+    writes_per_hour: int = 500
+    writers: int = 4  # threads writing to GitHub per process, each for one installation at a time
     host: str = "127.0.0.1"
     port: int = 8000

@@ -1,17 +1,15 @@
 """Writing the database's view of an issue onto GitHub, changing only what differs: labels, assignee, the
 status comment, answers to commands, and the `baton/acceptance` check run on pull request heads.
 
-Every write goes through `_write`, which waits for the installation's pace (GitHub's secondary rate
+Every write goes through `_write`, which waits for the installation's write budget (GitHub's secondary rate
 limits: about one content-creating request a second) and counts the writes.
 """
 
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from githubkit import GitHub
 from githubkit.exception import RequestFailed
@@ -29,21 +27,10 @@ def _data(response: Any) -> Any:
     return response.json()
 
 
-class Pace:
-    """At most one write per `interval` seconds per installation, across this process's threads."""
+class Pace(Protocol):
+    """Where each write waits for its installation's budget (`baton.writer.Gate`)."""
 
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
-        self._next: dict[int, float] = {}
-        self._lock = threading.Lock()
-
-    def wait(self, installation_id: int) -> None:
-        with self._lock:
-            now = time.monotonic()
-            at = max(now, self._next.get(installation_id, 0.0))
-            self._next[installation_id] = at + self.interval
-        if at > now:
-            time.sleep(at - now)
+    def wait(self, installation_id: int) -> None: ...
 
 
 class GitHubProjector:

@@ -1,10 +1,16 @@
-"""The webhook inbox: deliveries kept by `X-GitHub-Delivery`, each processed once unless it failed."""
+"""The webhook inbox: deliveries kept by `X-GitHub-Delivery`, each processed once unless it failed.
+
+A delivery is `pending` (waiting, or waiting until `next_attempt_at` after a passing failure),
+`processing`, then `done`, `ignored` or `failed`. Deciding takes many pending deliveries at once
+(`take_pending`), oldest first; on PostgreSQL other processes skip the rows being taken.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from typing import Any
 
 from sqlalchemy import ColumnElement, Engine, and_, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -28,14 +34,42 @@ def _abandoned(now: datetime) -> ColumnElement[bool]:
 _TAKE = (
     update(_inbox)
     .where(_c.id == bindparam("delivery"), _c.status == "pending")
-    .values(status="processing", attempts=_c.attempts + 1, processed_at=bindparam("now"))
+    .values(status="processing", attempts=_c.attempts + 1, processed_at=bindparam("now"), next_attempt_at=None)
     .returning(_c.id, _c.event, _c.action, _c.installation_id, _c.payload, _c.attempts, _c.received_at)
 )
 _FINISH = (
     update(_inbox)
     .where(_c.id == bindparam("delivery"))
-    .values(status=bindparam("status"), error=bindparam("error"), processed_at=bindparam("now"))
+    .values(status=bindparam("status"), error=bindparam("error"), processed_at=bindparam("now"), next_attempt_at=None)
 )
+_RETURNED = (_c.id, _c.event, _c.action, _c.installation_id, _c.payload, _c.attempts, _c.received_at)
+
+
+def _ready(now: datetime) -> ColumnElement[bool]:
+    return and_(_c.status == "pending", or_(_c.next_attempt_at.is_(None), _c.next_attempt_at <= now))
+
+
+def _delivery(row: Any) -> Delivery:
+    received = row.received_at if row.received_at.tzinfo else row.received_at.replace(tzinfo=UTC)
+    return Delivery(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts, received)
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A delivery as `baton deliveries` lists it."""
+
+    id: str
+    event: str
+    action: str | None
+    status: str
+    attempts: int
+    error: str | None
+    received_at: datetime
+    next_attempt_at: datetime | None
+
+
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 class Received(StrEnum):
@@ -98,10 +132,13 @@ class Inbox:
                     new.append({**asdict(incoming), "status": "pending", "attempts": 0, "received_at": now})
                     results.append(Received.NEW)
                     continue
-                # Only a failed delivery (or one whose processing died with its process) goes back
-                # to pending, and only once however many copies arrive.
+                # Only a failed delivery (or one whose processing died with its process, or one waiting
+                # to be tried again) goes back to pending now, and only once however many copies arrive.
+                waiting = and_(_c.status == "pending", _c.next_attempt_at.is_not(None))
                 retried = connection.execute(
-                    update(_inbox).where(_c.id == incoming.id, _abandoned(now)).values(status="pending")
+                    update(_inbox)
+                    .where(_c.id == incoming.id, or_(_abandoned(now), waiting))
+                    .values(status="pending", next_attempt_at=None)
                 ).rowcount
                 results.append(Received.RETRY if retried == 1 else Received.DUPLICATE)
             if new:
@@ -112,24 +149,88 @@ class Inbox:
         """Mark a pending delivery as being processed and return it; None if someone else took it."""
         with one_statement(self.engine) as connection:
             row = connection.execute(_TAKE, {"delivery": delivery_id, "now": datetime.now(UTC)}).first()
-        if row is None:
-            return None
-        received = row.received_at if row.received_at.tzinfo else row.received_at.replace(tzinfo=UTC)
-        return Delivery(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts, received)
+        return None if row is None else _delivery(row)
+
+    def take_pending(self, limit: int = 200) -> list[Delivery]:
+        """Take up to `limit` deliveries that are ready, oldest first, in one statement."""
+        now = datetime.now(UTC)
+        chosen = select(_c.id).where(_ready(now)).order_by(_c.received_at).limit(limit)
+        if self.engine.dialect.name == "postgresql":
+            chosen = chosen.with_for_update(skip_locked=True)
+        with one_statement(self.engine) as connection:
+            rows = connection.execute(
+                update(_inbox)
+                .where(_c.id.in_(chosen.scalar_subquery()), _c.status == "pending")
+                .values(status="processing", attempts=_c.attempts + 1, processed_at=now, next_attempt_at=None)
+                .returning(*_RETURNED)
+            ).all()
+        return sorted((_delivery(row) for row in rows), key=lambda d: (d.received_at, d.id))
+
+    def recover(self) -> int:
+        """Put back deliveries whose processing died with its process."""
+        with self.engine.begin() as connection:
+            return int(
+                connection.execute(
+                    update(_inbox)
+                    .where(_c.status == "processing", _abandoned(datetime.now(UTC)))
+                    .values(status="pending")
+                ).rowcount
+            )
 
     def pending(self, limit: int = 100) -> list[str]:
-        """Deliveries waiting to be processed, oldest first (for `baton worker`). A delivery whose
-        processing died with its process is put back first."""
+        """Deliveries waiting to be processed, oldest first. A delivery whose processing died with its
+        process is put back first."""
+        self.recover()
         now = datetime.now(UTC)
-        with self.engine.begin() as connection:
-            connection.execute(
-                update(_inbox).where(_c.status == "processing", _abandoned(now)).values(status="pending")
-            )
+        with self.engine.connect() as connection:
             return list(
-                connection.execute(
-                    select(_c.id).where(_c.status == "pending").order_by(_c.received_at).limit(limit)
-                ).scalars()
+                connection.execute(select(_c.id).where(_ready(now)).order_by(_c.received_at).limit(limit)).scalars()
             )
+
+    def finish_all(self, finished: list[tuple[str, str]]) -> None:
+        """`done` or `ignored`, many at once."""
+        if not finished:
+            return
+        now = datetime.now(UTC)
+        with one_statement(self.engine) as connection:
+            connection.execute(
+                _FINISH, [{"delivery": id_, "status": status, "error": None, "now": now} for id_, status in finished]
+            )
+
+    def retry(self, delivery_id: str, after: float, error: str) -> None:
+        """Processing failed for a passing reason: try again in `after` seconds."""
+        now = datetime.now(UTC)
+        with one_statement(self.engine) as connection:
+            connection.execute(
+                update(_inbox)
+                .where(_c.id == delivery_id)
+                .values(status="pending", error=error, processed_at=now, next_attempt_at=now + timedelta(seconds=after))
+            )
+
+    def replay(self, delivery_id: str) -> bool:
+        """Make a delivery pending again, now, with its attempts counted afresh (`baton replay`). False when
+        there is no such delivery, or it is being processed right now."""
+        with one_statement(self.engine) as connection:
+            changed = connection.execute(
+                update(_inbox)
+                .where(_c.id == delivery_id, _c.status != "processing")
+                .values(status="pending", attempts=0, error=None, next_attempt_at=None)
+            ).rowcount
+        return bool(changed)
+
+    def listed(self, status: str | None = None, limit: int = 100) -> list[Stored]:
+        """Deliveries, newest first; `status` keeps one status (`failed`, `pending` …)."""
+        query = select(_c.id, _c.event, _c.action, _c.status, _c.attempts, _c.error, _c.received_at,
+                       _c.next_attempt_at)  # fmt: skip
+        if status is not None:
+            query = query.where(_c.status == status)
+        with self.engine.connect() as connection:
+            rows = connection.execute(query.order_by(_c.received_at.desc(), _c.id).limit(limit)).all()
+        return [
+            Stored(r.id, r.event, r.action, r.status, r.attempts, r.error, _utc(r.received_at),
+                   _utc(r.next_attempt_at) if r.next_attempt_at else None)
+            for r in rows
+        ]  # fmt: skip
 
     def finish(self, delivery_id: str, status: str, error: str | None = None) -> None:
         """`done`, `ignored` or `failed` (with the error, which a redelivery clears by succeeding).

@@ -1,10 +1,11 @@
-"""The worker's side of the outbox: take due issues, read what to show, record what was sent.
+"""The writer's side of the outbox: which installation to write for, its most urgent issue, what to show,
+what was sent.
 
-An issue is taken with a lease (its due time moves a minute ahead), so several workers never work on
-one issue at once and a worker that dies mid-batch leaves the issue to be taken again when the lease
-runs out. On PostgreSQL the taking query skips rows another worker is taking (`FOR UPDATE SKIP
-LOCKED`). Reconciling is idempotent (labels and assignees are compared first, the status comment and
-replies are found by their markers), so doing an issue twice after a crash doubles nothing.
+Rows are written for one installation at a time by whichever writer holds it (`budget.Budgets.hold`), so
+there is no lease per row: the holder takes the most urgent due row of its installation (a 👍 waiting
+first, then the oldest), works on it, and puts it back or clears it. Reconciling is idempotent (labels and
+assignees are compared first, the status comment and replies are found by their markers), so doing an
+issue twice after a crash doubles nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import ColumnElement, Engine, and_, delete, desc, func, insert, select, update
+from sqlalchemy import ColumnElement, Engine, and_, case, delete, desc, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from baton.domain import TicketKey
@@ -21,8 +22,11 @@ from baton.domain.status import CheckView, Review
 from . import tables as t
 from .work import Store, StoredTicket
 
+# A check-run creation not finished after this long died with its writer.
 LEASE = timedelta(seconds=60)
 MAX_ATTEMPTS = 12
+URGENT = 0  # a 👍 waits on the row
+ORDINARY = 1
 
 _o = t.outbox.c
 _i = t.outbox_items.c
@@ -43,6 +47,7 @@ class Item:
     comment_id: int | None
     author: str
     message: str
+    due_at: datetime | None = None  # a reply waits until then for others to share its comment
 
 
 # An uninstalled or suspended installation's answers wait (GitHub would refuse them anyway).
@@ -69,37 +74,92 @@ def _items_at(key: TicketKey) -> ColumnElement[bool]:
     )
 
 
+def utc(value: datetime) -> datetime:
+    """SQLite hands timestamps back without their zone; they are UTC."""
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
 class Outbox:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.engine: Engine = store.engine
 
-    def take(self, limit: int = 10, now: datetime | None = None) -> list[Due]:
-        """Lease the issues that are due, oldest first."""
+    def due_installations(
+        self, soon: datetime | None = None, now: datetime | None = None, limit: int = 20
+    ) -> list[int]:
+        """Installations with rows due now that a writer may take: not held by another writer, not paused,
+        their budget allowing a write before `soon`. Most urgent first."""
         now = now or datetime.now(UTC)
-        with self.engine.begin() as connection:
-            query = (
+        soon = soon or now
+        b = t.write_budgets.c
+        free = or_(
+            b.installation_id.is_(None),
+            and_(
+                or_(b.held_until.is_(None), b.held_until < now),
+                or_(b.paused_until.is_(None), b.paused_until <= now),
+                or_(b.next_at.is_(None), b.next_at <= soon),
+            ),
+        )
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(_o.installation_id)
+                .select_from(t.outbox.outerjoin(t.write_budgets, b.installation_id == _o.installation_id))
+                .where(_o.due_at <= now, _o.attempts < MAX_ATTEMPTS, ~_stopped, free)
+                .group_by(_o.installation_id)
+                .order_by(func.min(_o.urgency), func.min(_o.due_at))
+                .limit(limit)
+            ).scalars()
+            return list(rows)
+
+    def due(self, now: datetime | None = None) -> list[Due]:
+        """Every row due now (for tests and `baton deliveries`)."""
+        now = now or datetime.now(UTC)
+        with self.engine.connect() as connection:
+            rows = connection.execute(
                 select(_o.installation_id, _o.repository_id, _o.number, _o.repository, _o.version, _o.attempts)
                 .where(_o.due_at <= now, _o.attempts < MAX_ATTEMPTS, ~_stopped)
-                .order_by(_o.due_at)
-                .limit(limit)
-            )
-            if connection.dialect.name == "postgresql":
-                query = query.with_for_update(skip_locked=True)
-            rows = connection.execute(query).all()
-            taken = []
-            for row in rows:
-                key = TicketKey(row.installation_id, row.repository_id, row.number)
-                connection.execute(update(t.outbox).where(_at(key)).values(due_at=now + LEASE))
-                taken.append(Due(key, row.repository, row.version, row.attempts))
-        return taken
+                .order_by(_o.urgency, _o.due_at)
+            ).all()
+        return [Due(TicketKey(r.installation_id, r.repository_id, r.number), r.repository, r.version, r.attempts)
+                for r in rows]  # fmt: skip
+
+    def most_urgent(self, installation_id: int, now: datetime | None = None) -> Due | None:
+        """The installation's next row to write: a 👍 waiting first, then the one due longest."""
+        now = now or datetime.now(UTC)
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(_o.installation_id, _o.repository_id, _o.number, _o.repository, _o.version, _o.attempts)
+                .where(_o.installation_id == installation_id, _o.due_at <= now)
+                .where(_o.attempts < MAX_ATTEMPTS, ~_stopped)
+                .order_by(_o.urgency, _o.due_at)
+                .limit(1)
+            ).first()
+        if row is None:
+            return None
+        return Due(TicketKey(row.installation_id, row.repository_id, row.number), row.repository, row.version,
+                   row.attempts)  # fmt: skip
+
+    def urgent_elsewhere(self, key: TicketKey, now: datetime | None = None) -> bool:
+        """Whether another issue of the installation has a 👍 waiting (it goes before this issue's writes)."""
+        now = now or datetime.now(UTC)
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(_o.number)
+                .where(
+                    _o.installation_id == key.installation_id,
+                    _o.urgency == URGENT,
+                    _o.due_at <= now,
+                    _o.attempts < MAX_ATTEMPTS,
+                    ~and_(_o.repository_id == key.repository_id, _o.number == key.number),
+                )
+                .limit(1)
+            ).first()
+        return row is not None
 
     def next_due(self) -> datetime | None:
         with self.engine.connect() as connection:
             value = connection.execute(select(func.min(_o.due_at)).where(_o.attempts < MAX_ATTEMPTS)).scalar()
-        if value is not None and value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        return value
+        return None if value is None else utc(value)
 
     def ticket(self, key: TicketKey) -> tuple[StoredTicket | None, Review | None, list[str]]:
         """The ticket, its last review, and everyone who has been its runner (to unassign them)."""
@@ -123,11 +183,12 @@ class Outbox:
     def items(self, key: TicketKey) -> list[Item]:
         with self.engine.connect() as connection:
             rows = connection.execute(
-                select(_i.id, _i.kind, _i.comment_id, _i.author, _i.message)
+                select(_i.id, _i.kind, _i.comment_id, _i.author, _i.message, _i.due_at)
                 .where(_items_at(key), _i.sent_at.is_(None))
                 .order_by(_i.id)
             ).all()
-        return [Item(r.id, r.kind, r.comment_id, r.author, r.message) for r in rows]
+        return [Item(r.id, r.kind, r.comment_id, r.author, r.message, utc(r.due_at) if r.due_at else None)
+                for r in rows]  # fmt: skip
 
     def sent(self, item_ids: list[int], result_id: int | None = None) -> None:
         with self.engine.begin() as connection:
@@ -161,13 +222,29 @@ class Outbox:
             )  # fmt: skip
 
     def done(self, due: Due) -> None:
-        """Clear the issue unless something changed since it was taken; then it is due again at once."""
+        """Clear the row unless something changed since it was read; then it is due again at once."""
+        self.later(due, None)
+
+    def later(self, due: Due, at: datetime | None, urgency: int = ORDINARY) -> None:
+        """Put the row back, due at `at` (None: nothing is left to do), with what remains its `urgency`.
+        A change made meanwhile (its version rose) makes it due at once: that change may carry a 👍."""
+        now = datetime.now(UTC)
         with self.engine.begin() as connection:
-            cleared = connection.execute(delete(t.outbox).where(_at(due.key), _o.version == due.version)).rowcount
-            if not cleared:
-                connection.execute(
-                    update(t.outbox).where(_at(due.key)).values(due_at=datetime.now(UTC), attempts=0, last_error=None)
+            if at is None:
+                cleared = connection.execute(delete(t.outbox).where(_at(due.key), _o.version == due.version))
+                if cleared.rowcount:
+                    return
+            unchanged = _o.version == due.version
+            connection.execute(
+                update(t.outbox)
+                .where(_at(due.key))
+                .values(
+                    due_at=case((unchanged, at or now), else_=now),
+                    urgency=case((unchanged, urgency), else_=URGENT),
+                    attempts=0,
+                    last_error=None,
                 )
+            )
 
     def retry(self, due: Due, after: float, error: str) -> None:
         with self.engine.begin() as connection:

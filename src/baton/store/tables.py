@@ -148,12 +148,14 @@ webhook_deliveries = Table(
     Column("error", Text),
     Column("received_at", DateTime(timezone=True), nullable=False),
     Column("processed_at", DateTime(timezone=True)),
+    Column("next_attempt_at", DateTime(timezone=True)),  # a delivery that failed for a passing reason waits
     Index(None, "status", "received_at"),
 )
 
 # The outbox: what GitHub must be told, written in the same transaction as the change it reports.
 # One row per issue marks its labels, assignee and status comment as due for reconciling; `version`
-# rises with every change, so the worker only clears a row that nothing has touched since it read it.
+# rises with every change, so the writer only clears a row that nothing has touched since it read it.
+# `urgency` 0 means a 👍 waits on it: such rows are written before any other of their installation.
 outbox = Table(
     "outbox",
     metadata,
@@ -165,6 +167,7 @@ outbox = Table(
     Column("due_at", DateTime(timezone=True), nullable=False),
     Column("attempts", Integer, nullable=False),
     Column("last_error", Text),
+    Column("urgency", Integer, nullable=False, server_default="1"),
     Index(None, "due_at"),
 )
 
@@ -184,6 +187,7 @@ outbox_items = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("sent_at", DateTime(timezone=True)),
     Column("result_id", BigInteger),
+    Column("due_at", DateTime(timezone=True)),  # a reply waits until then for others to share its comment
     Index(None, "installation_id", "repository_id", "number", "sent_at"),
 )
 
@@ -295,4 +299,28 @@ check_runs = Table(
     Column("check_run_id", BigInteger),
     Column("shown", JSON),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+# One write budget per installation, shared by every process: the earliest time of its next GitHub write, a
+# pause that a rate limit seen by any process sets, and which writer holds the installation (one at a time,
+# so its writes go out most urgent first and never faster than the budget).
+write_budgets = Table(
+    "write_budgets",
+    metadata,
+    Column("installation_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("next_at", DateTime(timezone=True)),
+    Column("paused_until", DateTime(timezone=True)),
+    Column("pause_reason", Text),
+    Column("holder", String(100)),
+    Column("held_until", DateTime(timezone=True)),
+)
+
+# The installation's GitHub writes of the last hour, for the per-minute and per-hour limits.
+write_log = Table(
+    "write_log",
+    metadata,
+    Column("id", Id, primary_key=True),
+    Column("installation_id", BigInteger, nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Index(None, "installation_id", "at"),
 )

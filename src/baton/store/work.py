@@ -102,21 +102,23 @@ _SQL = {
             revision, created_at)
         VALUES (:ticket_id, :attempt, :delivery, :reviewer, :role, :verdict, :independent, :note,
             :revision, :now)""",
-    # Due for reconciling: a new row is due after the coalescing delay; an existing one keeps its time
-    # (more changes ride along) and only its version rises.
+    # Due for reconciling: an existing row becomes due at the earlier of its time and the new one, and as
+    # urgent as the more urgent of the two; its version rises, so the writer sees the change.
     "mark_due": """
-        INSERT INTO outbox (installation_id, repository_id, number, repository, version, due_at, attempts)
-        VALUES (:installation_id, :repository_id, :number, :repository, 1, :due_at, 0)
-        ON CONFLICT (installation_id, repository_id, number) DO UPDATE SET version = outbox.version + 1""",
+        INSERT INTO outbox (installation_id, repository_id, number, repository, version, due_at, attempts, urgency)
+        VALUES (:installation_id, :repository_id, :number, :repository, 1, :due_at, 0, :urgency)
+        ON CONFLICT (installation_id, repository_id, number) DO UPDATE SET version = outbox.version + 1,
+            due_at = MIN(outbox.due_at, excluded.due_at), urgency = MIN(outbox.urgency, excluded.urgency)""",
     "add_item": """
         INSERT INTO outbox_items (installation_id, repository_id, number, kind, comment_id, author, message,
-            created_at)
-        VALUES (:installation_id, :repository_id, :number, :kind, :comment_id, :author, :message, :now)""",
+            created_at, due_at)
+        VALUES (:installation_id, :repository_id, :number, :kind, :comment_id, :author, :message, :now, :due_at)""",
     "events": """
         SELECT type, actor, role, revision, attempt, data FROM events
         WHERE ticket_id = :ticket_id ORDER BY id""",
 }
-_SQL_PYFORMAT = {name: re.sub(r":(\w+)", r"%(\1)s", sql) for name, sql in _SQL.items()}
+# PostgreSQL spells the two-argument MIN as LEAST.
+_SQL_PYFORMAT = {name: re.sub(r":(\w+)", r"%(\1)s", sql).replace("MIN(", "LEAST(") for name, sql in _SQL.items()}
 
 # A claim count with no limit to respect (a maintainer's /assign, a send-back) still goes through
 # the same upsert, under a limit no count reaches.
@@ -176,11 +178,14 @@ class WorkTx:
     def close(self) -> None:
         self._cursor.close()
 
+    def _now(self, after: float = 0.0) -> Any:
+        moment = datetime.now(UTC) + timedelta(seconds=after)
+        # SQLite keeps timestamps as text, in the form SQLAlchemy's DateTime reads back.
+        return moment if self._postgres else moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+
     def _run(self, name: str, **params: Any) -> Any:
         if ":now" in _SQL[name]:
-            now = datetime.now(UTC)
-            # SQLite keeps timestamps as text, in the form SQLAlchemy's DateTime reads back.
-            params["now"] = now if self._postgres else now.strftime("%Y-%m-%d %H:%M:%S.%f")
+            params["now"] = self._now()
         try:
             self._cursor.execute(self._sql[name], params)
         except self._integrity_error as error:
@@ -200,9 +205,46 @@ class WorkTx:
         """Raises `Conflict` when another transaction recorded the same operation first."""
         self._run("insert_operation", operation_id=operation_id, ticket_id=ticket_id, result=json.dumps(result))
 
-    def ticket(self, key: TicketKey) -> StoredTicket | None:
-        row = self._run("ticket", **_key(key)).fetchone()
+    def ticket(self, key: TicketKey, *, lock: bool = False) -> StoredTicket | None:
+        """The ticket; with `lock`, its row is locked until the transaction ends (on PostgreSQL: SQLite's
+        writer lock already keeps every other writer out), so the commands decided on it are decided on
+        what is there, and the one compare-and-swap that records them cannot lose."""
+        sql = self._sql["ticket"] + (" FOR NO KEY UPDATE" if lock and self._postgres else "")
+        self._cursor.execute(sql, _key(key))
+        row = self._cursor.fetchone()
         return None if row is None else _stored(row)
+
+    def results(self, operation_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The first results of those operations that were seen before."""
+        if not operation_ids:
+            return {}
+        marks = ", ".join(["%s" if self._postgres else "?"] * len(operation_ids))
+        self._cursor.execute(f"SELECT id, result FROM operations WHERE id IN ({marks})", operation_ids)
+        return {id_: _json(result) for id_, result in self._cursor.fetchall()}
+
+    def held(self, key: TicketKey, logins: set[str]) -> dict[str, int]:
+        """How many tickets each (lower-case) login holds as `claimed` in the ticket's repository."""
+        if not logins:
+            return {}
+        mark = "%s" if self._postgres else "?"
+        marks = ", ".join([mark] * len(logins))
+        self._cursor.execute(
+            f"SELECT login, active FROM runner_claims WHERE installation_id = {mark} AND repository_id = {mark} "
+            f"AND login IN ({marks})",
+            [key.installation_id, key.repository_id, *sorted(logins)],
+        )
+        return {login: int(active) for login, active in self._cursor.fetchall()}
+
+    def record_operations(self, records: list[tuple[str, int | None, dict[str, Any]]]) -> None:
+        """Many first results at once (operation id, ticket id, result); `Conflict` as `record_operation`."""
+        if not records:
+            return
+        now = self._now()
+        rows = [{"operation_id": o, "ticket_id": t, "result": json.dumps(r), "now": now} for o, t, r in records]
+        try:
+            self._cursor.executemany(self._sql["insert_operation"], rows)
+        except self._integrity_error as error:
+            raise Conflict(str(error)) from error
 
     def insert_ticket(self, ticket: Ticket, created: Event, operation_id: str | None) -> int:
         """Raises `Conflict` when the ticket was created concurrently."""
@@ -293,15 +335,22 @@ class WorkTx:
                 note=review["note"],
             )
 
-    def answer(
-        self, key: TicketKey, repository: str, delay: float, items: list[tuple[str, int | None, str, str]]
-    ) -> None:
-        """Mark the issue due for reconciling on GitHub, with per-command answers (kind, comment, author, text)."""
-        due = datetime.now(UTC) + timedelta(seconds=delay)
-        self._run("mark_due", **_key(key), repository=repository,
-                  due_at=due if self._postgres else due.strftime("%Y-%m-%d %H:%M:%S.%f"))  # fmt: skip
-        for kind, comment_id, author, message in items:
-            self._run("add_item", **_key(key), kind=kind, comment_id=comment_id, author=author, message=message)
+    def due(self, key: TicketKey, repository: str, after: float = 0.0, *, urgent: bool = False) -> None:
+        """Mark the issue due for reconciling on GitHub in `after` seconds (`urgent`: a 👍 waits on it)."""
+        self._run("mark_due", **_key(key), repository=repository, due_at=self._now(after), urgency=0 if urgent else 1)
+
+    def queue(self, key: TicketKey, items: list[tuple[str, int | None, str, str]], reply_delay: float) -> None:
+        """Per-command answers on the issue (kind, comment, author, text): a reaction is due at once, a reply
+        after `reply_delay`, so the replies of one race share a comment. The caller marks the issue due."""
+        if not items:
+            return
+        now, later = self._now(), self._now(reply_delay)
+        rows = [
+            {**_key(key), "kind": kind, "comment_id": comment_id, "author": author, "message": message,
+             "now": now, "due_at": now if kind == "reaction" else later}
+            for kind, comment_id, author, message in items
+        ]  # fmt: skip
+        self._cursor.executemany(self._sql["add_item"], rows)
 
     def events(self, ticket_id: int) -> list[Event]:
         rows = self._run("events", ticket_id=ticket_id).fetchall()

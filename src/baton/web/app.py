@@ -10,9 +10,9 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from baton.intake import Configs, Directory
+from baton.runtime import Runtime
 from baton.settings import Settings
-from baton.wiring import assemble, work_round
-from baton.worker import Background
+from baton.wiring import assemble
 
 from .api import api_router
 from .webhooks import AcksFirst, webhook_router
@@ -27,33 +27,34 @@ def create_app(
     background_worker: bool = True,
 ) -> FastAPI:
     """The application. `directory` and `configs` stand in for GitHub's API where a test needs it;
-    without `background_worker` no thread works by itself: a delivery is processed right after its
-    answer and nothing drains the outbox (tests call `app.state.worker`)."""
+    without `background_worker` no lane works by itself: a delivery is processed right after its
+    answer and nothing writes to GitHub (tests call `app.state.writer.drain()`)."""
     parts = assemble(settings, migrate=migrate, directory=directory, configs=configs)
-    engine, worker = parts.engine, parts.worker
+    engine = parts.engine
     pacing = AcksFirst()
     in_process = settings.worker == "inprocess" and background_worker
-    background = Background(lambda: work_round(parts, 1.0, pacing.wait)) if in_process else None
+    lanes = Runtime(parts, writers=settings.writers, before_batch=pacing.wait) if in_process else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if background is not None:
-            background.start()
+        if lanes is not None:
+            lanes.start()
         try:
             yield
         finally:
-            if background is not None:
-                background.stop()
+            if lanes is not None:
+                lanes.stop()
             engine.dispose()
 
     app = FastAPI(title="Baton", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
     app.state.work = parts.work
     app.state.inbox = parts.inbox
-    app.state.worker = worker
+    app.state.writer = parts.writer
+    app.state.parts = parts
     app.include_router(api_router(parts.store, settings))
     app.include_router(
-        webhook_router(parts.inbox, parts.intake, settings, background.wake if background else None, pacing)
+        webhook_router(parts.inbox, parts.intake, settings, lanes.wake if lanes else None, pacing)
     )
 
     @app.get("/healthz")

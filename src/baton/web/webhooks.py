@@ -109,8 +109,8 @@ def webhook_router(
     hand_off: Callable[[], None] | None = None,
     pacing: AcksFirst | None = None,
 ) -> APIRouter:
-    """`hand_off` wakes the in-process worker thread for a stored delivery; without it (tests drive
-    the worker themselves) the delivery is processed right after the answer, in the request's task."""
+    """`hand_off` wakes the in-process decide lane for a stored delivery; without it (tests drive the
+    writer themselves) the delivery is processed right after the answer, in the request's task."""
     router = APIRouter(tags=["webhooks"])
     secret = settings.webhook_secret.get_secret_value().encode() if settings.webhook_secret else None
     pacing = pacing or AcksFirst()

@@ -1,26 +1,35 @@
-"""The worker: drains the outbox onto GitHub.
+"""The writer: shows the database's state on GitHub, one installation at a time per writer, most urgent first.
 
-For each due issue it first asks GitHub what the evidence rail cannot verify from webhooks (the reported
-branch and pull request, the comparisons a deployment needs, which failing checks are required) and records
-the answers as facts. Then it shows the ticket's three rails (labels, assignee, status comment), answers the
-commands queued for it (a 👍 on each applied command's comment, and one reply for all refusals and /help
-answers, each line mentioning its author; refusals of one race arrive within the coalescing delay and leave
-in that single reply), and last sets the `baton/acceptance` check run on the head of each pull request the
-ticket links.
+A writer holds an installation (`Budgets.hold`: one writer at a time across every process) and works through
+its due issues, a 👍 waiting first. For each issue it sends, in this order: the 👍 on each applied command's
+comment (the agent's signal); the one reply for all refusals and /help answers once their coalescing window
+has closed (a race's refusals arrive within it and leave together, each line mentioning its author); the
+ticket's three rails (labels, assignee, status comment, after asking GitHub what the evidence rail cannot
+verify from webhooks); last the `baton/acceptance` check run on the head of each pull request it links.
+
+Every write waits at the `Gate` for the installation's budget, shared through the database. While it waits,
+a 👍 due on another issue of the installation goes first: the issue being written is put back and taken
+again after it. A budget spent for longer than a moment (the per-minute or per-hour limit, a pause after a
+rate limit) ends the writer's turn on the installation, and others are served meanwhile.
 
 GitHub failing is expected: 5xx, timeouts and rate limits put the issue back with a delay (rate limits
-say how long: `Retry-After` or the reset time); other 4xx are recorded on the row and retried with a
-longer delay, up to a bound, so one broken issue never blocks the others.
+say how long: `Retry-After` or the reset time, and pause the installation for every process); other 4xx
+are recorded on the row and retried with a longer delay, up to a bound, so one broken issue never blocks
+the others.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
+import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from githubkit.exception import (
     PrimaryRateLimitExceeded,
@@ -36,9 +45,10 @@ from baton.domain.status import Acceptance, CheckView, acceptance_check, view
 from baton.evidence import EvidenceService, Repository
 from baton.github.projection import GitHubProjector
 from baton.github.verify import Verifier
-from baton.store.outbox import Due, Item, Outbox
+from baton.store.budget import Budgets
+from baton.store.outbox import ORDINARY, URGENT, Due, Item, Outbox
 
-log = logging.getLogger("baton.worker")
+log = logging.getLogger("baton.writer")
 
 # GitHub refusing a check run for good (no `checks` permission on this installation, a head it does not
 # know): the check is left out, and the rest of the issue is still shown.
@@ -46,7 +56,60 @@ CHECK_REFUSALS = frozenset({403, 404, 422})
 
 
 class CheckBusy(Exception):
-    """Another worker is creating the check run on this head right now; try the issue again shortly."""
+    """Another writer is creating the check run on this head right now; try the issue again shortly."""
+
+
+class Preempted(Exception):
+    """A 👍 is due on another issue of the installation: it takes this write's place."""
+
+
+class Spent(Exception):
+    """The installation's budget allows no write before `until`."""
+
+    def __init__(self, until: datetime) -> None:
+        super().__init__(f"no GitHub write before {until.isoformat()}")
+        self.until = until
+
+
+@dataclass
+class _Turn:
+    key: TicketKey
+    urgency: int
+
+
+class Gate:
+    """Where each GitHub write waits for its installation's budget. A write that would wait longer than
+    `patience` seconds raises `Spent`; one that is not a 👍 raises `Preempted` when a 👍 is due elsewhere
+    in the installation."""
+
+    def __init__(self, budgets: Budgets, outbox: Outbox, patience: float) -> None:
+        self.budgets = budgets
+        self.outbox = outbox
+        self.patience = patience
+        self._local = threading.local()
+
+    @contextmanager
+    def turn(self, key: TicketKey) -> Iterator[_Turn]:
+        """The writes made inside are about `key`, at the urgency the caller sets on the turn."""
+        self._local.turn = turn = _Turn(key, URGENT)
+        try:
+            yield turn
+        finally:
+            self._local.turn = None
+
+    def wait(self, installation_id: int) -> None:
+        turn: _Turn | None = getattr(self._local, "turn", None)
+        while True:
+            now = datetime.now(UTC)
+            slot = self.budgets.slot(installation_id, now)
+            if slot > now + timedelta(seconds=self.patience):
+                raise Spent(slot)
+            if turn is not None and turn.urgency != URGENT and self.outbox.urgent_elsewhere(turn.key, now):
+                raise Preempted()
+            if slot <= now:
+                break
+            time.sleep((slot - now).total_seconds())
+        self.budgets.spend(installation_id)
 
 
 def _backoff(attempts: int) -> float:
@@ -69,64 +132,121 @@ def _mention(authors: list[str], message: str) -> str:
     return " ".join(f"@{author}" for author in authors) + f" {message}"
 
 
+def holder_name() -> str:
+    """Who holds an installation: this process and thread, unique across machines."""
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
 @dataclass
-class Worker:
+class Writer:
     outbox: Outbox
     projector: GitHubProjector
+    budgets: Budgets
+    gate: Gate
     evidence: EvidenceService | None = None
     verifier: Verifier | None = None
 
-    def drain(self, limit: int = 10) -> int:
-        """Work through what is due now; returns how many issues were handled (done or put back)."""
+    def drain(self) -> int:
+        """Write everything due now, on this thread; returns how many issues were handled. (Tests, and a
+        process that has one thread for it.)"""
         handled = 0
         while True:
-            batch = self.outbox.take(limit)
-            if not batch:
+            progress = sum(self.turn(installation_id) for installation_id in self.free())
+            if not progress:
                 return handled
-            for due in batch:
-                self.handle(due)
+            handled += progress
+
+    def free(self) -> list[int]:
+        """Installations with issues due that no other writer holds and whose budget allows a write soon."""
+        now = datetime.now(UTC)
+        return self.outbox.due_installations(now + timedelta(seconds=max(1.0, self.budgets.limits.interval)), now)
+
+    def turn(self, installation_id: int, holder: str | None = None) -> int:
+        """Hold the installation and write its due issues, most urgent first, until none is due or its budget
+        makes it wait. Returns how many issues were handled; 0 when another writer holds it."""
+        holder = holder or holder_name()
+        if not self.budgets.hold(installation_id, holder):
+            return 0
+        handled = 0
+        try:
+            while (due := self.outbox.most_urgent(installation_id)) is not None:
+                if handled and not self.budgets.renew(installation_id, holder):
+                    break
                 handled += 1
+                if not self.handle(due):
+                    break
+        finally:
+            self.budgets.release(installation_id, holder)
+        return handled
 
     def idle(self, longest: float) -> float:
-        """Seconds until the next issue is due (at most `longest`), so answers leave on time."""
+        """Seconds until the next issue is due (at most `longest`)."""
         due = self.outbox.next_due()
         if due is None:
             return longest
         return max(0.01, min(longest, (due - datetime.now(UTC)).total_seconds()))
 
-    def handle(self, due: Due) -> None:
+    def handle(self, due: Due) -> bool:
+        """Write one issue. False when the installation must wait (its budget is spent, or GitHub asked
+        to pause): the writer's turn on it ends."""
+        installation_id = due.key.installation_id
         try:
-            self._project(due)
+            with self.gate.turn(due.key) as turn:
+                after = self._project(due, turn)
+        except Preempted:
+            self.outbox.later(due, datetime.now(UTC))
+        except Spent as spent:
+            self.budgets.defer(installation_id, spent.until)
+            return False
         except (SecondaryRateLimitExceeded, PrimaryRateLimitExceeded) as error:
             wait = error.retry_after.total_seconds() if error.retry_after else _backoff(due.attempts + 1)
-            self.outbox.retry(due, max(1.0, wait), f"rate limited: {type(error).__name__}")
+            wait = max(1.0, wait)
+            reason = f"rate limited: {type(error).__name__}"
+            self.budgets.pause(installation_id, datetime.now(UTC) + timedelta(seconds=wait), reason)
+            self.outbox.retry(due, wait, reason)
+            return False
         except CheckBusy:
-            self.outbox.retry(due, 2.0, "the check run is being created by another worker")
+            self.outbox.retry(due, 2.0, "the check run is being created by another writer")
         except (RequestTimeout, RequestError) as error:
-            self.outbox.retry(due, _backoff(due.attempts), f"{type(error).__name__}: GitHub did not answer")
-        except RequestFailed as error:
-            status = error.response.status_code
-            delay = _backoff(due.attempts) if status >= 500 else _backoff(due.attempts + 4)
-            self.outbox.retry(due, delay, f"GitHub answered {status}")
-            log.warning("%s#%s: GitHub answered %s", due.repository, due.key.number, status)
+            if isinstance(error, RequestFailed):
+                status = error.response.status_code
+                delay = _backoff(due.attempts) if status >= 500 else _backoff(due.attempts + 4)
+                self.outbox.retry(due, delay, f"GitHub answered {status}")
+                log.warning("%s#%s: GitHub answered %s", due.repository, due.key.number, status)
+            else:
+                self.outbox.retry(due, _backoff(due.attempts), f"{type(error).__name__}: GitHub did not answer")
         else:
-            self.outbox.done(due)
+            self.outbox.later(due, after)
+        return True
 
-    def _project(self, due: Due) -> None:
+    def _project(self, due: Due, turn: _Turn) -> datetime | None:
+        """The issue's writes, most awaited first. Returns when the rest is due (a reply's coalescing window
+        still open), or None when GitHub shows everything."""
         key, repository = due.key, due.repository
+        items = self.outbox.items(key)
+        for item in items:
+            if item.kind == "reaction":
+                self.projector.react(key.installation_id, repository, key.number, item.comment_id)
+                self.outbox.sent([item.id])
+        turn.urgency = ORDINARY
+        replies = [item for item in items if item.kind == "reply"]
+        opens = min((item.due_at for item in replies if item.due_at is not None), default=None)
+        if opens is not None and opens > datetime.now(UTC):
+            return opens  # more refusals may still join the reply; what follows it waits with it
+        self._reply(due, replies)
         stored, review, past_runners = self.outbox.ticket(key)
-        rail: EvidenceRail | None = None
+        if stored is None:
+            return None
         where = Repository(key.installation_id, key.repository_id, repository)
-        if stored is not None:
-            rail = self._verified(where, key.number)
-            comment_id = self.projector.show(
-                key.installation_id, repository, key.number, view(stored.ticket, review, rail), past_runners,
-                self.outbox.status_comment(key),
-            )  # fmt: skip
-            self.outbox.remember_status_comment(key, comment_id)
-        self._answer(due)
+        rail = self._verified(where, key.number)
+        comment_id = self.projector.show(
+            key.installation_id, repository, key.number, view(stored.ticket, review, rail), past_runners,
+            self.outbox.status_comment(key),
+        )  # fmt: skip
+        self.outbox.remember_status_comment(key, comment_id)
         if rail is not None:
             self._checks(where, rail)
+        return None
 
     def _verified(self, where: Repository, number: int) -> EvidenceRail | None:
         """The ticket's rail, after recording what GitHub answers about what it cannot verify yet."""
@@ -140,14 +260,8 @@ class Worker:
                 rail = self.evidence.rail(key)
         return rail
 
-    def _answer(self, due: Due) -> None:
+    def _reply(self, due: Due, replies: list[Item]) -> None:
         key, repository = due.key, due.repository
-        items = self.outbox.items(key)
-        for item in items:
-            if item.kind == "reaction":
-                self.projector.react(key.installation_id, repository, key.number, item.comment_id)
-                self.outbox.sent([item.id])
-        replies = [item for item in items if item.kind == "reply"]
         while replies:
             ids = [item.id for item in replies]
             found = self.projector.find_reply(key.installation_id, repository, key.number, ids[0])
@@ -229,36 +343,3 @@ class Worker:
                 return
         run_id = self.projector.create_check_run(installation_id, where.name, head, wanted)
         self.outbox.record_check_run(installation_id, repository_id, head, run_id, wanted)
-
-
-class Background:
-    """The in-process worker: a thread that runs `work` when woken and at least every `interval`
-    seconds. `work` does one round and says how long to wait before the next."""
-
-    def __init__(self, work: Callable[[], float], interval: float = 1.0) -> None:
-        self.work = work
-        self.interval = interval
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="baton-worker", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def wake(self) -> None:
-        self._wake.set()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.clear()
-            wait = self.interval
-            try:
-                wait = self.work()
-            except Exception:  # a database hiccup must not end the thread; the rows are still there
-                log.exception("a worker round failed")
-            self._wake.wait(wait)

@@ -1,0 +1,117 @@
+"""The lanes, in `baton serve` and in `baton worker`: deciding stored deliveries, and writing to GitHub,
+side by side, so a decision never waits for a GitHub write, a verification read or the write budget.
+
+- The decide lane takes the pending deliveries in batches, oldest first, and decides them (the commands on
+  one ticket in one transaction); then it wakes the writers.
+- The write lane is a few threads; each holds one installation at a time (`baton.writer`), so one
+  installation's backlog, slowness or rate limit holds one thread while the others serve the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from baton.intake import decide
+from baton.wiring import Parts
+
+log = logging.getLogger("baton.runtime")
+
+BATCH = 200  # deliveries decided per round of the decide lane
+RECOVER_EVERY = 10.0  # seconds between looks for deliveries whose processing died with its process
+
+
+class Lane:
+    """A thread that runs `step` again and again: at once when woken, else after the wait `step` returns."""
+
+    def __init__(self, name: str, step: Callable[[], float]) -> None:
+        self.step = step
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.clear()
+            wait = 1.0
+            try:
+                wait = self.step()
+            except Exception:  # a database hiccup must not end the lane; the rows are still there
+                log.exception("%s: a round failed", self._thread.name)
+            if wait > 0:
+                self._wake.wait(wait)
+
+
+class Runtime:
+    """Both lanes of one process. `before_batch` runs before each decide round (`baton serve` lets the
+    acknowledgements waiting at that moment go first); `poll` is how often each lane looks for work that
+    another process stored."""
+
+    def __init__(
+        self,
+        parts: Parts,
+        *,
+        writers: int = 4,
+        poll: float = 0.05,
+        write_poll: float = 0.2,
+        before_batch: Callable[[], None] | None = None,
+    ) -> None:
+        self.parts = parts
+        self.poll = poll
+        self.write_poll = write_poll
+        self.before_batch = before_batch
+        self._recovered = 0.0
+        self.decider = Lane("baton-decide", self._decide)
+        self.writers = [Lane(f"baton-write-{n}", self._write) for n in range(writers if parts.writer else 0)]
+
+    def start(self) -> None:
+        for lane in (self.decider, *self.writers):
+            lane.start()
+
+    def wake(self) -> None:
+        """A delivery was stored."""
+        self.decider.wake()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        lanes = (self.decider, *self.writers)
+        for lane in lanes:
+            lane.stop()
+        deadline = time.monotonic() + timeout
+        for lane in lanes:
+            lane.join(max(0.0, deadline - time.monotonic()))
+
+    def _decide(self) -> float:
+        inbox = self.parts.inbox
+        if time.monotonic() - self._recovered > RECOVER_EVERY:
+            self._recovered = time.monotonic()
+            inbox.recover()
+        if self.before_batch is not None:
+            self.before_batch()
+        deliveries = inbox.take_pending(BATCH)
+        if not deliveries:
+            return self.poll
+        decide(inbox, self.parts.intake, deliveries)
+        for lane in self.writers:
+            lane.wake()
+        return 0.0
+
+    def _write(self) -> float:
+        writer = self.parts.writer
+        assert writer is not None
+        worked = sum(writer.turn(installation_id) for installation_id in writer.free())
+        return 0.0 if worked else self.write_poll

@@ -1,0 +1,187 @@
+"""One GitHub write budget per installation, shared by every process through the database.
+
+GitHub's secondary rate limits count content-creating requests per installation: about 80 a minute and
+500 an hour, and it asks for them to be spaced (about a second apart). Every process writing for an
+installation reads and spends the same row here, so four workers write no faster than one.
+
+One writer at a time holds an installation (`hold`, renewed while it works, released after), so its
+writes leave most urgent first. Its slots come from `slot()`: not before the budget's `next_at`, nor a
+pause a rate limit set (`pause`, by any process), nor a time that would put more than the per-minute or
+per-hour number of writes inside one minute or hour of the log. A hold that its writer stops renewing
+(the process died) runs out after `HOLD`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Engine, and_, delete, func, insert, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from . import tables as t
+
+HOLD = timedelta(seconds=60)
+
+_b = t.write_budgets.c
+_l = t.write_log.c
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The write budget of one installation (settings `BATON_WRITE_INTERVAL`, `BATON_WRITES_PER_MINUTE`,
+    `BATON_WRITES_PER_HOUR`)."""
+
+    interval: float = 1.0  # seconds between two writes
+    per_minute: int = 80
+    per_hour: int = 500
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def earliest(
+    now: datetime,
+    limits: Limits,
+    next_at: datetime | None,
+    paused_until: datetime | None,
+    minute_edge: datetime | None,
+    hour_edge: datetime | None,
+) -> datetime:
+    """The first moment a write may leave. `minute_edge` is the write `per_minute` writes back in the log
+    (a new one must wait until it is a minute old), `hour_edge` the one `per_hour` back."""
+    moments = [now]
+    moments += [moment for moment in (next_at, paused_until) if moment is not None]
+    if minute_edge is not None:
+        moments.append(minute_edge + timedelta(minutes=1))
+    if hour_edge is not None:
+        moments.append(hour_edge + timedelta(hours=1))
+    return max(moments)
+
+
+class Budgets:
+    """The budgets, as seen by one writer (`holder`: a name unique to its process and thread)."""
+
+    def __init__(self, engine: Engine, limits: Limits) -> None:
+        self.engine = engine
+        self.limits = limits
+
+    def _upsert(self, connection: object, installation_id: int) -> None:
+        dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(t.write_budgets).values(installation_id=installation_id).on_conflict_do_nothing()
+        connection.execute(statement)  # type: ignore[attr-defined]
+
+    def hold(self, installation_id: int, holder: str, now: datetime | None = None) -> bool:
+        """Take the installation for `holder`, unless another writer holds it or its budget is spent for now."""
+        now = now or datetime.now(UTC)
+        soon = now + timedelta(seconds=max(1.0, self.limits.interval))
+        with self.engine.begin() as connection:
+            self._upsert(connection, installation_id)
+            taken = connection.execute(
+                update(t.write_budgets)
+                .where(
+                    _b.installation_id == installation_id,
+                    or_(_b.holder.is_(None), _b.held_until < now, _b.holder == holder),
+                    or_(_b.paused_until.is_(None), _b.paused_until <= now),
+                    or_(_b.next_at.is_(None), _b.next_at <= soon),
+                )
+                .values(holder=holder, held_until=now + HOLD)
+            ).rowcount
+        return bool(taken)
+
+    def renew(self, installation_id: int, holder: str) -> bool:
+        """Keep holding; False when the hold was lost (it ran out and another writer took it)."""
+        now = datetime.now(UTC)
+        with self.engine.begin() as connection:
+            kept = connection.execute(
+                update(t.write_budgets)
+                .where(_b.installation_id == installation_id, _b.holder == holder)
+                .values(held_until=now + HOLD)
+            ).rowcount
+        return bool(kept)
+
+    def release(self, installation_id: int, holder: str) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(t.write_budgets)
+                .where(_b.installation_id == installation_id, _b.holder == holder)
+                .values(holder=None, held_until=None)
+            )
+
+    def slot(self, installation_id: int, now: datetime | None = None) -> datetime:
+        """The first moment the installation's next write may leave."""
+        now = now or datetime.now(UTC)
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(_b.next_at, _b.paused_until).where(_b.installation_id == installation_id)
+            ).first()
+            edges = []
+            for count in (self.limits.per_minute, self.limits.per_hour):
+                edges.append(
+                    connection.execute(
+                        select(_l.at)
+                        .where(_l.installation_id == installation_id)
+                        .order_by(_l.at.desc())
+                        .offset(max(0, count - 1))
+                        .limit(1)
+                    ).scalar()
+                )
+        next_at, paused_until = (_utc(row.next_at), _utc(row.paused_until)) if row else (None, None)
+        return earliest(now, self.limits, next_at, paused_until, _utc(edges[0]), _utc(edges[1]))
+
+    def spend(self, installation_id: int, at: datetime | None = None) -> None:
+        """One write leaves now: log it, and move the next slot an interval on."""
+        at = at or datetime.now(UTC)
+        with self.engine.begin() as connection:
+            self._upsert(connection, installation_id)
+            connection.execute(insert(t.write_log).values(installation_id=installation_id, at=at))
+            connection.execute(
+                update(t.write_budgets)
+                .where(_b.installation_id == installation_id)
+                .values(next_at=at + timedelta(seconds=self.limits.interval))
+            )
+            connection.execute(
+                delete(t.write_log).where(_l.installation_id == installation_id, _l.at < at - timedelta(hours=1))
+            )
+
+    def defer(self, installation_id: int, until: datetime) -> None:
+        """No write before `until` (the per-minute or per-hour limit is reached): writers pass this one by."""
+        with self.engine.begin() as connection:
+            self._upsert(connection, installation_id)
+            connection.execute(
+                update(t.write_budgets)
+                .where(_b.installation_id == installation_id, or_(_b.next_at.is_(None), _b.next_at < until))
+                .values(next_at=until)
+            )
+
+    def pause(self, installation_id: int, until: datetime, reason: str) -> None:
+        """GitHub said to wait (`Retry-After`, a rate limit's reset): every process stops writing for the
+        installation until then."""
+        with self.engine.begin() as connection:
+            self._upsert(connection, installation_id)
+            connection.execute(
+                update(t.write_budgets)
+                .where(
+                    _b.installation_id == installation_id,
+                    or_(_b.paused_until.is_(None), _b.paused_until < until),
+                )
+                .values(paused_until=until, pause_reason=reason[:500])
+            )
+
+    def writes(self, installation_id: int, since: datetime) -> list[datetime]:
+        """The writes logged since `since`, oldest first (for `baton` tools and tests)."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(_l.at).where(and_(_l.installation_id == installation_id, _l.at >= since)).order_by(_l.at)
+            ).scalars()
+            return [value for value in (_utc(row) for row in rows) if value is not None]
+
+    def paused(self, installation_id: int) -> datetime | None:
+        with self.engine.connect() as connection:
+            value = connection.execute(
+                select(func.max(_b.paused_until)).where(_b.installation_id == installation_id)
+            ).scalar()
+        return _utc(value)
