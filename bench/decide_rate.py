@@ -1,12 +1,14 @@
 """Decide rate: how many stored webhook deliveries one process works through per second.
 
 The part of Baton's work that comes after the 202: take the delivery from the inbox, find who the
-actor is, decide the command, record it, finish the delivery. Per run: `--issues` issues with
-`--claimers` `/claim` comments each are stored in the inbox, then one process decides them all, in
-order, with the same code `baton worker` and the in-process worker thread run
-(`baton.intake.process`). GitHub is the recording stub in a process of its own (bench/github_stub.py),
-answering the permission lookups; answers to GitHub (the outbox) are left out: that is the projection's
-cost, not the decision's. Prints deliveries decided per second for each run and the median.
+actor is, decide the command, record it and its answer for GitHub, finish the delivery. Per run:
+`--issues` issues with `--claimers` `/claim` comments each are stored in the inbox, then one process
+decides them all with the code the decide lane of `baton serve` and `baton worker` runs: it takes the
+pending deliveries in batches (`Inbox.take_pending`) and decides them (`baton.intake.decide`: the
+commands on one ticket in one transaction). GitHub is the recording stub in a process of its own
+(bench/github_stub.py), answering the permission lookups; nothing is written to GitHub (that is the
+write lane's work). Baton runs with its default settings. Prints deliveries decided per second for
+each run and the median.
 
 Usage (from the repository root):
 
@@ -26,7 +28,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from baton.intake import process
+from baton.intake import decide
+from baton.runtime import BATCH
 from baton.sandbox.stage import key_pair
 from baton.settings import Settings
 from baton.store.inbox import Incoming
@@ -40,7 +43,7 @@ from bench.webhook_race import INSTALLATION, payload, stub_server
 def run(database_url: str, api: str, key: str, *, issues: int, claimers: int) -> float:
     settings = Settings(
         database_url=database_url, webhook_secret=SecretStr("bench"), app_id=1, private_key=SecretStr(key),
-        github_api_url=api, answer_delay=3600.0, write_interval=0.0,
+        github_api_url=api,
     )  # fmt: skip
     parts = assemble(settings)
     try:
@@ -49,15 +52,15 @@ def run(database_url: str, api: str, key: str, *, issues: int, claimers: int) ->
             for r in range(issues + 1)
             for c in range(claimers)
         ]
-        parts.inbox.receive_all(stored)
-        waiting = parts.inbox.pending(len(stored))
-        for delivery in waiting[:claimers]:  # the first issue warms the caches (token, permissions)
-            process(parts.inbox, parts.intake, delivery)
-        measured = waiting[claimers:]
+        parts.inbox.receive_all(stored[:claimers])  # the first issue warms the caches (token, permissions)
+        decide(parts.inbox, parts.intake, parts.inbox.take_pending(BATCH))
+        parts.inbox.receive_all(stored[claimers:])
         started = time.perf_counter()
-        for delivery in measured:
-            process(parts.inbox, parts.intake, delivery)
-        return len(measured) / (time.perf_counter() - started)
+        while taken := parts.inbox.take_pending(BATCH):
+            decide(parts.inbox, parts.intake, taken)
+        rate = (len(stored) - claimers) / (time.perf_counter() - started)
+        assert parts.inbox.pending() == []
+        return rate
     finally:
         parts.engine.dispose()
 

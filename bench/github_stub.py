@@ -1,14 +1,16 @@
 """A small recording stand-in for GitHub's REST API, served on 127.0.0.1, for benchmarks.
 
 It keeps per-issue labels, assignees, comments and reactions in memory, answers the calls Baton's
-worker makes, and counts every write per issue. It is not a faithful GitHub (the stand-in that is
-held to GitHub's API description is a separate piece of work); it is enough to measure Baton.
+writer makes, and records every write: per issue, and per installation with the time it arrived (each
+installation's token names it), and when each issue's 👍 arrived. It is not a faithful GitHub (that is
+the stand-in in `baton.sandbox`); it is enough to measure Baton.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -34,6 +36,8 @@ class Issue:
 class Stub:
     issues: dict[int, Issue] = field(default_factory=lambda: defaultdict(Issue))
     writes: Counter[int] = field(default_factory=Counter)  # issue number -> write requests
+    log: list[tuple[int, float, str]] = field(default_factory=list)  # installation, time, "METHOD path"
+    thumbs: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))  # issue -> 👍 times
     comment_issue: dict[int, int] = field(default_factory=dict)
     next_id: int = 1_000_000
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -47,6 +51,8 @@ class Stub:
                 return {
                     "writes": {str(n): c for n, c in self.writes.items()},
                     "reactions": {str(n): i.reactions for n, i in self.issues.items()},
+                    "thumbs": {str(n): times for n, times in self.thumbs.items()},
+                    "log": self.log,
                 }
 
         @app.post("/_stub/comments")
@@ -60,7 +66,10 @@ class Stub:
         @app.api_route("/{path:path}", methods=["GET", "POST", "PATCH", "PUT", "DELETE"])
         async def any_route(path: str, request: Request) -> JSONResponse:
             body = await request.json() if await request.body() else {}
+            token = request.headers.get("authorization", "").rpartition("ghs_stub_")[2]
             with self.lock:
+                if request.method != "GET" and token.isdigit() and not path.endswith("/access_tokens"):
+                    self.log.append((int(token), time.time(), f"{request.method} /{path}"))
                 status, payload = self.answer(request.method, "/" + path, body)
             return JSONResponse(payload, status_code=status)
 
@@ -69,7 +78,7 @@ class Stub:
     def answer(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         if path.startswith("/app/installations/") and path.endswith("/access_tokens"):
             expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-            return 201, {"token": "ghs_stub", "expires_at": expires}
+            return 201, {"token": f"ghs_stub_{path.split('/')[3]}", "expires_at": expires}
         if path.endswith("/permission"):
             return 200, {"permission": "read", "role_name": "read"}
         if "/contents/" in path:
@@ -83,6 +92,7 @@ class Stub:
                 self.writes[number] += 1
             if match.group(2):
                 self.issues[number].reactions += 1
+                self.thumbs[number].append(time.time())
                 return 201, {"id": 1, "content": "+1"}
             if method == "PATCH":
                 self.issues[number].comments[comment_id] = body["body"]
@@ -119,6 +129,7 @@ class Stub:
             return 201, {"id": self.next_id, "body": body["body"]}
         if rest == "/reactions":
             issue.reactions += 1
+            self.thumbs[number].append(time.time())
             return 201, {"id": 1, "content": "+1"}
         return 404, {"message": f"the stub has no {method} {path}"}
 

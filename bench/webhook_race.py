@@ -1,25 +1,26 @@
 """Webhook race: 20 users comment `/claim` on one issue at the same instant, over real HTTP, per round.
 
-Starts `baton serve` as a process (SQLite; and PostgreSQL with `baton worker` processes), with GitHub
-replaced by a local recording stub (bench/github_stub.py), all on 127.0.0.1. Each round opens a new
-issue; the claimers (threads, one HTTP connection each) wait on one barrier and post their signed
-`issue_comment` deliveries together. Printed per run:
+Starts `baton serve` with the settings a user gets by default (SQLite, one process; or PostgreSQL with two
+`baton serve` and two `baton worker` processes), with GitHub replaced by a local recording stub
+(bench/github_stub.py), all on 127.0.0.1. Each round opens a new issue; the claimers (threads, one kept-alive
+socket each) wait on one barrier and post their signed `issue_comment` deliveries together. Without `--gap`,
+each round starts as soon as the previous round's winner shows in the read API; with `--gap 1`, rounds start
+a second apart. Printed per run:
 
 - rounds with exactly one winner (the stored runner, one `claimed` event, one 👍 on GitHub),
-- deliveries acknowledged per second, and the ack latency p50/p99 (HTTP round trip of the 202),
-- ack-to-decision p50/p99 (from the 202 to the outcome being stored),
-- peak RSS of the Baton processes,
-- GitHub write requests per round (max and mean).
+- claims decided per second: every claim sent, from the first send until every round's winner shows in
+  the read API,
+- ack p50/p99 (the HTTP round trip of the 202),
+- last ack -> decision p50/p99 per round (until the round's deliveries are all decided),
+- last ack -> 👍 p50/p99 per round (until the stub received the winner's 👍),
+- GitHub writes per race (max and mean, once the outbox is empty) and peak RSS of Baton's processes.
 
-By default each round starts as soon as the last is acknowledged, so Baton is under sustained load
-(over a thousand deliveries a second) and decisions queue; `--gap 0.5` spaces the rounds as real races
-would be, which shows the latency of one race on its own.
+Any setting that differs from Baton's defaults is printed with the results (`--set NAME=VALUE` adds one).
 
 Usage (from the repository root):
 
-    python bench/webhook_race.py                       # SQLite, then PostgreSQL with 2 workers
-    python bench/webhook_race.py --database sqlite --rounds 20
-    python bench/webhook_race.py --gap 0.5                 # rounds half a second apart
+    python bench/webhook_race.py                        # SQLite, then PostgreSQL (2 serve + 2 worker)
+    python bench/webhook_race.py --database sqlite --rounds 20 --gap 1
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 from bench.claim_race import scratch_postgres
 
 SECRET = "bench-secret"
+TOKEN = "bench-read-token"
 INSTALLATION, REPOSITORY_ID, REPOSITORY = 1, 4242, "octo/race"
 
 
@@ -97,100 +99,148 @@ def peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
-def payload(round_: int, claimer: int) -> bytes:
+def payload(round_: int, claimer: int, installation: int = INSTALLATION) -> bytes:
     login = f"agent-{claimer:02d}"
     return json.dumps({
         "action": "created",
         "issue": {"number": round_ + 1, "id": 10_000 + round_, "user": {"login": "owner"}, "body": ""},
         "comment": {"id": round_ * 100 + claimer + 1, "body": "/claim", "user": {"login": login}},
-        "repository": {"id": REPOSITORY_ID, "full_name": REPOSITORY},
-        "installation": {"id": INSTALLATION},
+        "repository": {"id": REPOSITORY_ID + installation - 1, "full_name": REPOSITORY},
+        "installation": {"id": installation},
         "sender": {"login": login, "type": "User"},
     }).encode()  # fmt: skip
 
 
-def run(database_url: str, *, claimers: int, rounds: int, workers: int, gap: float) -> dict[str, Any]:
+def request(port: int, delivery: str, body: bytes) -> bytes:
+    return (
+        f"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"X-GitHub-Event: issue_comment\r\nX-GitHub-Delivery: {delivery}\r\n"
+        f"X-Hub-Signature-256: {signature(SECRET.encode(), body)}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+def exchange(connection: socket.socket, answers: Any, raw: bytes) -> bytes:
+    """Send one request on a kept-alive socket; the status line of its answer."""
+    connection.sendall(raw)
+    status: bytes = answers.readline()
+    length = 0
+    while (line := answers.readline()) not in (b"\r\n", b""):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    answers.read(length)
+    return status
+
+
+@contextmanager
+def baton(database_url: str, api: str, *, serves: int, workers: int, overrides: dict[str, str]) -> Iterator[Any]:
+    """Baton's processes, with its defaults but for `overrides`; yields their ports and the processes."""
     key, _ = key_pair()
-    with ExitStack() as stack:
-        api = stack.enter_context(stub_server())
-        port = free_port()
-        env = {**os.environ, "BATON_DATABASE_URL": database_url, "BATON_WEBHOOK_SECRET": SECRET,
-               "BATON_APP_ID": "1", "BATON_PRIVATE_KEY": key, "BATON_GITHUB_API_URL": api,
-               "BATON_ANSWER_DELAY": "0.3", "BATON_WRITE_INTERVAL": "0",
-               "BATON_WORKER": "external" if workers else "inprocess"}  # fmt: skip
-        serve = subprocess.Popen([sys.executable, "-m", "baton.cli", "serve", "--host", "127.0.0.1",
-                                  "--port", str(port)], env=env, stderr=subprocess.DEVNULL)  # fmt: skip
-        processes = [serve] + [
-            subprocess.Popen(
-                [sys.executable, "-m", "baton.cli", "worker"],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("BATON_")},
+           "BATON_DATABASE_URL": database_url, "BATON_WEBHOOK_SECRET": SECRET, "BATON_APP_ID": "1",
+           "BATON_PRIVATE_KEY": key, "BATON_GITHUB_API_URL": api, "BATON_API_TOKEN": TOKEN,
+           **({"BATON_WORKER": "external"} if workers else {}), **overrides}  # fmt: skip
+    ports = [free_port() for _ in range(serves)]
+    processes = []
+    try:
+        for index, port in enumerate(ports):
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "baton.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
+            if index == 0:  # the first one migrates the database; the others start after it
+                wait_for(f"http://127.0.0.1:{port}/healthz")
+        worker = [sys.executable, "-m", "baton.cli", "worker"]
+        processes += [
+            subprocess.Popen(worker, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for _ in range(workers)
         ]
-        stack.callback(lambda: [p.terminate() for p in processes] and [p.wait(10) for p in processes])
-        base = f"http://127.0.0.1:{port}"
-        wait_for(f"{base}/healthz")
+        for port in ports:
+            wait_for(f"http://127.0.0.1:{port}/healthz")
+        yield ports, processes
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(10)
 
+
+def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: int, gap: float,
+        overrides: dict[str, str], settle: float) -> dict[str, Any]:  # fmt: skip
+    with ExitStack() as stack:
+        api = stack.enter_context(stub_server())
+        ports, processes = stack.enter_context(
+            baton(database_url, api, serves=serves, workers=workers, overrides=overrides)
+        )
         # the claimers' comments, so the stub counts their 👍 on the right issue
         comments = {r * 100 + index + 1: r + 1 for r in range(rounds) for index in range(claimers)}
         httpx.post(f"{api}/_stub/comments", json={str(k): v for k, v in comments.items()}).raise_for_status()
-        barrier = threading.Barrier(claimers)
+        go, done = threading.Barrier(claimers + 1), threading.Barrier(claimers + 1)
         acks: list[tuple[int, str, float, float]] = []  # round, delivery, ack seconds, ack wall time
+        failures: list[BaseException] = []
 
         def claimer(index: int) -> None:
             # Raw HTTP/1.1 on one kept-alive socket: the requests are built before the barrier, so the
             # ack latency measured is the server's, not the client library's share of one GIL.
-            with socket.create_connection(("127.0.0.1", port)) as connection:
-                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                answers = connection.makefile("rb")
-                for r in range(rounds):
-                    body = payload(r, index)
-                    delivery = f"r{r}-c{index}"
-                    request = (
-                        f"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                        f"X-GitHub-Event: issue_comment\r\nX-GitHub-Delivery: {delivery}\r\n"
-                        f"X-Hub-Signature-256: {signature(SECRET.encode(), body)}\r\n"
-                        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-                    ).encode() + body
-                    barrier.wait()
-                    start = time.perf_counter()
-                    connection.sendall(request)
-                    status = answers.readline()
-                    length = 0
-                    while (line := answers.readline()) not in (b"\r\n", b""):
-                        if line.lower().startswith(b"content-length:"):
-                            length = int(line.split(b":")[1])
-                    answers.read(length)
-                    elapsed = time.perf_counter() - start
-                    assert status.split()[1] == b"202", status
-                    acks.append((r, delivery, elapsed, time.time()))
-                    if gap:
-                        barrier.wait()  # the round is over for everyone; the next starts `gap` later
-                        time.sleep(gap)
+            port = ports[index % len(ports)]
+            try:
+                with socket.create_connection(("127.0.0.1", port)) as connection:
+                    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    answers = connection.makefile("rb")
+                    for r in range(rounds):
+                        delivery = f"r{r}-c{index}"
+                        raw = request(port, delivery, payload(r, index))
+                        go.wait()
+                        start = time.perf_counter()
+                        status = exchange(connection, answers, raw)
+                        acks.append((r, delivery, time.perf_counter() - start, time.time()))
+                        assert status.split()[1] == b"202", status
+                        done.wait()
+            except BaseException as error:
+                failures.append(error)
+                go.abort()
+                done.abort()
 
         threads = [threading.Thread(target=claimer, args=(i,)) for i in range(claimers)]
-        began = time.perf_counter()
         for thread in threads:
             thread.start()
+        visible: list[float] = []
+        sent: list[float] = []
+        reader = httpx.Client(base_url=f"http://127.0.0.1:{ports[0]}", headers={"Authorization": f"Bearer {TOKEN}"})
+        with reader as read:
+            began = time.time()
+            for r in range(rounds):
+                started = time.time()
+                go.wait()
+                sent.append(time.time())
+                done.wait()
+                while True:  # the round's winner, as the read API shows it
+                    answer = read.get(f"/api/v1/repos/{REPOSITORY}/issues/{r + 1}")
+                    if answer.status_code == 200 and answer.json().get("runner"):
+                        break
+                    time.sleep(0.002)
+                visible.append(time.time())
+                if gap:
+                    time.sleep(max(0.0, started + gap - time.time()))
+        finished = visible[-1]
         for thread in threads:
             thread.join()
-        sending = time.perf_counter() - began
+        if failures:
+            raise failures[0]
 
         # A plain engine: the bench only reads, and must not take Baton's SQLite write lock while it waits.
         engine = create_engine(normalise_url(database_url))
-        settle = time.monotonic() + 120
+        deadline = time.monotonic() + settle
+        left = -1
         with engine.connect() as connection:
-            while time.monotonic() < settle:
-                done = connection.execute(
+            while time.monotonic() < deadline:
+                done_count = connection.execute(
                     select(func.count()).select_from(t.webhook_deliveries)
                     .where(t.webhook_deliveries.c.status.in_(["done", "ignored", "failed"]))
                 ).scalar_one()  # fmt: skip
                 left = connection.execute(select(func.count()).select_from(t.outbox)).scalar_one()
-                if done == claimers * rounds and left == 0:
+                if done_count == claimers * rounds and left == 0:
                     break
-                time.sleep(0.2)
+                time.sleep(0.5)
                 connection.rollback()
             decided = dict(
                 connection.execute(select(t.webhook_deliveries.c.id, t.webhook_deliveries.c.processed_at)).all()
@@ -203,17 +253,26 @@ def run(database_url: str, *, claimers: int, rounds: int, workers: int, gap: flo
         rss = sum(peak_rss_mb(p.pid) for p in processes)
         state = httpx.get(f"{api}/_stub/state").json()
 
-    def to_epoch(value: datetime | None) -> float | None:
-        if value is None:
-            return None
-        return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+    def epoch(value: datetime | None) -> float | None:
+        return None if value is None else (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
 
-    to_decision = sorted(
-        decided_at - acked
-        for _, delivery, _, acked in acks
-        if (decided_at := to_epoch(decided.get(delivery))) is not None
-    )
+    last_ack = {r: max(at for round_, _, _, at in acks if round_ == r) for r in range(rounds)}
+    round_of = {delivery: r for r, delivery, _, _ in acks}
+    decided_at: dict[int, float] = {}
+    for delivery, at in decided.items():
+        moment = epoch(at)
+        if delivery in round_of and moment is not None:
+            decided_at[round_of[delivery]] = max(decided_at.get(round_of[delivery], 0.0), moment)
+    to_decision = sorted(decided_at[r] - last_ack[r] for r in range(rounds) if r in decided_at)
+    thumbs = state["thumbs"]
+    to_thumb = sorted(min(thumbs[str(r + 1)]) - last_ack[r] for r in range(rounds) if thumbs.get(str(r + 1)))
     ack = sorted(a[2] for a in acks)
+    # where a round's time goes: sending until the last ack, then until decided, then until the read API shows it
+    phases = [statistics.median(values) * 1000 for values in (
+        [last_ack[r] - sent[r] for r in range(rounds)],
+        [decided_at[r] - last_ack[r] for r in range(rounds) if r in decided_at],
+        [visible[r] - decided_at[r] for r in range(rounds) if r in decided_at],
+    )]  # fmt: skip
     one_winner = sum(
         1 for r in range(rounds)
         if runners.get(r + 1) is not None and claimed.get(r + 1) == 1 and state["reactions"].get(str(r + 1)) == 1
@@ -224,11 +283,17 @@ def run(database_url: str, *, claimers: int, rounds: int, workers: int, gap: flo
         return 1000 * values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
 
     return {
-        "one_winner": one_winner, "rounds": rounds, "acks_per_s": len(acks) / sending,
+        "one_winner": one_winner, "rounds": rounds, "claims_per_s": len(acks) / (finished - began),
         "ack_p50": pct(ack, 0.5), "ack_p99": pct(ack, 0.99),
         "decision_p50": pct(to_decision, 0.5), "decision_p99": pct(to_decision, 0.99),
-        "rss_mb": rss, "writes_max": max(writes), "writes_mean": statistics.mean(writes),
+        "thumb_p50": pct(to_thumb, 0.5), "thumb_p99": pct(to_thumb, 0.99), "thumbs": len(to_thumb),
+        "rss_mb": rss, "writes_max": max(writes), "writes_mean": statistics.mean(writes), "outbox_left": left,
+        "phases": phases,
     }  # fmt: skip
+
+
+HEADER = (f"{'engine':<11} {'serve+worker':>12} {'one-winner':>10} {'claims/s':>8} {'ack p50':>8} {'ack p99':>8} "
+          f"{'dec p50':>8} {'dec p99':>8} {'👍 p50':>8} {'👍 p99':>8} {'writes max':>10} {'mean':>5} {'RSS MB':>7}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -238,30 +303,38 @@ def main(argv: list[str] | None = None) -> int:
         "BATON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"))  # fmt: skip
     parser.add_argument("--claimers", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=50)
-    parser.add_argument(
-        "--gap", type=float, default=0.0, help="seconds between rounds (0: each round starts when the last is acked)"
-    )
+    parser.add_argument("--gap", type=float, default=0.0,
+                        help="seconds between round starts (0: each round starts when the last one's winner shows)")
+    parser.add_argument("--serves", type=int, default=2, help="baton serve processes for the PostgreSQL run")
     parser.add_argument("--workers", type=int, default=2, help="baton worker processes for the PostgreSQL run")
-    parser.add_argument(
-        "--sqlite-workers", type=int, default=0, help="baton worker processes for the SQLite run (0: in baton serve)"
-    )
-    args = parser.parse_args(argv)
-    print(f"{'engine':<11} {'workers':>7} {'one-winner':>10} {'acks/s':>7} {'ack p50':>8} {'ack p99':>8} "
-          f"{'dec p50':>8} {'dec p99':>8} {'RSS MB':>7} {'writes/round max':>16} {'mean':>5}")  # fmt: skip
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a Baton setting other than its default, e.g. --set BATON_WRITE_INTERVAL=0")
+    parser.add_argument("--settle", type=float, default=900.0,
+                        help="seconds to wait for every GitHub write to be made before counting them")
+    args = parser.parse_args(argv)  # fmt: skip
+    overrides = dict(item.split("=", 1) for item in args.set)
+    print("Baton's default settings" + (f", except {overrides}" if overrides else ""), flush=True)
+    print(HEADER, flush=True)
     failures = 0
     for engine in ["sqlite", "postgresql"] if args.database == "both" else [args.database]:
         with ExitStack() as stack:
             if engine == "sqlite":
                 url = f"sqlite:///{stack.enter_context(tempfile.TemporaryDirectory())}/race.db"
-                workers = args.sqlite_workers
+                serves, workers = 1, 0
             else:
                 url = stack.enter_context(scratch_postgres(args.postgres_url))
-                workers = args.workers
-            r = run(url, claimers=args.claimers, rounds=args.rounds, workers=workers, gap=args.gap)
-        print(f"{engine:<11} {workers:>7} {r['one_winner']:>5}/{r['rounds']:<4} {r['acks_per_s']:>7.0f} "
-              f"{r['ack_p50']:>8.2f} {r['ack_p99']:>8.2f} {r['decision_p50']:>8.1f} {r['decision_p99']:>8.1f} "
-              f"{r['rss_mb']:>7.0f} {r['writes_max']:>16} {r['writes_mean']:>5.1f}", flush=True)  # fmt: skip
+                serves, workers = args.serves, args.workers
+            r = run(url, claimers=args.claimers, rounds=args.rounds, serves=serves, workers=workers, gap=args.gap,
+                    overrides=overrides, settle=args.settle)  # fmt: skip
+        print(f"{engine:<11} {f'{serves}+{workers}':>12} {r['one_winner']:>5}/{r['rounds']:<4} "
+              f"{r['claims_per_s']:>8,.0f} {r['ack_p50']:>8.1f} {r['ack_p99']:>8.1f} {r['decision_p50']:>8.1f} "
+              f"{r['decision_p99']:>8.1f} {r['thumb_p50']:>8.0f} {r['thumb_p99']:>8.0f} {r['writes_max']:>10} "
+              f"{r['writes_mean']:>5.1f} {r['rss_mb']:>7.0f}"
+              + (f"  ({r['outbox_left']} issues still to write)" if r["outbox_left"] else ""), flush=True)  # fmt: skip
+        print("    a round's median ms: send -> last ack {:.1f}, -> decided {:.1f}, -> in the read API {:.1f}".format(
+            *r["phases"]), flush=True)  # fmt: skip
         failures += r["rounds"] - r["one_winner"]
+    print("times in ms; claims/s: every claim sent / (first send -> every round's winner in the read API)")
     return 1 if failures else 0
 
 

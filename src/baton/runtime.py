@@ -76,6 +76,7 @@ class Runtime:
         self.write_poll = write_poll
         self.before_batch = before_batch
         self._recovered = 0.0
+        self._stopping = threading.Event()
         self.decider = Lane("baton-decide", self._decide)
         self.writers = [Lane(f"baton-write-{n}", self._write) for n in range(writers if parts.writer else 0)]
 
@@ -89,6 +90,7 @@ class Runtime:
 
     def stop(self, timeout: float = 10.0) -> None:
         lanes = (self.decider, *self.writers)
+        self._stopping.set()
         for lane in lanes:
             lane.stop()
         deadline = time.monotonic() + timeout
@@ -113,5 +115,5 @@ class Runtime:
     def _write(self) -> float:
         writer = self.parts.writer
         assert writer is not None
-        worked = sum(writer.turn(installation_id) for installation_id in writer.free())
+        worked = sum(writer.turn(installation_id, self._stopping.is_set) for installation_id in writer.free())
         return 0.0 if worked else self.write_poll

@@ -183,29 +183,29 @@ class WorkService:
         return self.apply_all([Request(issue, command, actor, operation_id, policy or Policy(), source)])[0]
 
     def apply_all(self, requests: Sequence[Request]) -> list[Outcome]:
-        """Decide many commands: those on one ticket in order, in one transaction, with one compare-and-swap
+        """Decide many commands in one transaction: those on one ticket in order, with one compare-and-swap
         of the ticket's final state. Each command keeps its own event, operation id and answer, exactly as
-        if it had been decided alone (a property test holds the two to the same rows and answers)."""
+        if it had been decided alone (a property test holds the two to the same rows and answers). Tickets
+        are locked in the order of their keys, so two processes deciding overlapping batches never wait on
+        each other in a circle."""
         groups: dict[TicketKey, list[int]] = {}
         for index, request in enumerate(requests):
             groups.setdefault(request.issue.key, []).append(index)
-        outcomes: list[Outcome | None] = [None] * len(requests)
-        for indices in groups.values():
-            decided = self._apply_group([requests[index] for index in indices])
-            for index, outcome in zip(indices, decided, strict=True):
-                outcomes[index] = outcome
-        return [outcome for outcome in outcomes if outcome is not None]
-
-    def _apply_group(self, group: list[Request]) -> list[Outcome]:
         for _ in range(MAX_ROUNDS):
+            outcomes: list[Outcome | None] = [None] * len(requests)
             try:
                 with self.store.transaction() as tx:
-                    return self._decide_group(tx, group)
+                    for key in sorted(groups, key=lambda k: (k.installation_id, k.repository_id, k.number)):
+                        indices = groups[key]
+                        decided = self._decide_group(tx, [requests[index] for index in indices])
+                        for index, outcome in zip(indices, decided, strict=True):
+                            outcomes[index] = outcome
             except (_Lost, Conflict):
                 # A lost claim-limit increment, or a concurrent first write of the same ticket or operation
                 # id: everything rolled back; the next round reads what won.
                 continue
-        raise RuntimeError(f"operation {group[0].operation_id} did not settle in {MAX_ROUNDS} rounds")
+            return [outcome for outcome in outcomes if outcome is not None]
+        raise RuntimeError(f"operation {requests[0].operation_id} did not settle in {MAX_ROUNDS} rounds")
 
     def _decide_group(self, tx: WorkTx, group: list[Request]) -> list[Outcome]:
         """One ticket's commands, in order, on its locked row."""

@@ -26,7 +26,7 @@ import socket
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -161,15 +161,16 @@ class Writer:
         now = datetime.now(UTC)
         return self.outbox.due_installations(now + timedelta(seconds=max(1.0, self.budgets.limits.interval)), now)
 
-    def turn(self, installation_id: int, holder: str | None = None) -> int:
-        """Hold the installation and write its due issues, most urgent first, until none is due or its budget
-        makes it wait. Returns how many issues were handled; 0 when another writer holds it."""
-        holder = holder or holder_name()
+    def turn(self, installation_id: int, stopping: Callable[[], bool] = lambda: False) -> int:
+        """Hold the installation and write its due issues, most urgent first, until none is due, its budget
+        makes it wait, or the process is `stopping`. Returns how many issues were handled; 0 when another
+        writer holds it."""
+        holder = holder_name()
         if not self.budgets.hold(installation_id, holder):
             return 0
         handled = 0
         try:
-            while (due := self.outbox.most_urgent(installation_id)) is not None:
+            while not stopping() and (due := self.outbox.most_urgent(installation_id)) is not None:
                 if handled and not self.budgets.renew(installation_id, holder):
                     break
                 handled += 1

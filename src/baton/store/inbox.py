@@ -192,7 +192,7 @@ class Inbox:
         if not finished:
             return
         now = datetime.now(UTC)
-        with one_statement(self.engine) as connection:
+        with self.engine.begin() as connection:  # one transaction: in autocommit each row would be one
             connection.execute(
                 _FINISH, [{"delivery": id_, "status": status, "error": None, "now": now} for id_, status in finished]
             )

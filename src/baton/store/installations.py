@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine, bindparam, insert, select, update
@@ -15,11 +17,26 @@ _r = t.installation_repositories.c
 _STATUS = select(_i.status).where(_i.id == bindparam("installation"))  # asked once per delivery: built once
 
 
+# How long an installation's status is taken as read. Asking once per delivery cost more than deciding the
+# delivery; an installation suspended through another process stops here within this time (at once when
+# this process recorded it).
+STATUS_TTL = 1.0
+
+
 class Installations:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._known: dict[int, tuple[float, bool]] = {}
+        self._lock = threading.Lock()
 
     def record(self, installation_id: int, account: str, status: str) -> None:
+        try:
+            self._record(installation_id, account, status)
+        finally:
+            with self._lock:
+                self._known.pop(installation_id, None)
+
+    def _record(self, installation_id: int, account: str, status: str) -> None:
         now = datetime.now(UTC)
         for _ in range(2):  # a concurrent first insert makes the second round an update
             try:
@@ -54,9 +71,17 @@ class Installations:
 
     def active(self, installation_id: int) -> bool:
         """Unknown installations count as active: Baton may have been installed before it kept count."""
+        now = time.monotonic()
+        with self._lock:
+            known = self._known.get(installation_id)
+        if known is not None and now - known[0] < STATUS_TTL:
+            return known[1]
         with one_statement(self.engine, reads=True) as connection:
             status = connection.execute(_STATUS, {"installation": installation_id}).scalar()
-        return status in (None, "active")
+        active = status in (None, "active")
+        with self._lock:
+            self._known[installation_id] = (now, active)
+        return active
 
     def status(self, installation_id: int) -> str | None:
         with self.engine.connect() as connection:

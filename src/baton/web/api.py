@@ -1,4 +1,4 @@
-"""The read API: tickets and their history, behind a bearer token (SPEC §9).
+"""The read API: tickets and their history, and the webhook inbox, behind a bearer token (SPEC §9).
 
 Every route needs `Authorization: Bearer <BATON_API_TOKEN>`. Without a configured token the API is
 off (403), so a fresh install never serves its board to the whole network by accident.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, status
 from fastapi.exceptions import RequestValidationError
@@ -28,6 +28,8 @@ from baton.domain.evidence import (
 )
 from baton.settings import Settings
 from baton.store import Store
+from baton.store.engine import READ_ONLY
+from baton.store.inbox import Inbox, Stored
 from baton.store.reads import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -36,9 +38,15 @@ from baton.store.reads import (
     Reads,
     TicketDetail,
     TicketSummary,
+    utc,
 )
 
 _STATES = ", ".join(state.value for state in WorkState)
+
+InboxStatus = Literal["pending", "processing", "done", "ignored", "failed"]
+_INBOX_STATUSES: tuple[str, ...] = get_args(InboxStatus)
+_STATUSES = ", ".join(_INBOX_STATUSES)
+INBOX_DEFAULT_LIMIT = 50
 
 # ---------------------------------------------------------------------------------------------- shapes
 
@@ -197,6 +205,30 @@ class EventList(BaseModel):
     events: list[EventOut]
 
 
+class WebhookDeliveryOut(BaseModel):
+    """A stored webhook delivery, without its payload."""
+
+    id: str = Field(description="GitHub's `X-GitHub-Delivery` id, as `baton replay` takes it.")
+    event: str = Field(description="The `X-GitHub-Event`: issue_comment, pull_request …")
+    action: str | None = Field(description="The payload's `action`; null for events without one.")
+    status: InboxStatus = Field(
+        description="pending (waiting, maybe until next_attempt_at), processing, done, ignored (nothing for "
+        "Baton to do) or failed (for good, until replayed or redelivered)."
+    )
+    attempts: int = Field(description="How many times its processing started.")
+    error: str | None = Field(
+        description="Why its processing failed: for good when failed, for a passing reason when pending."
+    )
+    received_at: datetime = Field(description="When it first arrived (a redelivery keeps it).")
+    next_attempt_at: datetime | None = Field(
+        description="When a delivery that failed for a passing reason is tried again; null otherwise."
+    )
+
+
+class WebhookDeliveryList(BaseModel):
+    deliveries: list[WebhookDeliveryOut]
+
+
 def _summary(ticket: TicketSummary) -> SummaryOut:
     return SummaryOut(
         repository=ticket.repository,
@@ -284,6 +316,20 @@ def _event(event: EventRecord) -> EventOut:
     return EventOut.model_validate(event, from_attributes=True)
 
 
+def _webhook_delivery(stored: Stored) -> WebhookDeliveryOut:
+    return WebhookDeliveryOut(
+        id=stored.id,
+        event=stored.event,
+        action=stored.action,
+        status=stored.status,
+        attempts=stored.attempts,
+        error=stored.error,
+        # PostgreSQL answers in the session's time zone: the API always speaks UTC.
+        received_at=utc(stored.received_at),
+        next_attempt_at=None if stored.next_attempt_at is None else utc(stored.next_attempt_at),
+    )
+
+
 # ---------------------------------------------------------------------------------------------- auth
 
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
@@ -351,8 +397,29 @@ def _state(value: str | None) -> WorkState | None:
         ) from None
 
 
+def _inbox_status(value: str | None) -> str | None:
+    """As `_state`: an empty `status=` means no filter; anything else must be a delivery status."""
+    if not value:
+        return None
+    if value in _INBOX_STATUSES:
+        return value
+    raise RequestValidationError(
+        [
+            {
+                "type": "enum",
+                "loc": ("query", "status"),
+                "msg": f"Unknown status {value!r}: valid statuses are {_STATUSES}.",
+                "input": value,
+                "ctx": {"expected": _STATUSES},
+            }
+        ]
+    )
+
+
 def api_router(store: Store, settings: Settings) -> APIRouter:
     reads = Reads(store.engine)
+    # Listing only reads: on SQLite its connections take no writer lock, so it never waits behind the work.
+    inbox = Inbox(store.engine.execution_options(**{READ_ONLY: True}))
     router = APIRouter(
         prefix="/api/v1",
         tags=["read"],
@@ -405,5 +472,19 @@ def api_router(store: Store, settings: Settings) -> APIRouter:
         if history is None:
             raise _unknown(owner, repo, number)
         return EventList(events=[_event(event) for event in history])
+
+    @router.get(
+        "/deliveries",
+        summary="Stored webhook deliveries, newest first: what failed and why, what waits to be tried again",
+    )
+    def list_deliveries(
+        status: Annotated[
+            str | None,
+            Query(description=f"One of {_STATUSES}.", json_schema_extra={"enum": list(_INBOX_STATUSES)}),
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = INBOX_DEFAULT_LIMIT,
+    ) -> WebhookDeliveryList:
+        found = inbox.listed(_inbox_status(status), limit)
+        return WebhookDeliveryList(deliveries=[_webhook_delivery(stored) for stored in found])
 
     return router
