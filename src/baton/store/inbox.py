@@ -69,7 +69,8 @@ class Stored:
 
 
 def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    """SQLite hands timestamps back without a zone (they are UTC); PostgreSQL in the session's zone."""
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 class Received(StrEnum):
@@ -224,7 +225,7 @@ class Inbox:
                        _c.next_attempt_at)  # fmt: skip
         if status is not None:
             query = query.where(_c.status == status)
-        with self.engine.connect() as connection:
+        with one_statement(self.engine, reads=True) as connection:
             rows = connection.execute(query.order_by(_c.received_at.desc(), _c.id).limit(limit)).all()
         return [
             Stored(r.id, r.event, r.action, r.status, r.attempts, r.error, _utc(r.received_at),
