@@ -103,7 +103,7 @@ def test_the_thumbs_up_goes_first_then_the_reply_then_label_assignee_and_status(
         until(lambda: len(writes(stage)) >= 6, 5, "the stand-in to record the writes")
         kinds = []
         for write in writes(stage):
-            method, path = write.split(" ", 1)
+            path = write.split(" ", 1)[1]
             kind = path.rsplit("/", 1)[-1] if path.endswith(("reactions", "labels", "assignees")) else "comments"
             kinds.append(kind if kind != "comments" else ("reply" if "reply" not in kinds else "status"))
         assert kinds == ["reactions", "reply", "labels", "labels", "assignees", "status"]  # creating, adding
@@ -245,8 +245,10 @@ def test_four_worker_processes_never_exceed_the_budget_of_one_installation(postg
                "BATON_DATABASE_URL": postgres_url, "BATON_APP_ID": "1", "BATON_PRIVATE_KEY": key,
                "BATON_GITHUB_API_URL": api, "BATON_ANSWER_DELAY": "0.2", "BATON_WRITE_INTERVAL": str(interval),
                "BATON_WRITES_PER_MINUTE": str(per_minute)}  # fmt: skip
-        workers = [subprocess.Popen([sys.executable, "-m", "baton.cli", "worker"], env=env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(4)]  # fmt: skip
+        command = [sys.executable, "-m", "baton.cli", "worker"]
+        workers = [
+            subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(4)
+        ]
         try:
             began = time.time()
             time.sleep(20)
