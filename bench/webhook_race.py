@@ -99,6 +99,15 @@ def peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time a process has used so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        return 0.0
+
+
 def payload(round_: int, claimer: int, installation: int = INSTALLATION) -> bytes:
     login = f"agent-{claimer:02d}"
     return json.dumps({
@@ -145,7 +154,8 @@ def baton(database_url: str, api: str, *, serves: int, workers: int, overrides: 
     try:
         for index, port in enumerate(ports):
             processes.append(subprocess.Popen(
-                [sys.executable, "-m", "baton.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                [sys.executable, *os.environ.get("BENCH_SERVE", "-m baton.cli serve").split(), "--host", "127.0.0.1",
+                 "--port", str(port)],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
             if index == 0:  # the first one migrates the database; the others start after it
                 wait_for(f"http://127.0.0.1:{port}/healthz")
@@ -205,6 +215,7 @@ def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: 
             thread.start()
         visible: list[float] = []
         sent: list[float] = []
+        cpu_before = sum(cpu_seconds(p.pid) for p in processes)
         reader = httpx.Client(base_url=f"http://127.0.0.1:{ports[0]}", headers={"Authorization": f"Bearer {TOKEN}"})
         with reader as read:
             began = time.time()
@@ -222,6 +233,7 @@ def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: 
                 if gap:
                     time.sleep(max(0.0, started + gap - time.time()))
         finished = visible[-1]
+        cpu = sum(cpu_seconds(p.pid) for p in processes) - cpu_before
         for thread in threads:
             thread.join()
         if failures:
@@ -288,7 +300,7 @@ def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: 
         "decision_p50": pct(to_decision, 0.5), "decision_p99": pct(to_decision, 0.99),
         "thumb_p50": pct(to_thumb, 0.5), "thumb_p99": pct(to_thumb, 0.99), "thumbs": len(to_thumb),
         "rss_mb": rss, "writes_max": max(writes), "writes_mean": statistics.mean(writes), "outbox_left": left,
-        "phases": phases,
+        "phases": phases, "cpu_ms_per_claim": 1000 * cpu / len(acks),
     }  # fmt: skip
 
 
@@ -331,8 +343,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['decision_p99']:>8.1f} {r['thumb_p50']:>8.0f} {r['thumb_p99']:>8.0f} {r['writes_max']:>10} "
               f"{r['writes_mean']:>5.1f} {r['rss_mb']:>7.0f}"
               + (f"  ({r['outbox_left']} issues still to write)" if r["outbox_left"] else ""), flush=True)  # fmt: skip
-        print("    a round's median ms: send -> last ack {:.1f}, -> decided {:.1f}, -> in the read API {:.1f}".format(
-            *r["phases"]), flush=True)  # fmt: skip
+        print("    a round's median ms: send -> last ack {:.1f}, -> decided {:.1f}, -> in the read API {:.1f}; "
+              "Baton's CPU per claim until the last winner showed {:.2f} ms".format(
+                  *r["phases"], r["cpu_ms_per_claim"]), flush=True)  # fmt: skip
         failures += r["rounds"] - r["one_winner"]
     print("times in ms; claims/s: every claim sent / (first send -> every round's winner in the read API)")
     return 1 if failures else 0

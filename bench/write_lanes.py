@@ -65,7 +65,8 @@ def two_installations(queued: int, probes: int) -> dict[str, Any]:
         url = f"sqlite:///{stack.enter_context(tempfile.TemporaryDirectory())}/lanes.db"
         api = stack.enter_context(stub_server())
         [port], _ = stack.enter_context(baton(url, api, serves=1, workers=0, overrides={}))
-        post(port, [(f"busy-{n}", payload(n, 0, installation=1)) for n in range(queued)])
+        # a claimer of its own for each issue: one agent may hold only 3 claims in a repository
+        post(port, [(f"busy-{n}", payload(n, n, installation=1)) for n in range(queued)])
         while len(writes_of(api, 1)) < 3:  # installation 1's backlog is being written
             time.sleep(0.1)
         engine = create_engine(normalise_url(url))
@@ -73,7 +74,7 @@ def two_installations(queued: int, probes: int) -> dict[str, Any]:
         for probe in range(probes):
             delivery = f"quiet-{probe}"
             seen = len(writes_of(api, 2))
-            post(port, [(delivery, payload(1000 + probe, 0, installation=2))])
+            post(port, [(delivery, payload(1000 + probe, probe, installation=2))])
             deadline = time.monotonic() + 30
             while len(writes_of(api, 2)) <= seen and time.monotonic() < deadline:
                 time.sleep(0.02)
@@ -127,7 +128,8 @@ def four_workers(postgres_url: str, issues: int, watch: float) -> dict[str, Any]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--part", choices=["1", "2", "both"], default="both")
-    parser.add_argument("--queued", type=int, default=75, help="claims queued on installation 1 (4 writes each)")
+    parser.add_argument("--queued", type=int, default=75,
+                        help="claims queued on installation 1 (4 writes each; at most 99)")  # fmt: skip
     parser.add_argument("--probes", type=int, default=5)
     parser.add_argument("--issues", type=int, default=40)
     parser.add_argument("--watch", type=float, default=75.0)

@@ -77,6 +77,7 @@ class Runtime:
         self.before_batch = before_batch
         self._recovered = 0.0
         self._stopping = threading.Event()
+        self._next_writer = 0
         self.decider = Lane("baton-decide", self._decide)
         self.writers = [Lane(f"baton-write-{n}", self._write) for n in range(writers if parts.writer else 0)]
 
@@ -108,8 +109,9 @@ class Runtime:
         if not deliveries:
             return self.poll
         decide(inbox, self.parts.intake, deliveries)
-        for lane in self.writers:
-            lane.wake()
+        if self.writers:  # one writer is enough to look; the others look on their own every `write_poll`
+            self._next_writer = (self._next_writer + 1) % len(self.writers)
+            self.writers[self._next_writer].wake()
         return 0.0
 
     def _write(self) -> float:

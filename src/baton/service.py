@@ -39,6 +39,7 @@ from baton.store import Conflict, Store, StoredTicket, WorkTx
 # Under PostgreSQL a compare-and-swap can lose to a concurrent writer; the command is then decided
 # again on what that writer left (usually a refusal). The bound only stops a pathological livelock.
 MAX_ROUNDS = 50
+_DEADLOCK = ("40P01", "40001")  # deadlock detected, serialization failure
 
 
 @dataclass(frozen=True)
@@ -183,90 +184,98 @@ class WorkService:
         return self.apply_all([Request(issue, command, actor, operation_id, policy or Policy(), source)])[0]
 
     def apply_all(self, requests: Sequence[Request]) -> list[Outcome]:
-        """Decide many commands in one transaction: those on one ticket in order, with one compare-and-swap
-        of the ticket's final state. Each command keeps its own event, operation id and answer, exactly as
-        if it had been decided alone (a property test holds the two to the same rows and answers). Tickets
-        are locked in the order of their keys, so two processes deciding overlapping batches never wait on
-        each other in a circle."""
-        groups: dict[TicketKey, list[int]] = {}
-        for index, request in enumerate(requests):
-            groups.setdefault(request.issue.key, []).append(index)
+        """Decide many commands in one transaction, in the order they came, each exactly as if it had been
+        decided alone: its own event, operation id and answer, and the claim counts every earlier command
+        left (a property test holds batch and one-by-one deciding to the same rows and answers). Each
+        ticket's final state is written with one compare-and-swap. Tickets are locked first, in the order
+        of their keys, so two processes deciding overlapping batches never wait on each other in a circle."""
         for _ in range(MAX_ROUNDS):
-            outcomes: list[Outcome | None] = [None] * len(requests)
             try:
                 with self.store.transaction() as tx:
-                    for key in sorted(groups, key=lambda k: (k.installation_id, k.repository_id, k.number)):
-                        indices = groups[key]
-                        decided = self._decide_group(tx, [requests[index] for index in indices])
-                        for index, outcome in zip(indices, decided, strict=True):
-                            outcomes[index] = outcome
+                    return self._decide_all(tx, requests)
             except (_Lost, Conflict):
                 # A lost claim-limit increment, or a concurrent first write of the same ticket or operation
                 # id: everything rolled back; the next round reads what won.
                 continue
-            return [outcome for outcome in outcomes if outcome is not None]
+            except Exception as error:
+                # PostgreSQL chose this transaction to break a deadlock (two batches counting the claims of
+                # the same runners in another order): nothing was written; decide again.
+                if getattr(error, "sqlstate", None) not in _DEADLOCK:
+                    raise
         raise RuntimeError(f"operation {requests[0].operation_id} did not settle in {MAX_ROUNDS} rounds")
 
-    def _decide_group(self, tx: WorkTx, group: list[Request]) -> list[Outcome]:
-        """One ticket's commands, in order, on its locked row."""
-        key = group[0].issue.key
-        firsts = tx.results([request.operation_id for request in group])
-        held = tx.held(key, {request.actor.login.lower() for request in group})
-        read = tx.ticket(key, lock=True)
-        stored = read
+    def _decide_all(self, tx: WorkTx, requests: Sequence[Request]) -> list[Outcome]:
+        if not requests:
+            return []
+        keys = sorted({r.issue.key for r in requests}, key=lambda k: (k.installation_id, k.repository_id, k.number))
+        read = {key: tx.ticket(key, lock=True) for key in keys}
+        current: dict[TicketKey, StoredTicket | None] = dict(read)
+        firsts = tx.results([request.operation_id for request in requests])
+        held: dict[tuple[int, int, str], int] = {}
+        logins: dict[tuple[int, int], set[str]] = {}
+        for request in requests:
+            place = (request.issue.key.installation_id, request.issue.key.repository_id)
+            logins.setdefault(place, set()).add(request.actor.login.lower())
+        for (installation_id, repository_id), names in logins.items():
+            counts = tx.held(TicketKey(installation_id, repository_id, 0), names)
+            held.update({(installation_id, repository_id, name): count for name, count in counts.items()})
         outcomes: list[Outcome] = []
         operations: list[tuple[str, int | None, dict[str, Any]]] = []
         answers: dict[TicketKey, list[tuple[str, int | None, str, str]]] = {}
-        shown = False  # the ticket's own view on GitHub changes (or /status asked to refresh it)
-        for request in group:
+        shown: dict[TicketKey, str] = {}  # tickets whose view on GitHub changes (or /status asked to refresh it)
+        for request in requests:
             issue, command, actor, policy = request.issue, request.command, request.actor, request.policy
+            key = issue.key
             first = firsts.get(request.operation_id)
             if first is not None:
                 outcomes.append(Outcome.from_json(first))
                 continue
             reply: str | None = None
+            stored = current[key] or self._first_sight(tx, issue, policy, request.operation_id)
+            current[key] = stored
             if stored is None:
-                stored = self._first_sight(tx, issue, policy, request.operation_id)
-            if stored is None:
-                refusal = not_offered(issue.key.number, issue.repository, policy)
+                refusal = not_offered(key.number, issue.repository, policy)
                 outcome = _outcome(command.name, None, kind="refused", code=refusal.code, message=refusal.message)
                 reply = refusal.message
             else:
-                situation = Situation(policy, held.get(actor.login.lower(), 0))
+                claims = (key.installation_id, key.repository_id)
+                situation = Situation(policy, held.get((*claims, actor.login.lower()), 0))
                 decision = decide(stored.ticket, command, actor, situation)
                 if isinstance(decision, Applied):
                     outcome = self._record(tx, stored, decision, command, request.operation_id, policy)
-                    _count(held, stored.ticket, decision.ticket)
-                    stored = StoredTicket(stored.id, decision.ticket)
+                    _count(held, claims, stored.ticket, decision.ticket)
+                    current[key] = StoredTicket(stored.id, decision.ticket)
                 elif isinstance(decision, Noted):
                     outcome = _outcome(command.name, stored.ticket, kind="noted")
                     if command.name == "help":
                         usable = available(stored.ticket, actor, situation)
-                        reply = f"commands you may use on #{issue.key.number} now:\n{help_text(usable)}"
+                        reply = f"commands you may use on #{key.number} now:\n{help_text(usable)}"
                 else:
                     outcome = _refusal(command.name, stored.ticket, decision)
                     reply = decision.message
-            shown = shown or (outcome.state is not None and outcome.kind != "refused")
-            firsts[request.operation_id] = outcome.to_json()  # the same id twice in one group: a retry
+            if outcome.state is not None and outcome.kind != "refused":
+                shown[key] = issue.repository
+            firsts[request.operation_id] = outcome.to_json()  # the same id twice in one call: a retry
             operations.append((request.operation_id, stored.id if stored else None, outcome.to_json()))
             if request.source is not None:
                 where, item = _answer(issue, actor, request.source, reply)
                 if item is not None:
                     answers.setdefault(where, []).append(item)
             outcomes.append(outcome)
-        if stored is not None and read is not None and stored.ticket.revision != read.ticket.revision:
-            if not tx.swap(read.id, read.ticket.revision, stored.ticket):
+        for key in keys:
+            before, after = read[key], current[key]
+            if after is None:
+                continue
+            expected = before.ticket.revision if before is not None else 1  # 1: created in this transaction
+            if after.ticket.revision != expected and not tx.swap(after.id, expected, after.ticket):
                 raise _Lost  # not reached while the row is locked; kept so a lost swap can never pass silently
-        elif stored is not None and read is None and stored.ticket.revision != 1:
-            tx.swap(stored.id, 1, stored.ticket)  # created in this transaction, then moved on
         tx.record_operations(operations)
-        repository = group[0].issue.repository
-        if shown:
+        for key, repository in shown.items():
             tx.due(key, repository, urgent=any(item[0] == "reaction" for item in answers.get(key, [])))
         for where, items in answers.items():
             urgent = any(kind == "reaction" for kind, *_ in items)
             tx.queue(where, items, self.answer_delay)
-            tx.due(where, repository, 0.0 if urgent else self.answer_delay, urgent=urgent)
+            tx.due(where, _repository_of(requests, where), 0.0 if urgent else self.answer_delay, urgent=urgent)
         return outcomes
 
     def reply(self, where: TicketKey, repository: str, author: str, message: str, operation_id: str) -> bool:
@@ -344,16 +353,25 @@ class WorkService:
             return [] if stored is None else tx.events(stored.id)
 
 
-def _count(held: dict[str, int], before: Ticket, after: Ticket) -> None:
-    """Keep the group's claim counts in step with a transition, as the database's are (`count_claims`)."""
+def _count(held: dict[tuple[int, int, str], int], place: tuple[int, int], before: Ticket, after: Ticket) -> None:
+    """Keep the call's claim counts in step with a transition, as the database's are (`count_claims`)."""
     lost = before.runner.lower() if before.state is WorkState.CLAIMED and before.runner else None
     gained = after.runner.lower() if after.state is WorkState.CLAIMED and after.runner else None
     if lost == gained:
         return
     if lost is not None:
-        held[lost] = max(0, held.get(lost, 0) - 1)
+        held[(*place, lost)] = max(0, held.get((*place, lost), 0) - 1)
     if gained is not None:
-        held[gained] = held.get(gained, 0) + 1
+        held[(*place, gained)] = held.get((*place, gained), 0) + 1
+
+
+def _repository_of(requests: Sequence[Request], where: TicketKey) -> str:
+    """The repository's name for an issue answered on (the ticket's, or its pull request's)."""
+    for request in requests:
+        key = request.issue.key
+        if (key.installation_id, key.repository_id) == (where.installation_id, where.repository_id):
+            return request.issue.repository
+    raise LookupError(where)
 
 
 def _answer(

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, func, select
+from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, bindparam, func, select
 
 from baton.domain import WorkState
 
@@ -146,6 +146,25 @@ def _same_name(column: Any, value: str) -> ColumnElement[bool]:
     return func.lower(column) == func.lower(value)
 
 
+# A ticket's statements, built once: agents poll a ticket, and building them cost more than running them.
+# (installation, repository id, number) is the ticket's key; the name is only what GitHub calls the
+# repository now. A repository deleted and made again under the same name has a new id: the newest ticket
+# under the name is the one its URL means.
+_FIND = (
+    select(*_SUMMARY_COLUMNS)
+    .where(func.lower(tickets.c.repository) == func.lower(bindparam("repository")), tickets.c.number == bindparam("n"))
+    .order_by(tickets.c.id.desc())
+    .limit(1)
+)
+_ATTEMPTS = select(attempts).where(attempts.c.ticket_id == bindparam("ticket")).order_by(attempts.c.number)
+_DELIVERIES = select(deliveries).where(deliveries.c.ticket_id == bindparam("ticket")).order_by(deliveries.c.number)
+_REVIEWS = select(reviews).where(reviews.c.ticket_id == bindparam("ticket")).order_by(reviews.c.id)
+_RAIL = select(evidence_rails.c.rail, evidence_rails.c.updated_at).where(
+    evidence_rails.c.ticket_id == bindparam("ticket")
+)
+_EVENTS = select(events).where(events.c.ticket_id == bindparam("ticket")).order_by(events.c.id)
+
+
 class Reads:
     """The read side of the store. Build one from the process's engine; it holds nothing else."""
 
@@ -165,16 +184,7 @@ class Reads:
 
     @staticmethod
     def _find(connection: Connection, repository: str, number: int) -> tuple[int, TicketSummary] | None:
-        # (installation, repository id, number) is the ticket's key; the name is only what GitHub
-        # calls the repository now. A repository deleted and made again under the same name has a new
-        # id: the newest ticket under the name is the one its URL means.
-        query = (
-            select(*_SUMMARY_COLUMNS)
-            .where(_same_name(tickets.c.repository, repository), tickets.c.number == number)
-            .order_by(tickets.c.id.desc())
-            .limit(1)
-        )
-        row = connection.execute(query).mappings().first()
+        row = connection.execute(_FIND, {"repository": repository, "n": number}).mappings().first()
         return None if row is None else (int(row["id"]), _summary(row))
 
     def ticket(self, repository: str, number: int) -> TicketDetail | None:
@@ -184,20 +194,10 @@ class Reads:
             if found is None:
                 return None
             ticket_id, summary = found
-            attempt_rows = connection.execute(
-                select(attempts).where(attempts.c.ticket_id == ticket_id).order_by(attempts.c.number)
-            )
-            delivery_rows = connection.execute(
-                select(deliveries).where(deliveries.c.ticket_id == ticket_id).order_by(deliveries.c.number)
-            )
-            review_rows = connection.execute(
-                select(reviews).where(reviews.c.ticket_id == ticket_id).order_by(reviews.c.id)
-            )
-            rail = connection.execute(
-                select(evidence_rails.c.rail, evidence_rails.c.updated_at).where(
-                    evidence_rails.c.ticket_id == ticket_id
-                )
-            ).first()
+            attempt_rows = connection.execute(_ATTEMPTS, {"ticket": ticket_id})
+            delivery_rows = connection.execute(_DELIVERIES, {"ticket": ticket_id})
+            review_rows = connection.execute(_REVIEWS, {"ticket": ticket_id})
+            rail = connection.execute(_RAIL, {"ticket": ticket_id}).first()
             return TicketDetail(
                 ticket=summary,
                 attempts=tuple(
@@ -274,7 +274,7 @@ class Reads:
             if found is None:
                 return None
             ticket_id, _ = found
-            rows = connection.execute(select(events).where(events.c.ticket_id == ticket_id).order_by(events.c.id))
+            rows = connection.execute(_EVENTS, {"ticket": ticket_id})
             return [
                 EventRecord(
                     type=e.type,
