@@ -154,8 +154,7 @@ def baton(database_url: str, api: str, *, serves: int, workers: int, overrides: 
     try:
         for index, port in enumerate(ports):
             processes.append(subprocess.Popen(
-                [sys.executable, *os.environ.get("BENCH_SERVE", "-m baton.cli serve").split(), "--host", "127.0.0.1",
-                 "--port", str(port)],
+                [sys.executable, "-m", "baton.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
             if index == 0:  # the first one migrates the database; the others start after it
                 wait_for(f"http://127.0.0.1:{port}/healthz")

@@ -162,6 +162,37 @@ def test_permissions_are_cached_briefly(github: respx.MockRouter, pem: str) -> N
     assert route.call_count == 2
 
 
+def test_unknown_permissions_are_looked_up_side_by_side_and_kept(github: respx.MockRouter, pem: str) -> None:
+    import threading
+    import time
+
+    inside, most = 0, 0
+    lock = threading.Lock()
+
+    def slow(request: httpx.Request) -> httpx.Response:
+        nonlocal inside, most
+        with lock:
+            inside += 1
+            most = max(most, inside)
+        time.sleep(0.2)
+        with lock:
+            inside -= 1
+        return httpx.Response(200, json=answer("write", "write"))
+
+    logins = [f"agent-{n}" for n in range(6)]
+    routes = [permission_route(github, login).mock(side_effect=slow) for login in logins]
+    people = directory(pem)
+    people.permission(INSTALLATION, "octo/shop", "agent-0")  # known already: not asked again
+    began = time.monotonic()
+    people.warm({(INSTALLATION, "octo/shop", login) for login in logins})
+    assert time.monotonic() - began < 0.2 * 5 / 2  # side by side, not one after another
+    assert most > 1
+    assert [route.call_count for route in routes] == [1] * 6
+    for login in logins:
+        assert people.permission(INSTALLATION, "octo/shop", login) is Permission.WRITE
+    assert [route.call_count for route in routes] == [1] * 6
+
+
 def test_someone_who_is_not_a_collaborator_has_no_permission(github: respx.MockRouter, pem: str) -> None:
     permission_route(github, "stranger").respond(404, json={"message": "Not Found"})
     assert directory(pem).permission(INSTALLATION, "octo/shop", "stranger") is Permission.NONE

@@ -86,6 +86,26 @@ class Intake:
             return "ignored", ()
         return "done", handler(self, payload, delivery)
 
+    def warm(self, deliveries: Sequence[Delivery]) -> None:
+        """Find out, all at once, who the authors of the commands among `deliveries` are, where the
+        directory can (GitHub's answers arrive side by side instead of one after another)."""
+        warm = getattr(self.directory, "warm", None)
+        if warm is None:
+            return
+        wanted: set[tuple[int, str, str]] = set()
+        for delivery in deliveries:
+            if (delivery.event, delivery.action or "") not in COMMAND_READERS or "/" not in delivery.payload:
+                continue
+            try:
+                payload = json.loads(delivery.payload)
+            except ValueError:
+                continue
+            installation_id = number(payload, "installation", "id")
+            repository, login = text(payload, "repository", "full_name"), text(payload, "sender", "login")
+            if installation_id is not None and repository and login:
+                wanted.add((installation_id, repository, login))
+        warm(wanted)
+
     def requests(self, delivery: Delivery) -> list[Request] | None:
         """The commands of a delivery that carries nothing but commands on one issue (a comment on an issue,
         a new issue's body), to be decided together with others on the same ticket; None for any other
@@ -387,6 +407,8 @@ def decide(inbox: Inbox, intake: Intake, deliveries: Sequence[Delivery]) -> None
     any other reason, ends `failed` with the reason."""
     finished: list[tuple[str, str]] = []
     waiting: list[tuple[Delivery, list[Request]]] = []
+    if len(deliveries) > 1:
+        intake.warm(deliveries)
 
     def failed(delivery: Delivery, error: BaseException) -> None:
         reason = f"{type(error).__name__}: {error}"[:2000]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ssl
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +114,24 @@ class GitHubDirectory:
         self.ttl = ttl
         self._cache: dict[tuple[int, str, str], tuple[float, Permission]] = {}
         self._lock = threading.Lock()
+
+    def warm(self, wanted: set[tuple[int, str, str]], at_once: int = 8) -> None:
+        """Look up, side by side, the permissions not known yet among `wanted` (installation, repository,
+        login): the first race on a repository would otherwise wait for twenty lookups one after another.
+        A lookup that fails here is made again, and fails properly, when the permission is asked for."""
+        now = time.monotonic()
+        with self._lock:
+            missing = [
+                key for key in wanted
+                if (cached := self._cache.get((key[0], key[1].lower(), key[2].lower()))) is None
+                or now - cached[0] >= self.ttl
+            ]  # fmt: skip
+        if len(missing) < 2:
+            return
+        with ThreadPoolExecutor(max_workers=min(at_once, len(missing)), thread_name_prefix="baton-who") as pool:
+            for future in [pool.submit(self.permission, *key) for key in missing]:
+                with suppress(Exception):
+                    future.result()
 
     def permission(self, installation_id: int, repository: str, login: str) -> Permission:
         key = (installation_id, repository.lower(), login.lower())

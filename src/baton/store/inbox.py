@@ -155,6 +155,9 @@ class Inbox:
     def take_pending(self, limit: int = 200) -> list[Delivery]:
         """Take up to `limit` deliveries that are ready, oldest first, in one statement."""
         now = datetime.now(UTC)
+        with one_statement(self.engine, reads=True) as connection:  # looking takes no lock; taking does
+            if connection.execute(select(_c.id).where(_ready(now)).limit(1)).first() is None:
+                return []
         chosen = select(_c.id).where(_ready(now)).order_by(_c.received_at).limit(limit)
         if self.engine.dialect.name == "postgresql":
             chosen = chosen.with_for_update(skip_locked=True)

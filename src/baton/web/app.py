@@ -33,7 +33,8 @@ def create_app(
     engine = parts.engine
     pacing = AcksFirst()
     in_process = settings.worker == "inprocess" and background_worker
-    lanes = Runtime(parts, writers=settings.writers, before_batch=pacing.wait) if in_process else None
+    # Each stored delivery wakes the decide lane; it looks by itself only for deliveries due to be tried again.
+    lanes = Runtime(parts, writers=settings.writers, poll=0.5, before_batch=pacing.wait) if in_process else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
