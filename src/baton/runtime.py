@@ -80,10 +80,15 @@ class Runtime:
         self._next_writer = 0
         self.decider = Lane("baton-decide", self._decide)
         self.writers = [Lane(f"baton-write-{n}", self._write) for n in range(writers if parts.writer else 0)]
+        # On PostgreSQL, deliveries another process stores wake the decide lane at once.
+        self._listener = threading.Thread(
+            target=parts.inbox.listen, args=(self.decider.wake, self._stopping), name="baton-listen", daemon=True
+        )
 
     def start(self) -> None:
         for lane in (self.decider, *self.writers):
             lane.start()
+        self._listener.start()
 
     def wake(self) -> None:
         """A delivery was stored."""

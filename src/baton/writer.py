@@ -180,13 +180,6 @@ class Writer:
             self.budgets.release(installation_id, holder)
         return handled
 
-    def idle(self, longest: float) -> float:
-        """Seconds until the next issue is due (at most `longest`)."""
-        due = self.outbox.next_due()
-        if due is None:
-            return longest
-        return max(0.01, min(longest, (due - datetime.now(UTC)).total_seconds()))
-
     def handle(self, due: Due) -> bool:
         """Write one issue. False when the installation must wait (its budget is spent, or GitHub asked
         to pause): the writer's turn on it ends."""

@@ -7,6 +7,8 @@ A delivery is `pending` (waiting, or waiting until `next_attempt_at` after a pas
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -21,6 +23,10 @@ from .engine import one_statement
 _inbox = t.webhook_deliveries
 _c = _inbox.c
 
+
+# On PostgreSQL, storing deliveries notifies this channel, so the decide lanes of other processes need
+# not wait for their next look.
+CHANNEL = "baton_inbox"
 
 # Processing that has not finished after this long died with its process.
 ABANDONED_AFTER = timedelta(minutes=5)
@@ -144,7 +150,27 @@ class Inbox:
                 results.append(Received.RETRY if retried == 1 else Received.DUPLICATE)
             if new:
                 connection.execute(insert(_inbox), new)
+            if connection.dialect.name == "postgresql" and any(r is not Received.DUPLICATE for r in results):
+                connection.exec_driver_sql(f"NOTIFY {CHANNEL}")  # wakes the decide lanes, sent at commit
         return results
+
+    def listen(self, heard: Callable[[], None], stop: threading.Event) -> None:
+        """Call `heard` whenever another process stores deliveries, until `stop` is set (PostgreSQL only;
+        a lost connection is made again a second later)."""
+        if self.engine.dialect.name != "postgresql":
+            return
+        import psycopg
+
+        conninfo = self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        while not stop.is_set():
+            try:
+                with psycopg.connect(conninfo, autocommit=True) as connection:
+                    connection.execute(f"LISTEN {CHANNEL}")
+                    while not stop.is_set():
+                        for _ in connection.notifies(timeout=1.0, stop_after=1):
+                            heard()
+            except psycopg.Error:
+                stop.wait(1.0)
 
     def take(self, delivery_id: str) -> Delivery | None:
         """Mark a pending delivery as being processed and return it; None if someone else took it."""

@@ -112,7 +112,7 @@ class Outbox:
             return list(rows)
 
     def due(self, now: datetime | None = None) -> list[Due]:
-        """Every row due now (for tests and `baton deliveries`)."""
+        """Every row due now, most urgent first."""
         now = now or datetime.now(UTC)
         with self.engine.connect() as connection:
             rows = connection.execute(
@@ -155,11 +155,6 @@ class Outbox:
                 .limit(1)
             ).first()
         return row is not None
-
-    def next_due(self) -> datetime | None:
-        with self.engine.connect() as connection:
-            value = connection.execute(select(func.min(_o.due_at)).where(_o.attempts < MAX_ATTEMPTS)).scalar()
-        return None if value is None else utc(value)
 
     def ticket(self, key: TicketKey) -> tuple[StoredTicket | None, Review | None, list[str]]:
         """The ticket, its last review, and everyone who has been its runner (to unassign them)."""
