@@ -120,6 +120,17 @@ _SQL = {
 # PostgreSQL spells the two-argument MIN as LEAST.
 _SQL_PYFORMAT = {name: re.sub(r":(\w+)", r"%(\1)s", sql).replace("MIN(", "LEAST(") for name, sql in _SQL.items()}
 
+
+def _many_form(sql: str, postgres: bool) -> tuple[str, str]:
+    """An INSERT's head and its VALUES row with `{0}` where a row's number goes in each parameter's name."""
+    head, _, values = sql.partition("VALUES")
+    row = re.sub(r":(\w+)", r"%(\1_{0})s" if postgres else r":\1_{0}", values.strip())
+    return f"{head}VALUES ", row
+
+
+_MANY = {name: (_many_form(_SQL[name], False), _many_form(_SQL[name], True)) for name in ("insert_operation",
+                                                                                        "add_item")}
+
 # A claim count with no limit to respect (a maintainer's /assign, a send-back) still goes through
 # the same upsert, under a limit no count reaches.
 _NO_LIMIT = 2**31 - 1
@@ -186,14 +197,11 @@ class WorkTx:
     def _many(self, name: str, rows: list[dict[str, Any]]) -> None:
         """One multi-row INSERT for many rows of the statement `name` (one round trip; executemany costs one
         per row on PostgreSQL)."""
-        head, _, values = _SQL[name].partition("VALUES")
-        groups, params = [], {}
-        for index, row in enumerate(rows):
-            groups.append(re.sub(r":(\w+)", rf":\1_{index}", values.strip()))
-            params.update({f"{key}_{index}": value for key, value in row.items()})
-        sql = f"{head}VALUES {', '.join(groups)}"
+        head, row = _MANY[name][self._postgres]
+        sql = head + ", ".join(row.format(index) for index in range(len(rows)))
+        params = {f"{key}_{index}": value for index, values in enumerate(rows) for key, value in values.items()}
         try:
-            self._cursor.execute(re.sub(r":(\w+)", r"%(\1)s", sql) if self._postgres else sql, params)
+            self._cursor.execute(sql, params)
         except self._integrity_error as error:
             raise Conflict(str(error)) from error
 
