@@ -208,7 +208,7 @@ class WorkService:
         if not requests:
             return []
         keys = sorted({r.issue.key for r in requests}, key=lambda k: (k.installation_id, k.repository_id, k.number))
-        read = {key: tx.ticket(key, lock=True) for key in keys}
+        read = tx.tickets(keys, lock=True)
         current: dict[TicketKey, StoredTicket | None] = dict(read)
         firsts = tx.results([request.operation_id for request in requests])
         held: dict[tuple[int, int, str], int] = {}
@@ -270,12 +270,14 @@ class WorkService:
             if after.ticket.revision != expected and not tx.swap(after.id, expected, after.ticket):
                 raise _Lost  # not reached while the row is locked; kept so a lost swap can never pass silently
         tx.record_operations(operations)
-        for key, repository in shown.items():
-            tx.due(key, repository, urgent=any(item[0] == "reaction" for item in answers.get(key, [])))
+        tx.queue_all(answers, self.answer_delay)
+        # Due now where the ticket's view changed or a 👍 waits; after the coalescing delay where only a reply does.
+        due: dict[TicketKey, tuple[str, float, bool]] = {key: (name, 0.0, False) for key, name in shown.items()}
         for where, items in answers.items():
             urgent = any(kind == "reaction" for kind, *_ in items)
-            tx.queue(where, items, self.answer_delay)
-            tx.due(where, _repository_of(requests, where), 0.0 if urgent else self.answer_delay, urgent=urgent)
+            delay = 0.0 if urgent or where in due else self.answer_delay
+            due[where] = (due[where][0] if where in due else _repository_of(requests, where), delay, urgent)
+        tx.due_all(due)
         return outcomes
 
     def reply(self, where: TicketKey, repository: str, author: str, message: str, operation_id: str) -> bool:

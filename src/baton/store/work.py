@@ -121,15 +121,19 @@ _SQL = {
 _SQL_PYFORMAT = {name: re.sub(r":(\w+)", r"%(\1)s", sql).replace("MIN(", "LEAST(") for name, sql in _SQL.items()}
 
 
-def _many_form(sql: str, postgres: bool) -> tuple[str, str]:
-    """An INSERT's head and its VALUES row with `{0}` where a row's number goes in each parameter's name."""
+def _many_form(sql: str, postgres: bool) -> tuple[str, str, str]:
+    """An INSERT's head, its VALUES row with `{0}` where a row's number goes in each parameter's name, and
+    what follows the row (an ON CONFLICT clause)."""
     head, _, values = sql.partition("VALUES")
-    row = re.sub(r":(\w+)", r"%(\1_{0})s" if postgres else r":\1_{0}", values.strip())
-    return f"{head}VALUES ", row
+    row, _, tail = values.strip().partition(")")
+    row = re.sub(r":(\w+)", r"%(\1_{0})s" if postgres else r":\1_{0}", row + ")")
+    if postgres:
+        tail = tail.replace("MIN(", "LEAST(")
+    return f"{head}VALUES ", row, tail
 
 
-_MANY = {name: (_many_form(_SQL[name], False), _many_form(_SQL[name], True)) for name in ("insert_operation",
-                                                                                        "add_item")}
+_MANY = {name: (_many_form(_SQL[name], False), _many_form(_SQL[name], True))
+         for name in ("insert_operation", "add_item", "mark_due")}  # fmt: skip
 
 # A claim count with no limit to respect (a maintainer's /assign, a send-back) still goes through
 # the same upsert, under a limit no count reaches.
@@ -197,8 +201,8 @@ class WorkTx:
     def _many(self, name: str, rows: list[dict[str, Any]]) -> None:
         """One multi-row INSERT for many rows of the statement `name` (one round trip; executemany costs one
         per row on PostgreSQL)."""
-        head, row = _MANY[name][self._postgres]
-        sql = head + ", ".join(row.format(index) for index in range(len(rows)))
+        head, row, tail = _MANY[name][self._postgres]
+        sql = head + ", ".join(row.format(index) for index in range(len(rows))) + tail
         params = {f"{key}_{index}": value for index, values in enumerate(rows) for key, value in values.items()}
         try:
             self._cursor.execute(sql, params)
@@ -235,6 +239,27 @@ class WorkTx:
         self._cursor.execute(sql, _key(key))
         row = self._cursor.fetchone()
         return None if row is None else _stored(row)
+
+    def tickets(self, keys: list[TicketKey], *, lock: bool = False) -> dict[TicketKey, StoredTicket | None]:
+        """Several tickets in one statement (None where there is none); with `lock`, their rows are locked in
+        the order of their keys (see `ticket`)."""
+        if not keys:
+            return {}
+        mark = "%s" if self._postgres else "?"
+        where = " OR ".join(
+            [f"(t.installation_id = {mark} AND t.repository_id = {mark} AND t.number = {mark})"] * len(keys)
+        )
+        sql = (f"SELECT {_TICKET_COLUMNS} FROM tickets AS t WHERE {where} "
+               "ORDER BY t.installation_id, t.repository_id, t.number")  # fmt: skip
+        if lock and self._postgres:
+            sql += " FOR NO KEY UPDATE"
+        self._cursor.execute(sql, [part for key in keys for part in (key.installation_id, key.repository_id,
+                                                                      key.number)])  # fmt: skip
+        found: dict[TicketKey, StoredTicket | None] = dict.fromkeys(keys)
+        for row in self._cursor.fetchall():
+            stored = _stored(row)
+            found[stored.ticket.key] = stored
+        return found
 
     def results(self, operation_ids: list[str]) -> dict[str, dict[str, Any]]:
         """The first results of those operations that were seen before."""
@@ -360,18 +385,29 @@ class WorkTx:
         """Mark the issue due for reconciling on GitHub in `after` seconds (`urgent`: a 👍 waits on it)."""
         self._run("mark_due", **_key(key), repository=repository, due_at=self._now(after), urgency=0 if urgent else 1)
 
-    def queue(self, key: TicketKey, items: list[tuple[str, int | None, str, str]], reply_delay: float) -> None:
-        """Per-command answers on the issue (kind, comment, author, text): a reaction is due at once, a reply
-        after `reply_delay`, so the replies of one race share a comment. The caller marks the issue due."""
-        if not items:
-            return
+    def due_all(self, wanted: dict[TicketKey, tuple[str, float, bool]]) -> None:
+        """`due` for many issues in one statement: each key's (repository, after, urgent)."""
+        if wanted:
+            self._many("mark_due", [
+                {**_key(key), "repository": repository, "due_at": self._now(after), "urgency": 0 if urgent else 1}
+                for key, (repository, after, urgent) in wanted.items()
+            ])  # fmt: skip
+
+    def queue_all(self, answers: dict[TicketKey, list[tuple[str, int | None, str, str]]], reply_delay: float) -> None:
+        """`queue` for many issues in one statement, each issue's answers in their order."""
         now, later = self._now(), self._now(reply_delay)
         rows = [
             {**_key(key), "kind": kind, "comment_id": comment_id, "author": author, "message": message,
              "now": now, "due_at": now if kind == "reaction" else later}
-            for kind, comment_id, author, message in items
+            for key, items in answers.items() for kind, comment_id, author, message in items
         ]  # fmt: skip
-        self._many("add_item", rows)
+        if rows:
+            self._many("add_item", rows)
+
+    def queue(self, key: TicketKey, items: list[tuple[str, int | None, str, str]], reply_delay: float) -> None:
+        """Per-command answers on the issue (kind, comment, author, text): a reaction is due at once, a reply
+        after `reply_delay`, so the replies of one race share a comment. The caller marks the issue due."""
+        self.queue_all({key: items}, reply_delay)
 
     def events(self, ticket_id: int) -> list[Event]:
         rows = self._run("events", ticket_id=ticket_id).fetchall()
