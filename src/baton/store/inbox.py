@@ -218,14 +218,20 @@ class Inbox:
             )
 
     def finish_all(self, finished: list[tuple[str, str]]) -> None:
-        """`done` or `ignored`, many at once."""
+        """`done` or `ignored`, many at once: one statement per status."""
         if not finished:
             return
         now = datetime.now(UTC)
-        with self.engine.begin() as connection:  # one transaction: in autocommit each row would be one
-            connection.execute(
-                _FINISH, [{"delivery": id_, "status": status, "error": None, "now": now} for id_, status in finished]
-            )
+        by_status: dict[str, list[str]] = {}
+        for id_, status in finished:
+            by_status.setdefault(status, []).append(id_)
+        with self.engine.begin() as connection:
+            for status, ids in by_status.items():
+                connection.execute(
+                    update(_inbox)
+                    .where(_c.id.in_(ids))
+                    .values(status=status, error=None, processed_at=now, next_attempt_at=None)
+                )
 
     def retry(self, delivery_id: str, after: float, error: str) -> None:
         """Processing failed for a passing reason: try again in `after` seconds."""
