@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -25,7 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Connection, Engine, create_engine, func, select, text
+from sqlalchemy import Connection, Engine, func, select
 from sqlalchemy.engine import make_url
 
 from baton.domain import (
@@ -43,7 +42,8 @@ from baton.domain import (
     decide,
 )
 from baton.service import Issue, Outcome, Request, Source, WorkService
-from baton.store import Store, make_engine, normalise_url, tables, upgrade
+from baton.store import Store, make_engine, tables, upgrade
+from bench.claim_race import scratch_postgres
 
 INSTALLATION = 7
 SHOP = (1001, "octo/shop")  # the repository most commands are about
@@ -105,21 +105,6 @@ def clear(engine: Engine) -> None:
     with engine.begin() as connection:
         for table in reversed(tables.metadata.sorted_tables):
             connection.execute(table.delete())
-
-
-@contextlib.contextmanager
-def scratch_postgres(url: str) -> Iterator[str]:
-    """A database of its own on the server `url` is on, dropped afterwards."""
-    admin = create_engine(normalise_url(url), isolation_level="AUTOCOMMIT")
-    name = f"baton_batch_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(normalise_url(url)).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.fixture

@@ -6,8 +6,12 @@ import argparse
 import gc
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from baton.settings import Settings
+
+if TYPE_CHECKING:
+    from baton.wiring import Parts
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -40,19 +44,27 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _assembled(settings: Settings) -> Parts | None:
+    """Baton's parts, or None after saying on stderr which setting to fix."""
+    from baton.github.client import ConfigurationError
+    from baton.wiring import assemble
+
+    try:
+        return assemble(settings)
+    except ConfigurationError as error:
+        print(f"baton: {error}", file=sys.stderr)
+        return None
+
+
 def _worker(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from baton.github.client import ConfigurationError
     from baton.runtime import Runtime
-    from baton.wiring import assemble
 
     settings = Settings()
-    try:
-        parts = assemble(settings)
-    except ConfigurationError as error:
-        print(f"baton: {error}", file=sys.stderr)
+    parts = _assembled(settings)
+    if parts is None:
         return 2
     if parts.writer is None:
         print("baton: the worker needs the App: set BATON_APP_ID and BATON_PRIVATE_KEY.", file=sys.stderr)
@@ -94,15 +106,10 @@ def _deliveries(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from baton.github.client import ConfigurationError
     from baton.intake import process
-    from baton.wiring import assemble
 
-    settings = Settings()
-    try:
-        parts = assemble(settings)
-    except ConfigurationError as error:
-        print(f"baton: {error}", file=sys.stderr)
+    parts = _assembled(Settings())
+    if parts is None:
         return 2
     try:
         if not parts.inbox.replay(args.delivery):

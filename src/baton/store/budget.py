@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Engine, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Engine, delete, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from . import tables as t
@@ -170,18 +170,3 @@ class Budgets:
                 )
                 .values(paused_until=until, pause_reason=reason[:500])
             )
-
-    def writes(self, installation_id: int, since: datetime) -> list[datetime]:
-        """The writes logged since `since`, oldest first (for `baton` tools and tests)."""
-        with self.engine.connect() as connection:
-            rows = connection.execute(
-                select(_l.at).where(and_(_l.installation_id == installation_id, _l.at >= since)).order_by(_l.at)
-            ).scalars()
-            return [value for value in (_utc(row) for row in rows) if value is not None]
-
-    def paused(self, installation_id: int) -> datetime | None:
-        with self.engine.connect() as connection:
-            value = connection.execute(
-                select(func.max(_b.paused_until)).where(_b.installation_id == installation_id)
-            ).scalar()
-        return _utc(value)

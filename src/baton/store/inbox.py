@@ -36,19 +36,20 @@ def _abandoned(now: datetime) -> ColumnElement[bool]:
     return or_(_c.status == "failed", and_(_c.status == "processing", _c.processed_at < now - ABANDONED_AFTER))
 
 
+_RETURNED = (_c.id, _c.event, _c.action, _c.installation_id, _c.payload, _c.attempts, _c.received_at)
+
 # Built once: each delivery is taken and finished, and building the statements cost more than running them.
 _TAKE = (
     update(_inbox)
     .where(_c.id == bindparam("delivery"), _c.status == "pending")
     .values(status="processing", attempts=_c.attempts + 1, processed_at=bindparam("now"), next_attempt_at=None)
-    .returning(_c.id, _c.event, _c.action, _c.installation_id, _c.payload, _c.attempts, _c.received_at)
+    .returning(*_RETURNED)
 )
 _FINISH = (
     update(_inbox)
     .where(_c.id == bindparam("delivery"))
     .values(status=bindparam("status"), error=bindparam("error"), processed_at=bindparam("now"), next_attempt_at=None)
 )
-_RETURNED = (_c.id, _c.event, _c.action, _c.installation_id, _c.payload, _c.attempts, _c.received_at)
 
 
 def _ready(now: datetime) -> ColumnElement[bool]:

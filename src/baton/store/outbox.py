@@ -111,33 +111,28 @@ class Outbox:
             ).scalars()
             return list(rows)
 
-    def due(self, now: datetime | None = None) -> list[Due]:
-        """Every row due now, most urgent first."""
-        now = now or datetime.now(UTC)
+    def due(
+        self, now: datetime | None = None, installation_id: int | None = None, limit: int | None = None
+    ) -> list[Due]:
+        """The rows due now (of one installation, when given), most urgent first: a 👍 waiting, then the one
+        due longest."""
+        query = (
+            select(_o.installation_id, _o.repository_id, _o.number, _o.repository, _o.version, _o.attempts)
+            .where(_o.due_at <= (now or datetime.now(UTC)), _o.attempts < MAX_ATTEMPTS, ~_stopped)
+            .order_by(_o.urgency, _o.due_at)
+            .limit(limit)
+        )
+        if installation_id is not None:
+            query = query.where(_o.installation_id == installation_id)
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                select(_o.installation_id, _o.repository_id, _o.number, _o.repository, _o.version, _o.attempts)
-                .where(_o.due_at <= now, _o.attempts < MAX_ATTEMPTS, ~_stopped)
-                .order_by(_o.urgency, _o.due_at)
-            ).all()
+            rows = connection.execute(query).all()
         return [Due(TicketKey(r.installation_id, r.repository_id, r.number), r.repository, r.version, r.attempts)
                 for r in rows]  # fmt: skip
 
-    def most_urgent(self, installation_id: int, now: datetime | None = None) -> Due | None:
-        """The installation's next row to write: a 👍 waiting first, then the one due longest."""
-        now = now or datetime.now(UTC)
-        with self.engine.connect() as connection:
-            row = connection.execute(
-                select(_o.installation_id, _o.repository_id, _o.number, _o.repository, _o.version, _o.attempts)
-                .where(_o.installation_id == installation_id, _o.due_at <= now)
-                .where(_o.attempts < MAX_ATTEMPTS, ~_stopped)
-                .order_by(_o.urgency, _o.due_at)
-                .limit(1)
-            ).first()
-        if row is None:
-            return None
-        return Due(TicketKey(row.installation_id, row.repository_id, row.number), row.repository, row.version,
-                   row.attempts)  # fmt: skip
+    def most_urgent(self, installation_id: int) -> Due | None:
+        """The installation's next row to write."""
+        found = self.due(installation_id=installation_id, limit=1)
+        return found[0] if found else None
 
     def urgent_elsewhere(self, key: TicketKey, now: datetime | None = None) -> bool:
         """Whether another issue of the installation has a 👍 waiting (it goes before this issue's writes)."""

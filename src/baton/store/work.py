@@ -231,18 +231,15 @@ class WorkTx:
         """Raises `Conflict` when another transaction recorded the same operation first."""
         self._run("insert_operation", operation_id=operation_id, ticket_id=ticket_id, result=json.dumps(result))
 
-    def ticket(self, key: TicketKey, *, lock: bool = False) -> StoredTicket | None:
-        """The ticket; with `lock`, its row is locked until the transaction ends (on PostgreSQL: SQLite's
-        writer lock already keeps every other writer out), so the commands decided on it are decided on
-        what is there, and the one compare-and-swap that records them cannot lose."""
-        sql = self._sql["ticket"] + (" FOR NO KEY UPDATE" if lock and self._postgres else "")
-        self._cursor.execute(sql, _key(key))
-        row = self._cursor.fetchone()
+    def ticket(self, key: TicketKey) -> StoredTicket | None:
+        row = self._run("ticket", **_key(key)).fetchone()
         return None if row is None else _stored(row)
 
     def tickets(self, keys: list[TicketKey], *, lock: bool = False) -> dict[TicketKey, StoredTicket | None]:
-        """Several tickets in one statement (None where there is none); with `lock`, their rows are locked in
-        the order of their keys (see `ticket`)."""
+        """Several tickets in one statement (None where there is none). With `lock`, their rows are locked in
+        the order of their keys until the transaction ends (on PostgreSQL: SQLite's writer lock already keeps
+        every other writer out), so the commands decided on them are decided on what is there, and the
+        compare-and-swap that records each cannot lose."""
         if not keys:
             return {}
         mark = "%s" if self._postgres else "?"

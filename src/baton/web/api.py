@@ -38,7 +38,6 @@ from baton.store.reads import (
     Reads,
     TicketDetail,
     TicketSummary,
-    utc,
 )
 
 _STATES = ", ".join(state.value for state in WorkState)
@@ -317,17 +316,7 @@ def _event(event: EventRecord) -> EventOut:
 
 
 def _webhook_delivery(stored: Stored) -> WebhookDeliveryOut:
-    return WebhookDeliveryOut(
-        id=stored.id,
-        event=stored.event,
-        action=stored.action,
-        status=stored.status,
-        attempts=stored.attempts,
-        error=stored.error,
-        # PostgreSQL answers in the session's time zone: the API always speaks UTC.
-        received_at=utc(stored.received_at),
-        next_attempt_at=None if stored.next_attempt_at is None else utc(stored.next_attempt_at),
-    )
+    return WebhookDeliveryOut.model_validate(stored, from_attributes=True)  # the inbox's times are UTC
 
 
 # ---------------------------------------------------------------------------------------------- auth
