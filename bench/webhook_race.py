@@ -45,6 +45,7 @@ from typing import Any
 import httpx
 from sqlalchemy import create_engine, func, select
 
+from baton.domain import Policy
 from baton.github.webhooks import signature
 from baton.sandbox.stage import key_pair
 from baton.store import normalise_url
@@ -56,6 +57,7 @@ from bench.claim_race import scratch_postgres
 SECRET = "bench-secret"
 TOKEN = "bench-read-token"
 INSTALLATION, REPOSITORY_ID, REPOSITORY = 1, 4242, "octo/race"
+CLAIM_LIMIT = Policy().max_active_claims  # a repository's default
 
 
 def free_port() -> int:
@@ -327,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle", type=float, default=900.0,
                         help="seconds to wait for every GitHub write to be made before counting them")
     args = parser.parse_args(argv)  # fmt: skip
+    if args.rounds > CLAIM_LIMIT * args.claimers:  # every claimer at the limit: a round nobody can win
+        parser.error(f"--rounds is at most {CLAIM_LIMIT} x --claimers: each claimer may hold {CLAIM_LIMIT} claims "
+                     "in a repository (the default max_active_claims), and the bench never delivers")
     overrides = dict(item.split("=", 1) for item in args.set)
     print("Baton's default settings" + (f", except {overrides}" if overrides else ""), flush=True)
     print(HEADER, flush=True)
