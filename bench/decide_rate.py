@@ -28,9 +28,9 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from baton.demo.stage import key_pair
 from baton.intake import decide
 from baton.runtime import BATCH
-from baton.sandbox.stage import key_pair
 from baton.settings import Settings
 from baton.store.inbox import Incoming
 from baton.wiring import assemble

@@ -3,7 +3,7 @@
 It keeps per-issue labels, assignees, comments and reactions in memory, answers the calls Baton's
 writer makes, and records every write: per issue, and per installation with the time it arrived (each
 installation's token names it), and when each issue's 👍 arrived. It is not a faithful GitHub (that is
-the stand-in in `baton.sandbox`); it is enough to measure Baton.
+the stand-in in `github_standin`); it is enough to measure Baton.
 """
 
 from __future__ import annotations

@@ -45,9 +45,9 @@ from typing import Any
 import httpx
 from sqlalchemy import create_engine, func, select
 
+from baton.demo.stage import key_pair
 from baton.domain import Policy
 from baton.github.webhooks import signature
-from baton.sandbox.stage import key_pair
 from baton.store import normalise_url
 from baton.store import tables as t
 

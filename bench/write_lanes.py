@@ -39,7 +39,7 @@ import httpx
 from sqlalchemy import create_engine, select
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `bench` is a package here
-from baton.sandbox.stage import key_pair
+from baton.demo.stage import key_pair
 from baton.store import make_engine, normalise_url, upgrade
 from baton.store import tables as t
 from baton.store.inbox import Inbox, Incoming

@@ -45,6 +45,36 @@ def test_pure_modules_import_only_the_standard_library_and_each_other(path: Path
             )
 
 
+def _imports(path: Path) -> set[str]:
+    """Every module `path` imports, at its top or inside a function (relative imports made absolute)."""
+    package = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts[:-1])
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            names.add(node.module or "" if node.level == 0 else ".".join(filter(None, [base, node.module])))
+    return names
+
+
+def test_the_stand_in_github_is_apart_from_baton_and_only_the_demo_imports_it() -> None:
+    for path in sorted((ROOT / "src/github_standin").rglob("*.py")):
+        assert not {n for n in _imports(path) if n.split(".")[0] == "baton"}, f"{path} imports Baton"
+    importers = {
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "src/baton").rglob("*.py")
+        if any(n.split(".")[0] == "github_standin" for n in _imports(path))
+    }
+    assert importers and all(name.startswith("src/baton/demo/") for name in importers), importers
+
+
+def test_serving_baton_loads_neither_the_stand_in_nor_the_demo() -> None:
+    code = "import sys, baton.cli, baton.web, baton.runtime; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert not [name for name in loaded if name.startswith(("github_standin", "baton.demo"))]
+
+
 def test_importing_the_core_loads_no_io_library() -> None:
     code = "import sys, baton.domain, baton.commands; print(' '.join(sorted(sys.modules)))"
     loaded = set(

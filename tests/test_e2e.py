@@ -19,12 +19,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from baton.sandbox.contract import Contract, ContractUnavailable
-from baton.sandbox.people import Person
-from baton.sandbox.server import Fault
-from baton.sandbox.stage import Stage
-from baton.sandbox.story import play, showing, wait_for, work_line
+from baton.demo.stage import Stage
+from baton.demo.story import play, showing, wait_for, work_line
 from corpus import missing
+from github_standin.contract import Contract, ContractUnavailable
+from github_standin.people import Person
+from github_standin.server import Fault
 from keys import app_key, app_public_key
 
 TOKEN = "e2e-read-token"

@@ -21,16 +21,16 @@ import httpx
 import pytest
 from sqlalchemy import insert
 
-from baton.sandbox.contract import Contract, ContractUnavailable
-from baton.sandbox.server import Fault
-from baton.sandbox.stage import Stage
-from baton.sandbox.story import wait_for
+from baton.demo.stage import Stage
+from baton.demo.story import wait_for
 from baton.store import make_engine, upgrade
 from baton.store import tables as t
 from baton.store.budget import Budgets, Limits, earliest
 from baton.store.inbox import Inbox, Incoming
 from bench.webhook_race import INSTALLATION, payload, stub_server
 from corpus import missing
+from github_standin.contract import Contract, ContractUnavailable
+from github_standin.server import Fault
 from keys import app_key, app_public_key
 
 TOKEN = "lanes-read-token"
@@ -228,7 +228,7 @@ def test_the_budget_counts_the_writes_of_the_last_minute_and_hour(database_url: 
 def test_four_worker_processes_never_exceed_the_budget_of_one_installation(postgres_url: str) -> None:
     """Four `baton worker` processes decide and write for one installation; the recording stub sees its
     writes spaced by the interval and no more than the per-minute number in the first minute."""
-    from baton.sandbox.stage import key_pair
+    from baton.demo.stage import key_pair
 
     engine = make_engine(postgres_url)
     upgrade(engine)

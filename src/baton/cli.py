@@ -131,8 +131,8 @@ def _demo(args: argparse.Namespace) -> int:
     import threading
     from contextlib import ExitStack
 
-    from baton.sandbox.stage import Stage
-    from baton.sandbox.story import play
+    from baton.demo.stage import Stage
+    from baton.demo.story import play
 
     database = args.database or f"sqlite:///{tempfile.mkdtemp(prefix='baton-demo-')}/baton.db"
     token = secrets.token_urlsafe(12)

@@ -11,8 +11,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from github_standin.world import Repository
+
 from .stage import Stage
-from .world import Repository
 
 STATUS_MARKER = "<!-- baton:status -->"
 

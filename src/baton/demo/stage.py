@@ -20,11 +20,10 @@ from pydantic import SecretStr
 
 from baton.settings import Settings
 from baton.web import create_app
-
-from . import shapes
-from .people import Hub, Person
-from .serving import Served
-from .world import Repository, World
+from github_standin import shapes
+from github_standin.people import Hub, Person
+from github_standin.serving import Served
+from github_standin.world import Repository, World
 
 APP_ID = 4242
 OWNER, NAME = "octo", "shop"

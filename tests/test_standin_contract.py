@@ -1,4 +1,4 @@
-"""The stand-in GitHub's contract (baton.sandbox.contract) and the objects it answers with (baton.sandbox.shapes).
+"""The stand-in GitHub's contract (github_standin.contract) and the objects it answers with (github_standin.shapes).
 
 Every REST object the stand-in builds must pass GitHub's own description and githubkit's model, every
 webhook payload `@octokit/webhooks-schemas`; the requests githubkit sends must pass the description; and
@@ -25,8 +25,9 @@ import pytest
 from githubkit import GitHub, TokenAuthStrategy
 from githubkit.cache import MemCacheStrategy
 
-from baton.sandbox import shapes
-from baton.sandbox.contract import (
+from corpus import missing
+from github_standin import shapes
+from github_standin.contract import (
     API_VERSION,
     GITHUBKIT_MODELS,
     GITHUBKIT_MODELS_MODULE,
@@ -36,7 +37,6 @@ from baton.sandbox.contract import (
     ContractUnavailable,
     webhook_problems,
 )
-from corpus import missing
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,7 @@ DONE_RUN = shapes.check_run(
     REPO, 900, "baton", HEAD, APP, status="completed", conclusion="success", completed_at=LATER, summary="Accepted"
 )
 DEPLOYMENT = shapes.deployment(REPO, 3, HEAD, "main", "production", ALICE)
-TOKEN = shapes.installation_token("ghs_sandbox", datetime(2026, 1, 1, 1, 0, tzinfo=UTC))
+TOKEN = shapes.installation_token("ghs_standin", datetime(2026, 1, 1, 1, 0, tzinfo=UTC))
 CONFIG_TEXT = "reviewers:\n  - alice\nclaim_limit: 2\n" * 5
 
 # (method, concrete path, status, answer, the operation GitHub calls it)
@@ -557,7 +557,7 @@ def test_the_modules_import_without_the_validators() -> None:
         "import sys\n"
         "for name in ('openapi_core', 'jsonschema', 'openapi_spec_validator'):\n"
         "    sys.modules[name] = None\n"
-        "from baton.sandbox import contract, shapes\n"
+        "from github_standin import contract, shapes\n"
         "shapes.issue(shapes.Repo(shapes.Account('o', 1), 'r', 2), 1, 1, 't', shapes.Account('u', 3))\n"
         "try:\n"
         "    contract.Contract.load()\n"

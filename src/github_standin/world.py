@@ -177,7 +177,7 @@ class Token:
 
 class World:
     """Everything the stand-in knows. Call its methods with `world.lock` held, or use the people side
-    (sandbox/people.py), which takes it."""
+    (people.py), which takes it."""
 
     def __init__(self, app_id: int, app_public_key: str, app_slug: str = "baton") -> None:
         self.lock = threading.RLock()

@@ -9,16 +9,17 @@ time, in order, from one thread, like GitHub's; a person's action returns once B
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import queue
+import re
 import threading
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-
-from baton.github.webhooks import signature
 
 from . import shapes
 from .contract import Contract, ContractUnavailable, webhook_problems
@@ -132,7 +133,7 @@ class Hub:
         try:
             response = client.post(self.hook_url, content=delivery.body, headers={
                 "X-GitHub-Event": delivery.event, "X-GitHub-Delivery": delivery.id,
-                "X-Hub-Signature-256": signature(self.secret.encode(), delivery.body),
+                "X-Hub-Signature-256": _signed(self.secret, delivery.body),
                 "Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/stand-in",
             })  # fmt: skip
             delivery.status, delivery.answer = response.status_code, response.text
@@ -298,8 +299,6 @@ class Person:
     def merge(self, full_name: str, number: int) -> str:
         """Merge a pull request: a merge commit on the base branch; GitHub then closes the issues its
         body links with closing keywords. Returns the merge commit."""
-        from baton.linking import linked_issues
-
         world, repository, repo = self._context(full_name)
         with world.lock:
             pull, issue = repository.pulls[number], repository.issues[number]
@@ -314,7 +313,7 @@ class Person:
             payloads = [("pull_request", shapes.pull_request_event(
                 "closed", repo, rendered, self.account, merge_commit_sha=merge_sha,
                 installation_id=repository.installation_id))]  # fmt: skip
-            for linked in linked_issues(issue.body, repository.full_name):
+            for linked in closed_by(issue.body, repository.full_name):
                 closing = repository.issues.get(linked)
                 if closing is not None and closing.state == "open" and not closing.pull_request:
                     payloads.append(("issues", _close(self.hub, repository, repo, closing, self.account, "completed")))
@@ -359,3 +358,27 @@ def _close(
     issue.state, issue.state_reason, issue.closed_at, issue.updated_at = "closed", reason, moment, moment
     rendered = render_issue(hub.world, repository, repo, issue)
     return shapes.issues_event("closed", repo, rendered, sender, installation_id=repository.installation_id)
+
+
+def _signed(secret: str, body: bytes) -> str:
+    """The `X-Hub-Signature-256` GitHub puts on a delivery: HMAC-SHA256 of the body under the hook's secret."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+# GitHub's closing keywords, then the issue: `#12`, `owner/repo#12` or the issue's URL.
+_CLOSING = re.compile(
+    r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s+"
+    r"(?:(?P<repo>[\w.-]+/[\w.-]+)#|https://github\.com/(?P<url_repo>[\w.-]+/[\w.-]+)/issues/|#)(?P<number>\d+)\b",
+    re.IGNORECASE,
+)
+
+
+def closed_by(body: str | None, full_name: str) -> list[int]:
+    """The issues of `full_name` that merging a pull request with this body closes, each once, in order."""
+    numbers: list[int] = []
+    for match in _CLOSING.finditer(body or ""):
+        named = match.group("repo") or match.group("url_repo")
+        number = int(match.group("number"))
+        if (named is None or named.lower() == full_name.lower()) and number not in numbers:
+            numbers.append(number)
+    return numbers

@@ -101,7 +101,7 @@ GITHUBKIT_MODELS: Mapping[str, str] = {
 }
 
 _HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-_DEFAULT_ROOT = Path(__file__).resolve().parents[3] / "tests" / "node_modules"
+_DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "tests" / "node_modules"
 _MAX_SHOWN = 80  # characters of an offending value quoted in a problem
 
 
@@ -508,7 +508,7 @@ class Contract:
         self._host = subset["servers"][0]["url"].rstrip("/")
         self._basic_error = subset["components"]["schemas"].get("basic-error")
         # openapi-core's self-check of the description would double the load time; the subset passes it,
-        # and tests/test_sandbox_contract.py runs it once.
+        # and tests/test_standin_contract.py runs it once.
         config = Config(spec_validator_cls=None)  # type: ignore[arg-type]  # None is openapi-core's documented "off"
         self._openapi: openapi_core.OpenAPI = OpenAPI.from_dict(subset, config=config)
 

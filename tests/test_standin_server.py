@@ -18,12 +18,12 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from baton.github.webhooks import verify
-from baton.sandbox.contract import Contract, ContractUnavailable, webhook_problems
-from baton.sandbox.people import Hub
-from baton.sandbox.server import Fault
-from baton.sandbox.serving import Served
-from baton.sandbox.world import World
 from corpus import missing
+from github_standin.contract import Contract, ContractUnavailable, webhook_problems
+from github_standin.people import Hub
+from github_standin.server import Fault
+from github_standin.serving import Served
+from github_standin.world import World
 from keys import app_key, app_public_key
 
 APP_ID = 77
