@@ -40,8 +40,9 @@ from sqlalchemy.engine import make_url
 
 from baton.domain import Actor, Command, Policy, TicketKey
 from baton.service import Issue, WorkService
-from baton.store import Store, make_engine, normalise_url, upgrade
+from baton.store import make_engine, normalise_url, upgrade
 from baton.store import tables as t
+from baton.wiring import work_service
 
 INSTALLATION, REPOSITORY_ID, REPOSITORY = 1, 4242, "octo/race"
 # No claim limit in the race: every claimer may win any number of rounds.
@@ -119,7 +120,7 @@ def _claimer(service: WorkService, barrier: Barrier, index: int, rounds: int, ou
 
 def _worker(url: str, indices: list[int], rounds: int, barrier: Barrier, results: Any) -> None:
     engine = make_engine(url, pool_size=len(indices), max_overflow=0)
-    service = WorkService(Store(engine))
+    service = work_service(engine)
     out: list[Decision] = []
     threads = [threading.Thread(target=_claimer, args=(service, barrier, i, rounds, out)) for i in indices]
     for thread in threads:
@@ -137,7 +138,7 @@ def race(url: str, *, claimers: int, rounds: int, processes: int) -> Report:
     with engine.begin() as connection:
         for table in reversed(t.metadata.sorted_tables):
             connection.execute(table.delete())
-    service = WorkService(Store(engine))
+    service = work_service(engine)
     for r in range(rounds):
         service.open_ticket(issue(r), f"open-{r}")
     engine.dispose()  # nothing open crosses the fork

@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from baton.store import Store, make_engine, normalise_url, upgrade
+from baton.service import Units
+from baton.store import make_engine, normalise_url, upgrade
 from baton.store.tables import metadata
 
 POSTGRES_URL = os.environ.get("BATON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -85,9 +86,9 @@ def database_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def store(database_url: str) -> Iterator[Store]:
+def store(database_url: str) -> Iterator[Units]:
     engine = make_engine(database_url)
     try:
-        yield Store(engine)
+        yield Units(engine)
     finally:
         engine.dispose()

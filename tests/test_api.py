@@ -89,7 +89,7 @@ def make_app(database_url: str) -> Iterator[Callable[..., FastAPI]]:
 
     yield make
     for app in apps:
-        app.state.work.store.dispose()
+        app.state.work.units.engine.dispose()
 
 
 @pytest.fixture
@@ -487,7 +487,7 @@ def test_timestamps_are_utc_whatever_the_postgresql_session_time_zone(postgres_u
     settings = Settings(database_url=url.render_as_string(hide_password=False), api_token=SecretStr(TOKEN))
     app = create_app(settings)
     try:
-        with app.state.work.store.engine.connect() as connection:
+        with app.state.work.units.engine.connect() as connection:
             assert connection.exec_driver_sql("SHOW timezone").scalar() == "Asia/Kolkata"
         rail = Rail(app.state.work, clock)
         full_life(rail)
@@ -495,7 +495,7 @@ def test_timestamps_are_utc_whatever_the_postgresql_session_time_zone(postgres_u
         assert client.get("/api/v1/repos/octo/shop/issues/42").json() == ACCEPTED_42
         assert client.get("/api/v1/repos/octo/shop/issues/42/events").json() == {"events": EVENTS_42}
     finally:
-        app.state.work.store.dispose()
+        app.state.work.units.engine.dispose()
 
 
 # ---------------------------------------------------------------------------------------------- history
@@ -628,7 +628,7 @@ def test_an_unknown_state_is_422_listing_the_valid_states(client: TestClient, ra
 
 
 def test_reads_refuses_a_limit_outside_its_bounds(app: FastAPI) -> None:
-    reads = Reads(app.state.work.store.engine)
+    reads = Reads(app.state.work.units.engine)
     assert reads.tickets(limit=1) == []
     for bad in (0, 501):
         with pytest.raises(ValueError, match="limit must be between 1 and 500"):
@@ -639,8 +639,8 @@ def test_reads_refuses_a_limit_outside_its_bounds(app: FastAPI) -> None:
 
 def test_reads_write_nothing(app: FastAPI, rail: Rail) -> None:
     populate(rail)
-    reads = Reads(app.state.work.store.engine)
-    engine = app.state.work.store.engine
+    reads = Reads(app.state.work.units.engine)
+    engine = app.state.work.units.engine
     statements: list[str] = []
 
     def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
@@ -661,7 +661,7 @@ def test_reads_do_not_wait_for_a_write_in_progress(app: FastAPI, rail: Rail) -> 
     """A reader sees the last committed state while a writer holds its transaction open (SQLite's WAL,
     PostgreSQL's snapshots): the read API never queues behind the work."""
     populate(rail)
-    engine = app.state.work.store.engine
+    engine = app.state.work.units.engine
     reads = Reads(engine)
     before = reads.ticket("octo/shop", 42)
     assert before is not None

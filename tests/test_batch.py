@@ -42,7 +42,8 @@ from baton.domain import (
     decide,
 )
 from baton.service import Issue, Outcome, Request, Source, WorkService
-from baton.store import Store, make_engine, tables, upgrade
+from baton.store import make_engine, tables, upgrade
+from baton.wiring import work_service
 from bench.claim_race import scratch_postgres
 
 INSTALLATION = 7
@@ -98,7 +99,7 @@ class Twin:
     def services(self) -> tuple[WorkService, WorkService]:
         for engine in self.engines:
             clear(engine)
-        return WorkService(Store(self.engines[0])), WorkService(Store(self.engines[1]))
+        return work_service(self.engines[0]), work_service(self.engines[1])
 
 
 def clear(engine: Engine) -> None:
@@ -352,13 +353,13 @@ def one_by_one(service: WorkService, requests: tuple[Request, ...], order: list[
     for index in order:
         request = requests[index]
         retried = request.operation_id in firsts
-        before = count_rows(service.store.engine) if retried else None
+        before = count_rows(service.units.engine) if retried else None
         outcome = service.apply(
             request.issue, request.command, request.actor, request.operation_id, request.policy, request.source
         )
         if retried:
             assert outcome == replace(firsts[request.operation_id], duplicate=True)
-            assert count_rows(service.store.engine) == before
+            assert count_rows(service.units.engine) == before
         else:
             assert not outcome.duplicate
             firsts[request.operation_id] = outcome
@@ -443,7 +444,7 @@ def test_apply_all_decides_like_apply(twin: Twin, scenario: Scenario) -> None:
 
     assert outcomes == expected
     describe(scenario, expected)
-    expected_rows, rows = snapshot(single.store.engine), snapshot(batch.store.engine)
+    expected_rows, rows = snapshot(single.units.engine), snapshot(batch.units.engine)
     for table in expected_rows:
         assert rows[table] == expected_rows[table], table
     check_answers(expected_rows, scenario.requests, order, expected)
@@ -471,8 +472,8 @@ def test_twenty_agents_racing_in_one_call_make_one_claim(twin: Twin) -> None:
         outcomes[1:]
         == [Outcome("refused", "claim", WorkState.CLAIMED, 2, "agent-00", code="wrong_state", message=refusal)] * 19
     )
-    rows = snapshot(batch.store.engine)
-    assert rows == snapshot(single.store.engine)
+    rows = snapshot(batch.units.engine)
+    assert rows == snapshot(single.units.engine)
     key = (INSTALLATION, SHOP[0], 42)
     assert [(event[0], event[1], event[5]) for event in rows["events"][key]] == [
         ("created", AUTHOR, "race-0"),

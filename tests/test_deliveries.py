@@ -149,7 +149,7 @@ def make_app(database_url: str) -> Iterator[Callable[..., FastAPI]]:
 
     yield make
     for app in apps:
-        app.state.work.store.dispose()
+        app.state.work.units.engine.dispose()
 
 
 @pytest.fixture
@@ -158,7 +158,7 @@ def scene(database_url: str, clock: Clock) -> Iterator[Scene]:
     app = _app(database_url, directory=directory)
     with TestClient(app) as client:
         yield Scene(Hub(client, directory, app), clock, directory)
-    app.state.work.store.dispose()
+    app.state.work.units.engine.dispose()
 
 
 def store(inbox: Inbox, clock: Clock, deliveries: list[tuple[str, str, str | None]], *, minutes: float = 0) -> None:
@@ -252,7 +252,7 @@ def test_the_payload_is_never_shown(scene: Scene) -> None:
 
 def test_the_limit_is_50_by_default_and_500_at_most(make_app: Callable[..., FastAPI], clock: Clock) -> None:
     app = make_app()
-    inbox = Inbox(app.state.work.store.engine)
+    inbox = Inbox(app.state.work.units.engine)
     for minute in range(55):
         store(inbox, clock, [(f"d-{minute:02}", "star", "created")], minutes=minute)
     client = TestClient(app, headers=AUTH)
@@ -273,7 +273,7 @@ def test_the_limit_is_50_by_default_and_500_at_most(make_app: Callable[..., Fast
 
 def test_deliveries_received_together_are_listed_by_id(make_app: Callable[..., FastAPI], clock: Clock) -> None:
     app = make_app()
-    inbox = Inbox(app.state.work.store.engine)
+    inbox = Inbox(app.state.work.units.engine)
     store(inbox, clock, [("b", "ping", None), ("a", "star", "created")], minutes=0)
     store(inbox, clock, [("c", "issues", "opened")], minutes=1)
     listed = TestClient(app, headers=AUTH).get("/api/v1/deliveries").json()["deliveries"]
@@ -325,7 +325,7 @@ def test_timestamps_are_utc_whatever_the_postgresql_session_time_zone(postgres_u
     url = make_url(postgres_url).update_query_dict({"options": "-c timezone=Asia/Kolkata"})
     app = _app(url.render_as_string(hide_password=False))
     try:
-        engine = app.state.work.store.engine
+        engine = app.state.work.units.engine
         with engine.connect() as connection:
             assert connection.exec_driver_sql("SHOW timezone").scalar() == "Asia/Kolkata"
         inbox = Inbox(engine)
@@ -335,13 +335,13 @@ def test_timestamps_are_utc_whatever_the_postgresql_session_time_zone(postgres_u
         listed = TestClient(app, headers=AUTH).get("/api/v1/deliveries").json()["deliveries"]
         assert [(d["received_at"], d["next_attempt_at"]) for d in listed] == [(at(3), at(4.5))]
     finally:
-        app.state.work.store.dispose()
+        app.state.work.units.engine.dispose()
 
 
 def test_listing_does_not_wait_for_a_write_in_progress(make_app: Callable[..., FastAPI], clock: Clock) -> None:
     """As the other read routes: under SQLite a writer holds the lock, and the list reads the last committed state."""
     app = make_app()
-    engine = app.state.work.store.engine
+    engine = app.state.work.units.engine
     store(Inbox(engine), clock, [("d-1", "star", "created")])
     holding, release = threading.Event(), threading.Event()
 

@@ -40,7 +40,7 @@ def stage(database_url: str) -> Iterator[Stage]:
         yield opened
         # Nothing Baton sent and nothing the stand-in answered or delivered strayed from GitHub's descriptions.
         assert opened.hub.all_problems() == []
-    opened.app.state.work.store.dispose()
+    opened.app.state.work.units.engine.dispose()
 
 
 def api(stage: Stage, path: str) -> httpx.Response:
@@ -159,7 +159,7 @@ def test_twenty_agents_claim_at_once_one_wins_and_github_sees_at_most_six_writes
         writes = stage.hub.rest.writes()[writes_before:]
         assert len(writes) <= 6, [(w.method, w.path) for w in writes]
         assert stage.hub.all_problems() == []
-    stage.app.state.work.store.dispose()
+    stage.app.state.work.units.engine.dispose()
 
 
 def test_a_state_label_removed_by_hand_comes_back(stage: Stage) -> None:
@@ -255,7 +255,7 @@ def test_the_story_plays_unchecked_where_githubs_descriptions_are_not_installed(
         assert stage.hub.contract is None
         after = play(stage, lambda line: None)
         assert after["accepted"].labels == ("baton:accepted",)
-    stage.app.state.work.store.dispose()
+    stage.app.state.work.units.engine.dispose()
 
 
 def test_what_webhooks_did_not_tell_baton_asks_github(stage: Stage) -> None:

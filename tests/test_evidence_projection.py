@@ -34,7 +34,7 @@ def branch_answer(name: str, sha: str, protection: list[str] | None = None) -> d
 
 
 def checks_table(scene: Scene) -> list[Any]:
-    with scene.app.state.work.store.engine.connect() as connection:
+    with scene.app.state.work.units.engine.connect() as connection:
         return list(connection.execute(select(t.check_runs)).all())
 
 
@@ -245,7 +245,7 @@ def test_no_check_on_a_pull_request_closed_before_one_was_made(scene: Scene) -> 
 
 def lease_runs_out(scene: Scene) -> None:
     """Age the lease on creating each head's check run past its minute, as if its worker died."""
-    with scene.app.state.work.store.engine.begin() as connection:
+    with scene.app.state.work.units.engine.begin() as connection:
         connection.execute(update(t.check_runs).values(updated_at=datetime.now(UTC) - timedelta(minutes=5)))
 
 

@@ -90,19 +90,19 @@ class Hub:
         return [event["type"] for event in self.app.state.work.evidence.reads.events(key)]
 
     def inbox(self, delivery: str) -> str:
-        with self.app.state.work.store.engine.connect() as connection:
+        with self.app.state.work.units.engine.connect() as connection:
             c = t.webhook_deliveries.c
             return str(connection.execute(select(c.status).where(c.id == delivery)).scalar_one())
 
     def rows(self, table: Any) -> list[tuple[Any, ...]]:
-        with self.app.state.work.store.engine.connect() as connection:
+        with self.app.state.work.units.engine.connect() as connection:
             return [tuple(row) for row in connection.execute(select(table).order_by(*table.primary_key.columns))]
 
     def work(self) -> dict[str, list[tuple[Any, ...]]]:
         return {table.name: self.rows(table) for table in WORK_TABLES}
 
     def count(self, table: Any) -> int:
-        with self.app.state.work.store.engine.connect() as connection:
+        with self.app.state.work.units.engine.connect() as connection:
             return int(connection.execute(select(func.count()).select_from(table)).scalar_one())
 
     def due(self) -> set[int]:
@@ -116,7 +116,7 @@ def hub(database_url: str) -> Iterator[Hub]:
     app = create_app(settings, directory=FakeDirectory(), configs=DefaultConfigs(), background_worker=False)
     with TestClient(app) as client:
         yield Hub(client, app)
-    app.state.work.store.dispose()
+    app.state.work.units.engine.dispose()
 
 
 # ---------------------------------------------------------------------------------------------- each handler
@@ -222,7 +222,7 @@ def test_each_evidence_webhook_moves_only_the_evidence_rail(hub: Hub, case: Case
 
 def test_a_change_of_the_rail_is_an_evidence_event_and_makes_the_issue_due(hub: Hub) -> None:
     hub.claim()
-    with hub.app.state.work.store.engine.begin() as connection:
+    with hub.app.state.work.units.engine.begin() as connection:
         connection.execute(t.outbox.delete())
     hub.post("pull_request", SHOP.pull_request("opened"))
     assert hub.evidence_events() == ["pull_request"]
@@ -497,13 +497,13 @@ def test_concurrent_deliveries_about_one_ticket_never_lose_a_fact(database_url: 
     from baton.domain.evidence import BranchFact, DeploymentFact
     from baton.evidence import EvidenceService, Repository, Sighting
     from baton.linking import branch_links
-    from baton.service import Issue, WorkService
-    from baton.store import Store, make_engine
+    from baton.service import Issue, Units, WorkService
+    from baton.store import make_engine
 
     engine = make_engine(database_url, pool_size=12) if "postgresql" in database_url else make_engine(database_url)
     try:
-        work = WorkService(Store(engine), answer_delay=0)
-        evidence = EvidenceService(engine, answer_delay=0)
+        evidence = EvidenceService(Units(engine), answer_delay=0)
+        work = WorkService(Units(engine), evidence, answer_delay=0)
         issue = Issue(TicketKey(SHOP.installation, SHOP.repository_id, 42), SHOP.name, "olivia")
         runner = Actor("agent-a", Permission.READ)
         assert work.apply(issue, Command("claim"), runner, "claim").applied

@@ -257,4 +257,4 @@ def test_the_app_uses_github_for_permissions_when_configured(
         assert app.state.work.ticket(TicketKey(INSTALLATION, 7, 42)).state is WorkState.DELIVERED
         send("maria", "/accept", 4)
         assert app.state.work.ticket(TicketKey(INSTALLATION, 7, 42)).state is WorkState.ACCEPTED
-    app.state.work.store.dispose()
+    app.state.work.units.engine.dispose()

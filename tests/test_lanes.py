@@ -50,7 +50,7 @@ def stage(database_url: str) -> Iterator[Stage]:
     with open_stage(database_url) as opened:
         yield opened
         assert opened.hub.all_problems() == []
-    opened.app.state.work.store.dispose()
+    opened.app.state.work.units.engine.dispose()
 
 
 def ticket(stage: Stage, number: int) -> dict[str, Any]:
@@ -108,7 +108,7 @@ def test_the_thumbs_up_goes_first_then_the_reply_then_label_assignee_and_status(
             kinds.append(kind if kind != "comments" else ("reply" if "reply" not in kinds else "status"))
         assert kinds == ["reactions", "reply", "labels", "labels", "assignees", "status"]  # creating, adding
         assert stage.hub.all_problems() == []
-    stage.app.state.work.store.dispose()
+    stage.app.state.work.units.engine.dispose()
 
 
 def test_a_thumbs_up_on_another_issue_goes_before_what_is_left_of_the_first(database_url: str) -> None:
@@ -126,7 +126,7 @@ def test_a_thumbs_up_on_another_issue_goes_before_what_is_left_of_the_first(data
         first_status = order.index(f"POST /repos/{SHOP}/issues/{first}/comments")
         assert second_thumb < first_status, order
         assert stage.hub.all_problems() == []
-    stage.app.state.work.store.dispose()
+    stage.app.state.work.units.engine.dispose()
 
 
 def test_a_delivery_failing_for_a_passing_reason_is_tried_again_until_decided(stage: Stage) -> None:

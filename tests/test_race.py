@@ -12,9 +12,10 @@ import pytest
 from sqlalchemy import func, select
 
 from baton.domain import Actor, Command, Policy, TicketKey
-from baton.service import Issue, WorkService
-from baton.store import Store, make_engine
+from baton.service import Issue, Units
+from baton.store import make_engine
 from baton.store import tables as t
+from baton.wiring import work_service
 from bench.claim_race import POLICY, Report, issue, race
 
 
@@ -43,7 +44,7 @@ def test_one_winner_per_round(database_url: str, claimers: int, processes: int) 
 def test_claim_limit_holds_under_concurrent_claims(database_url: str) -> None:
     """One runner claims ten tickets at once with a limit of three: exactly three claims apply."""
     engine = make_engine(database_url, pool_size=10, max_overflow=0)
-    service = WorkService(Store(engine))
+    service = work_service(engine)
     issues = [Issue(TicketKey(1, 77, n), "octo/limit", "owner") for n in range(1, 11)]
     for n, each in enumerate(issues):
         service.open_ticket(each, f"open-{n}")
@@ -75,7 +76,7 @@ def test_claim_limit_holds_under_concurrent_claims(database_url: str) -> None:
 def test_the_same_operation_at_once_is_applied_once(database_url: str) -> None:
     """A redelivered webhook processed twice at the same moment: one claim, one event."""
     engine = make_engine(database_url, pool_size=8, max_overflow=0)
-    service = WorkService(Store(engine))
+    service = work_service(engine)
     service.open_ticket(issue(0), "open")
     barrier = threading.Barrier(8)
     outcomes = []
@@ -104,10 +105,10 @@ def test_swap_is_a_compare_and_swap_on_the_revision(database_url: str) -> None:
     from baton.domain import WorkState
 
     engine = make_engine(database_url, pool_size=2, max_overflow=0)
-    store = Store(engine)
-    WorkService(store).open_ticket(issue(0), "open")
-    with store.transaction() as tx:
-        stored = tx.ticket(issue(0).key)
+    units = Units(engine)
+    work_service(engine).open_ticket(issue(0), "open")
+    with units.begin() as uow:
+        stored = uow.work.ticket(issue(0).key)
     assert stored is not None
     mine = replace(stored.ticket, state=WorkState.CLAIMED, runner="agent-a", attempt=1, revision=2)
     theirs = replace(mine, runner="agent-b")
@@ -117,18 +118,18 @@ def test_swap_is_a_compare_and_swap_on_the_revision(database_url: str) -> None:
 
     def second() -> None:
         first_swapped.wait()
-        with store.transaction() as tx:
-            results["second"] = tx.swap(stored.id, 1, theirs)
+        with units.begin() as uow:
+            results["second"] = uow.work.swap(stored.id, 1, theirs)
 
     other = threading.Thread(target=second)
     other.start()
-    with store.transaction() as tx:
-        results["first"] = tx.swap(stored.id, 1, mine)
+    with units.begin() as uow:
+        results["first"] = uow.work.swap(stored.id, 1, mine)
         first_swapped.set()
         other.join(timeout=0.3)  # PostgreSQL: the second swap is blocked on our row lock until we commit
     other.join()
     assert results == {"first": True, "second": False}
-    with store.transaction() as tx:
-        after = tx.ticket(issue(0).key)
+    with units.begin() as uow:
+        after = uow.work.ticket(issue(0).key)
     assert after is not None and (after.ticket.runner, after.ticket.revision) == ("agent-a", 2)
     engine.dispose()

@@ -24,9 +24,10 @@ from baton.domain import (
     WorkState,
     replay,
 )
-from baton.service import Issue, Outcome, WorkService
-from baton.store import Store, make_engine, tables
+from baton.service import Issue, Outcome, Units
+from baton.store import make_engine, tables
 from baton.store.migrate import current, head, upgrade
+from baton.wiring import work_service
 
 REPO = "octo/shop"
 INSTALLATION, REPOSITORY_ID = 7, 1001
@@ -60,9 +61,9 @@ def issue(number: int, author: str = "olivia") -> Issue:
 class Rail:
     """A `WorkService` with fresh operation ids and row readers."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Units) -> None:
         self.store = store
-        self.service = WorkService(store)
+        self.service = work_service(store.engine)
         self._ids = itertools.count(1)
 
     def op(self) -> str:
@@ -119,7 +120,7 @@ class Rail:
 
 
 @pytest.fixture
-def rail(store: Store) -> Rail:
+def rail(store: Units) -> Rail:
     return Rail(store)
 
 
@@ -563,13 +564,13 @@ def test_an_explicit_stale_revision_is_refused(rail: Rail) -> None:
 # ---------------------------------------------------------------------------------------------- the schema
 
 
-def test_the_migrations_create_exactly_the_schema_in_tables(store: Store) -> None:
+def test_the_migrations_create_exactly_the_schema_in_tables(store: Units) -> None:
     with store.engine.connect() as connection:
         differences = compare_metadata(MigrationContext.configure(connection), tables.metadata)
     assert differences == []
 
 
-def test_the_comparison_would_notice_a_table_the_migrations_lack(store: Store) -> None:
+def test_the_comparison_would_notice_a_table_the_migrations_lack(store: Units) -> None:
     """Guards the test above against comparing nothing."""
     extended = MetaData(naming_convention=tables.metadata.naming_convention)
     for table in tables.metadata.sorted_tables:
@@ -580,7 +581,7 @@ def test_the_comparison_would_notice_a_table_the_migrations_lack(store: Store) -
     assert [(diff[0], diff[1].name) for diff in differences] == [("add_table", "not_migrated")]
 
 
-def test_upgrade_is_idempotent(store: Store) -> None:
+def test_upgrade_is_idempotent(store: Units) -> None:
     rail = Rail(store)
     assert current(store.engine) == head() == "0006"
     rail.do(1, Command("claim"), AGENT_A)

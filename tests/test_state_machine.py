@@ -51,8 +51,9 @@ from baton.domain import (
     replay,
 )
 from baton.domain.model import EVIDENCE_KINDS
-from baton.service import Issue, Outcome, WorkService
-from baton.store import Store, make_engine, tables, upgrade
+from baton.service import Issue, Outcome
+from baton.store import make_engine, tables, upgrade
+from baton.wiring import work_service
 
 REPO = "octo/shop"
 OWNER = "olivia"
@@ -498,13 +499,13 @@ class StoredRail(RuleBasedStateMachine):
         self.directory = tempfile.mkdtemp(prefix="baton-machine-")
         engine = make_engine(f"sqlite:///{self.directory}/baton.db")
         upgrade(engine)
-        self.store = Store(engine)
-        self.service = WorkService(self.store)
+        self.service = work_service(engine)
+        self.store = self.service.units
         self.outcomes: dict[str, Outcome] = {}
         self.serial = 0
 
     def teardown(self) -> None:
-        self.store.dispose()
+        self.store.engine.dispose()
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def issue(self, number: int) -> Issue:

@@ -64,7 +64,7 @@ class Hub:
         return self.client.post("/webhooks/github", content=body, headers=headers)
 
     def _connect(self) -> Any:
-        return self.app.state.work.store.engine.connect()
+        return self.app.state.work.units.engine.connect()
 
     def count(self, table: Any) -> int:
         with self._connect() as connection:
@@ -88,7 +88,7 @@ def hub(database_url: str) -> Iterator[Hub]:
     app = create_app(settings, directory=directory, background_worker=False)
     with TestClient(app) as client:
         yield Hub(client, directory, app)
-    app.state.work.store.dispose()
+    app.state.work.units.engine.dispose()
 
 
 def _key(event: str, example: dict[str, Any]) -> tuple[str, str]:

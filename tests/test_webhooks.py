@@ -67,11 +67,11 @@ class Hub:
         return self.client.post("/webhooks/github", content=body, headers=sent_headers)
 
     def count(self, table: Any) -> int:
-        with self.app.state.work.store.engine.connect() as connection:
+        with self.app.state.work.units.engine.connect() as connection:
             return int(connection.execute(select(func.count()).select_from(table)).scalar_one())
 
     def inbox(self, delivery: str) -> tuple[str, int, str | None]:
-        with self.app.state.work.store.engine.connect() as connection:
+        with self.app.state.work.units.engine.connect() as connection:
             row = connection.execute(
                 select(
                     t.webhook_deliveries.c.status, t.webhook_deliveries.c.attempts, t.webhook_deliveries.c.error
@@ -92,7 +92,7 @@ def hub(database_url: str) -> Iterator[Hub]:
     app = create_app(settings, directory=directory, configs=DefaultConfigs(), background_worker=False)
     with TestClient(app) as client:
         yield Hub(client, directory, app)
-    app.state.work.store.dispose()
+    app.state.work.units.engine.dispose()
 
 
 def comment(login: str, body: str, *, number: int = 42, comment_id: int = 1, on_pr: bool = False,
@@ -289,7 +289,7 @@ def installation_payload(action: str, **extra: Any) -> dict[str, Any]:
 def test_installations_and_their_repositories_are_remembered(hub: Hub) -> None:
     from baton.store.installations import Installations
 
-    installations = Installations(hub.app.state.work.store.engine)
+    installations = Installations(hub.app.state.work.units.engine)
     repositories = [{"id": REPOSITORY_ID, "full_name": REPOSITORY}, {"id": 5, "full_name": "octo/docs"}]
     hub.post("installation", installation_payload("created", repositories=repositories))
     assert installations.status(INSTALLATION) == "active"
@@ -308,12 +308,12 @@ def test_an_uninstall_stops_work_without_deleting_history(hub: Hub) -> None:
     assert hub.ticket(42).state is WorkState.CLAIMED  # the release was not applied; the claim is kept
     assert hub.count(t.events) == 2
     later = datetime.now(UTC) + timedelta(minutes=5)  # past the coalescing delay
-    assert Outbox(hub.app.state.work.store).due(now=later) == []  # nothing is written to GitHub for it
+    assert Outbox(hub.app.state.work.units.engine).due(now=later) == []  # nothing is written to GitHub for it
 
     hub.post("installation", installation_payload("unsuspend"))
     hub.post("issue_comment", comment("agent-a", "/release", comment_id=3))
     assert hub.ticket(42).state is WorkState.OPEN
-    assert len(Outbox(hub.app.state.work.store).due(now=later)) == 1
+    assert len(Outbox(hub.app.state.work.units.engine).due(now=later)) == 1
 
 
 def test_a_delivery_whose_processing_died_is_processed_again_when_redelivered(hub: Hub) -> None:
@@ -322,7 +322,7 @@ def test_a_delivery_whose_processing_died_is_processed_again_when_redelivered(hu
     payload = comment("agent-a", "/claim")
     hub.directory.down = True
     hub.post("issue_comment", payload, delivery="d-1")
-    with hub.app.state.work.store.engine.begin() as connection:  # as if the process died mid-way
+    with hub.app.state.work.units.engine.begin() as connection:  # as if the process died mid-way
         connection.execute(
             update(t.webhook_deliveries).values(
                 status="processing", processed_at=datetime.now(UTC) - timedelta(hours=1)
@@ -339,7 +339,7 @@ def test_a_delivery_being_processed_right_now_is_not_taken_twice(hub: Hub) -> No
     payload = comment("agent-a", "/claim")
     hub.directory.down = True
     hub.post("issue_comment", payload, delivery="d-1")
-    with hub.app.state.work.store.engine.begin() as connection:
+    with hub.app.state.work.units.engine.begin() as connection:
         connection.execute(update(t.webhook_deliveries).values(status="processing", processed_at=datetime.now(UTC)))
     assert hub.post("issue_comment", payload, delivery="d-1").json()["received"] == "duplicate"
 
@@ -351,7 +351,7 @@ def pr_comment(login: str, body: str, pr_body: str, *, comment_id: int) -> dict[
 
 
 def replies_on(hub: Hub, number: int) -> list[tuple[str, str]]:
-    with hub.app.state.work.store.engine.connect() as connection:
+    with hub.app.state.work.units.engine.connect() as connection:
         rows = connection.execute(
             select(t.outbox_items.c.author, t.outbox_items.c.message)
             .where(t.outbox_items.c.number == number, t.outbox_items.c.kind == "reply")
@@ -444,7 +444,7 @@ def test_an_invalid_settings_file_is_explained_once_and_the_last_good_settings_s
             "Baton cannot use `.github/baton.yml`: `max_active_claims` must be a whole number from 1 to 100, "
             "not 'lots'. Until it is fixed, the settings from octo/shop:.github/baton.yml stay in force."
         ]
-    app.state.work.store.dispose()
+    app.state.work.units.engine.dispose()
 
 
 # How acknowledgements and in-process work share one process
@@ -488,9 +488,9 @@ def test_deliveries_arriving_together_are_stored_in_fewer_transactions_and_each_
     received = sorted(answer.json()["received"] for answer in answers)
     assert received == ["duplicate"] + ["new"] * 20
     assert sum(batches) == 21 and len(batches) < 21, batches  # grouped, and nothing left out
-    with app.state.work.store.engine.connect() as connection:
+    with app.state.work.units.engine.connect() as connection:
         assert connection.execute(select(func.count()).select_from(t.webhook_deliveries)).scalar_one() == 20
-    app.state.work.store.dispose()
+    app.state.work.units.engine.dispose()
 
 
 def test_the_in_process_worker_thread_processes_what_was_acknowledged(database_url: str) -> None:
@@ -506,7 +506,7 @@ def test_the_in_process_worker_thread_processes_what_was_acknowledged(database_u
         while time.monotonic() < deadline:
             ticket = app.state.work.ticket(TicketKey(INSTALLATION, REPOSITORY_ID, 42))
             if ticket is not None and ticket.runner == "agent-a":
-                with app.state.work.store.engine.connect() as connection:
+                with app.state.work.units.engine.connect() as connection:
                     statuses = connection.execute(select(t.webhook_deliveries.c.status)).scalars().all()
                 if statuses == ["done", "done"]:
                     break
@@ -514,7 +514,7 @@ def test_the_in_process_worker_thread_processes_what_was_acknowledged(database_u
         else:
             raise AssertionError("the worker thread did not process both deliveries")
         assert ticket.state is WorkState.CLAIMED
-    app.state.work.store.dispose()
+    app.state.work.units.engine.dispose()
 
 
 def test_in_process_work_waits_while_deliveries_are_being_acknowledged() -> None:

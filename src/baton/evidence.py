@@ -20,18 +20,21 @@ A rail that starts holding a subject catches up on what the log already knows ab
 matter: a branch pushed before it was reported, a check that ran before the pull request was linked, a
 deployment delivered before its merge.
 
-Nothing here imports the work service, the work store or the work transitions: evidence has no path to the
-work state. (The work service calls `report()` inside its own transaction, never the other way round.)
+Nothing here imports the work service or the work transitions, and of a unit of work it sees only the
+`evidence` and `outbox` facets (the `Unit` protocol below; mypy holds the code to it, and
+tests/test_evidence_guarantee.py holds the imports): evidence has no path to the work state. (The work
+service calls `report()` inside its own unit of work, never the other way round.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 
 from baton.domain.evidence import (
     OWN_CHECK,
@@ -55,9 +58,10 @@ from baton.domain.evidence import (
     unanswered_comparisons,
 )
 from baton.domain.model import DeploymentState, Evidence, TicketKey
+from baton.store.due import OutboxTx
 from baton.store.evidence import EvidenceReads, EvidenceTx, Place, StoredRail
+from baton.store.statements import Conflict, settle
 
-MAX_ROUNDS = 50  # compare-and-swap retries; only a pathological livelock gets near it
 CATCH_UP_ROUNDS = 8  # each round follows the subjects the previous one added
 # A deployment created before a merge cannot contain it; the margin absorbs clocks that disagree a little.
 DEPLOYMENT_MARGIN = timedelta(minutes=5)
@@ -196,6 +200,23 @@ def stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class Unit(Protocol):
+    """What evidence code sees of a unit of work (`baton.service.unit.UnitOfWork`): the evidence and outbox
+    facets. Typed here, so no import leads from evidence to the work rail."""
+
+    @property
+    def evidence(self) -> EvidenceTx: ...
+
+    @property
+    def outbox(self) -> OutboxTx: ...
+
+
+class Units(Protocol):
+    engine: Engine
+
+    def begin(self) -> AbstractContextManager[Unit]: ...
+
+
 @dataclass
 class _Change:
     fact: Fact
@@ -208,12 +229,12 @@ class EvidenceService:
     """`answer_delay`: how long a changed issue waits before the worker shows it, so a burst of pushes and
     checks is shown once."""
 
-    engine: Engine
+    units: Units
     answer_delay: float = 2.0
     reads: EvidenceReads = field(init=False)
 
     def __post_init__(self) -> None:
-        self.reads = EvidenceReads(self.engine)
+        self.reads = EvidenceReads(self.units.engine)
 
     # -- writing -------------------------------------------------------------------------------------
 
@@ -222,8 +243,8 @@ class EvidenceService:
         if not sightings:
             return []
         place = repository.place
-        with self.engine.begin() as connection:
-            etx = EvidenceTx(connection)
+        with self.units.begin() as uow:
+            etx = uow.evidence
             etx.lock(place)
             changed: dict[int, int] = {}
             for sighting in sightings:
@@ -232,17 +253,17 @@ class EvidenceService:
                 for ticket_id, number in sorted(self._reached(etx, place, sighting).items()):
                     if self._apply(etx, place, ticket_id, number, [sighting.fact], source):
                         changed[ticket_id] = number
-            for number in sorted(set(changed.values())):
-                etx.due(TicketKey(place.installation_id, place.repository_id, number), repository.name,
-                        self.answer_delay)  # fmt: skip
+            shown = (repository.name, self.answer_delay, False)
+            numbers = sorted(set(changed.values()))
+            uow.outbox.due_all({TicketKey(place.installation_id, place.repository_id, n): shown for n in numbers})
         return sorted(set(changed.values()))
 
-    def report(self, connection: Connection, key: TicketKey, evidence: Evidence, at: datetime, source: str) -> bool:
+    def report(self, uow: Unit, key: TicketKey, evidence: Evidence, at: datetime, source: str) -> bool:
         """A `/deliver`'s branch, commit and pull request, as a claim on the ticket's rail, inside the caller's
-        transaction (the delivery's own). The caller marks the issue due."""
+        unit of work (the delivery's own). The caller marks the issue due."""
         if not (evidence.branch or evidence.commit or evidence.pull_request):
             return False
-        etx = EvidenceTx(connection)
+        etx = uow.evidence
         place = Place(key.installation_id, key.repository_id)
         found = etx.ticket(key)
         if found is None:
@@ -252,10 +273,10 @@ class EvidenceService:
         report = DeliveryReport(evidence, at.astimezone(UTC).isoformat(timespec="microseconds"))
         return self._apply(etx, place, found[0], key.number, [report], source)
 
-    def accepted(self, connection: Connection, key: TicketKey, revision: int, source: str) -> None:
+    def accepted(self, uow: Unit, key: TicketKey, revision: int, source: str) -> None:
         """The ticket was accepted: record which commits that covered (see `accepted_heads`), inside the caller's
-        transaction, so the acceptance check can say when a pull request's head moved after it."""
-        etx = EvidenceTx(connection)
+        unit of work, so the acceptance check can say when a pull request's head moved after it."""
+        etx = uow.evidence
         found = etx.ticket(key)
         if found is not None:
             rail = etx.rail(found[0], key.number).rail
@@ -267,8 +288,8 @@ class EvidenceService:
         """The issue was closed or reopened on GitHub: an evidence event, nothing more. A merged "Fixes #42"
         closes the issue; the work state stays where the reviewer left it. The same change told twice (its
         `data` names when it happened) is recorded once."""
-        with self.engine.begin() as connection:
-            etx = EvidenceTx(connection)
+        with self.units.begin() as uow:
+            etx = uow.evidence
             found = etx.ticket(key)
             if found is None or data in etx.events_of(found[0], f"issue_{action}"):
                 return False
@@ -288,13 +309,13 @@ class EvidenceService:
     def _apply(
         self, etx: EvidenceTx, place: Place, ticket_id: int, number: int, facts: Sequence[Fact], source: str
     ) -> bool:
-        for _ in range(MAX_ROUNDS):
+        def attempt() -> bool:
             stored = etx.rail(ticket_id, number)
             rail, changes = self._fold(etx, place, stored, facts, source)
             if not changes:
                 return False
             if not etx.save(place, stored, rail):
-                continue  # another writer moved the rail since it was read: fold again on what it left
+                raise Conflict("another writer moved the rail since it was read: fold again on what it left")
             etx.link(place, ticket_id, subjects(rail))
             after = stored.rail
             for change in changes:
@@ -304,7 +325,8 @@ class EvidenceService:
                     data["caught_up"] = True
                 etx.append(ticket_id, data["fact"]["kind"], change.source, data, after)
             return True
-        raise RuntimeError(f"the evidence rail of ticket {ticket_id} did not settle in {MAX_ROUNDS} rounds")
+
+        return settle(f"the evidence rail of ticket {ticket_id}", attempt)
 
     def _fold(
         self, etx: EvidenceTx, place: Place, stored: StoredRail, facts: Sequence[Fact], source: str

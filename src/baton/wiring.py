@@ -6,14 +6,15 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
+from baton.evidence import EvidenceService
 from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
 from baton.github.configs import DefaultConfigs, GitHubConfigs
 from baton.github.projection import GitHubProjector
 from baton.github.verify import Verifier
 from baton.intake import Configs, Directory, Intake, NoDirectory
-from baton.service import WorkService
+from baton.service import Units, WorkService
 from baton.settings import Settings
-from baton.store import Store, make_engine, upgrade
+from baton.store import make_engine, upgrade
 from baton.store.budget import Budgets, Limits
 from baton.store.inbox import Inbox
 from baton.store.installations import Installations
@@ -24,11 +25,17 @@ from baton.writer import Gate, Writer
 @dataclass
 class Parts:
     engine: Engine
-    store: Store
     work: WorkService
+    evidence: EvidenceService
     inbox: Inbox
     intake: Intake
     writer: Writer | None  # None without GitHub: the outbox keeps what it would say until then
+
+
+def work_service(engine: Engine, answer_delay: float = 2.0) -> WorkService:
+    """The work service and the evidence service it records `/deliver` reports with, on one database."""
+    units = Units(engine)
+    return WorkService(units, EvidenceService(units, answer_delay), answer_delay)
 
 
 def assemble(
@@ -38,8 +45,8 @@ def assemble(
     engine = make_engine(settings.database_url)
     if migrate:
         upgrade(engine)
-    store = Store(engine)
-    work = WorkService(store, settings.answer_delay)
+    work = work_service(engine, settings.answer_delay)
+    evidence = work.evidence
     credentials = app_credentials(settings)
     github = GitHubApp(credentials, settings.github_api_url) if credentials else None
     intake = Intake(
@@ -48,14 +55,14 @@ def assemble(
         configs or (GitHubConfigs(github) if github else DefaultConfigs()),
         settings.app_id,
         Installations(engine),
-        work.evidence,
+        evidence,
     )
     writer = None
     if github is not None:
-        outbox = Outbox(store)
+        outbox = Outbox(engine)
         limits = Limits(settings.write_interval, settings.writes_per_minute, settings.writes_per_hour)
         budgets = Budgets(engine, limits)
         # A writer sleeps through the spacing of its installation's writes, not through a longer wait.
         gate = Gate(budgets, outbox, patience=limits.interval + 1.0)
-        writer = Writer(outbox, GitHubProjector(github, gate), budgets, gate, work.evidence, Verifier(github))
-    return Parts(engine, store, work, Inbox(engine), intake, writer)
+        writer = Writer(outbox, GitHubProjector(github, gate), budgets, gate, evidence, Verifier(github))
+    return Parts(engine, work, evidence, Inbox(engine), intake, writer)

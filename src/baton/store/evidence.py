@@ -1,9 +1,10 @@
-"""The evidence rail's SQL: rails per ticket (compare-and-swap on `version`), the link index, the facts log,
-evidence events, and marking an issue due on the outbox.
+"""The evidence rail's SQL: rails per ticket (compare-and-swap on `version`), the link index, the facts log
+and evidence events.
 
-`EvidenceTx` works on an open SQLAlchemy connection, so the work service can write a delivery's report into
-the rail in the same transaction as the delivery. It reads tickets but never writes them: nothing here can
-move the work state. It imports nothing of the work store for the same reason.
+`EvidenceTx` is the evidence facet of a unit of work: it works on the unit's open connection, so the work
+service can write a delivery's report into the rail in the same transaction as the delivery. It reads
+tickets but never writes them: nothing here can move the work state. It imports nothing of the work store
+for the same reason.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Engine, and_, insert, select, text, update
@@ -234,22 +235,6 @@ class EvidenceTx:
             .limit(CATCH_UP_LIMIT)
         )
         return [fact_from_dict(row.fact) for row in rows]
-
-    # -- the outbox ---------------------------------------------------------------------------------
-
-    def due(self, key: TicketKey, repository: str, delay: float) -> None:
-        """Mark the issue due for reconciling on GitHub: the work store's upsert, written here so that evidence
-        code never holds the work store (whose transaction can move the work state)."""
-        statement = self._insert(t.outbox).values(
-            installation_id=key.installation_id, repository_id=key.repository_id, number=key.number,
-            repository=repository, version=1, due_at=datetime.now(UTC) + timedelta(seconds=delay), attempts=0,
-        )  # fmt: skip
-        self.connection.execute(
-            statement.on_conflict_do_update(
-                index_elements=["installation_id", "repository_id", "number"],
-                set_={"version": t.outbox.c.version + 1},
-            )
-        )
 
 
 class EvidenceReads:

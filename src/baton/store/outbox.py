@@ -1,5 +1,6 @@
 """The writer's side of the outbox: which installation to write for, its most urgent issue, what to show,
-what was sent.
+what was sent. (Rows are marked due, and answers queued, by `due.OutboxTx` inside the transaction of the
+change.)
 
 Rows are written for one installation at a time by whichever writer holds it (`budget.Budgets.hold`), so
 there is no lease per row: the holder takes the most urgent due row of its installation (a 👍 waiting
@@ -20,7 +21,7 @@ from baton.domain import TicketKey
 from baton.domain.status import CheckView, Review
 
 from . import tables as t
-from .work import Store, StoredTicket
+from .work import StoredTicket, WorkTx
 
 # A check-run creation not finished after this long died with its writer.
 LEASE = timedelta(seconds=60)
@@ -80,9 +81,8 @@ def utc(value: datetime) -> datetime:
 
 
 class Outbox:
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.engine: Engine = store.engine
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
 
     def due_installations(
         self, soon: datetime | None = None, now: datetime | None = None, limit: int = 20
@@ -153,8 +153,10 @@ class Outbox:
 
     def ticket(self, key: TicketKey) -> tuple[StoredTicket | None, Review | None, list[str]]:
         """The ticket, its last review, and everyone who has been its runner (to unassign them)."""
-        with self.store.transaction() as tx:
+        with self.engine.begin() as connection:
+            tx = WorkTx(connection)
             stored = tx.ticket(key)
+            tx.close()
         if stored is None:
             return None, None, []
         with self.engine.connect() as connection:

@@ -1,31 +1,21 @@
-"""Reading and writing the work rail inside one transaction.
+"""Reading and writing the work rail inside one transaction: the work facet of a unit of work.
 
-`Store.transaction()` hands out a `WorkTx`; the service layer decides and the `WorkTx` writes. The
-compare-and-swap is an `UPDATE … WHERE id = :id AND revision = :expected` whose row count decides.
-
-SQLAlchemy owns the engines, the pool and the transaction; the statements themselves are plain SQL run
-on the driver's cursor. They are the work rail's hot path, and SQLAlchemy's per-statement work
-(cache keys, parameter and result processing) cost more than the database's. The schema they address
-is `tables.py`'s, which the migrations create and a test compares.
+The service layer decides and the `WorkTx` writes. The compare-and-swap is an
+`UPDATE … WHERE id = :id AND revision = :expected` whose row count decides. The statements run on the
+driver's cursor (`statements.py` says why).
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from baton.domain import Brief, Event, Role, Ticket, TicketKey, WorkState
 
-
-class Conflict(Exception):
-    """A unique constraint refused a row: another transaction wrote it first. Roll back and read again."""
+from .statements import RawTx, Statements
 
 
 @dataclass(frozen=True)
@@ -102,38 +92,11 @@ _SQL = {
             revision, created_at)
         VALUES (:ticket_id, :attempt, :delivery, :reviewer, :role, :verdict, :independent, :note,
             :revision, :now)""",
-    # Due for reconciling: an existing row becomes due at the earlier of its time and the new one, and as
-    # urgent as the more urgent of the two; its version rises, so the writer sees the change.
-    "mark_due": """
-        INSERT INTO outbox (installation_id, repository_id, number, repository, version, due_at, attempts, urgency)
-        VALUES (:installation_id, :repository_id, :number, :repository, 1, :due_at, 0, :urgency)
-        ON CONFLICT (installation_id, repository_id, number) DO UPDATE SET version = outbox.version + 1,
-            due_at = MIN(outbox.due_at, excluded.due_at), urgency = MIN(outbox.urgency, excluded.urgency)""",
-    "add_item": """
-        INSERT INTO outbox_items (installation_id, repository_id, number, kind, comment_id, author, message,
-            created_at, due_at)
-        VALUES (:installation_id, :repository_id, :number, :kind, :comment_id, :author, :message, :now, :due_at)""",
     "events": """
         SELECT type, actor, role, revision, attempt, data FROM events
         WHERE ticket_id = :ticket_id ORDER BY id""",
 }
-# PostgreSQL spells the two-argument MIN as LEAST.
-_SQL_PYFORMAT = {name: re.sub(r":(\w+)", r"%(\1)s", sql).replace("MIN(", "LEAST(") for name, sql in _SQL.items()}
-
-
-def _many_form(sql: str, postgres: bool) -> tuple[str, str, str]:
-    """An INSERT's head, its VALUES row with `{0}` where a row's number goes in each parameter's name, and
-    what follows the row (an ON CONFLICT clause)."""
-    head, _, values = sql.partition("VALUES")
-    row, _, tail = values.strip().partition(")")
-    row = re.sub(r":(\w+)", r"%(\1_{0})s" if postgres else r":\1_{0}", row + ")")
-    if postgres:
-        tail = tail.replace("MIN(", "LEAST(")
-    return f"{head}VALUES ", row, tail
-
-
-_MANY = {name: (_many_form(_SQL[name], False), _many_form(_SQL[name], True))
-         for name in ("insert_operation", "add_item", "mark_due")}  # fmt: skip
+_STATEMENTS = Statements(_SQL, many=("insert_operation",))
 
 # A claim count with no limit to respect (a maintainer's /assign, a send-back) still goes through
 # the same upsert, under a limit no count reaches.
@@ -178,45 +141,11 @@ def _changes(ticket: Ticket) -> dict[str, Any]:
     }
 
 
-class WorkTx:
-    """One open transaction. Methods never commit; leaving `Store.transaction()` does."""
+class WorkTx(RawTx):
+    """The work rail's reads and writes inside one open transaction. Methods never commit."""
 
     def __init__(self, connection: Connection) -> None:
-        self.connection = connection
-        dbapi_connection = connection.connection.dbapi_connection
-        assert dbapi_connection is not None
-        self._cursor = dbapi_connection.cursor()
-        self._integrity_error: type[Exception] = connection.dialect.loaded_dbapi.IntegrityError
-        self._postgres = connection.dialect.name == "postgresql"
-        self._sql = _SQL_PYFORMAT if self._postgres else _SQL
-
-    def close(self) -> None:
-        self._cursor.close()
-
-    def _now(self, after: float = 0.0) -> Any:
-        moment = datetime.now(UTC) + timedelta(seconds=after)
-        # SQLite keeps timestamps as text, in the form SQLAlchemy's DateTime reads back.
-        return moment if self._postgres else moment.strftime("%Y-%m-%d %H:%M:%S.%f")
-
-    def _many(self, name: str, rows: list[dict[str, Any]]) -> None:
-        """One multi-row INSERT for many rows of the statement `name` (one round trip; executemany costs one
-        per row on PostgreSQL)."""
-        head, row, tail = _MANY[name][self._postgres]
-        sql = head + ", ".join(row.format(index) for index in range(len(rows))) + tail
-        params = {f"{key}_{index}": value for index, values in enumerate(rows) for key, value in values.items()}
-        try:
-            self._cursor.execute(sql, params)
-        except self._integrity_error as error:
-            raise Conflict(str(error)) from error
-
-    def _run(self, name: str, **params: Any) -> Any:
-        if ":now" in _SQL[name]:
-            params["now"] = self._now()
-        try:
-            self._cursor.execute(self._sql[name], params)
-        except self._integrity_error as error:
-            raise Conflict(str(error)) from error
-        return self._cursor
+        super().__init__(connection, _STATEMENTS)
 
     def read(self, key: TicketKey, operation_id: str, login: str) -> Situation:
         """The operation's first result, the ticket and the actor's claim count, in one round trip."""
@@ -378,34 +307,6 @@ class WorkTx:
                 note=review["note"],
             )
 
-    def due(self, key: TicketKey, repository: str, after: float = 0.0, *, urgent: bool = False) -> None:
-        """Mark the issue due for reconciling on GitHub in `after` seconds (`urgent`: a 👍 waits on it)."""
-        self._run("mark_due", **_key(key), repository=repository, due_at=self._now(after), urgency=0 if urgent else 1)
-
-    def due_all(self, wanted: dict[TicketKey, tuple[str, float, bool]]) -> None:
-        """`due` for many issues in one statement: each key's (repository, after, urgent)."""
-        if wanted:
-            self._many("mark_due", [
-                {**_key(key), "repository": repository, "due_at": self._now(after), "urgency": 0 if urgent else 1}
-                for key, (repository, after, urgent) in wanted.items()
-            ])  # fmt: skip
-
-    def queue_all(self, answers: dict[TicketKey, list[tuple[str, int | None, str, str]]], reply_delay: float) -> None:
-        """`queue` for many issues in one statement, each issue's answers in their order."""
-        now, later = self._now(), self._now(reply_delay)
-        rows = [
-            {**_key(key), "kind": kind, "comment_id": comment_id, "author": author, "message": message,
-             "now": now, "due_at": now if kind == "reaction" else later}
-            for key, items in answers.items() for kind, comment_id, author, message in items
-        ]  # fmt: skip
-        if rows:
-            self._many("add_item", rows)
-
-    def queue(self, key: TicketKey, items: list[tuple[str, int | None, str, str]], reply_delay: float) -> None:
-        """Per-command answers on the issue (kind, comment, author, text): a reaction is due at once, a reply
-        after `reply_delay`, so the replies of one race share a comment. The caller marks the issue due."""
-        self.queue_all({key: items}, reply_delay)
-
     def events(self, ticket_id: int) -> list[Event]:
         rows = self._run("events", ticket_id=ticket_id).fetchall()
         return [
@@ -414,23 +315,4 @@ class WorkTx:
         ]
 
 
-class Store:
-    """The database. Build one per process (or per test) from an engine; nothing is global."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    @contextmanager
-    def transaction(self) -> Iterator[WorkTx]:
-        with self.engine.begin() as connection:
-            tx = WorkTx(connection)
-            try:
-                yield tx
-            finally:
-                tx.close()
-
-    def dispose(self) -> None:
-        self.engine.dispose()
-
-
-__all__ = ["Conflict", "Situation", "Store", "StoredTicket", "WorkTx"]
+__all__ = ["Situation", "StoredTicket", "WorkTx"]

@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
+from sqlalchemy import Engine
 
 from baton.domain import DeploymentState, RepositoryState, WorkState
 from baton.domain.evidence import (
@@ -27,7 +28,6 @@ from baton.domain.evidence import (
     repository_text,
 )
 from baton.settings import Settings
-from baton.store import Store
 from baton.store.engine import READ_ONLY
 from baton.store.inbox import Inbox, Stored
 from baton.store.reads import (
@@ -405,10 +405,10 @@ def _inbox_status(value: str | None) -> str | None:
     )
 
 
-def api_router(store: Store, settings: Settings) -> APIRouter:
-    reads = Reads(store.engine)
+def api_router(engine: Engine, settings: Settings) -> APIRouter:
+    reads = Reads(engine)
     # Listing only reads: on SQLite its connections take no writer lock, so it never waits behind the work.
-    inbox = Inbox(store.engine.execution_options(**{READ_ONLY: True}))
+    inbox = Inbox(engine.execution_options(**{READ_ONLY: True}))
     router = APIRouter(
         prefix="/api/v1",
         tags=["read"],

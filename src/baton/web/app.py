@@ -53,7 +53,7 @@ def create_app(
     app.state.inbox = parts.inbox
     app.state.writer = parts.writer
     app.state.parts = parts
-    app.include_router(api_router(parts.store, settings))
+    app.include_router(api_router(parts.engine, settings))
     app.include_router(
         webhook_router(parts.inbox, parts.intake, settings, lanes.wake if lanes else None, pacing)
     )

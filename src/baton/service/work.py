@@ -1,4 +1,4 @@
-"""Use cases. Each call is one database transaction: read, decide (pure), compare-and-swap, record.
+"""The work rail's use cases. Each call is one unit of work: read, decide (pure), compare-and-swap, record.
 
 `apply()` returns an `Outcome`: applied (the new revision and the event), refused (a code, a message
 and the state as it actually is), or noted (a command that changes nothing). When the operation id was
@@ -34,12 +34,10 @@ from baton.domain import (
 )
 from baton.domain.status import LABELS, state_label
 from baton.evidence import EvidenceService
-from baton.store import Conflict, Store, StoredTicket, WorkTx
+from baton.store import Conflict, StoredTicket
+from baton.store.due import Answer
 
-# Under PostgreSQL a compare-and-swap can lose to a concurrent writer; the command is then decided
-# again on what that writer left (usually a refusal). The bound only stops a pathological livelock.
-MAX_ROUNDS = 50
-_DEADLOCK = ("40P01", "40001")  # deadlock detected, serialization failure
+from .unit import UnitOfWork, Units
 
 
 @dataclass(frozen=True)
@@ -82,10 +80,6 @@ class Outcome:
 _STORED_FIELDS = tuple(field.name for field in fields(Outcome) if field.name != "duplicate")
 
 
-class _Lost(Exception):
-    """This transaction lost a compare-and-swap; roll back and decide again."""
-
-
 def _outcome(command: str, ticket: Ticket | None, **fields: Any) -> Outcome:
     return Outcome(
         command=command,
@@ -123,14 +117,14 @@ class Source:
 
 
 class WorkService:
-    def __init__(self, store: Store, answer_delay: float = 2.0, evidence: EvidenceService | None = None) -> None:
+    def __init__(self, units: Units, evidence: EvidenceService, answer_delay: float = 2.0) -> None:
         """`answer_delay`: how long answers on one issue wait to be coalesced (a race's refusals).
 
         The work service may write evidence (a delivery's report is a claim on the evidence rail, recorded
-        with the delivery); evidence code never calls the work service."""
-        self.store = store
+        in the delivery's unit of work); evidence code never calls the work service."""
+        self.units = units
+        self.evidence = evidence
         self.answer_delay = answer_delay
-        self.evidence = evidence or EvidenceService(store.engine, answer_delay)
 
     def open_ticket(
         self,
@@ -141,31 +135,29 @@ class WorkService:
         brief: Brief | None = None,
     ) -> Outcome:
         """Start tracking an issue (as `open`, or `draft` when it waits for `/publish`)."""
-        for _ in range(MAX_ROUNDS):
-            try:
-                with self.store.transaction() as tx:
-                    read = tx.read(issue.key, operation_id, issue.author)
-                    if read.first is not None:
-                        return Outcome.from_json(read.first)
-                    stored = read.stored
-                    if stored is not None:
-                        outcome = _outcome(
-                            "open",
-                            stored.ticket,
-                            kind="refused",
-                            code="already_tracked",
-                            message=f"#{issue.key.number} is already tracked, at revision {stored.ticket.revision}.",
-                        )
-                        tx.record_operation(operation_id, stored.id, outcome.to_json())
-                        return outcome
-                    ticket, event = create(issue.key, issue.repository, issue.author, draft=draft, brief=brief)
-                    ticket_id = tx.insert_ticket(ticket, event, operation_id)
-                    outcome = _outcome("open", ticket, kind="applied", event=event.type)
-                    tx.record_operation(operation_id, ticket_id, outcome.to_json())
-                    return outcome
-            except Conflict:
-                continue
-        raise RuntimeError(f"operation {operation_id} did not settle in {MAX_ROUNDS} rounds")
+
+        def attempt(uow: UnitOfWork) -> Outcome:
+            read = uow.work.read(issue.key, operation_id, issue.author)
+            if read.first is not None:
+                return Outcome.from_json(read.first)
+            stored = read.stored
+            if stored is not None:
+                outcome = _outcome(
+                    "open",
+                    stored.ticket,
+                    kind="refused",
+                    code="already_tracked",
+                    message=f"#{issue.key.number} is already tracked, at revision {stored.ticket.revision}.",
+                )
+                uow.work.record_operation(operation_id, stored.id, outcome.to_json())
+                return outcome
+            ticket, event = create(issue.key, issue.repository, issue.author, draft=draft, brief=brief)
+            ticket_id = uow.work.insert_ticket(ticket, event, operation_id)
+            outcome = _outcome("open", ticket, kind="applied", event=event.type)
+            uow.work.record_operation(operation_id, ticket_id, outcome.to_json())
+            return outcome
+
+        return self.units.settle(f"operation {operation_id}", attempt)
 
     def apply(
         self,
@@ -189,25 +181,16 @@ class WorkService:
         left (a property test holds batch and one-by-one deciding to the same rows and answers). Each
         ticket's final state is written with one compare-and-swap. Tickets are locked first, in the order
         of their keys, so two processes deciding overlapping batches never wait on each other in a circle."""
-        for _ in range(MAX_ROUNDS):
-            try:
-                with self.store.transaction() as tx:
-                    return self._decide_all(tx, requests)
-            except (_Lost, Conflict):
-                # A lost claim-limit increment, or a concurrent first write of the same ticket or operation
-                # id: everything rolled back; the next round reads what won.
-                continue
-            except Exception as error:
-                # PostgreSQL chose this transaction to break a deadlock (two batches counting the claims of
-                # the same runners in another order): nothing was written; decide again.
-                if getattr(error, "sqlstate", None) not in _DEADLOCK:
-                    raise
-        raise RuntimeError(f"operation {requests[0].operation_id} did not settle in {MAX_ROUNDS} rounds")
+        # A lost claim-limit increment, or a concurrent first write of the same ticket or operation id, rolls
+        # everything back; the next round reads what won.
+        what = f"operation {requests[0].operation_id}" if requests else "nothing"
+        return self.units.settle(what, lambda uow: self._decide_all(uow, requests))
 
-    def _decide_all(self, tx: WorkTx, requests: Sequence[Request]) -> list[Outcome]:
+    def _decide_all(self, uow: UnitOfWork, requests: Sequence[Request]) -> list[Outcome]:
         if not requests:
             return []
         keys = sorted({r.issue.key for r in requests}, key=lambda k: (k.installation_id, k.repository_id, k.number))
+        tx = uow.work
         read = tx.tickets(keys, lock=True)
         current: dict[TicketKey, StoredTicket | None] = dict(read)
         firsts = tx.results([request.operation_id for request in requests])
@@ -221,7 +204,7 @@ class WorkService:
             held.update({(installation_id, repository_id, name): count for name, count in counts.items()})
         outcomes: list[Outcome] = []
         operations: list[tuple[str, int | None, dict[str, Any]]] = []
-        answers: dict[TicketKey, list[tuple[str, int | None, str, str]]] = {}
+        answers: dict[TicketKey, list[Answer]] = {}
         shown: dict[TicketKey, str] = {}  # tickets whose view on GitHub changes (or /status asked to refresh it)
         for request in requests:
             issue, command, actor, policy = request.issue, request.command, request.actor, request.policy
@@ -231,7 +214,7 @@ class WorkService:
                 outcomes.append(Outcome.from_json(first))
                 continue
             reply: str | None = None
-            stored = current[key] or self._first_sight(tx, issue, policy, request.operation_id)
+            stored = current[key] or self._first_sight(uow, issue, policy, request.operation_id)
             current[key] = stored
             if stored is None:
                 refusal = not_offered(key.number, issue.repository, policy)
@@ -242,7 +225,7 @@ class WorkService:
                 situation = Situation(policy, held.get((*claims, actor.login.lower()), 0))
                 decision = decide(stored.ticket, command, actor, situation)
                 if isinstance(decision, Applied):
-                    outcome = self._record(tx, stored, decision, command, request.operation_id, policy)
+                    outcome = self._record(uow, stored, decision, command, request.operation_id, policy)
                     _count(held, claims, stored.ticket, decision.ticket)
                     current[key] = StoredTicket(stored.id, decision.ticket)
                 elif isinstance(decision, Noted):
@@ -268,44 +251,42 @@ class WorkService:
                 continue
             expected = before.ticket.revision if before is not None else 1  # 1: created in this transaction
             if after.ticket.revision != expected and not tx.swap(after.id, expected, after.ticket):
-                raise _Lost  # not reached while the row is locked; kept so a lost swap can never pass silently
+                raise Conflict("lost")  # not reached while the row is locked; a lost swap never passes silently
         tx.record_operations(operations)
-        tx.queue_all(answers, self.answer_delay)
+        uow.outbox.queue_all(answers, self.answer_delay)
         # Due now where the ticket's view changed or a 👍 waits; after the coalescing delay where only a reply does.
         due: dict[TicketKey, tuple[str, float, bool]] = {key: (name, 0.0, False) for key, name in shown.items()}
         for where, items in answers.items():
             urgent = any(kind == "reaction" for kind, *_ in items)
             delay = 0.0 if urgent or where in due else self.answer_delay
             due[where] = (due[where][0] if where in due else _repository_of(requests, where), delay, urgent)
-        tx.due_all(due)
+        uow.outbox.due_all(due)
         return outcomes
 
     def reply(self, where: TicketKey, repository: str, author: str, message: str, operation_id: str) -> bool:
         """Answer a command that reached no ticket (a pull request that links none, or several), once."""
-        for _ in range(MAX_ROUNDS):
-            try:
-                with self.store.transaction() as tx:
-                    if tx.read(where, operation_id, author).first is not None:
-                        return False
-                    outcome = Outcome("refused", "", None, 0, None, code="not_linked", message=message)
-                    tx.record_operation(operation_id, None, outcome.to_json())
-                    tx.queue(where, [("reply", None, author, message)], self.answer_delay)
-                    tx.due(where, repository, self.answer_delay)
-                    return True
-            except Conflict:
-                continue
-        raise RuntimeError(f"operation {operation_id} did not settle in {MAX_ROUNDS} rounds")
 
-    def _first_sight(self, tx: WorkTx, issue: Issue, policy: Policy, operation_id: str) -> StoredTicket | None:
+        def attempt(uow: UnitOfWork) -> bool:
+            if uow.work.read(where, operation_id, author).first is not None:
+                return False
+            outcome = Outcome("refused", "", None, 0, None, code="not_linked", message=message)
+            uow.work.record_operation(operation_id, None, outcome.to_json())
+            uow.outbox.queue_all({where: [("reply", None, author, message)]}, self.answer_delay)
+            uow.outbox.due(where, repository, self.answer_delay)
+            return True
+
+        return self.units.settle(f"operation {operation_id}", attempt)
+
+    def _first_sight(self, uow: UnitOfWork, issue: Issue, policy: Policy, operation_id: str) -> StoredTicket | None:
         """With `offer: all` the first command on an issue creates its ticket as `open`."""
         if policy.offer != "all":
             return None
         ticket, event = create(issue.key, issue.repository, issue.author)
-        return StoredTicket(tx.insert_ticket(ticket, event, operation_id), ticket)
+        return StoredTicket(uow.work.insert_ticket(ticket, event, operation_id), ticket)
 
     def _record(
         self,
-        tx: WorkTx,
+        uow: UnitOfWork,
         stored: StoredTicket,
         decision: Applied,
         command: Command,
@@ -314,14 +295,14 @@ class WorkService:
     ) -> Outcome:
         before, after, event = stored.ticket, decision.ticket, decision.event
         limit = policy.max_active_claims if event.type == "claimed" else None
-        if not tx.count_claims(before, after, limit):
-            raise _Lost
-        tx.append(stored.id, event, operation_id)
+        if not uow.work.count_claims(before, after, limit):
+            raise Conflict("a claim count moved")
+        uow.work.append(stored.id, event, operation_id)
         if event.type == "delivered":
-            self.evidence.report(tx.connection, after.key, command.evidence, datetime.now(UTC), operation_id)
+            self.evidence.report(uow, after.key, command.evidence, datetime.now(UTC), operation_id)
         if event.type == "accepted":
             # what was accepted, so the acceptance check can tell when a pull request's head moves after it
-            self.evidence.accepted(tx.connection, after.key, after.revision, operation_id)
+            self.evidence.accepted(uow, after.key, after.revision, operation_id)
         return _outcome(command.name, after, kind="applied", event=event.type)
 
     def label_changed(self, issue: Issue, label: str, added: bool, actor: str) -> bool:
@@ -330,8 +311,8 @@ class WorkService:
         and an event records who changed them. True when a restoration was queued."""
         if label not in LABELS or label == "baton:stale":
             return False
-        with self.store.transaction() as tx:
-            stored = tx.ticket(issue.key)
+        with self.units.begin() as uow:
+            stored = uow.work.ticket(issue.key)
             if stored is None:
                 return False
             ticket = stored.ticket
@@ -340,19 +321,19 @@ class WorkService:
                 return False  # GitHub agrees with the database (Baton's own writes arrive here too)
             data = {"label": label, "action": "added" if added else "removed", "restored": wanted}
             event = Event("label_restored", actor, Role.ANYONE, ticket.revision, ticket.attempt, data)
-            tx.append(stored.id, event, None)
-            tx.due(issue.key, issue.repository)
+            uow.work.append(stored.id, event, None)
+            uow.outbox.due(issue.key, issue.repository)
         return True
 
     def ticket(self, key: TicketKey) -> Ticket | None:
-        with self.store.transaction() as tx:
-            stored = tx.ticket(key)
+        with self.units.begin() as uow:
+            stored = uow.work.ticket(key)
             return stored.ticket if stored else None
 
     def history(self, key: TicketKey) -> list[Any]:
-        with self.store.transaction() as tx:
-            stored = tx.ticket(key)
-            return [] if stored is None else tx.events(stored.id)
+        with self.units.begin() as uow:
+            stored = uow.work.ticket(key)
+            return [] if stored is None else uow.work.events(stored.id)
 
 
 def _count(held: dict[tuple[int, int, str], int], place: tuple[int, int], before: Ticket, after: Ticket) -> None:
@@ -376,9 +357,7 @@ def _repository_of(requests: Sequence[Request], where: TicketKey) -> str:
     raise LookupError(where)
 
 
-def _answer(
-    issue: Issue, actor: Actor, source: Source, reply: str | None
-) -> tuple[TicketKey, tuple[str, int | None, str, str] | None]:
+def _answer(issue: Issue, actor: Actor, source: Source, reply: str | None) -> tuple[TicketKey, Answer | None]:
     """Where a command's answer goes, and what it is: its reply, else a 👍 where GitHub has reactions."""
     where = issue.key if source.number is None else replace(issue.key, number=source.number)
     if reply is not None:

@@ -1,0 +1,108 @@
+"""Plain SQL on the driver's cursor, inside a transaction SQLAlchemy opened: the hot path's statements.
+
+SQLAlchemy owns the engines, the pool and the transaction; the work rail's and the outbox's hot statements
+run on the driver's cursor, because SQLAlchemy's per-statement work (cache keys, parameter and result
+processing) cost more than the database's. Statements are written once with `:name` parameters and SQLite's
+two-argument MIN; `Statements` turns them into what each driver takes (`%(name)s`, LEAST on PostgreSQL) and
+into multi-row INSERT templates. The schema they address is `tables.py`'s, which the migrations create and
+a test compares.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection
+
+# The bound only stops a pathological livelock; a lost swap is made again at once, usually to a refusal.
+MAX_ROUNDS = 50
+_DEADLOCK = ("40P01", "40001")  # deadlock detected, serialization failure
+
+T = TypeVar("T")
+
+
+class Conflict(Exception):
+    """Another transaction got there first: a unique constraint refused a row, or a compare-and-swap lost.
+    Roll back and read again."""
+
+
+def settle(what: str, attempt: Callable[[], T]) -> T:
+    """The one retry loop for compare-and-swap: make `attempt` again while it raises `Conflict` or loses a
+    PostgreSQL deadlock (each attempt a transaction of its own; or, for `Conflict` alone, a re-read inside
+    one, as the evidence rail does)."""
+    for _ in range(MAX_ROUNDS):
+        try:
+            return attempt()
+        except Conflict:
+            continue
+        except Exception as error:
+            # PostgreSQL chose this transaction to break a deadlock (two batches counting the claims of the
+            # same runners in another order): nothing was written; go again.
+            if getattr(error, "sqlstate", None) not in _DEADLOCK:
+                raise
+    raise RuntimeError(f"{what} did not settle in {MAX_ROUNDS} rounds")
+
+
+def _many_form(sql: str, postgres: bool) -> tuple[str, str, str]:
+    """An INSERT's head, its VALUES row with `{0}` where a row's number goes in each parameter's name, and
+    what follows the row (an ON CONFLICT clause)."""
+    head, _, values = sql.partition("VALUES")
+    row, _, tail = values.strip().partition(")")
+    row = re.sub(r":(\w+)", r"%(\1_{0})s" if postgres else r":\1_{0}", row + ")")
+    if postgres:
+        tail = tail.replace("MIN(", "LEAST(")
+    return f"{head}VALUES ", row, tail
+
+
+class Statements:
+    """Named statements in both drivers' forms; `many` names the INSERTs also run for many rows at once."""
+
+    def __init__(self, sql: Mapping[str, str], many: Iterable[str] = ()) -> None:
+        self.sqlite = dict(sql)
+        self.postgres = {name: re.sub(r":(\w+)", r"%(\1)s", s).replace("MIN(", "LEAST(") for name, s in sql.items()}
+        self.many = {name: (_many_form(sql[name], False), _many_form(sql[name], True)) for name in many}
+
+
+class RawTx:
+    """Statements run inside one open transaction on its connection. Methods never commit."""
+
+    def __init__(self, connection: Connection, statements: Statements) -> None:
+        self.connection = connection
+        dbapi_connection = connection.connection.dbapi_connection
+        assert dbapi_connection is not None
+        self._cursor = dbapi_connection.cursor()
+        self._integrity_error: type[Exception] = connection.dialect.loaded_dbapi.IntegrityError
+        self._postgres = connection.dialect.name == "postgresql"
+        self._statements = statements
+        self._sql = statements.postgres if self._postgres else statements.sqlite
+
+    def close(self) -> None:
+        self._cursor.close()
+
+    def _now(self, after: float = 0.0) -> Any:
+        moment = datetime.now(UTC) + timedelta(seconds=after)
+        # SQLite keeps timestamps as text, in the form SQLAlchemy's DateTime reads back.
+        return moment if self._postgres else moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+    def _run(self, name: str, **params: Any) -> Any:
+        if ":now" in self._statements.sqlite[name]:
+            params["now"] = self._now()
+        try:
+            self._cursor.execute(self._sql[name], params)
+        except self._integrity_error as error:
+            raise Conflict(str(error)) from error
+        return self._cursor
+
+    def _many(self, name: str, rows: list[dict[str, Any]]) -> None:
+        """One multi-row INSERT for many rows of the statement `name` (one round trip; executemany costs one
+        per row on PostgreSQL)."""
+        head, row, tail = self._statements.many[name][self._postgres]
+        sql = head + ", ".join(row.format(index) for index in range(len(rows))) + tail
+        params = {f"{key}_{index}": value for index, values in enumerate(rows) for key, value in values.items()}
+        try:
+            self._cursor.execute(sql, params)
+        except self._integrity_error as error:
+            raise Conflict(str(error)) from error
