@@ -21,7 +21,8 @@ from sqlalchemy import func, select
 
 from baton.domain import Actor, Command, Evidence, Permission, TicketKey, WorkState
 from baton.github.webhooks import signature
-from baton.intake import EVIDENCE_EVENTS, HANDLERS
+from baton.intake import HANDLERS
+from baton.intake.routing import EVIDENCE_EVENTS
 from baton.service import Issue, WorkService
 from baton.settings import Settings
 from baton.store import tables as t

@@ -1,0 +1,27 @@
+"""From a stored webhook delivery to commands decided and evidence recorded.
+
+`envelope.py` parses a delivery's payload once; `routing.py` sends each (event, action) to its handler and
+runs the decide lane's loop; the handlers are grouped by concern: `commands.py` (comments, bodies,
+reviews, `baton:` labels), `evidence.py` (branches, pull requests, checks, deployments, issues closed or
+reopened), `installations.py`. `context.py` holds what they share: the use cases and who-is-who.
+"""
+
+from .context import Configs, Directory, DirectoryUnavailable, Intake, NoDirectory
+from .envelope import Envelope
+from .routing import COMMAND_READERS, HANDLERS, MAX_DELIVERY_ATTEMPTS, decide, passing, process, retry_after
+
+__all__ = [
+    "COMMAND_READERS",
+    "HANDLERS",
+    "MAX_DELIVERY_ATTEMPTS",
+    "Configs",
+    "Directory",
+    "DirectoryUnavailable",
+    "Envelope",
+    "Intake",
+    "NoDirectory",
+    "decide",
+    "passing",
+    "process",
+    "retry_after",
+]

@@ -1,0 +1,135 @@
+"""Deliveries that carry commands: comments, a new issue's body, a review's body, and the `baton:` labels.
+
+A handler reads the command text, works out who the actor is, and hands each command to the work service
+with an operation id derived from the comment, issue or review, so processing a delivery twice (a
+redelivery after a failure) never applies anything twice. A comment on an issue and a new issue's body
+carry nothing but commands on that issue: they are read into requests (`comment_requests`,
+`body_requests`) and decided together with others on the same ticket. Commands on a pull request act on
+the issue its description links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from baton.commands import parse
+from baton.domain import Actor
+from baton.github.webhooks import dig, number, text
+from baton.linking import linked_issues
+from baton.service import Issue, Outcome, Request, Source
+
+from .context import Intake
+from .envelope import Envelope
+
+
+def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: Source) -> list[Request]:
+    """The commands in `body`, on the delivery's issue, each with its actor, settings and operation id."""
+    key = envelope.ticket(number(envelope.payload, "issue", "number"))
+    commands = parse(body)
+    if not commands or key is None or not envelope.repository or not intake.active(envelope):
+        return []
+    issue = Issue(key, envelope.repository, text(envelope.payload, "issue", "user", "login"))
+    actor = intake.actor(envelope)
+    policy = intake.policy(key.installation_id, envelope.repository, key, envelope.sender)
+    return [
+        Request(issue, command, actor, envelope.operation(what, index), policy, source)
+        for index, command in enumerate(commands)
+    ]
+
+
+def comment_requests(intake: Intake, envelope: Envelope) -> list[Request] | None:
+    """The commands of a comment on an issue; None for a comment on a pull request (`comment_created`)."""
+    if intake.from_baton(envelope, "comment"):
+        return []
+    if dig(envelope.payload, "issue", "pull_request") is not None:
+        return None
+    comment_id = number(envelope.payload, "comment", "id")
+    body = text(envelope.payload, "comment", "body")
+    return _requests(intake, envelope, body, f"comment:{comment_id}", Source(comment_id))
+
+
+def body_requests(intake: Intake, envelope: Envelope) -> list[Request] | None:
+    """Commands in a new issue's body: `/claim` there creates the ticket already claimed by its author."""
+    if intake.from_baton(envelope, "issue"):
+        return []
+    body = text(envelope.payload, "issue", "body")
+    return _requests(intake, envelope, body, f"issue:{number(envelope.payload, 'issue', 'id')}", Source(None))
+
+
+def comment_created(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    requests = comment_requests(intake, envelope)
+    if requests is not None:
+        return tuple(intake.work.apply_all(requests))
+    # the issue is a pull request; its body is the PR's
+    comment_id = number(envelope.payload, "comment", "id")
+    body = text(envelope.payload, "comment", "body")
+    pull = envelope.payload.get("issue") or {}
+    return on_pull_request(intake, envelope, body, pull, Source(comment_id), f"comment:{comment_id}")
+
+
+def issue_opened(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    return tuple(intake.work.apply_all(body_requests(intake, envelope) or []))
+
+
+def review_commands(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """Commands in a review's body; GitHub has no reactions on reviews, so only replies answer them."""
+    review_id = number(envelope.payload, "review", "id")
+    pull = envelope.payload.get("pull_request")
+    pull = pull if isinstance(pull, dict) else {}
+    body = text(envelope.payload, "review", "body")
+    return on_pull_request(intake, envelope, body, pull, Source(None, reactable=False), f"review:{review_id}")
+
+
+def on_pull_request(
+    intake: Intake, envelope: Envelope, body: str, pull: dict[str, Any], source: Source, what: str
+) -> tuple[Outcome, ...]:
+    """Commands on a pull request act on the issue its description links with a closing keyword;
+    `/accept #42` names one when it links several. Answers go on the pull request."""
+    answer_on = envelope.ticket(number(pull, "number"))
+    commands = parse(body)
+    if not commands or answer_on is None or not envelope.repository or not intake.active(envelope):
+        return ()
+    repository, login = envelope.repository, envelope.sender
+    links = linked_issues(text(pull, "body"), repository)
+    outcomes = []
+    actor: Actor | None = None
+    for index, command in enumerate(commands):
+        op = envelope.operation(what, index)
+        target = _target(links, command.issue)
+        key = replace(answer_on, number=target) if isinstance(target, int) else None
+        if key is not None and intake.work.ticket(key) is None:
+            target = f"#{key.number} is not tracked by Baton yet: comment on the issue itself first."
+        if isinstance(target, str):
+            intake.work.reply(answer_on, repository, login, f"/{command.name}: {target}", op)
+            continue
+        assert key is not None
+        actor = actor or intake.actor(envelope)
+        policy = intake.policy(answer_on.installation_id, repository, answer_on, login)
+        issue = Issue(key, repository, "")
+        outcomes.append(intake.work.apply(issue, command, actor, op, policy, replace(source, number=answer_on.number)))
+    return tuple(outcomes)
+
+
+def _target(links: list[int], named: int | None) -> int | str:
+    """The linked issue a command acts on, or why there is none."""
+    listed = ", ".join(f"#{n}" for n in links)
+    if not links:
+        return "this pull request links no issue. Add `Fixes #N` to its description, or comment on the issue."
+    if named is not None:
+        return named if named in links else f"#{named} is not linked from this pull request (it links {listed})."
+    if len(links) == 1:
+        return links[0]
+    return f"this pull request links {listed}: say which, as in `/accept #{links[0]}`."
+
+
+def label_changed(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """A `baton:` label added or removed by hand is put back (`WorkService.label_changed`)."""
+    key = envelope.ticket(number(envelope.payload, "issue", "number"))
+    label = text(envelope.payload, "label", "name")
+    if key is None or not label or not intake.active(envelope):
+        return ()
+    issue = Issue(key, envelope.repository, text(envelope.payload, "issue", "user", "login"))
+    intake.work.label_changed(issue, label, envelope.action == "labeled", envelope.sender)
+    return ()
+

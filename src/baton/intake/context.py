@@ -1,0 +1,86 @@
+"""What every intake handler asks of the rest of Baton: the use cases it hands work to, and who-is-who —
+whether an installation is active, whether a write is Baton's own, who the sender is in a repository,
+which settings the repository has."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from baton.domain import Actor, Permission, Policy, TicketKey
+from baton.evidence import EvidenceService
+from baton.github.configs import DefaultConfigs, Loaded
+from baton.github.webhooks import number
+from baton.service import WorkService
+from baton.store.installations import Installations
+
+from .envelope import Envelope
+
+
+class Directory(Protocol):
+    """Who a GitHub user is in a repository. The GitHub-backed one asks the collaborator API."""
+
+    def permission(self, installation_id: int, repository: str, login: str) -> Permission: ...
+
+
+class Configs(Protocol):
+    """A repository's settings (`.github/baton.yml`)."""
+
+    def load(self, installation_id: int, repository: str) -> Loaded: ...
+
+
+class DirectoryUnavailable(RuntimeError):
+    """Permissions cannot be read; the delivery fails and a redelivery can process it later."""
+
+
+class NoDirectory:
+    def permission(self, installation_id: int, repository: str, login: str) -> Permission:
+        raise DirectoryUnavailable(
+            "repository permissions cannot be read: set BATON_APP_ID and BATON_PRIVATE_KEY "
+            "(or BATON_PRIVATE_KEY_PATH) so Baton can ask GitHub"
+        )
+
+
+@dataclass
+class Intake:
+    work: WorkService
+    directory: Directory
+    configs: Configs = field(default_factory=DefaultConfigs)
+    app_id: int | None = None
+    installations: Installations | None = None
+    evidence: EvidenceService | None = None
+
+    def active(self, envelope: Envelope) -> bool:
+        """An uninstalled or suspended installation's commands stop; its history stays."""
+        installation_id = envelope.installation_id
+        return self.installations is None or installation_id is None or self.installations.active(installation_id)
+
+    def from_baton(self, envelope: Envelope, where: str) -> bool:
+        """Whether the comment or issue at `where` was written by Baton itself (it carries Baton's App id);
+        other bots are ordinary actors."""
+        app_id = number(envelope.payload, where, "performed_via_github_app", "id")
+        return self.app_id is not None and app_id == self.app_id
+
+    def actor(self, envelope: Envelope) -> Actor:
+        """The sender, with their permission in the delivery's repository."""
+        assert envelope.installation_id is not None
+        permission = self.directory.permission(envelope.installation_id, envelope.repository, envelope.sender)
+        return Actor(envelope.sender, permission, is_bot=envelope.sender_is_bot)
+
+    def policy(self, installation_id: int, repository: str, where: TicketKey, login: str) -> Policy:
+        """The repository's settings. An invalid settings file is explained once, on the issue where
+        it was first met, while the last good settings stay in force."""
+        loaded = self.configs.load(installation_id, repository)
+        if loaded.problems:
+            problems = "; ".join(loaded.problems)
+            digest = hashlib.sha256(f"{repository}\n{problems}".encode()).hexdigest()[:16]
+            self.work.reply(
+                where,
+                repository,
+                login,
+                f"Baton cannot use `.github/baton.yml`: {problems}. Until it is fixed, the settings from "
+                f"{loaded.source} stay in force.",
+                f"{installation_id}:config:{digest}",
+            )
+        return loaded.policy

@@ -1,0 +1,56 @@
+"""A stored webhook delivery with its payload parsed once, and the fields every handler asks for."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from baton.domain import TicketKey
+from baton.github.webhooks import number, text
+from baton.store.inbox import Delivery
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """Where a delivery happened (installation, repository) and who caused it (the sender), read leniently:
+    a field GitHub left out is None or "", and each handler decides what it cannot do without."""
+
+    delivery: Delivery
+    payload: dict[str, Any]
+    installation_id: int | None
+    repository_id: int | None
+    repository: str  # "owner/name"
+    sender: str  # the login of whoever caused the event
+    sender_is_bot: bool
+
+    @classmethod
+    def open(cls, delivery: Delivery) -> Envelope | None:
+        """The delivery's envelope; None when its payload is not a JSON object."""
+        payload = json.loads(delivery.payload)
+        if not isinstance(payload, dict):
+            return None
+        return cls(
+            delivery,
+            payload,
+            number(payload, "installation", "id"),
+            number(payload, "repository", "id"),
+            text(payload, "repository", "full_name"),
+            text(payload, "sender", "login"),
+            text(payload, "sender", "type") == "Bot",
+        )
+
+    @property
+    def action(self) -> str:
+        return text(self.payload, "action")
+
+    def ticket(self, number: int | None) -> TicketKey | None:
+        """The key of issue `number` in this delivery's repository; None when any part is missing."""
+        if self.installation_id is None or self.repository_id is None or number is None:
+            return None
+        return TicketKey(self.installation_id, self.repository_id, number)
+
+    def operation(self, what: str, index: int) -> str:
+        """The id of the `index`-th command of `what` (a comment, an issue body, a review): the same on every
+        redelivery, so a command is never applied twice."""
+        return f"{self.installation_id}:{what}:{index}"

@@ -1,0 +1,45 @@
+"""Deliveries that carry evidence: branches, pull requests, reviews, checks, deployments, and an issue closed
+or reopened. A handler turns the payload into facts and hands them to the evidence service, which has no
+path to the work state. Facts are joins, so processing one twice changes nothing."""
+
+from __future__ import annotations
+
+from baton.domain import TicketKey
+from baton.evidence import stamp
+from baton.github.facts import observe, repository_of
+from baton.github.webhooks import number, text
+from baton.service import Outcome
+
+from .context import Intake
+from .envelope import Envelope
+
+
+def evidence(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """Facts for the evidence rail of every tracked ticket they reach; no command runs and no work state moves."""
+    payload, delivery = envelope.payload, envelope.delivery
+    repository = repository_of(payload)
+    if intake.evidence is None or repository is None or not intake.active(envelope):
+        return ()
+    if intake.app_id is not None and number(payload, "check_suite", "app", "id") == intake.app_id:
+        return ()  # Baton's own suite is its own check run, which must not feed the rail it reports on
+    sightings = observe(delivery.event, payload, repository, stamp(delivery.received_at))
+    intake.evidence.record(repository, sightings, delivery.id)
+    return ()
+
+
+def issue_state(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """An issue closed or reopened on GitHub (by hand, or by a merged "Fixes #42") is evidence only."""
+    payload = envelope.payload
+    repository = repository_of(payload)
+    issue_number = number(payload, "issue", "number")
+    if intake.evidence is None or repository is None or issue_number is None or not intake.active(envelope):
+        return ()
+    key = TicketKey(repository.installation_id, repository.repository_id, issue_number)
+    action = envelope.action
+    data = {
+        "actor": envelope.sender,
+        "at": text(payload, "issue", "closed_at" if action == "closed" else "updated_at") or None,
+        "state_reason": text(payload, "issue", "state_reason") or None,
+    }
+    intake.evidence.issue_changed(key, action, data, envelope.delivery.id)
+    return ()

@@ -1,0 +1,183 @@
+"""From stored webhook deliveries to decisions: which handler takes each (event, action), and the decide
+lane's loop over a batch of taken deliveries, with retries for passing failures."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from githubkit.exception import RequestError, RequestFailed
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from baton.service import Outcome, Request
+from baton.store.inbox import Delivery, Inbox
+
+from .commands import body_requests, comment_created, comment_requests, issue_opened, label_changed, review_commands
+from .context import DirectoryUnavailable, Intake
+from .envelope import Envelope
+from .evidence import evidence, issue_state
+from .installations import STATUS, installation, installation_repositories
+
+log = logging.getLogger("baton.intake")
+
+Handler = Callable[[Intake, Envelope], tuple[Outcome, ...]]
+Reader = Callable[[Intake, Envelope], "list[Request] | None"]
+
+
+def _review_submitted(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """A submitted review: the commands in its body, and the pull request it carries as evidence."""
+    outcomes = review_commands(intake, envelope)
+    evidence(intake, envelope)
+    return outcomes
+
+
+# The evidence webhooks and the actions that carry evidence.
+EVIDENCE_EVENTS: dict[str, tuple[str, ...]] = {
+    "create": ("",),
+    "delete": ("",),
+    "push": ("",),
+    "pull_request": ("opened", "reopened", "edited", "synchronize", "closed", "ready_for_review",
+                     "converted_to_draft"),
+    "pull_request_review": ("submitted", "edited", "dismissed"),
+    "check_run": ("created", "completed"),
+    "check_suite": ("completed",),
+    "deployment": ("created",),
+    "deployment_status": ("created",),
+}  # fmt: skip
+
+
+HANDLERS: dict[tuple[str, str], Handler] = {
+    **{(event, action): evidence for event, actions in EVIDENCE_EVENTS.items() for action in actions},
+    ("pull_request_review", "submitted"): _review_submitted,
+    ("issues", "closed"): issue_state,
+    ("issues", "reopened"): issue_state,
+    **{("installation", action): installation for action in STATUS},
+    ("installation_repositories", "added"): installation_repositories,
+    ("installation_repositories", "removed"): installation_repositories,
+    ("issues", "labeled"): label_changed,
+    ("issues", "unlabeled"): label_changed,
+    ("issue_comment", "created"): comment_created,
+    ("issues", "opened"): issue_opened,
+}
+
+# Deliveries that carry nothing but commands on one issue: read into requests, and decided with the others
+# on the same ticket (`decide`). A reader answers None for a delivery its handler must take after all (a
+# comment on a pull request acts on the issue the pull request links).
+COMMAND_READERS: dict[tuple[str, str], Reader] = {
+    ("issue_comment", "created"): comment_requests,
+    ("issues", "opened"): body_requests,
+}
+
+
+def _route(delivery: Delivery) -> tuple[str, str]:
+    return delivery.event, delivery.action or ""
+
+
+def _warm(intake: Intake, envelopes: Sequence[Envelope]) -> None:
+    """Find out, all at once, who the authors of the commands among the deliveries are, where the
+    directory can (GitHub's answers arrive side by side instead of one after another)."""
+    warm = getattr(intake.directory, "warm", None)
+    if warm is None:
+        return
+    warm({
+        (envelope.installation_id, envelope.repository, envelope.sender)
+        for envelope in envelopes
+        if _route(envelope.delivery) in COMMAND_READERS and "/" in envelope.delivery.payload
+        and envelope.installation_id is not None and envelope.repository and envelope.sender
+    })  # fmt: skip
+
+
+def process(inbox: Inbox, intake: Intake, delivery_id: str) -> None:
+    """Process one stored delivery (unless another process has taken it)."""
+    delivery = inbox.take(delivery_id)
+    if delivery is not None:
+        decide(inbox, intake, [delivery])
+
+
+# A delivery that failed for a passing reason is tried again after 2, 4, 8 … seconds (at most five minutes
+# apart), this many times in all; then it ends `failed` with the reason, for `baton replay`.
+MAX_DELIVERY_ATTEMPTS = 8
+
+
+def passing(error: BaseException) -> bool:
+    """GitHub or the database failing for a moment (5xx, a timeout, a rate limit, a lost connection), as
+    opposed to a delivery that can never be processed."""
+    if isinstance(error, RequestFailed):
+        return error.response.status_code >= 500 or error.response.status_code == 429
+    return isinstance(error, RequestError | DBAPIError | DirectoryUnavailable) and not isinstance(error, IntegrityError)
+
+
+def retry_after(attempts: int) -> float:
+    return float(min(300, 2**attempts))
+
+
+def decide(inbox: Inbox, intake: Intake, deliveries: Sequence[Delivery]) -> None:
+    """Process taken deliveries, in order, each payload parsed once. Runs of deliveries that carry only
+    commands are decided together: the commands on one ticket in one transaction
+    (`WorkService.apply_all`). A delivery that fails for a passing reason is put back to be tried again
+    later; one that keeps failing, or fails for any other reason, ends `failed` with the reason. A delivery
+    no handler takes ends `ignored`."""
+    finished: list[tuple[str, str]] = []
+    waiting: list[tuple[Delivery, list[Request]]] = []
+
+    def failed(delivery: Delivery, error: BaseException) -> None:
+        reason = f"{type(error).__name__}: {error}"[:2000]
+        log.warning("delivery %s (%s) failed: %s", delivery.id, delivery.event, type(error).__name__)
+        if passing(error) and delivery.attempts < MAX_DELIVERY_ATTEMPTS:
+            inbox.retry(delivery.id, retry_after(delivery.attempts), reason)
+        else:
+            inbox.finish(delivery.id, "failed", reason)
+
+    def flush() -> None:
+        if not waiting:
+            return
+        try:
+            outcomes = intake.work.apply_all([request for _, requests in waiting for request in requests])
+        except Exception as error:  # every one is tried again: operation ids keep what was decided
+            for delivery, _ in waiting:
+                failed(delivery, error)
+        else:
+            finished.extend((delivery.id, "done") for delivery, _ in waiting)
+            for outcome in outcomes:
+                log.debug("/%s %s %s", outcome.command, outcome.kind, outcome.code or "")
+        waiting.clear()
+
+    opened: list[tuple[Delivery, Envelope | BaseException | None]] = []
+    for delivery in deliveries:
+        if _route(delivery) not in HANDLERS:
+            opened.append((delivery, None))
+            continue
+        try:
+            opened.append((delivery, Envelope.open(delivery)))
+        except Exception as error:
+            opened.append((delivery, error))
+    if len(deliveries) > 1:
+        _warm(intake, [envelope for _, envelope in opened if isinstance(envelope, Envelope)])
+
+    for delivery, envelope in opened:
+        if isinstance(envelope, BaseException):
+            failed(delivery, envelope)
+            continue
+        reader = COMMAND_READERS.get(_route(delivery))
+        if reader is not None:
+            try:
+                requests = reader(intake, envelope) if envelope is not None else []
+            except Exception as error:
+                failed(delivery, error)
+                continue
+            if requests is not None:
+                waiting.append((delivery, requests))
+                continue
+        flush()
+        handler = HANDLERS.get(_route(delivery))
+        if handler is None or envelope is None:
+            finished.append((delivery.id, "ignored"))
+            continue
+        try:
+            handler(intake, envelope)
+        except Exception as error:
+            failed(delivery, error)
+        else:
+            finished.append((delivery.id, "done"))
+    flush()
+    inbox.finish_all(finished)
