@@ -134,7 +134,7 @@ def _app(url: str, *, token: str | None = TOKEN, directory: FakeDirectory | None
         private_key=SecretStr(app_key()),
         api_token=None if token is None else SecretStr(token),
     )
-    return create_app(settings, directory=directory or Directory(), configs=DefaultConfigs(), background_worker=False)
+    return create_app(settings, directory=directory or Directory(), configs=DefaultConfigs(), lanes=False)
 
 
 @pytest.fixture

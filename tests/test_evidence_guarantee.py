@@ -146,7 +146,7 @@ def deliveries() -> list[tuple[str, dict[str, Any]]]:
 
 @pytest.fixture
 def hub(database_url: str) -> Iterator[Hub]:
-    app = create_app(Settings(database_url=database_url, webhook_secret=SecretStr(SECRET)), background_worker=False)
+    app = create_app(Settings(database_url=database_url, webhook_secret=SecretStr(SECRET)), lanes=False)
     with TestClient(app) as client:
         yield Hub(client, app)
     app.state.work.units.engine.dispose()

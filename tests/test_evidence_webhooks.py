@@ -113,7 +113,7 @@ class Hub:
 def hub(database_url: str) -> Iterator[Hub]:
     settings = Settings(database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID,
                         private_key=SecretStr(app_key()), api_token=SecretStr(TOKEN))  # fmt: skip
-    app = create_app(settings, directory=FakeDirectory(), configs=DefaultConfigs(), background_worker=False)
+    app = create_app(settings, directory=FakeDirectory(), configs=DefaultConfigs(), lanes=False)
     with TestClient(app) as client:
         yield Hub(client, app)
     app.state.work.units.engine.dispose()

@@ -17,8 +17,8 @@ from pydantic import SecretStr
 
 from baton.cli import main
 from baton.domain import Permission
-from baton.github.client import ConfigurationError, GitHubApp, GitHubDirectory, app_credentials
-from baton.settings import Settings
+from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
+from baton.settings import Settings, SettingsError
 from keys import app_key, app_private_key
 
 API = "https://github.example.test/api/v3"
@@ -48,15 +48,15 @@ def test_no_app_configured_is_a_local_run() -> None:
 
 
 def test_an_app_id_without_a_key_is_named(pem: str) -> None:
-    with pytest.raises(ConfigurationError, match="BATON_APP_ID is set but no private key is"):
+    with pytest.raises(SettingsError, match="BATON_APP_ID is set but no private key is"):
         app_credentials(settings(app_id=APP_ID))
-    with pytest.raises(ConfigurationError, match="BATON_APP_ID is not"):
+    with pytest.raises(SettingsError, match="BATON_APP_ID is not"):
         app_credentials(settings(private_key=SecretStr(pem)))
 
 
 def test_a_malformed_key_is_refused_without_echoing_it() -> None:
     secret = "-----BEGIN RSA PRIVATE KEY-----\nnot-a-key-at-all-SECRETSECRET\n-----END RSA PRIVATE KEY-----"
-    with pytest.raises(ConfigurationError) as raised:
+    with pytest.raises(SettingsError) as raised:
         app_credentials(settings(app_id=APP_ID, private_key=SecretStr(secret)))
     assert "not a usable RSA PEM key" in str(raised.value)
     assert "SECRETSECRET" not in str(raised.value)
@@ -70,7 +70,7 @@ def test_a_key_in_one_line_and_a_key_file_both_work(pem: str, tmp_path: Path) ->
     (tmp_path / "app.pem").write_text(pem)
     from_file = app_credentials(settings(app_id=APP_ID, private_key_path=str(tmp_path / "app.pem")))
     assert from_file == credentials
-    with pytest.raises(ConfigurationError, match="is not a readable file"):
+    with pytest.raises(SettingsError, match="is not a readable file"):
         app_credentials(settings(app_id=APP_ID, private_key_path=str(tmp_path / "missing.pem")))
 
 
@@ -234,7 +234,7 @@ def test_the_app_uses_github_for_permissions_when_configured(
             private_key=SecretStr(pem),
             github_api_url=API,
         ),
-        background_worker=False,
+        lanes=False,
     )
 
     def send(login: str, body: str, comment_id: int) -> None:

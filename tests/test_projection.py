@@ -266,7 +266,7 @@ def scene(database_url: str) -> Iterator[Scene]:
         database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=4711, private_key=SecretStr(app_key()),
         github_api_url=API, answer_delay=0, write_interval=0,
     )  # fmt: skip
-    app = create_app(settings, background_worker=False)
+    app = create_app(settings, lanes=False)
     with respx.mock(base_url=API, assert_all_called=False) as router:
         router.route().mock(side_effect=fake.handle)
         with TestClient(app) as client:

@@ -85,7 +85,7 @@ class Hub:
 def hub(database_url: str) -> Iterator[Hub]:
     directory = FakeDirectory()
     settings = Settings(database_url=database_url, webhook_secret=SecretStr(SECRET))
-    app = create_app(settings, directory=directory, background_worker=False)
+    app = create_app(settings, directory=directory, lanes=False)
     with TestClient(app) as client:
         yield Hub(client, directory, app)
     app.state.work.units.engine.dispose()

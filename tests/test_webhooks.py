@@ -89,7 +89,7 @@ def hub(database_url: str) -> Iterator[Hub]:
     settings = Settings(
         database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID, private_key=SecretStr(app_key())
     )
-    app = create_app(settings, directory=directory, configs=DefaultConfigs(), background_worker=False)
+    app = create_app(settings, directory=directory, configs=DefaultConfigs(), lanes=False)
     with TestClient(app) as client:
         yield Hub(client, directory, app)
     app.state.work.units.engine.dispose()
@@ -431,7 +431,7 @@ def test_an_invalid_settings_file_is_explained_once_and_the_last_good_settings_s
     settings = Settings(
         database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID, private_key=SecretStr(app_key())
     )
-    app = create_app(settings, directory=FakeDirectory(), configs=BrokenFile(), background_worker=False)
+    app = create_app(settings, directory=FakeDirectory(), configs=BrokenFile(), lanes=False)
     with TestClient(app) as client:
         hub = Hub(client, FakeDirectory(), app)
         hub.post("issue_comment", comment("agent-a", "/claim", number=42, comment_id=1))
@@ -463,7 +463,7 @@ def test_deliveries_arriving_together_are_stored_in_fewer_transactions_and_each_
     settings = Settings(
         database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID, private_key=SecretStr(app_key())
     )
-    app = create_app(settings, directory=FakeDirectory(), configs=DefaultConfigs(), background_worker=False)
+    app = create_app(settings, directory=FakeDirectory(), configs=DefaultConfigs(), lanes=False)
     inbox = app.state.inbox
     batches: list[int] = []
     receive_all = inbox.receive_all

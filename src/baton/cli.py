@@ -17,22 +17,23 @@ if TYPE_CHECKING:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from baton.github.client import ConfigurationError, app_credentials
+    from baton.github.client import app_credentials
+    from baton.settings import SettingsError
     from baton.web import create_app
 
     settings = Settings()
     try:
         credentials = app_credentials(settings)
         if settings.webhook_secret is not None and credentials is None:
-            raise ConfigurationError(
+            raise SettingsError(
                 "BATON_WEBHOOK_SECRET is set but the App is not: set BATON_APP_ID and BATON_PRIVATE_KEY "
                 "(or BATON_PRIVATE_KEY_PATH), or unset the secret to run without GitHub."
             )
         app = create_app(settings)
-    except ConfigurationError as error:
+    except SettingsError as error:
         print(f"baton: {error}", file=sys.stderr)
         return 2
-    # The in-process worker thread shares the interpreter with the event loop that answers webhooks:
+    # The in-process lanes share the interpreter with the event loop that answers webhooks:
     # handing the interpreter over every 0.5 ms instead of 5 ms keeps an ack from waiting behind it.
     sys.setswitchinterval(0.0005)
     # Everything loaded so far (the GitHub models are most of it) lives as long as the process: a
@@ -46,12 +47,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _assembled(settings: Settings) -> Parts | None:
     """Baton's parts, or None after saying on stderr which setting to fix."""
-    from baton.github.client import ConfigurationError
+    from baton.settings import SettingsError
     from baton.wiring import assemble
 
     try:
         return assemble(settings)
-    except ConfigurationError as error:
+    except SettingsError as error:
         print(f"baton: {error}", file=sys.stderr)
         return None
 

@@ -226,7 +226,7 @@ class _Change:
 
 @dataclass
 class EvidenceService:
-    """`answer_delay`: how long a changed issue waits before the worker shows it, so a burst of pushes and
+    """`answer_delay`: how long a changed issue waits before the writer shows it, so a burst of pushes and
     checks is shown once."""
 
     units: Units

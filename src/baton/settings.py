@@ -1,6 +1,8 @@
-"""Service settings, from `BATON_*` environment variables and an optional `.env` (SPEC §8).
+"""Baton's own settings, from `BATON_*` environment variables and an optional `.env` (SPEC §8).
 
-Nothing is read at import time: `Settings()` is built by whoever starts a process.
+"Settings" are the service's; a repository's `.github/baton.yml` is its "config" (`baton.config`, whose
+errors are `ConfigError`). Nothing is read at import time: `Settings()` is built by whoever starts a
+process.
 """
 
 from __future__ import annotations
@@ -9,6 +11,10 @@ from typing import Literal
 
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class SettingsError(ValueError):
+    """A setting that makes Baton unable to work; its message says which and how to fix it."""
 
 
 class Settings(BaseSettings):

@@ -41,7 +41,7 @@ def work_service(engine: Engine, answer_delay: float = 2.0) -> WorkService:
 def assemble(
     settings: Settings, *, migrate: bool = True, directory: Directory | None = None, configs: Configs | None = None
 ) -> Parts:
-    """Raises `ConfigurationError` (with a message for the user) for unusable App credentials."""
+    """Raises `SettingsError` (with a message for the user) for unusable App credentials."""
     engine = make_engine(settings.database_url)
     if migrate:
         upgrade(engine)

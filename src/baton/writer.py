@@ -313,7 +313,7 @@ class Writer:
     def _check(self, where: Repository, head: str, wanted: CheckView) -> None:
         """Write only what differs. A completed run that must wait again is followed by a new run (GitHub
         reads the newest run of a name); the right to create one is taken in the database first, so a
-        crash or a second worker never leaves two runs where one belongs."""
+        crash or a second writer never leaves two runs where one belongs."""
         installation_id, repository_id = where.installation_id, where.repository_id
         known = self.outbox.check_run(installation_id, repository_id, head)
         if known is not None and known.check_run_id is not None and known.shown is not None:

@@ -23,11 +23,7 @@ from githubkit.cache import MemCacheStrategy
 from githubkit.exception import RequestFailed
 
 from baton.domain.model import Permission
-from baton.settings import Settings
-
-
-class ConfigurationError(ValueError):
-    """A setting that makes Baton unable to work; its message says which and how to fix it."""
+from baton.settings import Settings, SettingsError
 
 
 @dataclass(frozen=True)
@@ -48,14 +44,14 @@ def app_credentials(settings: Settings) -> AppCredentials | None:
     if key is None and settings.private_key_path:
         path = Path(settings.private_key_path)
         if not path.is_file():
-            raise ConfigurationError(f"BATON_PRIVATE_KEY_PATH={path} is not a readable file.")
+            raise SettingsError(f"BATON_PRIVATE_KEY_PATH={path} is not a readable file.")
         key = path.read_text(encoding="utf-8")
     if settings.app_id is None and key is None:
         return None
     if settings.app_id is None:
-        raise ConfigurationError("A private key is set but BATON_APP_ID is not: set the App's numeric id.")
+        raise SettingsError("A private key is set but BATON_APP_ID is not: set the App's numeric id.")
     if key is None:
-        raise ConfigurationError(
+        raise SettingsError(
             "BATON_APP_ID is set but no private key is: set BATON_PRIVATE_KEY (the PEM text) or "
             "BATON_PRIVATE_KEY_PATH (a .pem file downloaded from the App's settings)."
         )
@@ -63,7 +59,7 @@ def app_credentials(settings: Settings) -> AppCredentials | None:
     try:
         jwt.encode({"iss": str(settings.app_id)}, key, algorithm="RS256")
     except Exception as error:  # whatever the library says, the answer for the user is the same
-        raise ConfigurationError(
+        raise SettingsError(
             f"The App's private key is not a usable RSA PEM key ({type(error).__name__}). Download a new key "
             "from the App's settings and set BATON_PRIVATE_KEY or BATON_PRIVATE_KEY_PATH."
         ) from None

@@ -8,7 +8,7 @@ from typing import Any
 
 from baton.domain import TicketKey
 from baton.github.webhooks import number, text
-from baton.store.inbox import Delivery
+from baton.store.inbox import WebhookDelivery
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class Envelope:
     """Where a delivery happened (installation, repository) and who caused it (the sender), read leniently:
     a field GitHub left out is None or "", and each handler decides what it cannot do without."""
 
-    delivery: Delivery
+    delivery: WebhookDelivery
     payload: dict[str, Any]
     installation_id: int | None
     repository_id: int | None
@@ -25,7 +25,7 @@ class Envelope:
     sender_is_bot: bool
 
     @classmethod
-    def open(cls, delivery: Delivery) -> Envelope | None:
+    def open(cls, delivery: WebhookDelivery) -> Envelope | None:
         """The delivery's envelope; None when its payload is not a JSON object."""
         payload = json.loads(delivery.payload)
         if not isinstance(payload, dict):

@@ -10,7 +10,7 @@ from githubkit.exception import RequestError, RequestFailed
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from baton.service import Outcome, Request
-from baton.store.inbox import Delivery, Inbox
+from baton.store.inbox import Inbox, WebhookDelivery
 
 from .commands import body_requests, comment_created, comment_requests, issue_opened, label_changed, review_commands
 from .context import DirectoryUnavailable, Intake
@@ -69,7 +69,7 @@ COMMAND_READERS: dict[tuple[str, str], Reader] = {
 }
 
 
-def _route(delivery: Delivery) -> tuple[str, str]:
+def _route(delivery: WebhookDelivery) -> tuple[str, str]:
     return delivery.event, delivery.action or ""
 
 
@@ -111,16 +111,16 @@ def retry_after(attempts: int) -> float:
     return float(min(300, 2**attempts))
 
 
-def decide(inbox: Inbox, intake: Intake, deliveries: Sequence[Delivery]) -> None:
+def decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery]) -> None:
     """Process taken deliveries, in order, each payload parsed once. Runs of deliveries that carry only
     commands are decided together: the commands on one ticket in one transaction
     (`WorkService.apply_all`). A delivery that fails for a passing reason is put back to be tried again
     later; one that keeps failing, or fails for any other reason, ends `failed` with the reason. A delivery
     no handler takes ends `ignored`."""
     finished: list[tuple[str, str]] = []
-    waiting: list[tuple[Delivery, list[Request]]] = []
+    waiting: list[tuple[WebhookDelivery, list[Request]]] = []
 
-    def failed(delivery: Delivery, error: BaseException) -> None:
+    def failed(delivery: WebhookDelivery, error: BaseException) -> None:
         reason = f"{type(error).__name__}: {error}"[:2000]
         log.warning("delivery %s (%s) failed: %s", delivery.id, delivery.event, type(error).__name__)
         if passing(error) and delivery.attempts < MAX_DELIVERY_ATTEMPTS:
@@ -142,7 +142,7 @@ def decide(inbox: Inbox, intake: Intake, deliveries: Sequence[Delivery]) -> None
                 log.debug("/%s %s %s", outcome.command, outcome.kind, outcome.code or "")
         waiting.clear()
 
-    opened: list[tuple[Delivery, Envelope | BaseException | None]] = []
+    opened: list[tuple[WebhookDelivery, Envelope | BaseException | None]] = []
     for delivery in deliveries:
         if _route(delivery) not in HANDLERS:
             opened.append((delivery, None))

@@ -1,4 +1,4 @@
-"""The webhook inbox: deliveries kept by `X-GitHub-Delivery`, each processed once unless it failed.
+"""The webhook inbox: deliveries kept by `X-GitHub-WebhookDelivery`, each processed once unless it failed.
 
 A delivery is `pending` (waiting, or waiting until `next_attempt_at` after a passing failure),
 `processing`, then `done`, `ignored` or `failed`. Deciding takes many pending deliveries at once
@@ -56,9 +56,9 @@ def _ready(now: datetime) -> ColumnElement[bool]:
     return and_(_c.status == "pending", or_(_c.next_attempt_at.is_(None), _c.next_attempt_at <= now))
 
 
-def _delivery(row: Any) -> Delivery:
+def _delivery(row: Any) -> WebhookDelivery:
     received = row.received_at if row.received_at.tzinfo else row.received_at.replace(tzinfo=UTC)
-    return Delivery(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts, received)
+    return WebhookDelivery(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts, received)
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class Incoming:
 
 
 @dataclass(frozen=True)
-class Delivery:
+class WebhookDelivery:
     id: str
     event: str
     action: str | None
@@ -173,13 +173,13 @@ class Inbox:
             except psycopg.Error:
                 stop.wait(1.0)
 
-    def take(self, delivery_id: str) -> Delivery | None:
+    def take(self, delivery_id: str) -> WebhookDelivery | None:
         """Mark a pending delivery as being processed and return it; None if someone else took it."""
         with one_statement(self.engine) as connection:
             row = connection.execute(_TAKE, {"delivery": delivery_id, "now": datetime.now(UTC)}).first()
         return None if row is None else _delivery(row)
 
-    def take_pending(self, limit: int = 200) -> list[Delivery]:
+    def take_pending(self, limit: int = 200) -> list[WebhookDelivery]:
         """Take up to `limit` deliveries that are ready, oldest first, in one statement."""
         now = datetime.now(UTC)
         with one_statement(self.engine, reads=True) as connection:  # looking takes no lock; taking does

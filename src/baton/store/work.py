@@ -25,7 +25,7 @@ class StoredTicket:
 
 
 @dataclass(frozen=True)
-class Situation:
+class Snapshot:
     """What one round trip reads before a decision."""
 
     first: dict[str, Any] | None  # the operation's first result, when it was seen before
@@ -147,10 +147,10 @@ class WorkTx(RawTx):
     def __init__(self, connection: Connection) -> None:
         super().__init__(connection, _STATEMENTS)
 
-    def read(self, key: TicketKey, operation_id: str, login: str) -> Situation:
+    def read(self, key: TicketKey, operation_id: str, login: str) -> Snapshot:
         """The operation's first result, the ticket and the actor's claim count, in one round trip."""
         row = self._run("read", **_key(key), operation_id=operation_id, login=login.lower()).fetchone()
-        return Situation(
+        return Snapshot(
             first=_json(row[12]),
             stored=None if row[0] is None else _stored(row),
             held=int(row[13] or 0),
@@ -315,4 +315,4 @@ class WorkTx(RawTx):
         ]
 
 
-__all__ = ["Situation", "StoredTicket", "WorkTx"]
+__all__ = ["Snapshot", "StoredTicket", "WorkTx"]

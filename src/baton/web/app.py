@@ -24,27 +24,27 @@ def create_app(
     migrate: bool = True,
     directory: Directory | None = None,
     configs: Configs | None = None,
-    background_worker: bool = True,
+    lanes: bool = True,
 ) -> FastAPI:
     """The application. `directory` and `configs` stand in for GitHub's API where a test needs it;
-    without `background_worker` no lane works by itself: a delivery is processed right after its
-    answer and nothing writes to GitHub (tests call `app.state.writer.drain()`)."""
+    without `lanes` no lane runs by itself: a delivery is processed right after its answer and
+    nothing writes to GitHub (tests call `app.state.writer.drain()`)."""
     parts = assemble(settings, migrate=migrate, directory=directory, configs=configs)
     engine = parts.engine
     pacing = AcksFirst()
-    in_process = settings.worker == "inprocess" and background_worker
+    in_process = settings.worker == "inprocess" and lanes
     # Each stored delivery wakes the decide lane; it looks by itself only for deliveries due to be tried again.
-    lanes = Runtime(parts, writers=settings.writers, poll=0.5, before_batch=pacing.wait) if in_process else None
+    runtime = Runtime(parts, writers=settings.writers, poll=0.5, before_batch=pacing.wait) if in_process else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if lanes is not None:
-            lanes.start()
+        if runtime is not None:
+            runtime.start()
         try:
             yield
         finally:
-            if lanes is not None:
-                lanes.stop()
+            if runtime is not None:
+                runtime.stop()
             engine.dispose()
 
     app = FastAPI(title="Baton", version="0.1.0", lifespan=lifespan)
@@ -55,7 +55,7 @@ def create_app(
     app.state.parts = parts
     app.include_router(api_router(parts.engine, settings))
     app.include_router(
-        webhook_router(parts.inbox, parts.intake, settings, lanes.wake if lanes else None, pacing)
+        webhook_router(parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing)
     )
 
     @app.get("/healthz")

@@ -1,4 +1,4 @@
-"""The worker's pure parts: how answers are gathered into one reply."""
+"""The writer's pure parts: how answers are gathered into one reply."""
 
 from __future__ import annotations
 
