@@ -337,7 +337,7 @@ def _issue_state(intake: Intake, payload: dict[str, Any], delivery: Delivery) ->
     return ()
 
 
-# The evidence webhooks and the actions that carry evidence (SPEC §5).
+# The evidence webhooks and the actions that carry evidence (docs/evidence.md, "What each webhook does").
 EVIDENCE_EVENTS: dict[str, tuple[str, ...]] = {
     "create": ("",),
     "delete": ("",),

@@ -1,4 +1,4 @@
-"""Service settings, from `BATON_*` environment variables and an optional `.env` (SPEC §8).
+"""Service settings, from `BATON_*` environment variables and an optional `.env` (docs/design.md §7).
 
 Nothing is read at import time: `Settings()` is built by whoever starts a process.
 """
