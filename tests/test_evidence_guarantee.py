@@ -1,4 +1,4 @@
-"""The guarantee of the evidence rail (SPEC §5): GitHub's own example payloads of every evidence event, in
+"""The guarantee of the evidence rail (docs/design.md §4): GitHub's own example payloads of every evidence event, in
 their order and in shuffled sequences with duplicates, reach tracked tickets in every work state and change
 no row of the work tables. And the code on the evidence path has no import path to the work transitions.
 """

@@ -263,7 +263,8 @@ def test_every_rule_holds_in_every_order(case: Case) -> None:
 
 
 def test_the_reference_story() -> None:
-    """SPEC §11 steps 3 to 7: deliver, open "Fixes #N", accept (nothing here), merge, deploy."""
+    """The reference story's evidence (docs/design.md §10, steps 3 to 7): deliver, push, open "Fixes #N", merge,
+    deploy. The acceptance (step 8) is not evidence."""
     story = rail(report(branch="42-empty-state", commit=HEAD[:7]))
     assert story.repository == B and story.deployment == DeploymentState.NOT_DEPLOYED
     story = apply(story, push(minute=1))

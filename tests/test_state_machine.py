@@ -149,7 +149,7 @@ def _ended(before: Ticket, reason: str) -> dict[str, Any] | None:
 
 
 def expect(before: Ticket, command: Command, actor: Actor, policy: Policy, held: int) -> Expected:
-    """The command table of SPEC §2, written out independently of the guards."""
+    """The command table (docs/design.md §2, docs/state-machine.md), written out independently of the guards."""
     name = command.name
     if name not in RULES:
         return Expected("unknown_command")

@@ -1,4 +1,4 @@
-"""`.github/baton.yml`: a repository's settings, validated strictly (SPEC §8).
+"""`.github/baton.yml`: a repository's settings, validated strictly (docs/design.md §7, docs/maintainers.md).
 
 Every problem in a file is reported at once, each naming the key and what is allowed, so one
 explanatory comment can list them all. A file that fails keeps no partial effect: the caller keeps the

@@ -1,4 +1,5 @@
-"""The reference story (SPEC §11), played on a stage: what `baton demo` shows and the end-to-end tests check.
+"""The reference story (docs/design.md §10), played on a stage: what `baton demo` shows and the end-to-end
+tests check.
 
 Each step is something people do on GitHub, then a wait until Baton has shown its answer there (a
 label, a reply, the status comment). `play()` returns what a person saw on the issue after each step.

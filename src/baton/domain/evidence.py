@@ -1,6 +1,6 @@
 """The evidence rails of a ticket: where its code is (repository) and whether it shipped (deployment).
 
-SPEC §1 and §5. Facts — what a webhook, the REST API or the runner's `/deliver` report says about one pull
+docs/design.md §1 and §4. Facts — what a webhook, the REST API or the runner's `/deliver` report says about one pull
 request, branch, check, deployment or commit comparison of one repository — are folded into an
 `EvidenceRail`, one per ticket, by `apply()`. The rail keeps, per subject (a pull request's number, a
 branch's name, a check's commit and name, a deployment's id), a join of what it was told: the newest fact by

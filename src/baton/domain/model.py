@@ -86,7 +86,7 @@ class TicketKey:
 
 @dataclass(frozen=True)
 class Brief:
-    """What an issue asks for (SPEC §6). Only the parts the work rail enforces live here."""
+    """What an issue asks for (docs/design.md §5). Only the parts the work rail enforces live here."""
 
     scope: tuple[str, ...] = ()
     excluded: tuple[str, ...] = ()

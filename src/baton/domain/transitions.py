@@ -1,4 +1,5 @@
-"""The work rail's transitions: one per command of SPEC §2, each a pure decision.
+"""The work rail's transitions: one per command of docs/design.md §2 (docs/state-machine.md), each a pure
+decision.
 
 `decide()` takes a ticket, a parsed command, the actor and the facts read in the same transaction, and
 returns `Applied` (the new ticket and its one event), `Refused` (a stable code and a message that says

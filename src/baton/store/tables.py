@@ -222,9 +222,10 @@ installation_repositories = Table(
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
 
-# The evidence rails (SPEC §1, §5): one row per ticket holding `baton.domain.evidence.to_dict(rail)`. `version`
-# rises with every change and writers compare-and-swap on it, so two deliveries about one ticket never lose a
-# fact. The two states are copied out of the JSON for queries: a deployment reaches the merged rails.
+# The evidence rails (docs/design.md §1 and §4, docs/evidence.md): one row per ticket holding
+# `baton.domain.evidence.to_dict(rail)`. `version` rises with every change and writers compare-and-swap on it,
+# so two deliveries about one ticket never lose a fact. The two states are copied out of the JSON for queries: a
+# deployment reaches the merged rails.
 evidence_rails = Table(
     "evidence_rails",
     metadata,

@@ -1,4 +1,4 @@
-"""The read API: tickets and their history, and the webhook inbox, behind a bearer token (SPEC §9).
+"""The read API: tickets and their history, and the webhook inbox, behind a bearer token (docs/api.md).
 
 Every route needs `Authorization: Bearer <BATON_API_TOKEN>`. Without a configured token the API is
 off (403), so a fresh install never serves its board to the whole network by accident.
