@@ -19,15 +19,15 @@ from pydantic import SecretStr
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
-from baton import service
 from baton.domain import Actor, Command, Evidence, Permission, Policy, TicketKey, WorkState
 from baton.domain.evidence import PullRequestFact
 from baton.evidence import Repository, Sighting
 from baton.linking import pull_request_links
 from baton.service import Issue, WorkService
+from baton.service import work as service_work
 from baton.settings import Settings
 from baton.store import evidence as store_evidence
-from baton.store import work
+from baton.store import statements
 from baton.store.reads import Reads
 from baton.store.tables import tickets
 from baton.web import create_app
@@ -72,7 +72,8 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
         def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
             return clock.now if tz is None else clock.now.astimezone(tz)
 
-    for module in (work, service, store_evidence):  # the work store, delivery reports, the evidence rails
+    # the store's timestamps, delivery reports, the evidence rails
+    for module in (statements, service_work, store_evidence):
         monkeypatch.setattr(module, "datetime", Frozen)
     return clock
 
