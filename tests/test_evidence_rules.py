@@ -31,17 +31,13 @@ from baton.domain.evidence import (
     deployment_text,
     environments,
     evidence_lines,
-    fact_from_dict,
-    fact_to_dict,
     failing_checks,
-    from_dict,
     instant,
     lead_pull_request,
     mismatch_text,
     repository_state,
     repository_text,
     same_commit,
-    to_dict,
     unanswered_comparisons,
 )
 from baton.linking import (
@@ -52,6 +48,7 @@ from baton.linking import (
     pull_request_links,
     pull_request_tickets,
 )
+from baton.store.evidence_codec import fact_from_dict, fact_to_dict, from_dict, to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO = "octo/shop"

@@ -48,7 +48,6 @@ from baton.domain.evidence import (
     apply,
     branch_name,
     environments,
-    fact_to_dict,
     instant,
     pull_request_head,
     same_commit,
@@ -56,6 +55,7 @@ from baton.domain.evidence import (
 )
 from baton.domain.model import DeploymentState, Evidence, TicketKey
 from baton.store.evidence import EvidenceReads, EvidenceTx, Place, StoredRail
+from baton.store.evidence_codec import fact_to_dict
 
 MAX_ROUNDS = 50  # compare-and-swap retries; only a pathological livelock gets near it
 CATCH_UP_ROUNDS = 8  # each round follows the subjects the previous one added

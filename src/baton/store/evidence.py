@@ -18,10 +18,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Engine, and_, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from baton.domain.evidence import EvidenceRail, Fact, fact_from_dict, fact_to_dict, from_dict, instant, to_dict
+from baton.domain.evidence import EvidenceRail, Fact, instant
 from baton.domain.model import TicketKey
 
 from . import tables as t
+from .evidence_codec import fact_from_dict, fact_to_dict, from_dict, to_dict
 
 _r = t.evidence_rails.c
 _l = t.evidence_links.c
