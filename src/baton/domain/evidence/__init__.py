@@ -1,0 +1,96 @@
+"""The evidence rails of a ticket: where its code is (repository) and whether it shipped (deployment).
+
+SPEC §1 and §5. Facts — what a webhook, the REST API or the runner's `/deliver` report says about one pull
+request, branch, check, deployment or commit comparison of one repository — are folded into an
+`EvidenceRail`, one per ticket, by `apply()`. The rail keeps, per subject (a pull request's number, a
+branch's name, a check's commit and name, a deployment's id), a join of what it was told: the newest fact by
+its stamp, plus the few facts that stay true once seen (a merge, a deployment's success). A join does not
+care about order or repetition, so late, repeated or shuffled deliveries give the rail the ordered ones
+give. The states, the verified head and the mismatch are derived from what is kept, each time, never
+stored beside it.
+
+Nothing here knows the work rail: evidence never claims, delivers or accepts anything, and this package
+imports nothing that could. The rules are written out, with examples, in docs/evidence.md.
+"""
+
+from .assessment import (
+    EnvironmentDeployment,
+    blocker,
+    deployment_state,
+    environments,
+    failing_checks,
+    lead_pull_request,
+    merge_commits,
+    pull_request_head,
+    repository_state,
+    unanswered_comparisons,
+)
+from .facts import (
+    COMPARE_STATUSES,
+    CONFLICTS,
+    DEPLOYMENT_STATUSES,
+    IN_MOTION,
+    OWN_CHECK,
+    PASSING,
+    PULL_REQUEST_STATES,
+    SHORT,
+    BranchFact,
+    CheckFact,
+    CompareFact,
+    DeliveryReport,
+    DeploymentFact,
+    DeploymentStatusFact,
+    Fact,
+    Includes,
+    PullRequestFact,
+    branch_name,
+    instant,
+    same_commit,
+    short,
+)
+from .rail import Branch, Deployment, EvidenceRail, PullRequest, apply, apply_all
+from .words import deployment_text, evidence_lines, mismatch_text, repository_text
+
+__all__ = [
+    "COMPARE_STATUSES",
+    "CONFLICTS",
+    "DEPLOYMENT_STATUSES",
+    "IN_MOTION",
+    "OWN_CHECK",
+    "PASSING",
+    "PULL_REQUEST_STATES",
+    "SHORT",
+    "Branch",
+    "BranchFact",
+    "CheckFact",
+    "CompareFact",
+    "DeliveryReport",
+    "Deployment",
+    "DeploymentFact",
+    "DeploymentStatusFact",
+    "EnvironmentDeployment",
+    "EvidenceRail",
+    "Fact",
+    "Includes",
+    "PullRequest",
+    "PullRequestFact",
+    "apply",
+    "apply_all",
+    "blocker",
+    "branch_name",
+    "deployment_state",
+    "deployment_text",
+    "environments",
+    "evidence_lines",
+    "failing_checks",
+    "instant",
+    "lead_pull_request",
+    "merge_commits",
+    "mismatch_text",
+    "pull_request_head",
+    "repository_state",
+    "repository_text",
+    "same_commit",
+    "short",
+    "unanswered_comparisons",
+]
