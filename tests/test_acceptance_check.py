@@ -7,9 +7,8 @@ from dataclasses import replace
 import pytest
 
 from baton.domain import Evidence, Ticket, TicketKey, WorkState
-from baton.domain.evidence import DeliveryReport, EvidenceRail, PullRequestFact, apply_all
+from baton.domain.evidence import DeliveryReport, EvidenceRail, PullRequestFact, accepted_heads, apply_all
 from baton.domain.status import Acceptance, CheckView, Review, acceptance_check, view
-from baton.evidence import accepted_heads
 
 HEAD = "1a2b3c4" + "d" * 33
 NEWER = "5e6f7a8" + "b" * 33

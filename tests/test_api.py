@@ -21,8 +21,7 @@ from sqlalchemy.engine import make_url
 
 from baton import service
 from baton.domain import Actor, Command, Evidence, Permission, Policy, TicketKey, WorkState
-from baton.domain.evidence import PullRequestFact
-from baton.evidence import Repository, Sighting
+from baton.domain.evidence import PullRequestFact, Repository, Sighting
 from baton.linking import pull_request_links
 from baton.service import Issue, WorkService
 from baton.settings import Settings

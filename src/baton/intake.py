@@ -23,7 +23,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from baton.commands import parse
 from baton.domain import Actor, Permission, Policy, TicketKey
-from baton.evidence import EvidenceService, stamp
+from baton.domain.evidence import stamp
+from baton.evidence import EvidenceService
 from baton.github.configs import DefaultConfigs, Loaded
 from baton.github.facts import observe, repository_of
 from baton.github.webhooks import dig, number, text

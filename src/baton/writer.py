@@ -39,10 +39,10 @@ from githubkit.exception import (
     SecondaryRateLimitExceeded,  # fmt: skip
 )
 
-from baton.domain.evidence import EvidenceRail, pull_request_head
+from baton.domain.evidence import EvidenceRail, Repository, pull_request_head
 from baton.domain.model import TicketKey
 from baton.domain.status import Acceptance, CheckView, acceptance_check, view
-from baton.evidence import EvidenceService, Repository
+from baton.evidence import EvidenceService
 from baton.github.projection import GitHubProjector
 from baton.github.verify import Verifier
 from baton.store.budget import Budgets

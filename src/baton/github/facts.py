@@ -18,8 +18,9 @@ from baton.domain.evidence import (
     DeploymentFact,
     DeploymentStatusFact,
     PullRequestFact,
+    Repository,
+    Sighting,
 )
-from baton.evidence import Repository, Sighting
 from baton.linking import branch_links, pull_request_links
 
 from .webhooks import dig, number, text

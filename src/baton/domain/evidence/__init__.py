@@ -15,6 +15,7 @@ imports nothing that could. The rules are written out, with examples, in docs/ev
 
 from .assessment import (
     EnvironmentDeployment,
+    accepted_heads,
     blocker,
     deployment_state,
     environments,
@@ -24,6 +25,9 @@ from .assessment import (
     pull_request_head,
     repository_state,
     unanswered_comparisons,
+    unrequired_failures,
+    unseen_pull_request,
+    unverified_branch,
 )
 from .facts import (
     COMPARE_STATUSES,
@@ -47,13 +51,25 @@ from .facts import (
     instant,
     same_commit,
     short,
+    stamp,
 )
 from .rail import Branch, Deployment, EvidenceRail, PullRequest, apply, apply_all
+from .sightings import (
+    DEPLOYMENT_MARGIN,
+    Repository,
+    Sighting,
+    may_ship,
+    merge_stamps,
+    reaches,
+    subject,
+    subjects,
+)
 from .words import deployment_text, evidence_lines, mismatch_text, repository_text
 
 __all__ = [
     "COMPARE_STATUSES",
     "CONFLICTS",
+    "DEPLOYMENT_MARGIN",
     "DEPLOYMENT_STATUSES",
     "IN_MOTION",
     "OWN_CHECK",
@@ -74,6 +90,9 @@ __all__ = [
     "Includes",
     "PullRequest",
     "PullRequestFact",
+    "Repository",
+    "Sighting",
+    "accepted_heads",
     "apply",
     "apply_all",
     "blocker",
@@ -85,12 +104,21 @@ __all__ = [
     "failing_checks",
     "instant",
     "lead_pull_request",
+    "may_ship",
     "merge_commits",
+    "merge_stamps",
     "mismatch_text",
     "pull_request_head",
+    "reaches",
     "repository_state",
     "repository_text",
     "same_commit",
     "short",
+    "stamp",
+    "subject",
+    "subjects",
     "unanswered_comparisons",
+    "unrequired_failures",
+    "unseen_pull_request",
+    "unverified_branch",
 ]

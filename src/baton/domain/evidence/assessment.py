@@ -9,7 +9,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..model import DeploymentState, RepositoryState
-from .facts import CONFLICTS, IN_MOTION, OWN_CHECK, PASSING, Includes, branch_name, instant, order, same_commit, short
+from .facts import (
+    CONFLICTS,
+    IN_MOTION,
+    OWN_CHECK,
+    PASSING,
+    CheckFact,
+    Includes,
+    branch_name,
+    instant,
+    order,
+    same_commit,
+    short,
+)
 
 if TYPE_CHECKING:
     from .rail import Branch, Deployment, EvidenceRail, PullRequest
@@ -236,6 +248,38 @@ def assess(rail: EvidenceRail) -> Assessment:
 
 def repository_state(rail: EvidenceRail) -> RepositoryState:
     return rail.repository
+
+
+def accepted_heads(rail: EvidenceRail) -> tuple[str, ...]:
+    """The commits an acceptance given now covers: the heads of the linked open and merged pull requests,
+    and the commit the delivery reported."""
+    heads = {pull_request_head(rail, pr)[0] for pr in rail.linked_pull_requests() if pr.open or pr.merged}
+    if rail.reported_commit is not None:
+        heads.add(rail.reported_commit)
+    return tuple(sorted(heads))
+
+
+def unverified_branch(rail: EvidenceRail) -> str | None:
+    """The reported branch, while GitHub has shown no commit of it (and no deletion)."""
+    if rail.reported_branch is None:
+        return None
+    branch = rail.branch(rail.reported_branch)
+    return branch_name(rail.reported_branch) if branch is None or (branch.exists and branch.sha is None) else None
+
+
+def unrequired_failures(rail: EvidenceRail) -> dict[str, list[CheckFact]]:
+    """Per base branch, the checks that did not pass on the head of a linked open pull request and are not
+    known to be required: the base branch's protection says which are."""
+    found: dict[str, list[CheckFact]] = {}
+    for pr in rail.linked_pull_requests():
+        if not pr.open:
+            continue
+        head, _ = pull_request_head(rail, pr)
+        for check in rail.checks:
+            failed = check.conclusion is not None and check.conclusion not in PASSING
+            if failed and not check.required and check.name != OWN_CHECK and same_commit(check.sha, head):
+                found.setdefault(pr.base_ref, []).append(check)
+    return found
 
 
 # ---------------------------------------------------------------------------------------------- deployment

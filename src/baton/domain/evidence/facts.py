@@ -31,6 +31,11 @@ def instant(stamp: str) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+def stamp(moment: datetime) -> str:
+    """A moment as GitHub stamps its objects, to the second in UTC: `2024-05-01T10:00:00Z`."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def short(sha: str) -> str:
     return sha[:SHORT]
 
