@@ -40,6 +40,7 @@ from baton.domain.evidence import (
     Fact,
     Repository,
     Sighting,
+    Subject,
     accepted_heads,
     apply,
     instant,
@@ -204,9 +205,9 @@ class EvidenceService:
         """The ticket's rail; the empty one before anything was recorded."""
         return self.reads.rail(key) or EvidenceRail(key.number)
 
-    def holding(self, repository: Repository, key: str) -> list[tuple[TicketKey, EvidenceRail]]:
-        """Every rail that holds a subject (`pr:57`), with its ticket's key."""
-        return self.reads.holding(_place(repository), key)
+    def holding(self, repository: Repository, subject: Subject) -> list[tuple[TicketKey, EvidenceRail]]:
+        """Every rail that holds a subject (`Subject.pull_request(57)`), with its ticket's key."""
+        return self.reads.holding(_place(repository), subject)
 
 
 __all__ = ["EvidenceService"]

@@ -39,7 +39,7 @@ from githubkit.exception import (
     SecondaryRateLimitExceeded,  # fmt: skip
 )
 
-from baton.domain.evidence import EvidenceRail, Repository, pull_request_head
+from baton.domain.evidence import EvidenceRail, Repository, Subject, pull_request_head
 from baton.domain.model import TicketKey
 from baton.domain.status import Acceptance, CheckView, acceptance_check, view
 from baton.evidence import EvidenceService
@@ -300,7 +300,7 @@ class Writer:
         assert self.evidence is not None
         found: dict[TicketKey, EvidenceRail] = {}
         for number in numbers:
-            for key, rail in self.evidence.holding(where, f"pr:{number}"):
+            for key, rail in self.evidence.holding(where, Subject.pull_request(number)):
                 if any(pr.number in numbers for pr in rail.linked_pull_requests()):
                     found[key] = rail
         parts = []

@@ -20,6 +20,7 @@ from baton.domain.evidence import (
     PullRequestFact,
     Repository,
     Sighting,
+    Subject,
 )
 from baton.linking import branch_links, pull_request_links
 
@@ -114,11 +115,11 @@ def _ref_event(deleted: bool) -> Callable[[Any, Repository, str], list[Sighting]
     return build
 
 
-def _reach(pulls: Any, branch: str) -> frozenset[str]:
+def _reach(pulls: Any, branch: str) -> frozenset[Subject]:
     """The pull requests and branch a check's webhook names beside its commit."""
-    keys = {f"pr:{n}" for item in pulls or [] if (n := number(item, "number")) is not None}
+    keys = {Subject.pull_request(n) for item in pulls or [] if (n := number(item, "number")) is not None}
     if branch:
-        keys.add(f"branch:{branch}")
+        keys.add(Subject.branch(branch))
     return frozenset(keys)
 
 

@@ -28,6 +28,43 @@ from .rail import EvidenceRail
 DEPLOYMENT_MARGIN = timedelta(minutes=5)
 
 
+@dataclass(frozen=True, order=True)
+class Subject:
+    """What a fact is about, as the facts log and the link index file it. `key` is the stored text: `pr:57`,
+    `branch:42-empty-state`, `sha:…`, `deployment:9`, `compare:…...…`, or `report`."""
+
+    key: str
+
+    @classmethod
+    def pull_request(cls, number: int) -> Subject:
+        return cls(f"pr:{number}")
+
+    @classmethod
+    def branch(cls, name: str) -> Subject:
+        """A branch, by the name as the caller has it: pass `branch_name(ref)` for a ref that may be a full one."""
+        return cls(f"branch:{name}")
+
+    @classmethod
+    def commit(cls, sha: str) -> Subject:
+        return cls(f"sha:{sha.lower()}")
+
+    @classmethod
+    def deployment(cls, ident: int) -> Subject:
+        return cls(f"deployment:{ident}")
+
+    @classmethod
+    def comparison(cls, base: str, head: str) -> Subject:
+        return cls(f"compare:{base.lower()}...{head.lower()}")
+
+    @classmethod
+    def report(cls) -> Subject:
+        """A delivery's report: a claim on one ticket's rail, never logged for the repository."""
+        return cls("report")
+
+    def __str__(self) -> str:
+        return self.key
+
+
 @dataclass(frozen=True)
 class Repository:
     """The repository a delivery is about: the installation that reports it, GitHub's id and its name."""
@@ -48,54 +85,54 @@ class Sighting:
 
     fact: Fact
     links: frozenset[int] = frozenset()
-    reach: frozenset[str] = frozenset()
+    reach: frozenset[Subject] = frozenset()
     environment: str | None = None
 
 
-def subject(fact: Fact) -> str:
+def subject(fact: Fact) -> Subject:
     """The one subject a fact is about: how the log files it and how rails find it."""
     match fact:
         case PullRequestFact():
-            return f"pr:{fact.number}"
+            return Subject.pull_request(fact.number)
         case BranchFact():
-            return f"branch:{branch_name(fact.name)}"
+            return Subject.branch(branch_name(fact.name))
         case CheckFact():
-            return f"sha:{fact.sha.lower()}"
+            return Subject.commit(fact.sha)
         case DeploymentFact():
-            return f"deployment:{fact.id}"
+            return Subject.deployment(fact.id)
         case DeploymentStatusFact():
-            return f"deployment:{fact.deployment_id}"
+            return Subject.deployment(fact.deployment_id)
         case CompareFact():
-            return f"compare:{fact.base.lower()}...{fact.head.lower()}"
+            return Subject.comparison(fact.base, fact.head)
         case DeliveryReport():
-            return "report"  # a claim on one ticket's rail, never logged for the repository
+            return Subject.report()
 
 
-def reaches(sighting: Sighting) -> set[str]:
+def reaches(sighting: Sighting) -> set[Subject]:
     """The subjects whose rails a sighting reaches: its fact's, those its delivery names, a pull request's branch."""
     fact = sighting.fact
     keys = {subject(fact), *sighting.reach}
     if isinstance(fact, PullRequestFact) and not fact.fork:
-        keys.add(f"branch:{branch_name(fact.head_ref)}")
+        keys.add(Subject.branch(branch_name(fact.head_ref)))
     return keys
 
 
-def subjects(rail: EvidenceRail) -> set[str]:
+def subjects(rail: EvidenceRail) -> set[Subject]:
     """What a rail holds, as the link index files it: its pull requests, their branches and current heads,
     its branches, its deployments, the comparisons it waits for, and what the delivery reported."""
-    keys: set[str] = set()
+    keys: set[Subject] = set()
     for pr in rail.pull_requests:
-        keys.add(f"pr:{pr.number}")
-        keys.add(f"sha:{pull_request_head(rail, pr)[0].lower()}")
+        keys.add(Subject.pull_request(pr.number))
+        keys.add(Subject.commit(pull_request_head(rail, pr)[0]))
         if not pr.latest.fork:
-            keys.add(f"branch:{branch_name(pr.head_ref)}")
-    keys.update(f"branch:{branch.name}" for branch in rail.branches)
-    keys.update(f"deployment:{deployment.id}" for deployment in rail.deployments)
-    keys.update(f"compare:{base.lower()}...{head.lower()}" for base, head in unanswered_comparisons(rail))
+            keys.add(Subject.branch(branch_name(pr.head_ref)))
+    keys.update(Subject.branch(branch.name) for branch in rail.branches)
+    keys.update(Subject.deployment(deployment.id) for deployment in rail.deployments)
+    keys.update(Subject.comparison(base, head) for base, head in unanswered_comparisons(rail))
     if rail.reported_branch is not None:
-        keys.add(f"branch:{branch_name(rail.reported_branch)}")
+        keys.add(Subject.branch(branch_name(rail.reported_branch)))
     if rail.reported_pull_request is not None:
-        keys.add(f"pr:{rail.reported_pull_request}")
+        keys.add(Subject.pull_request(rail.reported_pull_request))
     return keys
 
 
