@@ -20,8 +20,9 @@ from pydantic import SecretStr
 from sqlalchemy import func, select
 
 from baton.domain import Actor, Command, Evidence, Permission, TicketKey, WorkState
+from baton.github.facts import EVIDENCE_EVENTS
 from baton.github.webhooks import signature
-from baton.intake import EVIDENCE_EVENTS, HANDLERS
+from baton.intake import HANDLERS
 from baton.service import Issue, WorkService
 from baton.settings import Settings
 from baton.store import tables as t
@@ -154,8 +155,8 @@ def hub(database_url: str) -> Iterator[Hub]:
 def test_every_example_of_the_evidence_events_is_routed() -> None:
     corpus = webhook_examples()
     routed = {(event, str(example.get("action") or "")) for event in EVENTS for example in corpus[event]}
-    for event, actions in EVIDENCE_EVENTS.items():
-        for action in actions:
+    for event, evidence in EVIDENCE_EVENTS.items():
+        for action in evidence.actions:
             assert (event, action) in HANDLERS
     assert routed & set(HANDLERS)  # the examples do reach the handlers
 

@@ -26,7 +26,7 @@ from baton.domain import Actor, Permission, Policy, TicketKey
 from baton.domain.evidence import stamp
 from baton.evidence import EvidenceService
 from baton.github.configs import DefaultConfigs, Loaded
-from baton.github.facts import observe, repository_of
+from baton.github.facts import EVIDENCE_EVENTS, observe, repository_of
 from baton.github.webhooks import dig, number, text
 from baton.linking import linked_issues
 from baton.service import Issue, Outcome, Request, Source, WorkService
@@ -338,23 +338,8 @@ def _issue_state(intake: Intake, payload: dict[str, Any], delivery: Delivery) ->
     return ()
 
 
-# The evidence webhooks and the actions that carry evidence (SPEC §5).
-EVIDENCE_EVENTS: dict[str, tuple[str, ...]] = {
-    "create": ("",),
-    "delete": ("",),
-    "push": ("",),
-    "pull_request": ("opened", "reopened", "edited", "synchronize", "closed", "ready_for_review",
-                     "converted_to_draft"),
-    "pull_request_review": ("submitted", "edited", "dismissed"),
-    "check_run": ("created", "completed"),
-    "check_suite": ("completed",),
-    "deployment": ("created",),
-    "deployment_status": ("created",),
-}  # fmt: skip
-
-
 HANDLERS: dict[tuple[str, str], Handler] = {
-    **{(event, action): _evidence for event, actions in EVIDENCE_EVENTS.items() for action in actions},
+    **{(event, action): _evidence for event, evidence in EVIDENCE_EVENTS.items() for action in evidence.actions},
     ("pull_request_review", "submitted"): _review_submitted,
     ("issues", "closed"): _issue_state,
     ("issues", "reopened"): _issue_state,
