@@ -23,7 +23,6 @@ from .assessment import (
     lead_pull_request,
     merge_commits,
     pull_request_head,
-    repository_state,
     unanswered_comparisons,
     unrequired_failures,
     unseen_pull_request,
@@ -53,7 +52,7 @@ from .facts import (
     short,
     stamp,
 )
-from .rail import Branch, Deployment, EvidenceRail, PullRequest, apply, apply_all
+from .rail import Branch, Deployment, EvidenceRail, PullRequest, apply
 from .sightings import (
     DEPLOYMENT_MARGIN,
     Repository,
@@ -65,7 +64,7 @@ from .sightings import (
     subject,
     subjects,
 )
-from .words import deployment_text, evidence_lines, mismatch_text, repository_text
+from .words import deployment_text, mismatch_text, repository_text
 
 __all__ = [
     "COMPARE_STATUSES",
@@ -96,13 +95,11 @@ __all__ = [
     "Subject",
     "accepted_heads",
     "apply",
-    "apply_all",
     "blocker",
     "branch_name",
     "deployment_state",
     "deployment_text",
     "environments",
-    "evidence_lines",
     "failing_checks",
     "instant",
     "lead_pull_request",
@@ -112,7 +109,6 @@ __all__ = [
     "mismatch_text",
     "pull_request_head",
     "reaches",
-    "repository_state",
     "repository_text",
     "same_commit",
     "short",

@@ -246,10 +246,6 @@ def assess(rail: EvidenceRail) -> Assessment:
     return Assessment(state, reason, verified, checked, _mismatch(rail, subject))
 
 
-def repository_state(rail: EvidenceRail) -> RepositoryState:
-    return rail.repository
-
-
 def accepted_heads(rail: EvidenceRail) -> tuple[str, ...]:
     """The commits an acceptance given now covers: the heads of the linked open and merged pull requests,
     and the commit the delivery reported."""

@@ -311,12 +311,6 @@ def _report(rail: EvidenceRail, fact: DeliveryReport) -> EvidenceRail:
     return replace(rail, reports=tuple(kept))
 
 
-def apply_all(rail: EvidenceRail, facts: Iterable[Fact]) -> EvidenceRail:
-    for fact in facts:
-        rail = apply(rail, fact)
-    return rail
-
-
 # ---------------------------------------------------------------------------------------------- linking
 
 

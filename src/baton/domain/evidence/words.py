@@ -97,14 +97,3 @@ def mismatch_text(rail: EvidenceRail) -> str | None:
     if rail.mismatch is None:
         return None
     return rail.mismatch[0].upper() + rail.mismatch[1:]
-
-
-def evidence_lines(rail: EvidenceRail, includes: Includes | None = None) -> tuple[str, ...]:
-    """The status comment's evidence lines, e.g. `Repository: Pull request #57 open (head 1a2b3c4,
-    verified)`, a `Mismatch:` line when the report and GitHub disagree, and `Deployment: Not deployed`."""
-    lines = [f"Repository: {repository_text(rail)}"]
-    mismatch = mismatch_text(rail)
-    if mismatch is not None:
-        lines.append(f"Mismatch: {mismatch}")
-    lines.append(f"Deployment: {deployment_text(rail, includes)}")
-    return tuple(lines)
