@@ -21,7 +21,6 @@ from .assessment import (
     environments,
     failing_checks,
     lead_pull_request,
-    merge_commits,
     pull_request_head,
     unanswered_comparisons,
     unrequired_failures,
@@ -29,14 +28,7 @@ from .assessment import (
     unverified_branch,
 )
 from .facts import (
-    COMPARE_STATUSES,
-    CONFLICTS,
-    DEPLOYMENT_STATUSES,
-    IN_MOTION,
     OWN_CHECK,
-    PASSING,
-    PULL_REQUEST_STATES,
-    SHORT,
     BranchFact,
     CheckFact,
     CompareFact,
@@ -67,15 +59,8 @@ from .sightings import (
 from .words import deployment_text, mismatch_text, repository_text
 
 __all__ = [
-    "COMPARE_STATUSES",
-    "CONFLICTS",
     "DEPLOYMENT_MARGIN",
-    "DEPLOYMENT_STATUSES",
-    "IN_MOTION",
     "OWN_CHECK",
-    "PASSING",
-    "PULL_REQUEST_STATES",
-    "SHORT",
     "Branch",
     "BranchFact",
     "CheckFact",
@@ -104,7 +89,6 @@ __all__ = [
     "instant",
     "lead_pull_request",
     "may_ship",
-    "merge_commits",
     "merge_stamps",
     "mismatch_text",
     "pull_request_head",

@@ -61,9 +61,6 @@ class Subject:
         """A delivery's report: a claim on one ticket's rail, never logged for the repository."""
         return cls("report")
 
-    def __str__(self) -> str:
-        return self.key
-
 
 @dataclass(frozen=True)
 class Repository:

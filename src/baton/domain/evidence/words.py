@@ -14,8 +14,6 @@ from .assessment import (
 from .facts import Includes, short
 from .rail import EvidenceRail, PullRequest
 
-# ---------------------------------------------------------------------------------------------- words
-
 
 def _pr_words(rail: EvidenceRail, pr: PullRequest) -> str:
     """One pull request, without its leading "Pull request", e.g. `#57 open (head 1a2b3c4, verified)`."""
