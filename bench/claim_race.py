@@ -39,7 +39,7 @@ from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.engine import make_url
 
 from baton.domain import Actor, Command, Policy, TicketKey
-from baton.service import Issue, WorkService
+from baton.service.work import Issue, WorkService
 from baton.store import make_engine, normalise_url, upgrade
 from baton.store import tables as t
 from baton.wiring import work_service

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from baton.service import Units
+from baton.service.unit import Units
 from baton.store import make_engine, normalise_url, upgrade
 from baton.store.tables import metadata
 

@@ -7,9 +7,8 @@ from dataclasses import replace
 import pytest
 
 from baton.domain import Evidence, Ticket, TicketKey, WorkState
-from baton.domain.evidence import DeliveryReport, EvidenceRail, PullRequestFact, apply_all
+from baton.domain.evidence import DeliveryReport, EvidenceRail, Fact, PullRequestFact, accepted_heads, apply
 from baton.domain.status import Acceptance, CheckView, Review, acceptance_check, view
-from baton.evidence import accepted_heads
 
 HEAD = "1a2b3c4" + "d" * 33
 NEWER = "5e6f7a8" + "b" * 33
@@ -20,6 +19,12 @@ def ticket(number: int, state: WorkState, runner: str | None = "agent-a") -> Tic
 
 
 MARIA = Review("maria", independent=True)
+
+
+def apply_all(rail: EvidenceRail, facts: list[Fact]) -> EvidenceRail:
+    for fact in facts:
+        rail = apply(rail, fact)
+    return rail
 
 
 @pytest.mark.parametrize(

@@ -20,11 +20,10 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
 from baton.domain import Actor, Command, Evidence, Permission, Policy, TicketKey, WorkState
-from baton.domain.evidence import PullRequestFact
-from baton.evidence import Repository, Sighting
+from baton.domain.evidence import PullRequestFact, Repository, Sighting
 from baton.linking import pull_request_links
-from baton.service import Issue, WorkService
 from baton.service import work as service_work
+from baton.service.work import Issue, WorkService
 from baton.settings import Settings
 from baton.store import evidence as store_evidence
 from baton.store import statements

@@ -41,7 +41,7 @@ from baton.domain import (
     create,
     decide,
 )
-from baton.service import Issue, Outcome, Request, Source, WorkService
+from baton.service.work import Issue, Outcome, Request, Source, WorkService
 from baton.store import make_engine, tables, upgrade
 from baton.wiring import work_service
 from bench.claim_race import scratch_postgres

@@ -20,10 +20,10 @@ from pydantic import SecretStr
 from sqlalchemy import func, select
 
 from baton.domain import Actor, Command, Evidence, Permission, TicketKey, WorkState
+from baton.github.facts import EVIDENCE_EVENTS
 from baton.github.webhooks import signature
 from baton.intake import HANDLERS
-from baton.intake.routing import EVIDENCE_EVENTS
-from baton.service import Issue, WorkService
+from baton.service.work import Issue, WorkService
 from baton.settings import Settings
 from baton.store import tables as t
 from baton.web import create_app
@@ -155,8 +155,8 @@ def hub(database_url: str) -> Iterator[Hub]:
 def test_every_example_of_the_evidence_events_is_routed() -> None:
     corpus = webhook_examples()
     routed = {(event, str(example.get("action") or "")) for event in EVENTS for example in corpus[event]}
-    for event, actions in EVIDENCE_EVENTS.items():
-        for action in actions:
+    for event, evidence in EVIDENCE_EVENTS.items():
+        for action in evidence.actions:
             assert (event, action) in HANDLERS
     assert routed & set(HANDLERS)  # the examples do reach the handlers
 
@@ -196,7 +196,7 @@ def test_the_examples_in_order_and_shuffled_with_duplicates_change_no_work_row(h
 # ------------------------------------------------------------------------------------- no path to the work rail
 
 # Every module that handles evidence, from the payload to the database and back to GitHub's questions.
-EVIDENCE_PATH = ["baton.domain.evidence", "baton.linking", "baton.evidence", "baton.store.evidence",
+EVIDENCE_PATH = ["baton.domain.evidence", "baton.linking", "baton.service.evidence", "baton.store.evidence",
                  "baton.store.due", "baton.github.facts", "baton.github.verify"]  # fmt: skip
 WORK_RAIL = {"baton.domain.transitions", "baton.domain", "baton.service", "baton.service.work",
              "baton.service.unit", "baton.store.work", "baton.store", "baton.commands", "baton.intake",

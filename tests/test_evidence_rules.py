@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import itertools
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
@@ -24,34 +25,27 @@ from baton.domain.evidence import (
     DeploymentStatusFact,
     EvidenceRail,
     Fact,
+    Includes,
     PullRequestFact,
     apply,
-    apply_all,
     deployment_state,
     deployment_text,
     environments,
-    evidence_lines,
-    fact_from_dict,
-    fact_to_dict,
     failing_checks,
-    from_dict,
     instant,
     lead_pull_request,
     mismatch_text,
-    repository_state,
     repository_text,
     same_commit,
-    to_dict,
     unanswered_comparisons,
 )
 from baton.linking import (
     branch_issue,
     branch_links,
-    branch_tickets,
     linked_issues,
     pull_request_links,
-    pull_request_tickets,
 )
+from baton.store.evidence_codec import fact_from_dict, fact_to_dict, from_dict, to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO = "octo/shop"
@@ -64,6 +58,57 @@ MERGE = "9f8e7d6" + "c" * 33
 LATER = "7777777" + "e" * 33
 EARLIER = "3333333" + "f" * 33
 OTHER_MERGE = "abcdef1" + "0" * 33
+
+
+# Helpers the product does not use: a fold of many facts, the rail's state, the three lines of words together,
+# and every ticket a pull request or a branch concerns.
+
+
+def apply_all(rail: EvidenceRail, facts: Iterable[Fact]) -> EvidenceRail:
+    for fact in facts:
+        rail = apply(rail, fact)
+    return rail
+
+
+def repository_state(rail: EvidenceRail) -> RepositoryState:
+    return rail.repository
+
+
+def evidence_lines(rail: EvidenceRail, includes: Includes | None = None) -> tuple[str, ...]:
+    """The status comment's evidence lines, e.g. `Repository: Pull request #57 open (head 1a2b3c4,
+    verified)`, a `Mismatch:` line when the report and GitHub disagree, and `Deployment: Not deployed`."""
+    lines = [f"Repository: {repository_text(rail)}"]
+    mismatch = mismatch_text(rail)
+    if mismatch is not None:
+        lines.append(f"Mismatch: {mismatch}")
+    lines.append(f"Deployment: {deployment_text(rail, includes)}")
+    return tuple(lines)
+
+
+def _reported_branch(evidence: Evidence, branch: str) -> bool:
+    return evidence.branch is not None and evidence.branch.removeprefix("refs/heads/") == branch
+
+
+def pull_request_tickets(
+    number: int, body: str | None, head_ref: str, repository: str, reports: Mapping[int, Evidence] | None = None
+) -> list[int]:
+    """Every ticket a pull request links now, ascending: its own links, and the tickets whose latest
+    delivery (`reports`: ticket number → evidence) reported this pull request or its head branch."""
+    branch = head_ref.removeprefix("refs/heads/")
+    reported = {
+        ticket
+        for ticket, evidence in (reports or {}).items()
+        if evidence.pull_request == number or _reported_branch(evidence, branch)
+    }
+    return sorted(pull_request_links(body, head_ref, repository) | reported)
+
+
+def branch_tickets(branch: str, reports: Mapping[int, Evidence] | None = None) -> list[int]:
+    """Every ticket a branch links, ascending: by its name, and by a delivery that reported it."""
+    name = branch.removeprefix("refs/heads/")
+    reported = {ticket for ticket, evidence in (reports or {}).items() if _reported_branch(evidence, name)}
+    return sorted(branch_links(branch) | reported)
+
 
 R, U, B, O, M, X = (
     RepositoryState.NOT_APPLICABLE,
@@ -506,15 +551,18 @@ def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
 
 
 def test_the_evidence_rail_has_no_path_to_the_work_rail() -> None:
-    path = ROOT / "src/baton/domain/evidence.py"
-    for level, module, names in _imports(path):
-        assert "transitions" not in module and "transitions" not in names, f"evidence.py imports {module} {names}"
-        if level > 0:
-            # the package root re-exports the work transitions, so only the plain values may be imported
-            assert (level, module) == (1, "model"), f"evidence.py imports {'.' * level}{module}"
-        else:
-            assert not module.startswith("baton"), f"evidence.py imports {module}"
-    names_used = {node.id for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Name)}
+    package = sorted((ROOT / "src/baton/domain/evidence").glob("*.py"))
+    siblings = {(1, path.stem) for path in package}
+    names_used: set[str] = set()
+    for path in package:
+        for level, module, names in _imports(path):
+            assert "transitions" not in module and "transitions" not in names, f"{path.name} imports {module} {names}"
+            if level > 0:
+                # the package root re-exports the work transitions, so only the plain values may be imported
+                assert (level, module) in {(2, "model"), *siblings}, f"{path.name} imports {'.' * level}{module}"
+            else:
+                assert not module.startswith("baton"), f"{path.name} imports {module}"
+        names_used |= {node.id for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Name)}
     assert not names_used & {"WorkState", "Ticket", "decide", "evolve", "transitions"}
     for cls in (EvidenceRail, PullRequestFact, BranchFact, CheckFact, DeploymentFact, DeploymentStatusFact):
         assert not any("WorkState" in str(f.type) or "Ticket" in str(f.type) for f in fields(cls))

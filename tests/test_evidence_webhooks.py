@@ -494,10 +494,11 @@ def test_concurrent_deliveries_about_one_ticket_never_lose_a_fact(database_url: 
     """Several processes' worth of writers (threads, each with its own connection) record facts about the same
     rail at once, while the runner delivers: every fact is on the rail at the end."""
     from baton.domain import Actor, Command, Evidence
-    from baton.domain.evidence import BranchFact, DeploymentFact
-    from baton.evidence import EvidenceService, Repository, Sighting
+    from baton.domain.evidence import BranchFact, DeploymentFact, Repository, Sighting
     from baton.linking import branch_links
-    from baton.service import Issue, Units, WorkService
+    from baton.service.evidence import EvidenceService
+    from baton.service.unit import Units
+    from baton.service.work import Issue, WorkService
     from baton.store import make_engine
 
     engine = make_engine(database_url, pool_size=12) if "postgresql" in database_url else make_engine(database_url)

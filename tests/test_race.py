@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import func, select
 
 from baton.domain import Actor, Command, Policy, TicketKey
-from baton.service import Issue, Units
+from baton.service.unit import Units
+from baton.service.work import Issue
 from baton.store import make_engine
 from baton.store import tables as t
 from baton.wiring import work_service

@@ -24,7 +24,8 @@ from baton.domain import (
     WorkState,
     replay,
 )
-from baton.service import Issue, Outcome, Units
+from baton.service.unit import Units
+from baton.service.work import Issue, Outcome
 from baton.store import make_engine, tables
 from baton.store.migrate import current, head, upgrade
 from baton.wiring import work_service

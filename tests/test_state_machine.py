@@ -51,7 +51,7 @@ from baton.domain import (
     replay,
 )
 from baton.domain.model import EVIDENCE_KINDS
-from baton.service import Issue, Outcome
+from baton.service.work import Issue, Outcome
 from baton.store import make_engine, tables, upgrade
 from baton.wiring import work_service
 

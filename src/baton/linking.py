@@ -16,10 +16,6 @@ A delivery links what it reports: its pull request, and the pull request or push
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from types import MappingProxyType
-
-from baton.domain.model import Evidence
 
 KEYWORDS = ("close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved")
 
@@ -47,7 +43,6 @@ def linked_issues(body: str, repository: str) -> list[int]:
 
 
 _BRANCH_ISSUE = re.compile(r"(?:issues?[-_]?)?([1-9]\d{0,8})(?:[-_].*)?", re.IGNORECASE | re.DOTALL)
-_NO_REPORTS: Mapping[int, Evidence] = MappingProxyType({})
 
 
 def branch_issue(branch: str) -> int | None:
@@ -70,36 +65,3 @@ def pull_request_links(body: str | None, head_ref: str, repository: str) -> froz
     branch's name: a `PullRequestFact`'s `links`. Computed from the current body, so an edit that drops
     `Fixes #42` unlinks 42 (unless the head branch still carries it)."""
     return frozenset(linked_issues(body or "", repository)) | branch_links(head_ref)
-
-
-def _reported_branch(evidence: Evidence, branch: str) -> bool:
-    return evidence.branch is not None and evidence.branch.removeprefix("refs/heads/") == branch
-
-
-def pull_request_tickets(
-    number: int,
-    body: str | None,
-    head_ref: str,
-    repository: str,
-    reports: Mapping[int, Evidence] = _NO_REPORTS,
-) -> list[int]:
-    """Every ticket a pull request links now, ascending: its own links, and the tickets whose latest
-    delivery (`reports`: ticket number → evidence) reported this pull request or its head branch.
-
-    A fact about the pull request must also reach the tickets whose rail already holds it, even when
-    they are no longer listed here: that is how an edited body unlinks one.
-    """
-    branch = head_ref.removeprefix("refs/heads/")
-    reported = {
-        ticket
-        for ticket, evidence in reports.items()
-        if evidence.pull_request == number or _reported_branch(evidence, branch)
-    }
-    return sorted(pull_request_links(body, head_ref, repository) | reported)
-
-
-def branch_tickets(branch: str, reports: Mapping[int, Evidence] = _NO_REPORTS) -> list[int]:
-    """Every ticket a branch links, ascending: by its name, and by a delivery that reported it."""
-    name = branch.removeprefix("refs/heads/")
-    reported = {ticket for ticket, evidence in reports.items() if _reported_branch(evidence, name)}
-    return sorted(branch_links(branch) | reported)

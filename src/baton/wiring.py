@@ -6,13 +6,14 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
-from baton.evidence import EvidenceService
 from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
 from baton.github.configs import DefaultConfigs, GitHubConfigs
 from baton.github.projection import GitHubProjector
 from baton.github.verify import Verifier
 from baton.intake import Configs, Directory, Intake, NoDirectory
-from baton.service import Units, WorkService
+from baton.service.evidence import EvidenceService
+from baton.service.unit import Units
+from baton.service.work import WorkService
 from baton.settings import Settings
 from baton.store import make_engine, upgrade
 from baton.store.budget import Budgets, Limits

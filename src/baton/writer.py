@@ -39,12 +39,12 @@ from githubkit.exception import (
     SecondaryRateLimitExceeded,  # fmt: skip
 )
 
-from baton.domain.evidence import EvidenceRail, pull_request_head
+from baton.domain.evidence import EvidenceRail, Repository, Subject, pull_request_head
 from baton.domain.model import TicketKey
 from baton.domain.status import Acceptance, CheckView, acceptance_check, view
-from baton.evidence import EvidenceService, Repository
 from baton.github.projection import GitHubProjector
 from baton.github.verify import Verifier
+from baton.service.evidence import EvidenceService
 from baton.store.budget import Budgets
 from baton.store.outbox import ORDINARY, URGENT, Due, Item, Outbox
 
@@ -300,7 +300,7 @@ class Writer:
         assert self.evidence is not None
         found: dict[TicketKey, EvidenceRail] = {}
         for number in numbers:
-            for key, rail in self.evidence.holding(where, f"pr:{number}"):
+            for key, rail in self.evidence.holding(where, Subject.pull_request(number)):
                 if any(pr.number in numbers for pr in rail.linked_pull_requests()):
                     found[key] = rail
         parts = []

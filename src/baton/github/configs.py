@@ -42,11 +42,6 @@ class GitHubConfigs:
         self._good: dict[tuple[int, str], Loaded] = {}
         self._lock = threading.Lock()
 
-    def forget(self, installation_id: int, repository: str) -> None:
-        """Read the file again next time (after a push that changed it)."""
-        with self._lock:
-            self._cache.pop((installation_id, repository.lower()), None)
-
     def load(self, installation_id: int, repository: str) -> Loaded:
         key = (installation_id, repository.lower())
         now = time.monotonic()

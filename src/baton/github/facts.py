@@ -8,6 +8,7 @@ never feeds the rail it reports on.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from baton.domain.evidence import (
@@ -18,8 +19,10 @@ from baton.domain.evidence import (
     DeploymentFact,
     DeploymentStatusFact,
     PullRequestFact,
+    Repository,
+    Sighting,
+    Subject,
 )
-from baton.evidence import Repository, Sighting
 from baton.linking import branch_links, pull_request_links
 
 from .webhooks import dig, number, text
@@ -113,11 +116,11 @@ def _ref_event(deleted: bool) -> Callable[[Any, Repository, str], list[Sighting]
     return build
 
 
-def _reach(pulls: Any, branch: str) -> frozenset[str]:
+def _reach(pulls: Any, branch: str) -> frozenset[Subject]:
     """The pull requests and branch a check's webhook names beside its commit."""
-    keys = {f"pr:{n}" for item in pulls or [] if (n := number(item, "number")) is not None}
+    keys = {Subject.pull_request(n) for item in pulls or [] if (n := number(item, "number")) is not None}
     if branch:
-        keys.add(f"branch:{branch}")
+        keys.add(Subject.branch(branch))
     return frozenset(keys)
 
 
@@ -200,20 +203,30 @@ def required_checks(answer: Any) -> frozenset[str]:
     return frozenset(names)
 
 
-# The webhooks that carry evidence, by event name: payload, repository, arrival time -> facts.
-BUILDERS: dict[str, Callable[[Any, Repository, str], list[Sighting]]] = {
-    "pull_request": _pull_request_event,
-    "pull_request_review": _pull_request_event,
-    "push": _push,
-    "create": _ref_event(deleted=False),
-    "delete": _ref_event(deleted=True),
-    "check_run": _check_run,
-    "check_suite": _check_suite,
-    "deployment": _deployment,
-    "deployment_status": _deployment_status,
-}
+@dataclass(frozen=True)
+class EvidenceEvent:
+    """A webhook that carries evidence: the actions that do ("" for an event sent without one), and what reads
+    its payload, repository and arrival time into facts."""
+
+    actions: tuple[str, ...]
+    build: Callable[[Any, Repository, str], list[Sighting]]
+
+
+# The webhooks that carry evidence, by event name; intake routes exactly these events and actions here.
+EVIDENCE_EVENTS: dict[str, EvidenceEvent] = {
+    "create": EvidenceEvent(("",), _ref_event(deleted=False)),
+    "delete": EvidenceEvent(("",), _ref_event(deleted=True)),
+    "push": EvidenceEvent(("",), _push),
+    "pull_request": EvidenceEvent(("opened", "reopened", "edited", "synchronize", "closed", "ready_for_review",
+                                   "converted_to_draft"), _pull_request_event),
+    "pull_request_review": EvidenceEvent(("submitted", "edited", "dismissed"), _pull_request_event),
+    "check_run": EvidenceEvent(("created", "completed"), _check_run),
+    "check_suite": EvidenceEvent(("completed",), _check_suite),
+    "deployment": EvidenceEvent(("created",), _deployment),
+    "deployment_status": EvidenceEvent(("created",), _deployment_status),
+}  # fmt: skip
 
 
 def observe(event: str, payload: Any, repository: Repository, received: str) -> list[Sighting]:
-    build = BUILDERS.get(event)
-    return [] if build is None else build(payload, repository, received)
+    found = EVIDENCE_EVENTS.get(event)
+    return [] if found is None else found.build(payload, repository, received)

@@ -17,8 +17,15 @@ from typing import Any
 
 from githubkit.exception import RequestFailed
 
-from baton.domain.evidence import EvidenceRail, unanswered_comparisons
-from baton.evidence import Repository, Sighting, unrequired_failures, unseen_pull_request, unverified_branch
+from baton.domain.evidence import (
+    EvidenceRail,
+    Repository,
+    Sighting,
+    unanswered_comparisons,
+    unrequired_failures,
+    unseen_pull_request,
+    unverified_branch,
+)
 
 from . import facts
 from .client import GitHubApp

@@ -17,7 +17,7 @@ from baton.commands import parse
 from baton.domain import Actor
 from baton.github.webhooks import dig, number, text
 from baton.linking import linked_issues
-from baton.service import Issue, Outcome, Request, Source
+from baton.service.work import Issue, Outcome, Request, Source
 
 from .context import Intake
 from .envelope import Envelope

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from baton.domain import Actor, Permission, Policy, TicketKey
-from baton.evidence import EvidenceService
 from baton.github.configs import DefaultConfigs, Loaded
 from baton.github.webhooks import number
-from baton.service import WorkService
+from baton.service.evidence import EvidenceService
+from baton.service.work import WorkService
 from baton.store.installations import Installations
 
 from .envelope import Envelope

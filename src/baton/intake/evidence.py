@@ -5,10 +5,10 @@ path to the work state. Facts are joins, so processing one twice changes nothing
 from __future__ import annotations
 
 from baton.domain import TicketKey
-from baton.evidence import stamp
+from baton.domain.evidence import stamp
 from baton.github.facts import observe, repository_of
 from baton.github.webhooks import number, text
-from baton.service import Outcome
+from baton.service.work import Outcome
 
 from .context import Intake
 from .envelope import Envelope

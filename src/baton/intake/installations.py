@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from baton.github.webhooks import dig, number, text
-from baton.service import Outcome
+from baton.service.work import Outcome
 
 from .context import Intake
 from .envelope import Envelope

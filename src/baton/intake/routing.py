@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 from githubkit.exception import RequestError, RequestFailed
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from baton.service import Outcome, Request
+from baton.github.facts import EVIDENCE_EVENTS
+from baton.service.work import Outcome, Request
 from baton.store.inbox import Inbox, WebhookDelivery
 
 from .commands import body_requests, comment_created, comment_requests, issue_opened, label_changed, review_commands
@@ -31,23 +32,8 @@ def _review_submitted(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]
     return outcomes
 
 
-# The evidence webhooks and the actions that carry evidence.
-EVIDENCE_EVENTS: dict[str, tuple[str, ...]] = {
-    "create": ("",),
-    "delete": ("",),
-    "push": ("",),
-    "pull_request": ("opened", "reopened", "edited", "synchronize", "closed", "ready_for_review",
-                     "converted_to_draft"),
-    "pull_request_review": ("submitted", "edited", "dismissed"),
-    "check_run": ("created", "completed"),
-    "check_suite": ("completed",),
-    "deployment": ("created",),
-    "deployment_status": ("created",),
-}  # fmt: skip
-
-
 HANDLERS: dict[tuple[str, str], Handler] = {
-    **{(event, action): evidence for event, actions in EVIDENCE_EVENTS.items() for action in actions},
+    **{(event, action): evidence for event, kind in EVIDENCE_EVENTS.items() for action in kind.actions},
     ("pull_request_review", "submitted"): _review_submitted,
     ("issues", "closed"): issue_state,
     ("issues", "reopened"): issue_state,

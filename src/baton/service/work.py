@@ -33,7 +33,7 @@ from baton.domain import (
     not_offered,
 )
 from baton.domain.status import LABELS, state_label
-from baton.evidence import EvidenceService
+from baton.service.evidence import EvidenceService
 from baton.store import Conflict, StoredTicket
 from baton.store.due import Answer
 

@@ -19,10 +19,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Engine, and_, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from baton.domain.evidence import EvidenceRail, Fact, fact_from_dict, fact_to_dict, from_dict, instant, to_dict
+from baton.domain.evidence import EvidenceRail, Fact, Subject, instant
 from baton.domain.model import TicketKey
 
 from . import tables as t
+from .evidence_codec import fact_from_dict, fact_to_dict, from_dict, to_dict
 
 _r = t.evidence_rails.c
 _l = t.evidence_links.c
@@ -109,9 +110,9 @@ class EvidenceTx:
         row = self.connection.execute(select(_t.id, _t.repository).where(_ticket_is(key))).first()
         return None if row is None else (int(row.id), str(row.repository))
 
-    def holding(self, place: Place, subjects: Iterable[str]) -> dict[int, int]:
+    def holding(self, place: Place, subjects: Iterable[Subject]) -> dict[int, int]:
         """Ticket id by issue number, for the rails that hold any of `subjects`."""
-        wanted = sorted(set(subjects))
+        wanted = [subject.key for subject in sorted(set(subjects))]
         if not wanted:
             return {}
         rows = self.connection.execute(
@@ -171,9 +172,9 @@ class EvidenceTx:
         # reliable through SQLAlchemy
         return self.connection.execute(statement.returning(_r.ticket_id)).first() is not None
 
-    def link(self, place: Place, ticket_id: int, subjects: Iterable[str]) -> None:
+    def link(self, place: Place, ticket_id: int, subjects: Iterable[Subject]) -> None:
         rows = [
-            {"installation_id": place.installation_id, "repository_id": place.repository_id, "subject": subject,
+            {"installation_id": place.installation_id, "repository_id": place.repository_id, "subject": subject.key,
              "ticket_id": ticket_id}
             for subject in sorted(set(subjects))
         ]  # fmt: skip
@@ -196,26 +197,26 @@ class EvidenceTx:
 
     # -- the facts log ------------------------------------------------------------------------------
 
-    def log(self, place: Place, subject: str, fact: Fact, source: str) -> None:
+    def log(self, place: Place, subject: Subject, fact: Fact, source: str) -> None:
         """Keep a fact once, however often it is told."""
         data = fact_to_dict(fact)
         self.connection.execute(
             self._insert(t.evidence_facts)
             .values(
-                installation_id=place.installation_id, repository_id=place.repository_id, subject=subject[:300],
+                installation_id=place.installation_id, repository_id=place.repository_id, subject=subject.key[:300],
                 kind=data["kind"], stamp=_utc(data.get("stamp")), digest=digest(fact), fact=data,
                 source=source[:120], created_at=datetime.now(UTC),
             )
             .on_conflict_do_nothing()
         )  # fmt: skip
 
-    def facts(self, place: Place, subjects: Iterable[str]) -> list[Fact]:
+    def facts(self, place: Place, subjects: Iterable[Subject]) -> list[Fact]:
         """The logged facts about `subjects`, the newest `CATCH_UP_LIMIT` of each."""
         found: list[Fact] = []
         for subject in sorted(set(subjects)):
             rows = self.connection.execute(
                 select(_f.fact)
-                .where(_in(t.evidence_facts, place), _f.subject == subject)
+                .where(_in(t.evidence_facts, place), _f.subject == subject.key)
                 .order_by(_f.id.desc())
                 .limit(CATCH_UP_LIMIT)
             )
@@ -250,14 +251,14 @@ class EvidenceReads:
             ).first()
         return None if row is None else from_dict(row.rail)
 
-    def holding(self, place: Place, subject: str) -> list[tuple[TicketKey, EvidenceRail]]:
+    def holding(self, place: Place, subject: Subject) -> list[tuple[TicketKey, EvidenceRail]]:
         """Every rail that holds `subject`, with its ticket's key, by issue number."""
         with self.engine.connect() as connection:
             rows = connection.execute(
                 select(_t.installation_id, _t.repository_id, _t.number, _r.rail)
                 .join(t.evidence_links, _l.ticket_id == _t.id)
                 .join(t.evidence_rails, _r.ticket_id == _t.id)
-                .where(_in(t.evidence_links, place), _l.subject == subject)
+                .where(_in(t.evidence_links, place), _l.subject == subject.key)
                 .order_by(_t.number)
             )
             return [(TicketKey(r.installation_id, r.repository_id, r.number), from_dict(r.rail)) for r in rows]

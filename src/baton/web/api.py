@@ -23,12 +23,12 @@ from baton.domain.evidence import (
     blocker,
     deployment_text,
     environments,
-    from_dict,
     pull_request_head,
     repository_text,
 )
 from baton.settings import Settings
 from baton.store.engine import READ_ONLY
+from baton.store.evidence_codec import from_dict
 from baton.store.inbox import Inbox, Stored
 from baton.store.reads import (
     DEFAULT_LIMIT,

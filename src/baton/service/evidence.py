@@ -2,8 +2,8 @@
 
 One call is one transaction. A fact is logged for its repository once (`evidence_facts`), then applied to
 every tracked ticket it reaches, and a ticket whose rail changed gets an evidence event and is marked due on
-the outbox, so GitHub shows the change. The rules themselves are `baton.domain.evidence`'s; this module only
-decides which rails a fact reaches and keeps them in the database.
+the outbox, so GitHub shows the change. The rules themselves, and which rails a fact reaches, are
+`baton.domain.evidence`'s; this module only finds those rails in the database and keeps them there.
 
 Which rails a fact reaches:
 
@@ -31,173 +31,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from sqlalchemy import Engine
 
 from baton.domain.evidence import (
-    OWN_CHECK,
-    PASSING,
-    BranchFact,
-    CheckFact,
-    CompareFact,
+    DEPLOYMENT_MARGIN,
     DeliveryReport,
-    DeploymentFact,
-    DeploymentStatusFact,
     EvidenceRail,
     Fact,
-    PullRequestFact,
+    Repository,
+    Sighting,
+    Subject,
+    accepted_heads,
     apply,
-    branch_name,
-    environments,
-    fact_to_dict,
     instant,
-    pull_request_head,
-    same_commit,
-    unanswered_comparisons,
+    may_ship,
+    merge_stamps,
+    reaches,
+    subject,
+    subjects,
 )
-from baton.domain.model import DeploymentState, Evidence, TicketKey
+from baton.domain.model import Evidence, TicketKey
 from baton.store.due import OutboxTx
 from baton.store.evidence import EvidenceReads, EvidenceTx, Place, StoredRail
+from baton.store.evidence_codec import fact_to_dict
 from baton.store.statements import Conflict, settle
 
 CATCH_UP_ROUNDS = 8  # each round follows the subjects the previous one added
-# A deployment created before a merge cannot contain it; the margin absorbs clocks that disagree a little.
-DEPLOYMENT_MARGIN = timedelta(minutes=5)
 
 
-@dataclass(frozen=True)
-class Repository:
-    installation_id: int
-    repository_id: int
-    name: str  # "owner/name"
-
-    @property
-    def place(self) -> Place:
-        return Place(self.installation_id, self.repository_id)
-
-
-@dataclass(frozen=True)
-class Sighting:
-    """A fact, with what its delivery says about where it belongs beyond the fact itself.
-
-    `links`: issue numbers the fact links by its own content (closing keywords, a branch name).
-    `reach`: more subjects whose rails it reaches (a check names its pull requests and branch).
-    `environment`: a deployment's environment, when it may ship every merged ticket not yet deployed there.
-    """
-
-    fact: Fact
-    links: frozenset[int] = frozenset()
-    reach: frozenset[str] = frozenset()
-    environment: str | None = None
-
-
-def subject(fact: Fact) -> str:
-    """The one subject a fact is about: how the log files it and how rails find it."""
-    match fact:
-        case PullRequestFact():
-            return f"pr:{fact.number}"
-        case BranchFact():
-            return f"branch:{branch_name(fact.name)}"
-        case CheckFact():
-            return f"sha:{fact.sha.lower()}"
-        case DeploymentFact():
-            return f"deployment:{fact.id}"
-        case DeploymentStatusFact():
-            return f"deployment:{fact.deployment_id}"
-        case CompareFact():
-            return f"compare:{fact.base.lower()}...{fact.head.lower()}"
-        case DeliveryReport():
-            return "report"  # a claim on one ticket's rail, never logged for the repository
-
-
-def _reaches(sighting: Sighting) -> set[str]:
-    fact = sighting.fact
-    keys = {subject(fact), *sighting.reach}
-    if isinstance(fact, PullRequestFact) and not fact.fork:
-        keys.add(f"branch:{branch_name(fact.head_ref)}")
-    return keys
-
-
-def subjects(rail: EvidenceRail) -> set[str]:
-    """What a rail holds, as the link index files it: its pull requests, their branches and current heads,
-    its branches, its deployments, the comparisons it waits for, and what the delivery reported."""
-    keys: set[str] = set()
-    for pr in rail.pull_requests:
-        keys.add(f"pr:{pr.number}")
-        keys.add(f"sha:{pull_request_head(rail, pr)[0].lower()}")
-        if not pr.latest.fork:
-            keys.add(f"branch:{branch_name(pr.head_ref)}")
-    keys.update(f"branch:{branch.name}" for branch in rail.branches)
-    keys.update(f"deployment:{deployment.id}" for deployment in rail.deployments)
-    keys.update(f"compare:{base.lower()}...{head.lower()}" for base, head in unanswered_comparisons(rail))
-    if rail.reported_branch is not None:
-        keys.add(f"branch:{branch_name(rail.reported_branch)}")
-    if rail.reported_pull_request is not None:
-        keys.add(f"pr:{rail.reported_pull_request}")
-    return keys
-
-
-def _merges(rail: EvidenceRail) -> dict[str, str]:
-    """Merge commit → the stamp of its merge, for the rail's linked merged pull requests."""
-    return {
-        pr.merge.merge_commit_sha: pr.merge.stamp
-        for pr in rail.linked_pull_requests()
-        if pr.merge is not None and pr.merge.merge_commit_sha is not None
-    }
-
-
-def _may_ship(rail: EvidenceRail, fact: Fact, environment: str) -> bool:
-    """Whether a deployment may ship a merged rail's change: made after its merges, to an environment the
-    rail is not deployed to yet."""
-    made = getattr(fact, "stamp", None)
-    merges = _merges(rail).values()
-    if made is None or not merges or any(instant(made) < instant(at) - DEPLOYMENT_MARGIN for at in merges):
-        return False
-    return not any(e.environment == environment and e.state is DeploymentState.DEPLOYED for e in environments(rail))
-
-
-def accepted_heads(rail: EvidenceRail) -> tuple[str, ...]:
-    """The commits an acceptance given now covers: the heads of the linked open and merged pull requests,
-    and the commit the delivery reported."""
-    heads = {pull_request_head(rail, pr)[0] for pr in rail.linked_pull_requests() if pr.open or pr.merged}
-    if rail.reported_commit is not None:
-        heads.add(rail.reported_commit)
-    return tuple(sorted(heads))
-
-
-def unverified_branch(rail: EvidenceRail) -> str | None:
-    """The reported branch, while GitHub has shown no commit of it (and no deletion)."""
-    if rail.reported_branch is None:
-        return None
-    branch = rail.branch(rail.reported_branch)
-    return branch_name(rail.reported_branch) if branch is None or (branch.exists and branch.sha is None) else None
-
-
-def unseen_pull_request(rail: EvidenceRail) -> int | None:
-    """The reported pull request, while GitHub has said nothing about it."""
-    number = rail.reported_pull_request
-    return number if number is not None and rail.pull_request(number) is None else None
-
-
-def unrequired_failures(rail: EvidenceRail) -> dict[str, list[CheckFact]]:
-    """Per base branch, the checks that did not pass on the head of a linked open pull request and are not
-    known to be required: the base branch's protection says which are."""
-    found: dict[str, list[CheckFact]] = {}
-    for pr in rail.linked_pull_requests():
-        if not pr.open:
-            continue
-        head, _ = pull_request_head(rail, pr)
-        for check in rail.checks:
-            failed = check.conclusion is not None and check.conclusion not in PASSING
-            if failed and not check.required and check.name != OWN_CHECK and same_commit(check.sha, head):
-                found.setdefault(pr.base_ref, []).append(check)
-    return found
-
-
-def stamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _place(repository: Repository) -> Place:
+    return Place(repository.installation_id, repository.repository_id)
 
 
 class Unit(Protocol):
@@ -242,7 +108,7 @@ class EvidenceService:
         """Log the facts and apply each to every rail it reaches. Returns the issue numbers whose rail changed."""
         if not sightings:
             return []
-        place = repository.place
+        place = _place(repository)
         with self.units.begin() as uow:
             etx = uow.evidence
             etx.lock(place)
@@ -299,10 +165,10 @@ class EvidenceService:
 
     def _reached(self, etx: EvidenceTx, place: Place, sighting: Sighting) -> dict[int, int]:
         reached = etx.tracked(place, sighting.links)
-        reached.update(etx.holding(place, _reaches(sighting)))
+        reached.update(etx.holding(place, reaches(sighting)))
         if sighting.environment is not None:
             for stored in etx.merged(place):
-                if _may_ship(stored.rail, sighting.fact, sighting.environment):
+                if may_ship(stored.rail, sighting.fact, sighting.environment):
                     reached[stored.ticket_id] = stored.number
         return reached
 
@@ -333,7 +199,7 @@ class EvidenceService:
     ) -> tuple[EvidenceRail, list[_Change]]:
         """The rail with `facts`, then with what the log knows about each subject the rail starts to hold."""
         rail = stored.rail
-        known, merges = subjects(rail), set(_merges(rail))
+        known, merges = subjects(rail), set(merge_stamps(rail))
         pending = [_Change(fact, source, False) for fact in facts]
         changes: list[_Change] = []
         for _ in range(CATCH_UP_ROUNDS):
@@ -343,7 +209,7 @@ class EvidenceService:
                     rail = after
                     changes.append(change)
             fresh = subjects(rail) - known
-            merged = {sha: at for sha, at in _merges(rail).items() if sha not in merges}
+            merged = {sha: at for sha, at in merge_stamps(rail).items() if sha not in merges}
             if not fresh and not merged:
                 break
             known |= fresh
@@ -361,20 +227,9 @@ class EvidenceService:
         """The ticket's rail; the empty one before anything was recorded."""
         return self.reads.rail(key) or EvidenceRail(key.number)
 
-    def holding(self, repository: Repository, key: str) -> list[tuple[TicketKey, EvidenceRail]]:
-        """Every rail that holds a subject (`pr:57`), with its ticket's key."""
-        return self.reads.holding(repository.place, key)
+    def holding(self, repository: Repository, subject: Subject) -> list[tuple[TicketKey, EvidenceRail]]:
+        """Every rail that holds a subject (`Subject.pull_request(57)`), with its ticket's key."""
+        return self.reads.holding(_place(repository), subject)
 
 
-__all__ = [
-    "EvidenceService",
-    "Repository",
-    "Sighting",
-    "accepted_heads",
-    "stamp",
-    "subject",
-    "subjects",
-    "unrequired_failures",
-    "unseen_pull_request",
-    "unverified_branch",
-]
+__all__ = ["EvidenceService"]
