@@ -145,6 +145,7 @@ def test_a_delivery_failing_for_a_passing_reason_is_tried_again_until_decided(st
     assert (claim.status, claim.attempts, claim.error) == ("done", 3, None)
 
 
+@pytest.mark.long
 def test_a_delivery_failing_for_good_is_listed_and_baton_replay_processes_it_again(stage: Stage) -> None:
     owner, agent = stage.person("olivia", "admin"), stage.person("agent-a", "write")
     number = owner.open_issue(SHOP, "Refused lookup")
@@ -227,6 +228,7 @@ def test_the_budget_counts_the_writes_of_the_last_minute_and_hour(database_url: 
         engine.dispose()
 
 
+@pytest.mark.long
 @pytest.mark.postgres
 def test_four_worker_processes_never_exceed_the_budget_of_one_installation(postgres_url: str) -> None:
     """Four `baton worker` processes decide and write for one installation; the recording stub sees its
