@@ -434,6 +434,7 @@ def describe(scenario: Scenario, outcomes: list[Outcome]) -> None:
             event(f"refused: {outcome.code}")
 
 
+@pytest.mark.long
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario=scenarios())
 def test_apply_all_decides_like_apply(twin: Twin, scenario: Scenario) -> None:

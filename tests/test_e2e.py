@@ -47,6 +47,7 @@ def api(stage: Stage, path: str) -> httpx.Response:
     return httpx.get(f"{stage.baton_url}/api/v1{path}", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
 
 
+@pytest.mark.long
 def test_the_whole_life_of_a_task(stage: Stage) -> None:
     said: list[str] = []
     after = play(stage, said.append)
@@ -223,6 +224,7 @@ def test_faults_in_github_delay_updates_but_never_lose_or_double_them(stage: Sta
     assert all(fault.times == 0 for fault in stage.hub.rest.faults)
 
 
+@pytest.mark.long
 def test_baton_demo_plays_the_story_and_exits_with_once(tmp_path: Path) -> None:
     try:
         Contract.load()

@@ -161,6 +161,7 @@ def test_every_example_of_the_evidence_events_is_routed() -> None:
     assert routed & set(HANDLERS)  # the examples do reach the handlers
 
 
+@pytest.mark.long
 def test_the_examples_in_order_and_shuffled_with_duplicates_change_no_work_row(hub: Hub) -> None:
     states = track(hub.app.state.work)
     assert set(states.values()) == set(WorkState)

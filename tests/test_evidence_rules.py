@@ -695,6 +695,7 @@ def _stamp_order(fact: Fact) -> datetime:
     return instant(getattr(fact, "stamp", "1970-01-01T00:00:00Z"))
 
 
+@pytest.mark.long
 @settings(max_examples=300, deadline=None)
 @given(facts=facts, applicable=st.booleans(), data=st.data())
 def test_facts_in_any_order_and_any_number_of_times_give_the_rail_of_the_stamp_order(

@@ -132,26 +132,29 @@ def test_a_thumbs_up_on_another_issue_goes_before_what_is_left_of_the_first(data
 def test_a_delivery_failing_for_a_passing_reason_is_tried_again_until_decided(stage: Stage) -> None:
     owner, agent = stage.person("olivia", "admin"), stage.person("agent-a", "write")
     number = owner.open_issue(SHOP, "Flaky")
+    inbox: Inbox = stage.app.state.inbox
+    # The opening decided first, so that the claim is taken on its own: taken in one batch with the opening (on
+    # a busy machine), the batch's side-by-side permission lookup would meet one of the two 502s, uncounted.
+    until(lambda: any(d.event == "issues" for d in inbox.listed("done")), 30, "the opening decided")
     stage.hub.rest.inject(Fault("GET", r"/collaborators/agent-a/permission$", status=502, times=2))
     agent.comment(SHOP, number, "/claim")
     took = until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim, after two 502s")
     assert took > 2.0  # it waited out a backoff at least once
-    inbox: Inbox = stage.app.state.inbox
-    until(lambda: inbox.listed("done") != [], 5, "the delivery to be finished")
+    until(lambda: any(d.event == "issue_comment" for d in inbox.listed("done")), 10, "the delivery to be finished")
     [claim] = [d for d in inbox.listed() if d.event == "issue_comment"]
     assert (claim.status, claim.attempts, claim.error) == ("done", 3, None)
 
 
+@pytest.mark.long
 def test_a_delivery_failing_for_good_is_listed_and_baton_replay_processes_it_again(stage: Stage) -> None:
     owner, agent = stage.person("olivia", "admin"), stage.person("agent-a", "write")
     number = owner.open_issue(SHOP, "Refused lookup")
     inbox: Inbox = stage.app.state.inbox
-    # The opened issue is decided first: taken in one batch with the comment, it would have both authors
-    # looked up side by side beforehand, and that lookup, not the claim's own, would meet the fault.
-    until(lambda: all(d.status in ("done", "ignored") for d in inbox.listed()), 10, "the opened issue decided")
+    # the opening decided first, for the reason given in the test above: the 403 is for the claim's own lookup
+    until(lambda: any(d.event == "issues" for d in inbox.listed("done")), 30, "the opening decided")
     stage.hub.rest.inject(Fault("GET", r"/collaborators/agent-a/permission$", status=403, times=1))
     agent.comment(SHOP, number, "/claim")
-    until(lambda: any(d.status == "failed" for d in inbox.listed()), 10, "the delivery to fail")
+    until(lambda: any(d.status == "failed" for d in inbox.listed()), 30, "the delivery to fail")
     [failed] = inbox.listed("failed")
     assert failed.event == "issue_comment" and failed.error is not None and "403" in failed.error
     assert ticket(stage, number) == {}
@@ -181,7 +184,7 @@ def test_a_passing_failure_that_keeps_failing_ends_failed_with_its_reason(
     stage.hub.rest.inject(Fault("GET", r"/collaborators/agent-a/permission$", status=503, times=5))
     agent.comment(SHOP, number, "/claim")
     inbox: Inbox = stage.app.state.inbox
-    until(lambda: inbox.listed("failed") != [], 10, "the delivery to fail")
+    until(lambda: inbox.listed("failed") != [], 30, "the delivery to fail")
     [failed] = inbox.listed("failed")
     assert failed.attempts == 1 and failed.error is not None and "503" in failed.error
 
@@ -227,6 +230,7 @@ def test_the_budget_counts_the_writes_of_the_last_minute_and_hour(database_url: 
         engine.dispose()
 
 
+@pytest.mark.long
 @pytest.mark.postgres
 def test_four_worker_processes_never_exceed_the_budget_of_one_installation(postgres_url: str) -> None:
     """Four `baton worker` processes decide and write for one installation; the recording stub sees its
@@ -254,8 +258,18 @@ def test_four_worker_processes_never_exceed_the_budget_of_one_installation(postg
         ]
         try:
             began = time.time()
+
+            def written() -> list[Any]:
+                log = httpx.get(f"{api}/_stub/state", timeout=10).json()["log"]
+                return [entry for entry in log if entry[0] == INSTALLATION]
+
+            # Watch for 20 s at least, and on a busy machine until the per-minute number is reached (the
+            # minute the assertion is about is the limit): slow workers are not a broken budget.
             time.sleep(20)
-            log = httpx.get(f"{api}/_stub/state").json()["log"]
+            log = written()
+            while len(log) < per_minute and time.time() < began + 55:
+                time.sleep(0.5)
+                log = written()
         finally:
             for worker in workers:
                 worker.terminate()
@@ -263,7 +277,7 @@ def test_four_worker_processes_never_exceed_the_budget_of_one_installation(postg
                 worker.wait(15)
     engine.dispose()
     times = sorted(at for installation, at, _ in log if installation == INSTALLATION)
-    # the races want over 40 writes: the per-minute number is reached in the 20 s watched, and held
+    # the races want over 40 writes: the per-minute number is reached in the time watched, and held
     assert len([at for at in times if at < began + 60]) == per_minute
     # Never faster than the interval. The stub sees arrivals: a write can arrive late (the first of each process
     # carries the token exchange), so any run of writes is checked against its length, with that much slack.

@@ -9,12 +9,16 @@ invariants check the tickets, the claim counts kept from the events, and replay.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import shutil
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -483,10 +487,21 @@ class PureRail(RuleBasedStateMachine):
 
 
 PureRail.TestCase.settings = settings(max_examples=200, stateful_step_count=40, deadline=None)
-test_pure_rail = PureRail.TestCase
+test_pure_rail = pytest.mark.long(PureRail.TestCase)
 
 
 # ---------------------------------------------------------------------------------------------- service machine
+
+
+@functools.cache
+def migrated_file() -> Path:
+    """A SQLite file migrated once per process; each example starts from a copy of it (migrating costs more)."""
+    directory = Path(tempfile.mkdtemp(prefix="baton-machine-template-"))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    engine = make_engine(f"sqlite:///{directory}/baton.db")
+    upgrade(engine)
+    engine.dispose()  # the last connection closed: the WAL is checked into the file and removed
+    return directory / "baton.db"
 
 
 class StoredRail(RuleBasedStateMachine):
@@ -497,8 +512,8 @@ class StoredRail(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.directory = tempfile.mkdtemp(prefix="baton-machine-")
+        shutil.copyfile(migrated_file(), f"{self.directory}/baton.db")
         engine = make_engine(f"sqlite:///{self.directory}/baton.db")
-        upgrade(engine)
         self.service = work_service(engine)
         self.store = self.service.units
         self.outcomes: dict[str, Outcome] = {}
@@ -656,4 +671,4 @@ StoredRail.TestCase.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-test_stored_rail = StoredRail.TestCase
+test_stored_rail = pytest.mark.long(StoredRail.TestCase)

@@ -21,7 +21,9 @@ class Served:
         self._socket.bind(("127.0.0.1", port))
         self.port = int(self._socket.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False)
+        # On stop, requests still running get a moment to finish, then are cancelled: a stand-in GitHub told to
+        # hang (a fault with a long delay) must not hold up the end of a test or of `baton demo`.
+        config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False, timeout_graceful_shutdown=1)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, name=f"serve-{self.port}", daemon=True)
 
