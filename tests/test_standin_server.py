@@ -219,3 +219,22 @@ def test_check_runs_are_created_updated_and_listed_by_commit(hub: Hub) -> None:
     assert [r["id"] for r in listed["check_runs"]] == [run] and listed["check_runs"][0]["output"]["title"] == "Accepted"
     assert by_branch["total_count"] == 1 and other["total_count"] == 0
     assert hub.all_problems() == []
+
+
+def test_a_deleted_comment_is_gone_and_arrives_as_issue_comment_deleted(
+    hub: Hub, baton_double: list[tuple[dict[str, str], bytes]]
+) -> None:
+    maria = hub.person("maria")
+    task = maria.open_issue("octo/shop", "A task")
+    said = hub.person("agent-a").comment("octo/shop", task, "/claim")
+    maria.delete_comment("octo/shop", said)
+    assert said not in hub.world.repository("octo/shop").comments  # type: ignore[union-attr]
+    headers, body = baton_double[-1]
+    payload = json.loads(body)
+    assert (headers["x-github-event"], payload["action"]) == ("issue_comment", "deleted")
+    assert (payload["comment"]["id"], payload["comment"]["body"]) == (said, "/claim")
+    assert payload["sender"]["login"] == "maria"
+    with client(hub) as http:
+        gone = http.get(f"/repos/octo/shop/issues/comments/{said}", headers={"Authorization": f"token {token(hub)}"})
+    assert gone.status_code == 404
+    assert hub.all_problems() == []

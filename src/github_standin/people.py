@@ -199,6 +199,24 @@ class Person:
             self.hub.deliver_now("issue_comment", payload, together)
         return comment.id
 
+    def delete_comment(self, full_name: str, comment_id: int) -> None:
+        """Delete a comment (anyone's: as a maintainer may); GitHub sends `issue_comment` `deleted` with the
+        comment as it was."""
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            comment = repository.comments.pop(comment_id)
+            issue = repository.issues[comment.issue]
+            app = world.app if comment.app_id == world.app_id else None
+            comment_json = shapes.issue_comment(
+                repo, comment.issue, comment.id, comment.body, comment.user,
+                created_at=shapes.timestamp(comment.created_at), updated_at=shapes.timestamp(comment.updated_at),
+                on_pull_request=issue.pull_request, app=app,
+            )  # fmt: skip
+            payload = shapes.issue_comment_event(repo, self._issue_json(repository, repo, issue), comment_json,
+                                                 self.account, action="deleted",
+                                                 installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("issue_comment", payload)
+
     def label(self, full_name: str, number: int, name: str, *, add: bool) -> None:
         """Add or remove a label by hand."""
         world, repository, repo = self._context(full_name)

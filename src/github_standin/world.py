@@ -208,8 +208,9 @@ class World:
         """The App's own account, as GitHub shows it on what the App writes."""
         return self.account(f"{self.app_slug}[bot]", "Bot")
 
-    def install(self, owner: str, *, kind: str = "Organization") -> Installation:
-        installation = Installation(self.next_id(), self.account(owner, kind), self.app_id)
+    def install(self, owner: str, *, kind: str = "Organization", id: int | None = None) -> Installation:
+        """The App installed on `owner`'s account; `id` chooses the installation's id (else a fresh one)."""
+        installation = Installation(id or self.next_id(), self.account(owner, kind), self.app_id)
         self.installations[installation.id] = installation
         return installation
 
@@ -221,8 +222,11 @@ class World:
         repository.labels[name.lower()] = label
         return label
 
-    def add_repository(self, installation: Installation, name: str, *, default_branch: str = "main") -> Repository:
-        repository = Repository(self.next_id(), installation.account, name, installation.id, default_branch)
+    def add_repository(
+        self, installation: Installation, name: str, *, default_branch: str = "main", id: int | None = None
+    ) -> Repository:
+        """A repository of the installation's account; `id` chooses its id (else a fresh one)."""
+        repository = Repository(id or self.next_id(), installation.account, name, installation.id, default_branch)
         repository.branches[default_branch] = [sha_of(installation.account.login, name, "initial")]
         self.repositories[repository.full_name.lower()] = repository
         return repository
