@@ -222,6 +222,22 @@ class World:
         repository.labels[name.lower()] = label
         return label
 
+    def add_issue(self, repository: Repository, title: str, author: Account, body: str = "") -> Issue:
+        """A new issue, numbered after the last issue or pull request."""
+        moment = now()
+        number = max(repository.issues, default=0) + 1
+        issue = Issue(number, self.next_id(), title, body, author, moment, moment)
+        repository.issues[number] = issue
+        return issue
+
+    def add_comment(self, repository: Repository, number: int, author: Account, body: str) -> Comment:
+        """A new comment by `author` on issue (or pull request) `number`."""
+        moment = now()
+        comment = Comment(self.next_id(), number, author, body, moment, moment)
+        repository.comments[comment.id] = comment
+        repository.issues[number].updated_at = moment
+        return comment
+
     def add_repository(
         self, installation: Installation, name: str, *, default_branch: str = "main", id: int | None = None
     ) -> Repository:
