@@ -5,8 +5,8 @@ actor is, decide the command, record it and its answer for GitHub, finish the de
 `--issues` issues with `--claimers` `/claim` comments each are stored in the inbox, then one process
 decides them all with the code the decide lane of `baton serve` and `baton worker` runs: it takes the
 pending deliveries in batches (`Inbox.take_pending`) and decides them (`baton.intake.decide`: the
-commands on one ticket in one transaction). GitHub is the recording stub in a process of its own
-(bench/github_stub.py), answering the permission lookups; nothing is written to GitHub (that is the
+commands on one ticket in one transaction). GitHub is the stand-in GitHub in a process of its own
+(`python -m github_standin`), answering the permission lookups; nothing is written to GitHub (that is the
 write lane's work). Baton runs with its default settings. Prints deliveries decided per second for
 each run, the median, and the median per second of the deciding process's own CPU time.
 
@@ -37,7 +37,7 @@ from baton.wiring import assemble
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `bench` is a package here
 from bench.claim_race import scratch_postgres, scratch_sqlite
-from bench.webhook_race import INSTALLATION, payload, stub_server
+from bench.webhook_race import INSTALLATION, claims, payload, stand_in
 
 
 def run(database_url: str, api: str, key: str, *, issues: int, claimers: int) -> tuple[float, float]:
@@ -46,10 +46,11 @@ def run(database_url: str, api: str, key: str, *, issues: int, claimers: int) ->
         database_url=database_url, webhook_secret=SecretStr("bench"), app_id=1, private_key=SecretStr(key),
         github_api_url=api,
     )  # fmt: skip
+    said = claims(api, [(r, c) for r in range(issues + 1) for c in range(claimers)])
     parts = assemble(settings)
     try:
         stored = [
-            Incoming(f"r{r}-c{c}", "issue_comment", "created", INSTALLATION, payload(r, c).decode())
+            Incoming(f"r{r}-c{c}", "issue_comment", "created", INSTALLATION, payload(r, c, said[r, c]).decode())
             for r in range(issues + 1)
             for c in range(claimers)
         ]
@@ -76,9 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--claimers", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    key, _ = key_pair()
+    key, public_key = key_pair()
     print(f"{'engine':<11} {'deliveries':>10} {'decided/s per run':>40} {'median':>7} {'per CPU-s':>10}")
-    with stub_server() as api:
+    with stand_in(public_key, issues=args.issues + 1) as api:
         for engine in ["sqlite", "postgresql"] if args.database == "both" else [args.database]:
             rates, per_cpu = [], []
             for _ in range(args.repeat):

@@ -1,11 +1,12 @@
 """Webhook race: 20 users comment `/claim` on one issue at the same instant, over real HTTP, per round.
 
 Starts `baton serve` with the settings a user gets by default (SQLite, one process; or PostgreSQL with two
-`baton serve` and two `baton worker` processes), with GitHub replaced by a local recording stub
-(bench/github_stub.py), all on 127.0.0.1. Each round opens a new issue; the claimers (threads, one kept-alive
-socket each) wait on one barrier and post their signed `issue_comment` deliveries together. Without `--gap`,
-each round starts as soon as the previous round's winner shows in the read API; with `--gap 1`, rounds start
-a second apart. Printed per run:
+`baton serve` and two `baton worker` processes), with GitHub replaced by the stand-in GitHub in a process of
+its own (`python -m github_standin`, unchecked, with its inspection endpoints), all on 127.0.0.1. Each round
+is an issue of its own; the claimers' comments are made on the stand-in first, then the claimers (threads, one
+kept-alive socket each) wait on one barrier and post their signed `issue_comment` deliveries together.
+Without `--gap`, each round starts as soon as the previous round's winner shows in the read API; with
+`--gap 1`, rounds start a second apart. Printed per run:
 
 - rounds with exactly one winner (the stored runner, one `claimed` event, one 👍 on GitHub),
 - claims decided per second: every claim sent, from the first send until every round's winner shows in
@@ -13,7 +14,7 @@ a second apart. Printed per run:
 - ack p50/p99 (the HTTP round trip of the 202),
 - last ack -> decision p50/p99 per round (until the round's deliveries are all decided; the first race after
   start, which also pays for the process's first token, settings and permission lookups, is printed apart),
-- last ack -> 👍 p50/p99 per round (until the stub received the winner's 👍),
+- last ack -> 👍 p50/p99 per round (until the stand-in received the winner's 👍),
 - GitHub writes per race (max and mean, once the outbox is empty) and peak RSS of Baton's processes.
 
 Any setting that differs from Baton's defaults is printed with the results (`--set NAME=VALUE` adds one).
@@ -47,6 +48,7 @@ from sqlalchemy import create_engine, func, select
 
 from baton.demo.stage import key_pair
 from baton.domain import Policy
+from baton.domain.status import LABELS
 from baton.github.webhooks import signature
 from baton.store import normalise_url
 from baton.store import tables as t
@@ -56,8 +58,14 @@ from bench.claim_race import scratch_postgres
 
 SECRET = "bench-secret"
 TOKEN = "bench-read-token"
+APP_ID = 1
 INSTALLATION, REPOSITORY_ID, REPOSITORY = 1, 4242, "octo/race"
 CLAIM_LIMIT = Policy().max_active_claims  # a repository's default
+
+
+def repository_of(installation: int) -> str:
+    """Each installation's repository: installation 1 holds octo/race, installation n octo-n/race."""
+    return REPOSITORY if installation == INSTALLATION else f"octo-{installation}/race"
 
 
 def free_port() -> int:
@@ -67,17 +75,44 @@ def free_port() -> int:
 
 
 @contextmanager
-def stub_server() -> Iterator[str]:
-    """The stub in a process of its own, so it does not share a GIL with the claimers."""
+def stand_in(public_key: str, *, installations: int = 1, issues: int = 100) -> Iterator[str]:
+    """The stand-in GitHub in a process of its own, so it does not share a GIL with the claimers: the App
+    (id APP_ID, `public_key`) installed `installations` times, installation n holding `repository_of(n)`
+    with `issues` open issues and Baton's labels. Yields its URL."""
     port = free_port()
-    stub = subprocess.Popen([sys.executable, str(Path(__file__).with_name("github_stub.py")), str(port)])
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(f"{base}/_stub/state")
-        yield base
-    finally:
-        stub.terminate()
-        stub.wait(10)
+    with tempfile.TemporaryDirectory() as folder:
+        key = Path(folder) / "app.pub.pem"
+        key.write_text(public_key)
+        command = [sys.executable, "-m", "github_standin", "--port", str(port), "--app-id", str(APP_ID),
+                   "--app-key", str(key), "--issues", str(issues), "--inspect"]  # fmt: skip
+        for n in range(1, installations + 1):
+            command += ["--repository", f"{n}:{REPOSITORY_ID + n - 1}:{repository_of(n)}"]
+        for label in LABELS:
+            command += ["--label", label]
+        process = subprocess.Popen(command)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            wait_for(f"{base}/_standin/writes")
+            yield base
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
+def claims(api: str, who: list[tuple[int, int]], installation: int = INSTALLATION) -> dict[tuple[int, int], int]:
+    """`/claim` comments on the stand-in, as people wrote them before their webhooks leave: for each
+    (round, claimer), agent-<claimer> on issue round + 1 of the installation's repository. Their ids."""
+    comments = [{"issue": r + 1, "login": f"agent-{c:02d}", "body": "/claim"} for r, c in who]
+    answer = httpx.post(f"{api}/_standin/comments", json={"repository": repository_of(installation),
+                                                          "comments": comments}, timeout=60)  # fmt: skip
+    answer.raise_for_status()
+    return dict(zip(who, answer.json()["ids"], strict=True))
+
+
+def writes(api: str) -> list[dict[str, Any]]:
+    """Baton's writes as the stand-in received them, in order: at, installation, method, path, repository,
+    issue."""
+    return list(httpx.get(f"{api}/_standin/writes", timeout=60).json()["writes"])
 
 
 def wait_for(url: str) -> None:
@@ -111,13 +146,16 @@ def cpu_seconds(pid: int) -> float:
         return 0.0
 
 
-def payload(round_: int, claimer: int, installation: int = INSTALLATION) -> bytes:
+def payload(round_: int, claimer: int, comment_id: int, installation: int = INSTALLATION) -> bytes:
+    """The `issue_comment` delivery of agent-<claimer>'s `/claim` (comment `comment_id`) on issue round + 1."""
     login = f"agent-{claimer:02d}"
+    repository = repository_of(installation)
     return json.dumps({
         "action": "created",
-        "issue": {"number": round_ + 1, "id": 10_000 + round_, "user": {"login": "owner"}, "body": ""},
-        "comment": {"id": round_ * 100 + claimer + 1, "body": "/claim", "user": {"login": login}},
-        "repository": {"id": REPOSITORY_ID + installation - 1, "full_name": REPOSITORY},
+        "issue": {"number": round_ + 1, "id": 10_000 + round_, "user": {"login": repository.split("/")[0]},
+                  "body": ""},
+        "comment": {"id": comment_id, "body": "/claim", "user": {"login": login}},
+        "repository": {"id": REPOSITORY_ID + installation - 1, "full_name": repository},
         "installation": {"id": installation},
         "sender": {"login": login, "type": "User"},
     }).encode()  # fmt: skip
@@ -145,11 +183,13 @@ def exchange(connection: socket.socket, answers: Any, raw: bytes) -> bytes:
 
 
 @contextmanager
-def baton(database_url: str, api: str, *, serves: int, workers: int, overrides: dict[str, str]) -> Iterator[Any]:
-    """Baton's processes, with its defaults but for `overrides`; yields their ports and the processes."""
-    key, _ = key_pair()
+def baton(
+    database_url: str, api: str, key: str, *, serves: int, workers: int, overrides: dict[str, str]
+) -> Iterator[Any]:
+    """Baton's processes (the App's private `key`), with its defaults but for `overrides`; yields their ports
+    and the processes."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("BATON_")},
-           "BATON_DATABASE_URL": database_url, "BATON_WEBHOOK_SECRET": SECRET, "BATON_APP_ID": "1",
+           "BATON_DATABASE_URL": database_url, "BATON_WEBHOOK_SECRET": SECRET, "BATON_APP_ID": str(APP_ID),
            "BATON_PRIVATE_KEY": key, "BATON_GITHUB_API_URL": api, "BATON_API_TOKEN": TOKEN,
            **({"BATON_WORKER": "external"} if workers else {}), **overrides}  # fmt: skip
     ports = [free_port() for _ in range(serves)]
@@ -178,14 +218,14 @@ def baton(database_url: str, api: str, *, serves: int, workers: int, overrides: 
 
 def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: int, gap: float,
         overrides: dict[str, str], settle: float) -> dict[str, Any]:  # fmt: skip
+    key, public_key = key_pair()
     with ExitStack() as stack:
-        api = stack.enter_context(stub_server())
+        api = stack.enter_context(stand_in(public_key, issues=rounds))
         ports, processes = stack.enter_context(
-            baton(database_url, api, serves=serves, workers=workers, overrides=overrides)
+            baton(database_url, api, key, serves=serves, workers=workers, overrides=overrides)
         )
-        # the claimers' comments, so the stub counts their 👍 on the right issue
-        comments = {r * 100 + index + 1: r + 1 for r in range(rounds) for index in range(claimers)}
-        httpx.post(f"{api}/_stub/comments", json={str(k): v for k, v in comments.items()}).raise_for_status()
+        # the claimers' comments are on GitHub before their webhooks leave
+        comment_ids = claims(api, [(r, index) for r in range(rounds) for index in range(claimers)])
         go, done = threading.Barrier(claimers + 1), threading.Barrier(claimers + 1)
         acks: list[tuple[int, str, float, float]] = []  # round, delivery, ack seconds, ack wall time
         failures: list[BaseException] = []
@@ -200,7 +240,7 @@ def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: 
                     answers = connection.makefile("rb")
                     for r in range(rounds):
                         delivery = f"r{r}-c{index}"
-                        raw = request(port, delivery, payload(r, index))
+                        raw = request(port, delivery, payload(r, index, comment_ids[r, index]))
                         go.wait()
                         start = time.perf_counter()
                         status = exchange(connection, answers, raw)
@@ -265,7 +305,7 @@ def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: 
                 .where(t.events.c.type == "claimed").group_by(t.tickets.c.number)).all())  # fmt: skip
         engine.dispose()
         rss = sum(peak_rss_mb(p.pid) for p in processes)
-        state = httpx.get(f"{api}/_stub/state").json()
+        written = [w for w in writes(api) if w["repository"] == REPOSITORY]
 
     def epoch(value: datetime | None) -> float | None:
         return None if value is None else (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
@@ -281,8 +321,11 @@ def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: 
     # permission lookups and its first statements: it is shown apart, and the percentiles are of the rest.
     first_decision = decided_at.get(0, float("nan")) - last_ack[0]
     to_decision = sorted(decided_at[r] - last_ack[r] for r in range(1, rounds) if r in decided_at)
-    thumbs = state["thumbs"]
-    to_thumb = sorted(min(thumbs[str(r + 1)]) - last_ack[r] for r in range(rounds) if thumbs.get(str(r + 1)))
+    thumbs: dict[int, list[float]] = {}  # issue -> when each 👍 arrived
+    for write in written:
+        if write["path"].endswith("/reactions"):
+            thumbs.setdefault(write["issue"], []).append(write["at"])
+    to_thumb = sorted(min(thumbs[r + 1]) - last_ack[r] for r in range(rounds) if thumbs.get(r + 1))
     ack = sorted(a[2] for a in acks)
     # where a round's time goes: sending until the last ack, then until decided, then until the read API shows it
     phases = [statistics.median(values) * 1000 for values in (
@@ -292,9 +335,9 @@ def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: 
     )]  # fmt: skip
     one_winner = sum(
         1 for r in range(rounds)
-        if runners.get(r + 1) is not None and claimed.get(r + 1) == 1 and state["reactions"].get(str(r + 1)) == 1
+        if runners.get(r + 1) is not None and claimed.get(r + 1) == 1 and len(thumbs.get(r + 1, [])) == 1
     )  # fmt: skip
-    writes = [state["writes"].get(str(r + 1), 0) for r in range(rounds)]
+    per_issue = [sum(1 for w in written if w["issue"] == r + 1) for r in range(rounds)]
 
     def pct(values: list[float], q: float) -> float:
         return 1000 * values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
@@ -304,7 +347,7 @@ def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: 
         "ack_p50": pct(ack, 0.5), "ack_p99": pct(ack, 0.99),
         "decision_p50": pct(to_decision, 0.5), "decision_p99": pct(to_decision, 0.99),
         "thumb_p50": pct(to_thumb, 0.5), "thumb_p99": pct(to_thumb, 0.99), "thumbs": len(to_thumb),
-        "rss_mb": rss, "writes_max": max(writes), "writes_mean": statistics.mean(writes), "outbox_left": left,
+        "rss_mb": rss, "writes_max": max(per_issue), "writes_mean": statistics.mean(per_issue), "outbox_left": left,
         "phases": phases, "cpu_ms_per_claim": 1000 * cpu / len(acks), "first_decision": 1000 * first_decision,
     }  # fmt: skip
 

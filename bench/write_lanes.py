@@ -1,16 +1,16 @@
 """Write lanes: one installation's backlog never delays another's, and many processes share one budget.
 
 Baton runs with its default settings (one write per second per installation, 80 a minute, 500 an hour),
-GitHub replaced by the recording stub (bench/github_stub.py), which logs when each write arrives and for
-which installation.
+GitHub replaced by the stand-in GitHub in a process of its own (`python -m github_standin`), which logs
+when each write arrives and for which installation.
 
 1. Two installations (SQLite, one `baton serve`): installation 1 gets `--queued` single `/claim`s on as
    many issues (4 writes each: 👍, label, assignee, status comment; 300 writes by default); once its
    writes flow, installation 2 gets one `/claim`, `--probes` times, a few seconds apart. Printed: from
-   each of installation 2's decisions to its first write at the stub (median, max), and how many of
+   each of installation 2's decisions to its first write at the stand-in (median, max), and how many of
    installation 1's writes were still queued.
 2. Four `baton worker` processes (PostgreSQL) work through `--issues` races of 3 claimers stored for one
-   installation. Printed over `--watch` seconds: the writes the stub saw, the most in any 60 seconds, the
+   installation. Printed over `--watch` seconds: the writes the stand-in saw, the most in any 60 seconds, the
    smallest gap between two arrivals, and writes per second.
 
 Usage (from the repository root):
@@ -35,7 +35,6 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-import httpx
 from sqlalchemy import create_engine, select
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `bench` is a package here
@@ -44,7 +43,7 @@ from baton.store import make_engine, normalise_url, upgrade
 from baton.store import tables as t
 from baton.store.inbox import Inbox, Incoming
 from bench.claim_race import scratch_postgres
-from bench.webhook_race import baton, exchange, payload, request, stub_server
+from bench.webhook_race import baton, claims, exchange, payload, request, stand_in, writes
 
 
 def post(port: int, deliveries: list[tuple[str, bytes]]) -> None:
@@ -56,17 +55,19 @@ def post(port: int, deliveries: list[tuple[str, bytes]]) -> None:
 
 
 def writes_of(api: str, installation: int) -> list[float]:
-    log = httpx.get(f"{api}/_stub/state").json()["log"]
-    return sorted(at for inst, at, _ in log if inst == installation)
+    return sorted(w["at"] for w in writes(api) if w["installation"] == installation)
 
 
 def two_installations(queued: int, probes: int) -> dict[str, Any]:
+    key, public_key = key_pair()
     with ExitStack() as stack:
         url = f"sqlite:///{stack.enter_context(tempfile.TemporaryDirectory())}/lanes.db"
-        api = stack.enter_context(stub_server())
-        [port], _ = stack.enter_context(baton(url, api, serves=1, workers=0, overrides={}))
+        api = stack.enter_context(stand_in(public_key, installations=2, issues=max(queued, probes)))
+        [port], _ = stack.enter_context(baton(url, api, key, serves=1, workers=0, overrides={}))
         # a claimer of its own for each issue: one agent may hold only 3 claims in a repository
-        post(port, [(f"busy-{n}", payload(n, n, installation=1)) for n in range(queued)])
+        busy = claims(api, [(n, n) for n in range(queued)], installation=1)
+        quiet = claims(api, [(n, n) for n in range(probes)], installation=2)
+        post(port, [(f"busy-{n}", payload(n, n, busy[n, n], installation=1)) for n in range(queued)])
         while len(writes_of(api, 1)) < 3:  # installation 1's backlog is being written
             time.sleep(0.1)
         engine = create_engine(normalise_url(url))
@@ -74,7 +75,7 @@ def two_installations(queued: int, probes: int) -> dict[str, Any]:
         for probe in range(probes):
             delivery = f"quiet-{probe}"
             seen = len(writes_of(api, 2))
-            post(port, [(delivery, payload(1000 + probe, probe, installation=2))])
+            post(port, [(delivery, payload(probe, probe, quiet[probe, probe], installation=2))])
             deadline = time.monotonic() + 30
             while len(writes_of(api, 2)) <= seen and time.monotonic() < deadline:
                 time.sleep(0.02)
@@ -91,17 +92,18 @@ def two_installations(queued: int, probes: int) -> dict[str, Any]:
 
 
 def four_workers(postgres_url: str, issues: int, watch: float) -> dict[str, Any]:
-    key, _ = key_pair()
+    key, public_key = key_pair()
     with ExitStack() as stack:
         url = stack.enter_context(scratch_postgres(postgres_url))
+        api = stack.enter_context(stand_in(public_key, issues=issues))
+        said = claims(api, [(r, c) for r in range(issues) for c in range(3)])
         engine = make_engine(url)
         upgrade(engine)
         Inbox(engine).receive_all([
-            Incoming(f"r{r}-c{c}", "issue_comment", "created", 1, payload(r, c).decode())
+            Incoming(f"r{r}-c{c}", "issue_comment", "created", 1, payload(r, c, said[r, c]).decode())
             for r in range(issues) for c in range(3)
         ])  # fmt: skip
         engine.dispose()
-        api = stack.enter_context(stub_server())
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("BATON_")},
                "BATON_DATABASE_URL": url, "BATON_APP_ID": "1", "BATON_PRIVATE_KEY": key,
                "BATON_GITHUB_API_URL": api}  # fmt: skip
@@ -129,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--part", choices=["1", "2", "both"], default="both")
     parser.add_argument("--queued", type=int, default=75,
-                        help="claims queued on installation 1 (4 writes each; at most 99)")  # fmt: skip
+                        help="claims queued on installation 1 (4 writes each)")  # fmt: skip
     parser.add_argument("--probes", type=int, default=5)
     parser.add_argument("--issues", type=int, default=40)
     parser.add_argument("--watch", type=float, default=75.0)

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-import test_projection
+import fake_github
 from baton.domain import TicketKey, WorkState
 from baton.store import tables as t
+from fake_github import INSTALLATION, NUMBER, REPOSITORY_ID, Scene
 from payloads import HEAD, LATER, MERGE, NEWER, Repo, at
-from test_projection import INSTALLATION, NUMBER, REPOSITORY_ID, Scene
 
-scene = test_projection.scene  # the same app, worker and fake GitHub
+scene = fake_github.scene  # the app and worker, with the respx fake of GitHub
 SHOP = Repo(INSTALLATION, REPOSITORY_ID, "octo/shop")
 KEY = TicketKey(INSTALLATION, REPOSITORY_ID, NUMBER)
 

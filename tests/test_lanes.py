@@ -3,7 +3,7 @@ under one budget per installation shared by every process, and a delivery that f
 is tried again until it is decided.
 
 Baton and the stand-in GitHub run as real HTTP servers on 127.0.0.1 (`Stage`); the budget across processes
-runs four `baton worker` processes against the recording stub of the benchmarks.
+runs four `baton worker` processes against the stand-in GitHub in a process of its own, as the benchmarks do.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from baton.store import make_engine, upgrade
 from baton.store import tables as t
 from baton.store.budget import Budgets, Limits, earliest
 from baton.store.inbox import Inbox, Incoming
-from bench.webhook_race import INSTALLATION, payload, stub_server
+from bench.webhook_race import INSTALLATION, claims, payload, stand_in
+from bench.webhook_race import writes as written
 from corpus import missing
 from github_standin.contract import Contract, ContractUnavailable
 from github_standin.server import Fault
@@ -233,21 +234,18 @@ def test_the_budget_counts_the_writes_of_the_last_minute_and_hour(database_url: 
 @pytest.mark.long
 @pytest.mark.postgres
 def test_four_worker_processes_never_exceed_the_budget_of_one_installation(postgres_url: str) -> None:
-    """Four `baton worker` processes decide and write for one installation; the recording stub sees its
+    """Four `baton worker` processes decide and write for one installation; the stand-in GitHub sees its
     writes spaced by the interval and no more than the per-minute number in the first minute."""
-    from baton.demo.stage import key_pair
-
     engine = make_engine(postgres_url)
     upgrade(engine)
     issues, claimers, interval, per_minute = 12, 3, 0.25, 24
-    Inbox(engine).receive_all([
-        Incoming(f"r{r}-c{c}", "issue_comment", "created", INSTALLATION, payload(r, c).decode())
-        for r in range(issues) for c in range(claimers)
-    ])  # fmt: skip
-    key, _ = key_pair()
-    with stub_server() as api:
-        comments = {r * 100 + c + 1: r + 1 for r in range(issues) for c in range(claimers)}
-        httpx.post(f"{api}/_stub/comments", json={str(k): v for k, v in comments.items()}).raise_for_status()
+    with stand_in(app_public_key(), issues=issues) as api:
+        said = claims(api, [(r, c) for r in range(issues) for c in range(claimers)])
+        Inbox(engine).receive_all([
+            Incoming(f"r{r}-c{c}", "issue_comment", "created", INSTALLATION, payload(r, c, said[r, c]).decode())
+            for r in range(issues) for c in range(claimers)
+        ])  # fmt: skip
+        key = app_key()
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("BATON_")},
                "BATON_DATABASE_URL": postgres_url, "BATON_APP_ID": "1", "BATON_PRIVATE_KEY": key,
                "BATON_GITHUB_API_URL": api, "BATON_ANSWER_DELAY": "0.2", "BATON_WRITE_INTERVAL": str(interval),
@@ -259,31 +257,30 @@ def test_four_worker_processes_never_exceed_the_budget_of_one_installation(postg
         try:
             began = time.time()
 
-            def written() -> list[Any]:
-                log = httpx.get(f"{api}/_stub/state", timeout=10).json()["log"]
-                return [entry for entry in log if entry[0] == INSTALLATION]
+            def mine() -> list[dict[str, Any]]:
+                return [w for w in written(api) if w["installation"] == INSTALLATION]
 
             # Watch for 20 s at least, and on a busy machine until the per-minute number is reached (the
             # minute the assertion is about is the limit): slow workers are not a broken budget.
             time.sleep(20)
-            log = written()
+            log = mine()
             while len(log) < per_minute and time.time() < began + 55:
                 time.sleep(0.5)
-                log = written()
+                log = mine()
         finally:
             for worker in workers:
                 worker.terminate()
             for worker in workers:
                 worker.wait(15)
     engine.dispose()
-    times = sorted(at for installation, at, _ in log if installation == INSTALLATION)
+    times = sorted(w["at"] for w in log if w["installation"] == INSTALLATION)
     # the races want over 40 writes: the per-minute number is reached in the time watched, and held
     assert len([at for at in times if at < began + 60]) == per_minute
-    # Never faster than the interval. The stub sees arrivals: a write can arrive late (the first of each process
+    # Never faster than the interval. The stand-in sees arrivals: a write can arrive late (the first of each process
     # carries the token exchange), so any run of writes is checked against its length, with that much slack.
     for i, earlier in enumerate(times):
         for j in range(i + 1, len(times)):
             assert times[j] - earlier >= (j - i) * interval - 0.2, (i, j, times)
     # every issue's 👍 went before any of the later writes of the issues decided with it
-    thumbs = [what for _, _, what in log if what.endswith("/reactions")]
+    thumbs = [w for w in log if w["path"].endswith("/reactions")]
     assert len(thumbs) >= min(issues, 5)

@@ -1,286 +1,201 @@
 """What a person sees on GitHub: labels, assignee, status comment, reactions and replies, written by the
-outbox worker through the real app, with respx standing in for GitHub (a small stateful fake)."""
+outbox writer through the real app, against the stand-in GitHub (`github_standin`) on 127.0.0.1.
+
+Baton runs without its background lanes: a delivery is decided right after its answer and the test writes
+with `drain()`. What Baton writes comes back to it as webhooks, as from GitHub; `settle()` waits until every
+delivery the stand-in sent has been answered and decided."""
 
 from __future__ import annotations
 
-import json
 import re
 import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import pytest
-import respx
-from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy import func, select, update
 
+from baton.demo.stage import Stage
 from baton.domain import TicketKey
 from baton.domain.status import LABELS
-from baton.github.webhooks import signature
-from baton.settings import Settings
 from baton.store import tables as t
-from baton.web import create_app
-from keys import app_key
+from github_standin.people import Hub, Person
+from github_standin.server import Fault, StandIn
+from github_standin.world import Comment, Issue, Repository
+from keys import app_key, app_public_key
 
-API = "https://github.example.test/api/v3"
-SECRET = "webhook-secret"
-INSTALLATION, REPOSITORY_ID, NUMBER = 99, 7, 42
-ISSUE = f"/repos/octo/shop/issues/{NUMBER}"
-
-
-@dataclass
-class FakeGitHub:
-    """One repository with one issue, as much of GitHub as the worker touches."""
-
-    repo_labels: set[str] = field(default_factory=lambda: set(LABELS))
-    labels: set[str] = field(default_factory=set)
-    assignees: list[str] = field(default_factory=list)
-    comments: dict[int, dict[str, Any]] = field(default_factory=dict)
-    reactions: list[tuple[int | None, str]] = field(default_factory=list)
-    writes: list[str] = field(default_factory=list)
-    faults: dict[str, list[Any]] = field(default_factory=dict)  # "METHOD path-regex" -> answers to give first
-    # what the evidence rail asks about, and Baton's check runs
-    pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
-    branches: dict[str, dict[str, Any]] = field(default_factory=dict)
-    comparisons: dict[str, str] = field(default_factory=dict)  # "base...head" -> status
-    check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
-    reads: list[str] = field(default_factory=list)
-    next_id: int = 1000
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def fault(self, request: httpx.Request) -> httpx.Response | None:
-        for pattern, answers in self.faults.items():
-            method, path = pattern.split(" ", 1)
-            if request.method == method and re.fullmatch(path, request.url.path.removeprefix("/api/v3")) and answers:
-                answer = answers.pop(0)
-                if isinstance(answer, Exception):
-                    raise answer
-                return answer  # type: ignore[no-any-return]
-        return None
-
-    def comment_json(self, comment: dict[str, Any]) -> dict[str, Any]:
-        return {**comment, "user": {"login": "baton[bot]", "id": 1, "type": "Bot"}, "html_url": "", "url": "",
-                "issue_url": "", "node_id": "x", "created_at": "2026-01-01T00:00:00Z",
-                "updated_at": "2026-01-01T00:00:00Z", "author_association": "NONE"}  # fmt: skip
-
-    def handle(self, request: httpx.Request) -> httpx.Response:
-        with self.lock:
-            faulty = self.fault(request)
-            if faulty is not None:
-                return faulty
-            path = request.url.path.removeprefix("/api/v3")
-            body = json.loads(request.content) if request.content else {}
-            write = request.method in ("POST", "PATCH", "PUT", "DELETE")
-            if write and not path.startswith("/app/"):
-                self.writes.append(f"{request.method} {path}")
-            elif not write:
-                self.reads.append(path)
-            return self.route(request.method, path, body, request)
-
-    def route(self, method: str, path: str, body: Any, request: httpx.Request) -> httpx.Response:
-        if path == f"/app/installations/{INSTALLATION}/access_tokens":
-            expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-            return httpx.Response(201, json={"token": "ghs_t", "expires_at": expires})
-        if re.fullmatch(r"/repos/octo/shop/collaborators/[^/]+/permission", path):
-            login = path.split("/")[-2]
-            permission = "write" if login == "maria" else "read"
-            return httpx.Response(200, json={"permission": permission, "role_name": permission})
-        if "/contents/" in path:
-            return httpx.Response(404, json={"message": "Not Found"})
-        if path == ISSUE and method == "GET":
-            return httpx.Response(200, json={
-                "number": NUMBER, "labels": [{"name": n} for n in sorted(self.labels)],
-                "assignees": [{"login": a} for a in self.assignees]})  # fmt: skip
-        if path == f"{ISSUE}/labels" and method == "POST":
-            self.labels.update(body["labels"])
-            self.repo_labels.update(body["labels"])
-            return httpx.Response(200, json=[{"name": n} for n in sorted(self.labels)])
-        if path.startswith(f"{ISSUE}/labels/") and method == "DELETE":
-            self.labels.discard(path.rsplit("/", 1)[1].replace("%3A", ":"))
-            return httpx.Response(200, json=[])
-        if path.startswith("/repos/octo/shop/labels/") and method == "GET":
-            name = path.rsplit("/", 1)[1].replace("%3A", ":")
-            return httpx.Response(200 if name in self.repo_labels else 404, json={"name": name})
-        if path == "/repos/octo/shop/labels" and method == "POST":
-            self.repo_labels.add(body["name"])
-            return httpx.Response(201, json=body)
-        if path == f"{ISSUE}/assignees":
-            for login in body["assignees"]:
-                if method == "POST" and login not in self.assignees:
-                    self.assignees.append(login)
-                if method == "DELETE" and login in self.assignees:
-                    self.assignees.remove(login)
-            return httpx.Response(201 if method == "POST" else 200, json={"number": NUMBER})
-        if path == f"{ISSUE}/comments" and method == "GET":
-            page = int(request.url.params.get("page", "1"))
-            listed = [self.comment_json(c) for c in self.on(NUMBER)][(page - 1) * 100 : page * 100]
-            return httpx.Response(200, json=listed)
-        if path == f"{ISSUE}/comments" and method == "POST":
-            self.next_id += 1
-            self.comments[self.next_id] = {"id": self.next_id, "body": body["body"], "issue": NUMBER}
-            return httpx.Response(201, json=self.comment_json(self.comments[self.next_id]))
-        if match := re.fullmatch(r"/repos/octo/shop/issues/comments/(\d+)", path):
-            comment = self.comments.get(int(match.group(1)))
-            if comment is None:
-                return httpx.Response(404, json={"message": "Not Found"})
-            if method == "PATCH":
-                comment["body"] = body["body"]
-            return httpx.Response(200, json=self.comment_json(comment))
-        if match := re.fullmatch(r"/repos/octo/shop/issues/comments/(\d+)/reactions", path):
-            self.reactions.append((int(match.group(1)), body["content"]))
-            return httpx.Response(201, json={"id": 1, "content": body["content"]})
-        if path == f"{ISSUE}/reactions":
-            self.reactions.append((None, body["content"]))
-            return httpx.Response(201, json={"id": 1, "content": body["content"]})
-        return self.evidence(method, path, body, request)
-
-    def evidence(self, method: str, path: str, body: Any, request: httpx.Request) -> httpx.Response:
-        if match := re.fullmatch(r"/repos/octo/shop/issues/(\d+)(/.*)?", path):
-            return self.other_issue(int(match.group(1)), method, match.group(2) or "", body)
-        if (match := re.fullmatch(r"/repos/octo/shop/pulls/(\d+)", path)) and method == "GET":
-            pull = self.pulls.get(int(match.group(1)))
-            return httpx.Response(200, json=pull) if pull else httpx.Response(404, json={"message": "Not Found"})
-        if (match := re.fullmatch(r"/repos/octo/shop/branches/(.+)", path)) and method == "GET":
-            branch = self.branches.get(match.group(1))
-            return httpx.Response(200, json=branch) if branch else httpx.Response(404, json={"message": "Not Found"})
-        if (match := re.fullmatch(r"/repos/octo/shop/compare/(.+)", path)) and method == "GET":
-            status = self.comparisons.get(match.group(1))
-            return httpx.Response(200, json={"status": status}) if status else httpx.Response(404, json={})
-        if path == "/repos/octo/shop/check-runs" and method == "POST":
-            self.next_id += 1
-            self.check_runs[self.next_id] = {"id": self.next_id, **body}
-            return httpx.Response(201, json=self.check_runs[self.next_id])
-        if (match := re.fullmatch(r"/repos/octo/shop/check-runs/(\d+)", path)) and method == "PATCH":
-            run = self.check_runs[int(match.group(1))]
-            run.update(body)
-            if body.get("status") != "completed":
-                run.pop("conclusion", None)
-            return httpx.Response(200, json=run)
-        if (match := re.fullmatch(r"/repos/octo/shop/commits/([^/]+)/check-runs", path)) and method == "GET":
-            runs = [r for r in self.check_runs.values() if r["head_sha"] == match.group(1)
-                    and r["name"] == request.url.params.get("check_name", r["name"])]  # fmt: skip
-            return httpx.Response(200, json={"total_count": len(runs), "check_runs": runs})
-        return httpx.Response(404, json={"message": f"the fake has no {method} {path}"})
-
-    def on(self, number: int) -> list[dict[str, Any]]:
-        return [c for c in self.comments.values() if c.get("issue", NUMBER) == number]
-
-    def other_issue(self, number: int, method: str, rest: str, body: Any) -> httpx.Response:
-        """Any issue but #42, as far as showing a ticket goes: its comments are kept, its labels are not."""
-        if rest == "" and method == "GET":
-            return httpx.Response(200, json={"number": number, "labels": [], "assignees": []})
-        if rest == "/comments" and method == "GET":
-            return httpx.Response(200, json=[self.comment_json(c) for c in self.on(number)])
-        if rest == "/comments" and method == "POST":
-            self.next_id += 1
-            self.comments[self.next_id] = {"id": self.next_id, "body": body["body"], "issue": number}
-            return httpx.Response(201, json=self.comment_json(self.comments[self.next_id]))
-        return httpx.Response(201 if method == "POST" else 200, json=[] if "labels" in rest else {"number": number})
-
-    def runs(self, head_sha: str) -> list[tuple[str, str | None, str]]:
-        """Baton's check runs on a head, oldest first: (status, conclusion, title)."""
-        return [(r["status"], r.get("conclusion"), r["output"]["title"]) for r in self.check_runs.values()
-                if r["head_sha"] == head_sha]  # fmt: skip
-
-    def status(self) -> str:
-        bodies = [c["body"] for c in self.on(NUMBER) if c["body"].startswith("<!-- baton:status -->")]
-        assert len(bodies) == 1, bodies
-        return str(bodies[0])
-
-    def replies(self) -> list[str]:
-        return [c["body"] for c in self.on(NUMBER) if "<!-- baton:reply" in c["body"]]
+BOT = "baton[bot]"
 
 
 @dataclass
 class Scene:
-    client: TestClient
-    github: FakeGitHub
-    app: Any
-    sent: int = 0
+    """Baton and the stand-in GitHub: `octo/shop` (Baton's labels made already) with one issue by olivia."""
 
-    def comment(self, login: str, body: str) -> None:
-        self.sent += 1
-        payload = json.dumps({
-            "action": "created",
-            "issue": {"number": NUMBER, "id": 1, "user": {"login": "olivia"}},
-            "comment": {"id": self.sent, "body": body, "user": {"login": login}},
-            "repository": {"id": REPOSITORY_ID, "full_name": "octo/shop"},
-            "installation": {"id": INSTALLATION},
-            "sender": {"login": login, "type": "User"},
-        }).encode()  # fmt: skip
-        headers = {"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": f"d{self.sent}",
-                   "X-Hub-Signature-256": signature(SECRET.encode(), payload)}  # fmt: skip
-        assert self.client.post("/webhooks/github", content=payload, headers=headers).status_code == 202
+    stage: Stage
+    number: int
+    people: dict[str, Person] = field(default_factory=dict)
+
+    @property
+    def app(self) -> Any:
+        return self.stage.app
+
+    @property
+    def hub(self) -> Hub:
+        return self.stage.hub
+
+    @property
+    def rest(self) -> StandIn:
+        return self.stage.hub.rest
+
+    @property
+    def repository(self) -> Repository:
+        return self.stage.repository
+
+    @property
+    def issue(self) -> Issue:
+        return self.repository.issues[self.number]
+
+    @property
+    def key(self) -> TicketKey:
+        return TicketKey(self.repository.installation_id, self.repository.id, self.number)
+
+    @property
+    def path(self) -> str:
+        return f"/repos/{self.stage.full_name}/issues/{self.number}"
+
+    def person(self, login: str) -> Person:
+        if login not in self.people:
+            kind = "Bot" if login.endswith("[bot]") else "User"
+            self.people[login] = (
+                self.hub.person(login, kind=kind) if kind == "Bot"
+                else self.stage.person(login, "write" if login == "maria" else "read")
+            )  # fmt: skip
+        return self.people[login]
+
+    # -- what people do on GitHub --------------------------------------------------------------------
+
+    def comment(self, login: str, body: str, *, together: threading.Barrier | None = None) -> int:
+        return self.person(login).comment(self.stage.full_name, self.number, body, together=together)
 
     def label(self, login: str, name: str, added: bool) -> None:
-        """Someone changes a label on GitHub: the fake changes, and GitHub tells Baton."""
-        (self.github.labels.add if added else self.github.labels.discard)(name)
-        self.sent += 1
-        payload = json.dumps({
-            "action": "labeled" if added else "unlabeled",
-            "label": {"name": name},
-            "issue": {"number": NUMBER, "id": 1, "user": {"login": "olivia"}},
-            "repository": {"id": REPOSITORY_ID, "full_name": "octo/shop"},
-            "installation": {"id": INSTALLATION},
-            "sender": {"login": login, "type": "User"},
-        }).encode()  # fmt: skip
-        headers = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": f"d{self.sent}",
-                   "X-Hub-Signature-256": signature(SECRET.encode(), payload)}  # fmt: skip
-        assert self.client.post("/webhooks/github", content=payload, headers=headers).status_code == 202
+        """Someone changes a label on GitHub: the issue changes, and GitHub tells Baton."""
+        self.person(login).label(self.stage.full_name, self.number, name, add=added)
 
-    def post(self, event: str, payload: dict[str, Any]) -> None:
-        """GitHub tells Baton something (a push, a pull request, a deployment …)."""
-        self.sent += 1
-        body = json.dumps(payload).encode()
-        headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": f"d{self.sent}",
-                   "X-Hub-Signature-256": signature(SECRET.encode(), body)}  # fmt: skip
-        assert self.client.post("/webhooks/github", content=body, headers=headers).status_code == 202
+    # -- what GitHub shows ---------------------------------------------------------------------------
+
+    def labels(self) -> set[str]:
+        with self.hub.world.lock:
+            return set(self.issue.labels)
+
+    def assignees(self) -> list[str]:
+        with self.hub.world.lock:
+            return list(self.issue.assignees)
+
+    def reactions(self) -> list[tuple[int | None, str]]:
+        """(comment id or None for the issue, content), oldest first."""
+        with self.hub.world.lock:
+            return [(r.comment, r.content) for r in self.repository.reactions.get(self.number, [])]
+
+    def comments(self, by: str = BOT) -> list[Comment]:
+        with self.hub.world.lock:
+            return [c for c in self.repository.comments.values() if c.issue == self.number and c.user.login == by]
+
+    def status(self) -> str:
+        bodies = [c.body for c in self.comments() if c.body.startswith("<!-- baton:status -->")]
+        assert len(bodies) == 1, bodies
+        return bodies[0]
+
+    def replies(self) -> list[str]:
+        return [c.body for c in self.comments() if "<!-- baton:reply" in c.body]
+
+    def writes(self) -> list[str]:
+        """Baton's successful changes on GitHub, in order: "METHOD path"."""
+        with self.hub.world.lock:
+            return [f"{c.method} {c.path}" for c in self.rest.writes()]
+
+    # -- Baton's side --------------------------------------------------------------------------------
+
+    def settle(self, timeout: float = 30.0) -> None:
+        """Wait until Baton answered every delivery sent so far (202) and decided it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.hub.world.lock:
+                sent = list(self.hub.deliveries)
+            if all(d.status is not None for d in sent):
+                assert all(d.status == 202 for d in sent), [(d.event, d.status, d.answer) for d in sent]
+                deliveries = t.webhook_deliveries
+                with self.app.state.work.store.engine.connect() as connection:
+                    waiting = connection.execute(
+                        select(func.count()).select_from(deliveries)
+                        .where(deliveries.c.id.in_([d.id for d in sent]))
+                        .where(deliveries.c.status.in_(["pending", "processing"]))
+                    ).scalar_one()  # fmt: skip
+                if waiting == 0:
+                    return
+            assert time.monotonic() < deadline, "Baton did not decide every delivery in time"
+            time.sleep(0.01)
 
     def drain(self) -> int:
-        return int(self.app.state.writer.drain())
+        self.settle()
+        handled = int(self.app.state.writer.drain())
+        self.settle()  # what the writes caused GitHub to send back
+        return handled
 
     def due_now(self) -> None:
         """Skip waiting out a retry delay, and any pause GitHub asked for."""
-        with self.app.state.work.units.engine.begin() as connection:
+        with self.app.state.work.store.engine.begin() as connection:
             connection.execute(update(t.outbox).values(due_at=datetime.now(UTC) - timedelta(seconds=1)))
             connection.execute(update(t.write_budgets).values(paused_until=None, next_at=None))
 
     def outbox(self) -> list[Any]:
-        with self.app.state.work.units.engine.connect() as connection:
+        with self.app.state.work.store.engine.connect() as connection:
             return list(connection.execute(select(t.outbox)).all())
 
     def unsent(self) -> int:
-        with self.app.state.work.units.engine.connect() as connection:
+        with self.app.state.work.store.engine.connect() as connection:
             query = select(func.count()).select_from(t.outbox_items).where(t.outbox_items.c.sent_at.is_(None))
             return int(connection.execute(query).scalar_one())
 
 
 @pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    fake = FakeGitHub()
-    settings = Settings(
-        database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=4711, private_key=SecretStr(app_key()),
-        github_api_url=API, answer_delay=0, write_interval=0,
-    )  # fmt: skip
-    app = create_app(settings, lanes=False)
-    with respx.mock(base_url=API, assert_all_called=False) as router:
-        router.route().mock(side_effect=fake.handle)
-        with TestClient(app) as client:
-            yield Scene(client, fake, app)
+def github_timeout() -> float:
+    """How long Baton waits for a GitHub call (its default; a test may parametrize it shorter)."""
+    return 10.0
+
+
+@contextmanager
+def opened(database_url: str, **settings: Any) -> Iterator[Scene]:
+    """A scene; `settings` override Baton's."""
+    options: dict[str, Any] = {"answer_delay": 0, "write_interval": 0, "lanes": False, **settings}
+    with Stage.open(database_url, key=(app_key(), app_public_key()), **options) as stage:
+        with stage.hub.world.lock:
+            for name, (colour, description) in LABELS.items():
+                stage.hub.world.create_label(stage.repository, name, colour, description)
+        scene = Scene(stage, 0)
+        scene.number = scene.person("olivia").open_issue(stage.full_name, "Empty state for the cart")
+        yield scene
+        assert stage.hub.all_problems() == []
+
+
+@pytest.fixture
+def scene(database_url: str, github_timeout: float, monkeypatch: pytest.MonkeyPatch) -> Iterator[Scene]:
+    monkeypatch.setattr("baton.github.client.TIMEOUT", github_timeout)
+    with opened(database_url) as made:
+        made.settle()
+        yield made
 
 
 def test_a_claim_is_shown_with_one_label_the_assignee_a_status_comment_and_a_thumbs_up(scene: Scene) -> None:
-    scene.comment("agent-a", "/claim")
+    claim = scene.comment("agent-a", "/claim")
     assert scene.drain() == 1
-    github = scene.github
-    assert github.labels == {"baton:claimed"}
-    assert github.assignees == ["agent-a"]
-    assert github.reactions == [(1, "+1")]
-    assert github.status() == (
+    assert scene.labels() == {"baton:claimed"}
+    assert scene.assignees() == ["agent-a"]
+    assert scene.reactions() == [(claim, "+1")]
+    assert scene.status() == (
         "<!-- baton:status -->\n**Work:** Claimed — attempt 1 by @agent-a\n**Repository:** Unreported\n"
         "**Deployment:** Not deployed\n\nRevision 2. @agent-a works on it; /deliver comes next."
     )
@@ -288,92 +203,91 @@ def test_a_claim_is_shown_with_one_label_the_assignee_a_status_comment_and_a_thu
 
 
 def test_the_status_comment_is_edited_in_place_through_a_life(scene: Scene) -> None:
-    scene.comment("agent-a", "/claim")
+    claim = scene.comment("agent-a", "/claim")
     scene.drain()
-    scene.comment("agent-a", "/deliver\nbranch: 42-empty-state")
+    deliver = scene.comment("agent-a", "/deliver\nbranch: 42-empty-state")
     scene.drain()
-    assert scene.github.labels == {"baton:delivered"}
-    assert "**Work:** Delivered — attempt 1 by @agent-a, awaiting review" in scene.github.status()
-    scene.comment("maria", "/accept")
+    assert scene.labels() == {"baton:delivered"}
+    assert "**Work:** Delivered — attempt 1 by @agent-a, awaiting review" in scene.status()
+    accept = scene.comment("maria", "/accept")
     scene.drain()
-    github = scene.github
-    assert github.labels == {"baton:accepted"}
-    assert github.assignees == []  # the claim is over
-    assert "**Work:** Accepted by @maria — attempt 1 by @agent-a" in github.status()
-    assert len(github.comments) == 1
-    assert github.reactions == [(1, "+1"), (2, "+1"), (3, "+1")]
+    assert scene.labels() == {"baton:accepted"}
+    assert scene.assignees() == []  # the claim is over
+    assert "**Work:** Accepted by @maria — attempt 1 by @agent-a" in scene.status()
+    assert len(scene.comments()) == 1
+    assert scene.reactions() == [(claim, "+1"), (deliver, "+1"), (accept, "+1")]
 
 
 def test_a_refusal_gets_a_reply_mentioning_its_author(scene: Scene) -> None:
     scene.comment("agent-a", "/deliver")
     scene.drain()
-    [reply] = scene.github.replies()
-    assert reply.startswith("@agent-a #42 is open (revision 1), not claimed. An agent can /claim it.")
-    assert scene.github.reactions == []
+    [reply] = scene.replies()
+    assert reply.startswith(f"@agent-a #{scene.number} is open (revision 1), not claimed. An agent can /claim it.")
+    assert scene.reactions() == []
 
 
 def test_help_is_answered_with_what_this_person_may_use(scene: Scene) -> None:
     scene.comment("agent-b", "/help")
     scene.drain()
-    [reply] = scene.github.replies()
-    assert reply.startswith("@agent-b commands you may use on #42 now:\n- `/claim [rev=N]`")
+    [reply] = scene.replies()
+    assert reply.startswith(f"@agent-b commands you may use on #{scene.number} now:\n- `/claim [rev=N]`")
 
 
 def test_twenty_claimants_cost_at_most_six_writes(scene: Scene) -> None:
-    scene.github.labels = {"baton:open"}
+    with scene.hub.world.lock:
+        scene.issue.labels = ["baton:open"]  # there since before: no webhook about it now
     logins = [f"agent-{n:02d}" for n in range(20)]
+    for login in logins:
+        scene.person(login)
     barrier = threading.Barrier(len(logins))
-
-    def claim(login: str) -> None:
-        barrier.wait()
-        scene.comment(login, "/claim")
-
-    threads = [threading.Thread(target=claim, args=(login,)) for login in logins]
+    threads = [threading.Thread(target=scene.comment, args=(login, "/claim"), kwargs={"together": barrier})
+               for login in logins]  # fmt: skip
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     scene.drain()
-    github = scene.github
-    winner = github.assignees[0]
-    assert github.labels == {"baton:claimed"}
-    assert github.assignees == [winner]
-    assert len(github.reactions) == 1
-    [reply] = github.replies()
-    mentioned = set(re.findall(r"@(agent-\d\d)", reply.split("\n\n<!--")[0].split(" #42")[0]))
+    winner = scene.assignees()[0]
+    assert scene.labels() == {"baton:claimed"}
+    assert scene.assignees() == [winner]
+    assert len(scene.reactions()) == 1
+    [reply] = scene.replies()
+    mentioned = set(re.findall(r"@(agent-\d\d)", reply.split("\n\n<!--")[0].split(f" #{scene.number}")[0]))
     assert mentioned == set(logins) - {winner}
-    assert f"#42 is claimed by @{winner} (revision 2), not open. Pick another issue." in reply
-    assert len(github.writes) <= 6, github.writes
+    assert f"#{scene.number} is claimed by @{winner} (revision 2), not open. Pick another issue." in reply
+    assert len(scene.writes()) <= 6, scene.writes()
 
 
 @pytest.mark.parametrize(
-    "fault",
-    [httpx.Response(500, json={"message": "boom"}), httpx.Response(502, text="bad gateway"),
-     httpx.ReadTimeout("slow"),
-     httpx.Response(403, headers={"Retry-After": "1"}, json={"message": "You have exceeded a secondary rate limit"})],
+    ("fault", "github_timeout"),
+    [({"status": 500}, 10.0), ({"status": 502}, 10.0),
+     # GitHub answers in 2 s, Baton gives up after 1 s; the write lands on GitHub all the same.
+     pytest.param({"status": None, "delay": 2.0}, 1.0, marks=pytest.mark.xfail(strict=True, reason=(
+         "githubkit's HTTP cache (hishel) drops httpx's timeout from the request: Baton waits for a slow "
+         "GitHub as long as it takes instead of giving up after baton.github.client.TIMEOUT"))),
+     ({"status": 403, "retry_after": 1}, 10.0)],
     ids=["500", "502", "timeout", "secondary-rate-limit"],
 )  # fmt: skip
-def test_github_failing_delays_but_never_loses_or_doubles(scene: Scene, fault: Any) -> None:
-    scene.github.faults["POST /repos/octo/shop/issues/42/labels"] = [fault]
-    scene.comment("agent-a", "/claim")
+def test_github_failing_delays_but_never_loses_or_doubles(scene: Scene, fault: dict[str, Any]) -> None:
+    scene.rest.inject(Fault("POST", f"^{scene.path}/labels$", **fault))
+    claim = scene.comment("agent-a", "/claim")
     scene.drain()
     [row] = scene.outbox()
     assert row.attempts == 1 and row.last_error
     assert row.due_at.replace(tzinfo=row.due_at.tzinfo or UTC) > datetime.now(UTC)
     scene.due_now()
     scene.drain()
-    github = scene.github
-    assert github.labels == {"baton:claimed"}
-    assert github.assignees == ["agent-a"]
-    assert github.reactions == [(1, "+1")]
-    assert len(github.comments) == 1
+    assert scene.labels() == {"baton:claimed"}
+    assert scene.assignees() == ["agent-a"]
+    assert scene.reactions() == [(claim, "+1")]
+    assert len(scene.comments()) == 1
     assert scene.outbox() == [] and scene.unsent() == 0
 
 
 def test_a_crash_after_writing_before_recording_doubles_nothing(scene: Scene) -> None:
     """The worker dies after GitHub took the writes but before the database heard of it."""
     scene.comment("agent-a", "/deliver")  # refused: a reply
-    scene.comment("agent-b", "/claim")  # applied: label, assignee, status comment, 👍
+    claim = scene.comment("agent-b", "/claim")  # applied: label, assignee, status comment, 👍
     worker = scene.app.state.writer
     real_sent, real_done = worker.outbox.sent, worker.outbox.done
 
@@ -383,22 +297,22 @@ def test_a_crash_after_writing_before_recording_doubles_nothing(scene: Scene) ->
         real_sent(item_ids, result_id)
 
     worker.outbox.sent = killed_after_the_reply
+    scene.settle()
     with pytest.raises(SystemExit):
         scene.drain()
     worker.outbox.sent, worker.outbox.done = real_sent, real_done
-    writes_before = list(scene.github.writes)
+    writes_before = scene.writes()
     # the 👍 first, then the reply; the crash came before the labels, assignee and status comment
     assert [w.split(" ")[0] + " " + w.split("/")[-1] for w in writes_before] == ["POST reactions", "POST comments"]
     # the restarted writer finds the issue again
     scene.due_now()
     scene.drain()
-    github = scene.github
-    assert len(github.replies()) == 1  # the reply it had posted was found, not posted again
-    assert len([c for c in github.comments.values() if "baton:status" in c["body"]]) == 1
-    assert github.labels == {"baton:claimed"} and github.assignees == ["agent-b"]
+    assert len(scene.replies()) == 1  # the reply it had posted was found, not posted again
+    assert len([c for c in scene.comments() if "baton:status" in c.body]) == 1
+    assert scene.labels() == {"baton:claimed"} and scene.assignees() == ["agent-b"]
     assert scene.outbox() == [] and scene.unsent() == 0
-    assert github.reactions == [(2, "+1")]
-    assert [w.split(" ")[0] + " " + w.split("/")[-1] for w in github.writes[len(writes_before) :]] == [
+    assert scene.reactions() == [(claim, "+1")]
+    assert [w.split(" ")[0] + " " + w.split("/")[-1] for w in scene.writes()[len(writes_before) :]] == [
         "POST labels", "POST assignees", "POST comments",
     ]  # fmt: skip
 
@@ -406,73 +320,77 @@ def test_a_crash_after_writing_before_recording_doubles_nothing(scene: Scene) ->
 def test_a_deleted_status_comment_is_written_again(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
     scene.drain()
-    scene.github.comments.clear()
+    [status] = scene.comments()
+    scene.person("maria").delete_comment(scene.stage.full_name, status.id)
     scene.comment("agent-a", "/status")
     scene.drain()
-    assert "Claimed — attempt 1 by @agent-a" in scene.github.status()
+    assert "Claimed — attempt 1 by @agent-a" in scene.status()
+    assert scene.comments()[0].id != status.id
 
 
 def test_a_missing_label_is_created_with_colour_and_description(scene: Scene) -> None:
-    scene.github.repo_labels = set()
+    with scene.hub.world.lock:
+        scene.repository.labels.clear()
     scene.comment("agent-a", "/claim")
     scene.drain()
-    assert "POST /repos/octo/shop/labels" in scene.github.writes
-    assert "baton:claimed" in scene.github.repo_labels
+    assert f"POST /repos/{scene.stage.full_name}/labels" in scene.writes()
+    label = scene.repository.label("baton:claimed")
+    assert label is not None
+    assert (label.color, label.description) == (LABELS["baton:claimed"][0].lstrip("#").lower(),
+                                                LABELS["baton:claimed"][1])  # fmt: skip
 
 
 def test_with_external_workers_the_web_process_only_stores_and_baton_worker_does_the_rest(database_url: str) -> None:
-    import time
-
     from baton.runtime import Runtime
     from baton.wiring import assemble
 
-    fake = FakeGitHub()
-    settings = Settings(
-        database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=4711, private_key=SecretStr(app_key()),
-        github_api_url=API, answer_delay=0, write_interval=0, worker="external",
-    )  # fmt: skip
-    app = create_app(settings)
-    with respx.mock(base_url=API, assert_all_called=False) as router:
-        router.route().mock(side_effect=fake.handle)
-        with TestClient(app) as client:
-            scene = Scene(client, fake, app)
-            scene.comment("agent-a", "/claim")
-            assert app.state.work.ticket(TicketKey(INSTALLATION, REPOSITORY_ID, NUMBER)) is None  # stored only
-            parts = assemble(settings)
-            lanes = Runtime(parts)  # what `baton worker` runs
-            lanes.start()
-            deadline = time.monotonic() + 20
-            while (fake.reactions == [] or fake.assignees == []) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            lanes.stop()
+    with opened(database_url, worker="external") as scene:
+        claim = scene.comment("agent-a", "/claim")
+        assert scene.app.state.work.ticket(scene.key) is None  # stored only
+        parts = assemble(scene.stage.settings)
+        lanes = Runtime(parts)  # what `baton worker` runs
+        lanes.start()
+
+        def finished() -> bool:  # the claim shown, and what GitHub sent back about it decided too
+            with scene.hub.world.lock:
+                answered = all(d.status is not None for d in scene.hub.deliveries)
+            return len(scene.comments()) == 1 and answered and parts.inbox.pending() == []
+
+        deadline = time.monotonic() + 20
+        while not finished() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        lanes.stop()
+        try:
+            assert scene.labels() == {"baton:claimed"} and scene.assignees() == ["agent-a"]
+            assert scene.reactions() == [(claim, "+1")]
+            assert parts.inbox.pending() == []
+        finally:
             parts.engine.dispose()
-    assert fake.labels == {"baton:claimed"} and fake.assignees == ["agent-a"] and fake.reactions == [(1, "+1")]
-    assert parts.inbox.pending() == []
 
 
 def test_a_state_label_changed_by_hand_is_put_back_and_the_change_recorded(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
     scene.drain()
-    before = scene.app.state.work.ticket(TicketKey(INSTALLATION, REPOSITORY_ID, NUMBER))
-    # out of order on purpose: the removal is reported before the addition that preceded it
+    before = scene.app.state.work.ticket(scene.key)
     scene.label("someone", "baton:open", added=True)
     scene.label("someone", "baton:claimed", added=False)
     scene.drain()
-    assert scene.github.labels == {"baton:claimed"}
-    key = TicketKey(INSTALLATION, REPOSITORY_ID, NUMBER)
-    assert scene.app.state.work.ticket(key) == before  # the database never follows a label
-    restored = [e for e in scene.app.state.work.history(key) if e.type == "label_restored"]
+    assert scene.labels() == {"baton:claimed"}
+    assert scene.app.state.work.ticket(scene.key) == before  # the database never follows a label
+    restored = [e for e in scene.app.state.work.history(scene.key) if e.type == "label_restored"]
     assert [(e.actor, e.data["label"], e.data["action"]) for e in restored] == [
         ("someone", "baton:open", "added"), ("someone", "baton:claimed", "removed"),
     ]  # fmt: skip
 
 
 def test_batons_own_label_writes_and_other_labels_change_nothing(scene: Scene) -> None:
+    with scene.hub.world.lock:
+        scene.issue.labels = ["baton:open"]  # there since before: the claim takes it off
     scene.comment("agent-a", "/claim")
-    scene.drain()
-    scene.label("baton[bot]", "baton:claimed", added=True)  # Baton's own write, reported back
-    scene.label("baton[bot]", "baton:open", added=False)
+    scene.drain()  # GitHub reports Baton's own label writes back to it
+    echoed = [(d.event, d.body) for d in scene.hub.deliveries if d.event == "issues" and BOT.encode() in d.body]
+    assert [b'"action": "labeled"' in body for _, body in echoed] == [True, False]
     scene.label("someone", "bug", added=True)
-    key = TicketKey(INSTALLATION, REPOSITORY_ID, NUMBER)
-    assert [e.type for e in scene.app.state.work.history(key)] == ["created", "claimed"]
+    scene.settle()
+    assert [e.type for e in scene.app.state.work.history(scene.key)] == ["created", "claimed"]
     assert scene.outbox() == []

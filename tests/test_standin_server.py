@@ -4,9 +4,14 @@ refusals of requests GitHub's description refuses, injected faults, and the webh
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
+import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -19,9 +24,11 @@ from starlette.testclient import TestClient
 
 from baton.github.webhooks import verify
 from corpus import missing
+from github_standin.__main__ import prepared
 from github_standin.contract import Contract, ContractUnavailable, webhook_problems
+from github_standin.inspection import with_inspection
 from github_standin.people import Hub
-from github_standin.server import Fault
+from github_standin.server import Fault, StandIn
 from github_standin.serving import Served
 from github_standin.world import World
 from keys import app_key, app_public_key
@@ -219,3 +226,90 @@ def test_check_runs_are_created_updated_and_listed_by_commit(hub: Hub) -> None:
     assert [r["id"] for r in listed["check_runs"]] == [run] and listed["check_runs"][0]["output"]["title"] == "Accepted"
     assert by_branch["total_count"] == 1 and other["total_count"] == 0
     assert hub.all_problems() == []
+
+
+def test_a_deleted_comment_is_gone_and_arrives_as_issue_comment_deleted(
+    hub: Hub, baton_double: list[tuple[dict[str, str], bytes]]
+) -> None:
+    maria = hub.person("maria")
+    task = maria.open_issue("octo/shop", "A task")
+    said = hub.person("agent-a").comment("octo/shop", task, "/claim")
+    maria.delete_comment("octo/shop", said)
+    assert said not in hub.world.repository("octo/shop").comments  # type: ignore[union-attr]
+    headers, body = baton_double[-1]
+    payload = json.loads(body)
+    assert (headers["x-github-event"], payload["action"]) == ("issue_comment", "deleted")
+    assert (payload["comment"]["id"], payload["comment"]["body"]) == (said, "/claim")
+    assert payload["sender"]["login"] == "maria"
+    with client(hub) as http:
+        gone = http.get(f"/repos/octo/shop/issues/comments/{said}", headers={"Authorization": f"token {token(hub)}"})
+    assert gone.status_code == 404
+    assert hub.all_problems() == []
+
+
+def test_a_prepared_world_with_inspection_shows_each_write_with_its_time_installation_and_issue(
+    contract: Contract,
+) -> None:
+    world = prepared(APP_ID, app_public_key(), ["5:4242:octo/race", "6:4243:octo-two/race"], 3, ["baton:open"])
+    stand_in = StandIn(world, contract)
+    with TestClient(with_inspection(stand_in), base_url="http://github.test") as http:
+        mint = {"Authorization": f"Bearer {app_jwt()}"}
+        tokens = [http.post(f"/app/installations/{n}/access_tokens", headers=mint).json()["token"] for n in (5, 6)]
+        auth, other = ({"Authorization": f"token {token}"} for token in tokens)
+        made = http.post("/_standin/comments", json={"repository": "octo/race", "comments": [
+            {"issue": 2, "login": "agent-a", "body": "/claim"}, {"issue": 3, "login": "agent-b", "body": "/claim"}]})
+        assert made.status_code == 201
+        first, second = made.json()["ids"]
+        assert http.get("/repos/octo/race/issues/2", headers=auth).json()["comments"] == 1
+        permission = http.get("/repos/octo/race/collaborators/agent-a/permission", headers=auth).json()
+        assert permission["permission"] == "read"  # a public repository: everyone reads
+        assert http.get("/repos/octo/race/contents/.github/baton.yml", headers=auth).status_code == 404
+        assert http.get("/repos/octo/race/labels/baton:open", headers=auth).status_code == 200
+        assert http.get("/repos/octo/race", headers=other).status_code == 404  # another installation's
+        started = time.time()
+        reacted = http.post(f"/repos/octo/race/issues/comments/{first}/reactions", json={"content": "+1"}, headers=auth)
+        assert reacted.status_code == 201
+        labelled = http.post("/repos/octo/race/issues/3/labels", json={"labels": ["baton:open"]}, headers=other)
+        assert labelled.status_code == 404
+        labelled = http.post("/repos/octo-two/race/issues/1/labels", json={"labels": ["x"]}, headers=other)
+        assert labelled.status_code == 200
+        shown = http.get("/_standin/writes").json()["writes"]
+    assert [(w["installation"], w["method"], w["repository"], w["issue"]) for w in shown] == [
+        (5, "POST", "octo/race", 2), (6, "POST", "octo-two/race", 1),
+    ]  # fmt: skip
+    assert shown[0]["path"] == f"/repos/octo/race/issues/comments/{first}/reactions"
+    assert started <= shown[0]["at"] <= shown[1]["at"] <= time.time()
+    assert second not in (w["issue"] for w in shown)
+    assert stand_in.problems == []
+    with TestClient(StandIn(world).app, base_url="http://github.test") as http:
+        hidden = http.get("/_standin/writes")
+    assert hidden.status_code == 404 and hidden.json()["message"] == "Not Found"  # off unless asked for
+
+
+def test_python_m_github_standin_serves_the_prepared_world_on_127_0_0_1(tmp_path: Path) -> None:
+    key = tmp_path / "app.pub.pem"
+    key.write_text(app_public_key())
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "github_standin", "--port", str(port), "--app-id", str(APP_ID),
+               "--app-key", str(key), "--repository", "7:99:octo/race", "--issues", "2", "--inspect"]  # fmt: skip
+    process = subprocess.Popen(command)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/_standin/writes")
+                break
+            except httpx.TransportError:
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.05)
+        assert answer.json() == {"writes": []}
+        minted = httpx.post(f"http://127.0.0.1:{port}/app/installations/7/access_tokens",
+                            headers={"Authorization": f"Bearer {app_jwt()}"})  # fmt: skip
+        auth = {"Authorization": f"token {minted.json()['token']}"}
+        issue = httpx.get(f"http://127.0.0.1:{port}/repos/octo/race/issues/2", headers=auth).json()
+        assert (issue["number"], issue["state"], issue["user"]["login"]) == (2, "open", "octo")
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -24,7 +24,7 @@ import httpx
 from . import shapes
 from .contract import Contract, ContractUnavailable, webhook_problems
 from .server import StandIn, render_issue, render_pull_request
-from .world import Comment, Deployment, Issue, PullRequest, Repository, World, now, sha_of
+from .world import Deployment, Issue, PullRequest, Repository, World, now, sha_of
 
 
 @dataclass
@@ -168,14 +168,11 @@ class Person:
     def open_issue(self, full_name: str, title: str, body: str = "") -> int:
         world, repository, repo = self._context(full_name)
         with world.lock:
-            number = _next_number(repository)
-            moment = now()
-            issue = Issue(number, world.next_id(), title, body, self.account, moment, moment)
-            repository.issues[number] = issue
+            issue = world.add_issue(repository, title, self.account, body)
             payload = shapes.issues_event("opened", repo, self._issue_json(repository, repo, issue), self.account,
                                           installation_id=repository.installation_id)  # fmt: skip
         self.hub.deliver("issues", payload)
-        return number
+        return issue.number
 
     def comment(self, full_name: str, number: int, body: str, *, together: threading.Barrier | None = None) -> int:
         """Comment on an issue or pull request. With `together`, the webhook leaves once every party to
@@ -183,12 +180,9 @@ class Person:
         world, repository, repo = self._context(full_name)
         with world.lock:
             issue = repository.issues[number]
-            moment = now()
-            comment = Comment(world.next_id(), number, self.account, body, moment, moment)
-            repository.comments[comment.id] = comment
-            issue.updated_at = moment
+            comment = world.add_comment(repository, number, self.account, body)
             comment_json = shapes.issue_comment(
-                repo, number, comment.id, body, self.account, created_at=shapes.timestamp(moment),
+                repo, number, comment.id, body, self.account, created_at=shapes.timestamp(comment.created_at),
                 on_pull_request=issue.pull_request,
             )  # fmt: skip
             payload = shapes.issue_comment_event(repo, self._issue_json(repository, repo, issue), comment_json,
@@ -198,6 +192,24 @@ class Person:
         else:
             self.hub.deliver_now("issue_comment", payload, together)
         return comment.id
+
+    def delete_comment(self, full_name: str, comment_id: int) -> None:
+        """Delete a comment (anyone's: as a maintainer may); GitHub sends `issue_comment` `deleted` with the
+        comment as it was."""
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            comment = repository.comments.pop(comment_id)
+            issue = repository.issues[comment.issue]
+            app = world.app if comment.app_id == world.app_id else None
+            comment_json = shapes.issue_comment(
+                repo, comment.issue, comment.id, comment.body, comment.user,
+                created_at=shapes.timestamp(comment.created_at), updated_at=shapes.timestamp(comment.updated_at),
+                on_pull_request=issue.pull_request, app=app,
+            )  # fmt: skip
+            payload = shapes.issue_comment_event(repo, self._issue_json(repository, repo, issue), comment_json,
+                                                 self.account, action="deleted",
+                                                 installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("issue_comment", payload)
 
     def label(self, full_name: str, number: int, name: str, *, add: bool) -> None:
         """Add or remove a label by hand."""

@@ -18,6 +18,7 @@ import asyncio
 import json
 import re
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -78,6 +79,8 @@ class Call:
     path: str
     status: int
     operation: str | None
+    at: float = 0.0  # when it arrived (seconds since the epoch)
+    installation: int | None = None  # whose installation token it carried
 
 
 @dataclass
@@ -111,6 +114,7 @@ class StandIn:
     # -- the one handler -----------------------------------------------------------------------------
 
     async def _handle(self, request: Request) -> Response:
+        arrived = time.time()
         # The raw, percent-encoded path: a label named "a/b" is one segment, as on GitHub.
         method, path = request.method, request.scope.get("raw_path", request.url.path.encode()).decode()
         body = await request.body()
@@ -139,7 +143,9 @@ class StandIn:
         if self.contract is not None and operation is not None:
             self.problems.extend(self.contract.response_problems(method, path, status, response_headers, content))
         with self.world.lock:
-            self.calls.append(Call(method, path, status, operation))
+            token = self.world.tokens.get(headers.get("authorization", "").partition(" ")[2])
+            installation = token.installation_id if token is not None else None
+            self.calls.append(Call(method, path, status, operation, arrived, installation))
         return Response(content, status_code=status, headers=response_headers)
 
     def _fault(self, method: str, path: str) -> tuple[float, Answer | None]:
@@ -250,6 +256,8 @@ class _Context:
 
     def labels_changed(self, action: str, issue: Issue, label: str) -> None:
         """The App's bot added or removed a label: GitHub tells the App as it tells everyone."""
+        if self.stand_in.notify is None:  # nobody listens: spare building the payload
+            return
         installation_id = self.repository.installation_id
         event = shapes.issues_event(
             action,
@@ -459,9 +467,11 @@ def _create_comment(c: _Context, number: str) -> tuple[int, Json]:
     comment = Comment(c.world.next_id(), issue.number, c.world.bot, body, moment, moment, c.world.app_id)
     c.repository.comments[comment.id] = comment
     _touch(issue)
-    c.notify("issue_comment", shapes.issue_comment_event(c.repo, c.issue(issue), c.comment(comment), c.world.bot,
-                                                         installation_id=c.repository.installation_id))  # fmt: skip
-    return 201, c.comment(comment)
+    answer = c.comment(comment)
+    if c.stand_in.notify is not None:
+        c.notify("issue_comment", shapes.issue_comment_event(c.repo, c.issue(issue), answer, c.world.bot,
+                                                             installation_id=c.repository.installation_id))  # fmt: skip
+    return 201, answer
 
 
 def _update_comment(c: _Context, comment_id: str) -> tuple[int, Json]:

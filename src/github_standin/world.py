@@ -208,8 +208,9 @@ class World:
         """The App's own account, as GitHub shows it on what the App writes."""
         return self.account(f"{self.app_slug}[bot]", "Bot")
 
-    def install(self, owner: str, *, kind: str = "Organization") -> Installation:
-        installation = Installation(self.next_id(), self.account(owner, kind), self.app_id)
+    def install(self, owner: str, *, kind: str = "Organization", id: int | None = None) -> Installation:
+        """The App installed on `owner`'s account; `id` chooses the installation's id (else a fresh one)."""
+        installation = Installation(id or self.next_id(), self.account(owner, kind), self.app_id)
         self.installations[installation.id] = installation
         return installation
 
@@ -221,8 +222,27 @@ class World:
         repository.labels[name.lower()] = label
         return label
 
-    def add_repository(self, installation: Installation, name: str, *, default_branch: str = "main") -> Repository:
-        repository = Repository(self.next_id(), installation.account, name, installation.id, default_branch)
+    def add_issue(self, repository: Repository, title: str, author: Account, body: str = "") -> Issue:
+        """A new issue, numbered after the last issue or pull request."""
+        moment = now()
+        number = max(repository.issues, default=0) + 1
+        issue = Issue(number, self.next_id(), title, body, author, moment, moment)
+        repository.issues[number] = issue
+        return issue
+
+    def add_comment(self, repository: Repository, number: int, author: Account, body: str) -> Comment:
+        """A new comment by `author` on issue (or pull request) `number`."""
+        moment = now()
+        comment = Comment(self.next_id(), number, author, body, moment, moment)
+        repository.comments[comment.id] = comment
+        repository.issues[number].updated_at = moment
+        return comment
+
+    def add_repository(
+        self, installation: Installation, name: str, *, default_branch: str = "main", id: int | None = None
+    ) -> Repository:
+        """A repository of the installation's account; `id` chooses its id (else a fresh one)."""
+        repository = Repository(id or self.next_id(), installation.account, name, installation.id, default_branch)
         repository.branches[default_branch] = [sha_of(installation.account.login, name, "initial")]
         self.repositories[repository.full_name.lower()] = repository
         return repository

@@ -72,10 +72,12 @@ class Stage:
         key: tuple[str, str] | None = None,
         checked: bool = True,
         baton_port: int = 0,
+        lanes: bool = True,
         **settings: Any,
     ) -> Iterator[Stage]:
         """`settings` override Baton's (e.g. `answer_delay`, `write_interval`, `api_token`); Baton listens
-        on `baton_port` (0: any free port)."""
+        on `baton_port` (0: any free port). Without `lanes` nothing writes to GitHub by itself: a delivery
+        is decided right after its answer, and the caller writes with `stage.app.state.writer.drain()`."""
         private, public = key or key_pair()
         secret = secrets.token_hex(16)
         world = World(APP_ID, public)
@@ -92,7 +94,7 @@ class Stage:
                 database_url=database_url, webhook_secret=SecretStr(secret), app_id=APP_ID,
                 private_key=SecretStr(private), github_api_url=github.url, **options,
             )  # fmt: skip
-            app = create_app(baton_settings)
+            app = create_app(baton_settings, lanes=lanes)
             baton = stack.enter_context(Served(app, port=baton_port))
             hub.hook_url = f"{baton.url}/webhooks/github"
             # GitHub tells the App it was installed, and where, before anything else happens.

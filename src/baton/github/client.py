@@ -66,6 +66,9 @@ def app_credentials(settings: Settings) -> AppCredentials | None:
     return AppCredentials(settings.app_id, key)
 
 
+TIMEOUT = 10.0  # seconds a call to GitHub may take
+
+
 class GitHubApp:
     """The App, and a client per installation that mints and renews its own installation tokens."""
 
@@ -75,7 +78,7 @@ class GitHubApp:
             base_url=base_url.rstrip("/") + "/",
             cache_strategy=MemCacheStrategy(),
             auto_retry=False,
-            timeout=10.0,
+            timeout=TIMEOUT,
             # githubkit opens a client per request; built each time, the TLS context (loading the CA
             # certificates) cost more than the request itself.
             ssl_verify=ssl.create_default_context(),

@@ -1,0 +1,89 @@
+"""Test support, not GitHub: endpoints under `/_standin/` that show what Baton wrote and let a caller put
+people's comments on GitHub without a webhook (it delivers its own). Off unless asked for
+(`python -m github_standin --inspect`); GitHub's REST surface is the rest of the path space.
+
+- `GET /_standin/writes`: Baton's successful writes, in order of arrival, each with the time it arrived,
+  the installation whose token it carried, and the repository and issue it is about (a comment's
+  issue for writes on a comment).
+- `POST /_standin/comments` with `{"repository": "owner/name", "comments": [{"issue": 1, "login":
+  "agent-a", "body": "/claim"}, ...]}`: the comments, as those people wrote them; answers their ids in
+  order.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from .server import Call, StandIn
+from .world import World
+
+PREFIX = "/_standin/"
+
+_ON_ISSUE = re.compile(r"/repos/([^/]+)/([^/]+)/issues/(?:comments/([0-9]+)|([0-9]+))(?:/.*)?")
+
+
+def _about(world: World, call: Call) -> tuple[str | None, int | None]:
+    """The repository and issue a call is about (None where it is about neither, or a comment since gone)."""
+    found = _ON_ISSUE.fullmatch(call.path)
+    if found is None:
+        return None, None
+    owner, name, comment_id, number = found.groups()
+    repository = world.repository(f"{owner}/{name}")
+    if repository is None:
+        return None, None
+    if number is not None:
+        return repository.full_name, int(number)
+    comment = repository.comments.get(int(comment_id))
+    return repository.full_name, comment.issue if comment is not None else None
+
+
+def inspection_app(stand_in: StandIn) -> Starlette:
+    world = stand_in.world
+
+    async def writes(request: Request) -> JSONResponse:
+        with world.lock:
+            listed = []
+            for call in stand_in.writes():
+                repository, issue = _about(world, call)
+                listed.append({"at": call.at, "installation": call.installation, "method": call.method,
+                               "path": call.path, "repository": repository, "issue": issue})  # fmt: skip
+        return JSONResponse({"writes": listed})
+
+    async def comments(request: Request) -> JSONResponse:
+        data: Any = await request.json()
+        with world.lock:
+            repository = world.repository(str(data["repository"]))
+            if repository is None:
+                return JSONResponse({"message": f"no repository {data['repository']}"}, status_code=404)
+            ids = []
+            for comment in data["comments"]:
+                if int(comment["issue"]) not in repository.issues:
+                    return JSONResponse({"message": f"no issue {comment['issue']}"}, status_code=404)
+                author = world.account(str(comment["login"]))
+                ids.append(world.add_comment(repository, int(comment["issue"]), author, str(comment["body"])).id)
+        return JSONResponse({"ids": ids}, status_code=201)
+
+    return Starlette(routes=[
+        Route(f"{PREFIX}writes", writes, methods=["GET"]),
+        Route(f"{PREFIX}comments", comments, methods=["POST"]),
+    ])  # fmt: skip
+
+
+def with_inspection(stand_in: StandIn) -> Any:
+    """The stand-in's REST API with the inspection endpoints beside it, under `/_standin/`."""
+    inspection = inspection_app(stand_in)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(PREFIX):
+            await inspection(scope, receive, send)
+        else:
+            await stand_in.app(scope, receive, send)
+
+    return app
