@@ -248,16 +248,16 @@ class Scene:
 
     def due_now(self) -> None:
         """Skip waiting out a retry delay, and any pause GitHub asked for."""
-        with self.app.state.work.store.engine.begin() as connection:
+        with self.app.state.work.units.engine.begin() as connection:
             connection.execute(update(t.outbox).values(due_at=datetime.now(UTC) - timedelta(seconds=1)))
             connection.execute(update(t.write_budgets).values(paused_until=None, next_at=None))
 
     def outbox(self) -> list[Any]:
-        with self.app.state.work.store.engine.connect() as connection:
+        with self.app.state.work.units.engine.connect() as connection:
             return list(connection.execute(select(t.outbox)).all())
 
     def unsent(self) -> int:
-        with self.app.state.work.store.engine.connect() as connection:
+        with self.app.state.work.units.engine.connect() as connection:
             query = select(func.count()).select_from(t.outbox_items).where(t.outbox_items.c.sent_at.is_(None))
             return int(connection.execute(query).scalar_one())
 
@@ -269,7 +269,7 @@ def scene(database_url: str) -> Iterator[Scene]:
         database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=4711, private_key=SecretStr(app_key()),
         github_api_url=API, answer_delay=0, write_interval=0,
     )  # fmt: skip
-    app = create_app(settings, background_worker=False)
+    app = create_app(settings, lanes=False)
     with respx.mock(base_url=API, assert_all_called=False) as router:
         router.route().mock(side_effect=fake.handle)
         with TestClient(app) as client:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import jwt
 from githubkit import AppAuthStrategy, GitHub
 from githubkit.cache import MemCacheStrategy
@@ -69,6 +70,27 @@ def app_credentials(settings: Settings) -> AppCredentials | None:
 TIMEOUT = 10.0  # seconds a call to GitHub may take
 
 
+class _Timed(httpx.HTTPTransport):
+    """The one transport of every githubkit client of the process: its connections are kept for the next
+    request (githubkit opens and closes a client per request, and closing one must not close the connections
+    other threads are using), and every request gets the timeout, also those githubkit's HTTP cache rebuilds
+    without it (hishel drops the request's timeout, and a call to a GitHub that hangs would wait for ever)."""
+
+    def __init__(self, timeout: float, **options: Any) -> None:
+        super().__init__(**options)
+        self._timeout = httpx.Timeout(timeout).as_dict()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.extensions.setdefault("timeout", self._timeout)
+        return super().handle_request(request)
+
+    def close(self) -> None:
+        """Kept open: the clients that close come and go, the connections stay for the process."""
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class GitHubApp:
     """The App, and a client per installation that mints and renews its own installation tokens."""
 
@@ -80,8 +102,8 @@ class GitHubApp:
             auto_retry=False,
             timeout=TIMEOUT,
             # githubkit opens a client per request; built each time, the TLS context (loading the CA
-            # certificates) cost more than the request itself.
-            ssl_verify=ssl.create_default_context(),
+            # certificates) cost more than the request itself, so one transport holds it for all of them.
+            transport=_Timed(TIMEOUT, verify=ssl.create_default_context()),
         )
         self._installations: dict[int, GitHub[Any]] = {}
         self._lock = threading.Lock()
