@@ -79,9 +79,27 @@ EVIDENCE_KINDS = ("branch", "commit", "pr", "tests", "screenshot")
 
 @dataclass(frozen=True)
 class TicketKey:
+    """An issue as Baton keys it: its repository's key, and its number there."""
+
     installation_id: int
     repository_id: int
     number: int
+
+    @property
+    def repository_key(self) -> RepositoryKey:
+        return RepositoryKey(self.installation_id, self.repository_id)
+
+
+@dataclass(frozen=True)
+class RepositoryKey:
+    """A repository as Baton keys it: the installation that reports it and GitHub's repository id (names
+    change; ids do not)."""
+
+    installation_id: int
+    repository_id: int
+
+    def ticket(self, number: int) -> TicketKey:
+        return TicketKey(self.installation_id, self.repository_id, number)
 
 
 @dataclass(frozen=True)

@@ -53,17 +53,13 @@ from baton.domain.evidence import (
     subject,
     subjects,
 )
-from baton.domain.model import Evidence, TicketKey
+from baton.domain.model import Evidence, RepositoryKey, TicketKey
 from baton.store.due import OutboxTx
-from baton.store.evidence import EvidenceReads, EvidenceTx, Place, StoredRail
+from baton.store.evidence import EvidenceReads, EvidenceTx, StoredRail
 from baton.store.evidence_codec import fact_to_dict
 from baton.store.statements import Conflict, settle
 
 CATCH_UP_ROUNDS = 8  # each round follows the subjects the previous one added
-
-
-def _place(repository: Repository) -> Place:
-    return Place(repository.installation_id, repository.repository_id)
 
 
 class Unit(Protocol):
@@ -108,7 +104,7 @@ class EvidenceService:
         """Log the facts and apply each to every rail it reaches. Returns the issue numbers whose rail changed."""
         if not sightings:
             return []
-        place = _place(repository)
+        place = repository.key
         with self.units.begin() as uow:
             etx = uow.evidence
             etx.lock(place)
@@ -121,7 +117,7 @@ class EvidenceService:
                         changed[ticket_id] = number
             shown = (repository.name, self.answer_delay, False)
             numbers = sorted(set(changed.values()))
-            uow.outbox.due_all({TicketKey(place.installation_id, place.repository_id, n): shown for n in numbers})
+            uow.outbox.due_all({place.ticket(n): shown for n in numbers})
         return sorted(set(changed.values()))
 
     def report(self, uow: Unit, key: TicketKey, evidence: Evidence, at: datetime, source: str) -> bool:
@@ -130,7 +126,7 @@ class EvidenceService:
         if not (evidence.branch or evidence.commit or evidence.pull_request):
             return False
         etx = uow.evidence
-        place = Place(key.installation_id, key.repository_id)
+        place = key.repository_key
         found = etx.ticket(key)
         if found is None:
             return False
@@ -163,7 +159,7 @@ class EvidenceService:
             etx.append(found[0], f"issue_{action}", source, data, rail)
         return True
 
-    def _reached(self, etx: EvidenceTx, place: Place, sighting: Sighting) -> dict[int, int]:
+    def _reached(self, etx: EvidenceTx, place: RepositoryKey, sighting: Sighting) -> dict[int, int]:
         reached = etx.tracked(place, sighting.links)
         reached.update(etx.holding(place, reaches(sighting)))
         if sighting.environment is not None:
@@ -173,7 +169,7 @@ class EvidenceService:
         return reached
 
     def _apply(
-        self, etx: EvidenceTx, place: Place, ticket_id: int, number: int, facts: Sequence[Fact], source: str
+        self, etx: EvidenceTx, place: RepositoryKey, ticket_id: int, number: int, facts: Sequence[Fact], source: str
     ) -> bool:
         def attempt() -> bool:
             stored = etx.rail(ticket_id, number)
@@ -195,7 +191,7 @@ class EvidenceService:
         return settle(f"the evidence rail of ticket {ticket_id}", attempt)
 
     def _fold(
-        self, etx: EvidenceTx, place: Place, stored: StoredRail, facts: Sequence[Fact], source: str
+        self, etx: EvidenceTx, place: RepositoryKey, stored: StoredRail, facts: Sequence[Fact], source: str
     ) -> tuple[EvidenceRail, list[_Change]]:
         """The rail with `facts`, then with what the log knows about each subject the rail starts to hold."""
         rail = stored.rail
@@ -229,7 +225,7 @@ class EvidenceService:
 
     def holding(self, repository: Repository, subject: Subject) -> list[tuple[TicketKey, EvidenceRail]]:
         """Every rail that holds a subject (`Subject.pull_request(57)`), with its ticket's key."""
-        return self.reads.holding(_place(repository), subject)
+        return self.reads.holding(repository.key, subject)
 
 
 __all__ = ["EvidenceService"]

@@ -22,6 +22,7 @@ from baton.domain import (
     Noted,
     Policy,
     Refused,
+    RepositoryKey,
     Role,
     Situation,
     Ticket,
@@ -195,13 +196,13 @@ class WorkService:
         current: dict[TicketKey, StoredTicket | None] = dict(read)
         firsts = tx.results([request.operation_id for request in requests])
         held: dict[tuple[int, int, str], int] = {}
-        logins: dict[tuple[int, int], set[str]] = {}
+        logins: dict[RepositoryKey, set[str]] = {}
         for request in requests:
-            place = (request.issue.key.installation_id, request.issue.key.repository_id)
-            logins.setdefault(place, set()).add(request.actor.login.lower())
-        for (installation_id, repository_id), names in logins.items():
-            counts = tx.held(TicketKey(installation_id, repository_id, 0), names)
-            held.update({(installation_id, repository_id, name): count for name, count in counts.items()})
+            logins.setdefault(request.issue.key.repository_key, set()).add(request.actor.login.lower())
+        for repository, names in logins.items():
+            counts = tx.held(repository, names)
+            place = (repository.installation_id, repository.repository_id)
+            held.update({(*place, name): count for name, count in counts.items()})
         outcomes: list[Outcome] = []
         operations: list[tuple[str, int | None, dict[str, Any]]] = []
         answers: dict[TicketKey, list[Answer]] = {}
@@ -352,7 +353,7 @@ def _repository_of(requests: Sequence[Request], where: TicketKey) -> str:
     """The repository's name for an issue answered on (the ticket's, or its pull request's)."""
     for request in requests:
         key = request.issue.key
-        if (key.installation_id, key.repository_id) == (where.installation_id, where.repository_id):
+        if key.repository_key == where.repository_key:
             return request.issue.repository
     raise LookupError(where)
 

@@ -20,7 +20,7 @@ from sqlalchemy import ColumnElement, Connection, Engine, and_, insert, select, 
 from sqlalchemy.dialects import postgresql, sqlite
 
 from baton.domain.evidence import EvidenceRail, Fact, Subject, instant
-from baton.domain.model import TicketKey
+from baton.domain.model import RepositoryKey, TicketKey
 
 from . import tables as t
 from .evidence_codec import fact_from_dict, fact_to_dict, from_dict, to_dict
@@ -33,14 +33,6 @@ _t = t.tickets.c
 
 # How many logged facts of one subject a rail catches up on: the newest ones, which are the ones a join keeps.
 CATCH_UP_LIMIT = 500
-
-
-@dataclass(frozen=True)
-class Place:
-    """A repository as evidence is keyed: the installation that reports it and GitHub's repository id."""
-
-    installation_id: int
-    repository_id: int
 
 
 @dataclass(frozen=True)
@@ -60,7 +52,7 @@ def _utc(stamp: str | None) -> datetime | None:
     return None if stamp is None else instant(stamp).astimezone(UTC)
 
 
-def _in(table: Any, place: Place) -> ColumnElement[bool]:
+def _in(table: Any, place: RepositoryKey) -> ColumnElement[bool]:
     return and_(table.c.installation_id == place.installation_id, table.c.repository_id == place.repository_id)
 
 
@@ -70,7 +62,7 @@ def _ticket_is(key: TicketKey) -> ColumnElement[bool]:
     )
 
 
-def _lock_key(place: Place) -> int:
+def _lock_key(place: RepositoryKey) -> int:
     raw = hashlib.sha256(f"baton-evidence:{place.installation_id}:{place.repository_id}".encode()).digest()
     return int.from_bytes(raw[:8], "big", signed=True)
 
@@ -86,7 +78,7 @@ class EvidenceTx:
         dialect = postgresql if self._postgres else sqlite
         return dialect.insert(table)
 
-    def lock(self, place: Place) -> None:
+    def lock(self, place: RepositoryKey) -> None:
         """Serialise evidence writers of one repository (PostgreSQL; SQLite's writers are serial already).
 
         A fact logged by one transaction and a rail that starts holding its subject in another must meet:
@@ -97,7 +89,7 @@ class EvidenceTx:
 
     # -- tickets ------------------------------------------------------------------------------------
 
-    def tracked(self, place: Place, numbers: Iterable[int]) -> dict[int, int]:
+    def tracked(self, place: RepositoryKey, numbers: Iterable[int]) -> dict[int, int]:
         """Ticket id by issue number, for the numbers Baton tracks in this repository."""
         wanted = sorted(set(numbers))
         if not wanted:
@@ -110,7 +102,7 @@ class EvidenceTx:
         row = self.connection.execute(select(_t.id, _t.repository).where(_ticket_is(key))).first()
         return None if row is None else (int(row.id), str(row.repository))
 
-    def holding(self, place: Place, subjects: Iterable[Subject]) -> dict[int, int]:
+    def holding(self, place: RepositoryKey, subjects: Iterable[Subject]) -> dict[int, int]:
         """Ticket id by issue number, for the rails that hold any of `subjects`."""
         wanted = [subject.key for subject in sorted(set(subjects))]
         if not wanted:
@@ -123,7 +115,7 @@ class EvidenceTx:
         )
         return {int(row.id): int(row.number) for row in rows}
 
-    def merged(self, place: Place) -> list[StoredRail]:
+    def merged(self, place: RepositoryKey) -> list[StoredRail]:
         """The rails of this repository whose repository rail is `merged`: a deployment may ship them."""
         rows = self.connection.execute(
             select(_r.ticket_id, _t.number, _r.version, _r.rail)
@@ -142,7 +134,7 @@ class EvidenceTx:
             return StoredRail(ticket_id, number, 0, EvidenceRail(number))
         return StoredRail(ticket_id, number, int(row.version), from_dict(row.rail))
 
-    def save(self, place: Place, stored: StoredRail, rail: EvidenceRail) -> bool:
+    def save(self, place: RepositoryKey, stored: StoredRail, rail: EvidenceRail) -> bool:
         """Compare-and-swap: write `rail` if the row is still at `stored.version`. False: another writer won."""
         values = {
             "version": stored.version + 1,
@@ -172,7 +164,7 @@ class EvidenceTx:
         # reliable through SQLAlchemy
         return self.connection.execute(statement.returning(_r.ticket_id)).first() is not None
 
-    def link(self, place: Place, ticket_id: int, subjects: Iterable[Subject]) -> None:
+    def link(self, place: RepositoryKey, ticket_id: int, subjects: Iterable[Subject]) -> None:
         rows = [
             {"installation_id": place.installation_id, "repository_id": place.repository_id, "subject": subject.key,
              "ticket_id": ticket_id}
@@ -197,7 +189,7 @@ class EvidenceTx:
 
     # -- the facts log ------------------------------------------------------------------------------
 
-    def log(self, place: Place, subject: Subject, fact: Fact, source: str) -> None:
+    def log(self, place: RepositoryKey, subject: Subject, fact: Fact, source: str) -> None:
         """Keep a fact once, however often it is told."""
         data = fact_to_dict(fact)
         self.connection.execute(
@@ -210,7 +202,7 @@ class EvidenceTx:
             .on_conflict_do_nothing()
         )  # fmt: skip
 
-    def facts(self, place: Place, subjects: Iterable[Subject]) -> list[Fact]:
+    def facts(self, place: RepositoryKey, subjects: Iterable[Subject]) -> list[Fact]:
         """The logged facts about `subjects`, the newest `CATCH_UP_LIMIT` of each."""
         found: list[Fact] = []
         for subject in sorted(set(subjects)):
@@ -223,7 +215,7 @@ class EvidenceTx:
             found.extend(fact_from_dict(row.fact) for row in rows)
         return found
 
-    def deployments_since(self, place: Place, since: datetime) -> list[Fact]:
+    def deployments_since(self, place: RepositoryKey, since: datetime) -> list[Fact]:
         """Deployments and their statuses stamped at or after `since`: the ones that may ship a merge made then."""
         rows = self.connection.execute(
             select(_f.fact)
@@ -251,7 +243,7 @@ class EvidenceReads:
             ).first()
         return None if row is None else from_dict(row.rail)
 
-    def holding(self, place: Place, subject: Subject) -> list[tuple[TicketKey, EvidenceRail]]:
+    def holding(self, place: RepositoryKey, subject: Subject) -> list[tuple[TicketKey, EvidenceRail]]:
         """Every rail that holds `subject`, with its ticket's key, by issue number."""
         with self.engine.connect() as connection:
             rows = connection.execute(
@@ -274,4 +266,4 @@ class EvidenceReads:
             return [dict(row._mapping) for row in rows]
 
 
-__all__ = ["CATCH_UP_LIMIT", "EvidenceReads", "EvidenceTx", "Place", "StoredRail", "digest"]
+__all__ = ["CATCH_UP_LIMIT", "EvidenceReads", "EvidenceTx", "StoredRail", "digest"]

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from baton.domain import Brief, Event, Role, Ticket, TicketKey, WorkState
+from baton.domain import Brief, Event, RepositoryKey, Role, Ticket, TicketKey, WorkState
 
 from .statements import RawTx, Statements
 
@@ -195,8 +195,8 @@ class WorkTx(RawTx):
         self._cursor.execute(f"SELECT id, result FROM operations WHERE id IN ({marks})", operation_ids)
         return {id_: _json(result) for id_, result in self._cursor.fetchall()}
 
-    def held(self, key: TicketKey, logins: set[str]) -> dict[str, int]:
-        """How many tickets each (lower-case) login holds as `claimed` in the ticket's repository."""
+    def held(self, repository: RepositoryKey, logins: set[str]) -> dict[str, int]:
+        """How many tickets each (lower-case) login holds as `claimed` in the repository."""
         if not logins:
             return {}
         mark = "%s" if self._postgres else "?"
@@ -204,7 +204,7 @@ class WorkTx(RawTx):
         self._cursor.execute(
             f"SELECT login, active FROM runner_claims WHERE installation_id = {mark} AND repository_id = {mark} "
             f"AND login IN ({marks})",
-            [key.installation_id, key.repository_id, *sorted(logins)],
+            [repository.installation_id, repository.repository_id, *sorted(logins)],
         )
         return {login: int(active) for login, active in self._cursor.fetchall()}
 

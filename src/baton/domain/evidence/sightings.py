@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from ..model import DeploymentState
+from ..model import DeploymentState, RepositoryKey
 from .assessment import environments, pull_request_head, unanswered_comparisons
 from .facts import (
     BranchFact,
@@ -69,6 +69,10 @@ class Repository:
     installation_id: int
     repository_id: int
     name: str  # "owner/name"
+
+    @property
+    def key(self) -> RepositoryKey:
+        return RepositoryKey(self.installation_id, self.repository_id)
 
 
 @dataclass(frozen=True)
