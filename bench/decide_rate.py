@@ -91,8 +91,10 @@ def main(argv: list[str] | None = None) -> int:
                     rates.append(rate)
                     per_cpu.append(cpu_rate)
             shown = " ".join(f"{rate:,.0f}" for rate in rates)
-            print(f"{engine:<11} {args.issues * args.claimers:>10} {shown:>40} {statistics.median(rates):>7,.0f} "
-                  f"{statistics.median(per_cpu):>10,.0f}")
+            print(
+                f"{engine:<11} {args.issues * args.claimers:>10} {shown:>40} {statistics.median(rates):>7,.0f} "
+                f"{statistics.median(per_cpu):>10,.0f}"
+            )
     print("per CPU-s: deliveries per second of the deciding process's own CPU time (median; the database server's")
     print("CPU is not in it on PostgreSQL). The machine is shared: wall-clock rates vary from run to run.")
     return 0

@@ -352,8 +352,10 @@ def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: 
     }  # fmt: skip
 
 
-HEADER = (f"{'engine':<11} {'serve+worker':>12} {'one-winner':>10} {'claims/s':>8} {'ack p50':>8} {'ack p99':>8} "
-          f"{'dec p50':>8} {'dec p99':>8} {'👍 p50':>8} {'👍 p99':>8} {'writes max':>10} {'mean':>5} {'RSS MB':>7}")
+HEADER = (
+    f"{'engine':<11} {'serve+worker':>12} {'one-winner':>10} {'claims/s':>8} {'ack p50':>8} {'ack p99':>8} "
+    f"{'dec p50':>8} {'dec p99':>8} {'👍 p50':>8} {'👍 p99':>8} {'writes max':>10} {'mean':>5} {'RSS MB':>7}"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -363,18 +365,33 @@ def main(argv: list[str] | None = None) -> int:
         "BATON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"))  # fmt: skip
     parser.add_argument("--claimers", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=50)
-    parser.add_argument("--gap", type=float, default=0.0,
-                        help="seconds between round starts (0: each round starts when the last one's winner shows)")
+    parser.add_argument(
+        "--gap",
+        type=float,
+        default=0.0,
+        help="seconds between round starts (0: each round starts when the last one's winner shows)",
+    )
     parser.add_argument("--serves", type=int, default=2, help="baton serve processes for the PostgreSQL run")
     parser.add_argument("--workers", type=int, default=2, help="baton worker processes for the PostgreSQL run")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="a Baton setting other than its default, e.g. --set BATON_WRITE_INTERVAL=0")
-    parser.add_argument("--settle", type=float, default=900.0,
-                        help="seconds to wait for every GitHub write to be made before counting them")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Baton setting other than its default, e.g. --set BATON_WRITE_INTERVAL=0",
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=900.0,
+        help="seconds to wait for every GitHub write to be made before counting them",
+    )
     args = parser.parse_args(argv)  # fmt: skip
     if args.rounds > CLAIM_LIMIT * args.claimers:  # every claimer at the limit: a round nobody can win
-        parser.error(f"--rounds is at most {CLAIM_LIMIT} x --claimers: each claimer may hold {CLAIM_LIMIT} claims "
-                     "in a repository (the default max_active_claims), and the bench never delivers")
+        parser.error(
+            f"--rounds is at most {CLAIM_LIMIT} x --claimers: each claimer may hold {CLAIM_LIMIT} claims "
+            "in a repository (the default max_active_claims), and the bench never delivers"
+        )
     overrides = dict(item.split("=", 1) for item in args.set)
     print("Baton's default settings" + (f", except {overrides}" if overrides else ""), flush=True)
     print(HEADER, flush=True)

@@ -256,8 +256,16 @@ def test_a_prepared_world_with_inspection_shows_each_write_with_its_time_install
         mint = {"Authorization": f"Bearer {app_jwt()}"}
         tokens = [http.post(f"/app/installations/{n}/access_tokens", headers=mint).json()["token"] for n in (5, 6)]
         auth, other = ({"Authorization": f"token {token}"} for token in tokens)
-        made = http.post("/_standin/comments", json={"repository": "octo/race", "comments": [
-            {"issue": 2, "login": "agent-a", "body": "/claim"}, {"issue": 3, "login": "agent-b", "body": "/claim"}]})
+        made = http.post(
+            "/_standin/comments",
+            json={
+                "repository": "octo/race",
+                "comments": [
+                    {"issue": 2, "login": "agent-a", "body": "/claim"},
+                    {"issue": 3, "login": "agent-b", "body": "/claim"},
+                ],
+            },
+        )
         assert made.status_code == 201
         first, second = made.json()["ids"]
         assert http.get("/repos/octo/race/issues/2", headers=auth).json()["comments"] == 1

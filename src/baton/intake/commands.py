@@ -132,4 +132,3 @@ def label_changed(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     issue = Issue(key, envelope.repository, text(envelope.payload, "issue", "user", "login"))
     intake.work.label_changed(issue, label, envelope.action == "labeled", envelope.sender)
     return ()
-

@@ -63,5 +63,3 @@ class OutboxTx(RawTx):
         ]  # fmt: skip
         if rows:
             self._many("add_item", rows)
-
-

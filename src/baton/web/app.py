@@ -54,9 +54,7 @@ def create_app(
     app.state.writer = parts.writer
     app.state.parts = parts
     app.include_router(api_router(parts.engine, settings))
-    app.include_router(
-        webhook_router(parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing)
-    )
+    app.include_router(webhook_router(parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing))
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
