@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from baton.domain import TicketKey
 from baton.domain.evidence import stamp
-from baton.github.facts import observe, repository_of
+from baton.github.facts import observe
 from baton.github.webhooks import number, text
 from baton.service.work import Outcome
 
@@ -17,7 +17,7 @@ from .envelope import Envelope
 def evidence(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     """Facts for the evidence rail of every tracked ticket they reach; no command runs and no work state moves."""
     payload, delivery = envelope.payload, envelope.delivery
-    repository = repository_of(payload)
+    repository = envelope.place()
     if intake.evidence is None or repository is None or not intake.active(envelope):
         return ()
     if intake.app_id is not None and number(payload, "check_suite", "app", "id") == intake.app_id:
@@ -30,7 +30,7 @@ def evidence(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
 def issue_state(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     """An issue closed or reopened on GitHub (by hand, or by a merged "Fixes #42") is evidence only."""
     payload = envelope.payload
-    repository = repository_of(payload)
+    repository = envelope.place()
     issue_number = number(payload, "issue", "number")
     if intake.evidence is None or repository is None or issue_number is None or not intake.active(envelope):
         return ()
