@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
-from baton.domain import Actor, Command, Evidence, Permission, Policy, TicketKey, WorkState
+from baton.domain import Actor, Command, Evidence, Permission, Policy, RepositoryKey, TicketKey, WorkState
 from baton.domain.evidence import PullRequestFact, Repository, Sighting
 from baton.linking import pull_request_links
 from baton.service import work as service_work
@@ -135,7 +135,8 @@ class Rail:
         stamp = at(minute)
         fact = PullRequestFact(number, "42-empty-state", head_sha, "main", "open", stamp,
                                links=pull_request_links(body, "42-empty-state", name))  # fmt: skip
-        self.service.evidence.record(Repository(installation, repository_id, name), [Sighting(fact)], f"d-{minute}")
+        where = Repository(RepositoryKey(installation, repository_id), name)
+        self.service.evidence.record(where, [Sighting(fact)], f"d-{minute}")
 
     def open(self, repo: tuple[str, int, int], number: int, minute: int, *, draft: bool = False) -> None:
         self.clock.set(minute)

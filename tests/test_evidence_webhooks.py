@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import func, select
 
-from baton.domain import DeploymentState, Permission, RepositoryState, TicketKey, WorkState
+from baton.domain import DeploymentState, Permission, RepositoryKey, RepositoryState, TicketKey, WorkState
 from baton.domain.evidence import EvidenceRail, deployment_text, mismatch_text, repository_text
 from baton.github.configs import DefaultConfigs
 from baton.github.webhooks import signature
@@ -508,7 +508,7 @@ def test_concurrent_deliveries_about_one_ticket_never_lose_a_fact(database_url: 
         issue = Issue(TicketKey(SHOP.installation, SHOP.repository_id, 42), SHOP.name, "olivia")
         runner = Actor("agent-a", Permission.READ)
         assert work.apply(issue, Command("claim"), runner, "claim").applied
-        repository = Repository(SHOP.installation, SHOP.repository_id, SHOP.name)
+        repository = Repository(RepositoryKey(SHOP.installation, SHOP.repository_id), SHOP.name)
         branches = [f"42-try-{n}" for n in range(10)]
         facts = [BranchFact(name, f"2024-05-01T10:{n:02d}:00Z", HEAD, links=branch_links(name))
                  for n, name in enumerate(branches)]  # fmt: skip

@@ -231,7 +231,7 @@ class Writer:
         stored, review, past_runners = self.outbox.ticket(key)
         if stored is None:
             return None
-        where = Repository(key.installation_id, key.repository_id, repository)
+        where = Repository(key.repository_key, repository)
         rail = self._verified(where, key.number)
         comment_id = self.projector.show(
             key.installation_id, repository, key.number, view(stored.ticket, review, rail), past_runners,
@@ -246,7 +246,7 @@ class Writer:
         """The ticket's rail, after recording what GitHub answers about what it cannot verify yet."""
         if self.evidence is None:
             return None
-        key = TicketKey(where.installation_id, where.repository_id, number)
+        key = where.key.ticket(number)
         rail = self.evidence.rail(key)
         if self.verifier is not None:
             answers = self.verifier.answers(where, rail)
@@ -283,7 +283,10 @@ class Writer:
             if pr.open:
                 opened.add(head)
         for head, numbers in sorted(heads.items()):
-            if head not in opened and self.outbox.check_run(where.installation_id, where.repository_id, head) is None:
+            if (
+                head not in opened
+                and self.outbox.check_run(where.key.installation_id, where.key.repository_id, head) is None
+            ):
                 continue
             wanted = acceptance_check(head, self._acceptances(where, numbers))
             try:
@@ -314,7 +317,7 @@ class Writer:
         """Write only what differs. A completed run that must wait again is followed by a new run (GitHub
         reads the newest run of a name); the right to create one is taken in the database first, so a
         crash or a second writer never leaves two runs where one belongs."""
-        installation_id, repository_id = where.installation_id, where.repository_id
+        installation_id, repository_id = where.key.installation_id, where.key.repository_id
         known = self.outbox.check_run(installation_id, repository_id, head)
         if known is not None and known.check_run_id is not None and known.shown is not None:
             if known.shown == wanted:

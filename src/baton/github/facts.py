@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from baton.domain.model import RepositoryKey
 from baton.domain.evidence import (
     OWN_CHECK,
     BranchFact,
@@ -38,7 +39,7 @@ def repository_of(payload: Any) -> Repository | None:
     name = text(payload, "repository", "full_name")
     if installation_id is None or repository_id is None or not name:
         return None
-    return Repository(installation_id, repository_id, name)
+    return Repository(RepositoryKey(installation_id, repository_id), name)
 
 
 def _build(make: Callable[[], Any]) -> Any:
@@ -73,7 +74,7 @@ def pull_request(pull: Any, repository: Repository) -> Sighting | None:
             draft=dig(pull, "draft") is True,
             mergeable_state=text(pull, "mergeable_state") or None,
             links=links,
-            fork=head_repository is not None and head_repository != repository.repository_id,
+            fork=head_repository is not None and head_repository != repository.key.repository_id,
         )
     )
     return None if fact is None else Sighting(fact, links)

@@ -53,14 +53,14 @@ class Verifier:
         self._lock = threading.Lock()
 
     def required(self, repository: Repository, base_ref: str) -> frozenset[str]:
-        key = (repository.installation_id, repository.name.lower(), base_ref)
+        key = (repository.key.installation_id, repository.name.lower(), base_ref)
         now = time.monotonic()
         with self._lock:
             cached = self._required.get(key)
         if cached is not None and now - cached[0] < self.ttl:
             return cached[1]
         owner, _, name = repository.name.partition("/")
-        client = self.github.installation(repository.installation_id)
+        client = self.github.installation(repository.key.installation_id)
         answer = _answer(client.rest.repos.get_branch, owner, name, base_ref)
         required = facts.required_checks(answer) if answer is not None else frozenset()
         with self._lock:
@@ -69,7 +69,7 @@ class Verifier:
 
     def answers(self, repository: Repository, rail: EvidenceRail) -> list[Sighting]:
         """Facts for what the rail asks about: its unverified report, its open comparisons, its failing checks."""
-        client = self.github.installation(repository.installation_id)
+        client = self.github.installation(repository.key.installation_id)
         owner, _, name = repository.name.partition("/")
         found: list[Sighting] = []
 

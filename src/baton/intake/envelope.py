@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from baton.domain import TicketKey
+from baton.domain import RepositoryKey, TicketKey
 from baton.domain.evidence import Repository
 from baton.github.webhooks import number, text
 from baton.store.inbox import WebhookDelivery
@@ -55,7 +55,7 @@ class Envelope:
         """The repository as evidence keys it (its installation, id and name); None when a part is missing."""
         if self.installation_id is None or self.repository_id is None or not self.repository:
             return None
-        return Repository(self.installation_id, self.repository_id, self.repository)
+        return Repository(RepositoryKey(self.installation_id, self.repository_id), self.repository)
 
     def operation(self, what: str, index: int) -> str:
         """The id of the `index`-th command of `what` (a comment, an issue body, a review): the same on every

@@ -4,7 +4,6 @@ path to the work state. Facts are joins, so processing one twice changes nothing
 
 from __future__ import annotations
 
-from baton.domain import TicketKey
 from baton.domain.evidence import stamp
 from baton.github.facts import observe
 from baton.github.webhooks import number, text
@@ -34,7 +33,7 @@ def issue_state(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     issue_number = number(payload, "issue", "number")
     if intake.evidence is None or repository is None or issue_number is None or not intake.active(envelope):
         return ()
-    key = TicketKey(repository.installation_id, repository.repository_id, issue_number)
+    key = repository.key.ticket(issue_number)
     action = envelope.action
     data = {
         "actor": envelope.sender,

@@ -195,14 +195,12 @@ class WorkService:
         read = tx.tickets(keys, lock=True)
         current: dict[TicketKey, StoredTicket | None] = dict(read)
         firsts = tx.results([request.operation_id for request in requests])
-        held: dict[tuple[int, int, str], int] = {}
+        held: dict[tuple[RepositoryKey, str], int] = {}  # claims each login holds, by repository
         logins: dict[RepositoryKey, set[str]] = {}
         for request in requests:
             logins.setdefault(request.issue.key.repository_key, set()).add(request.actor.login.lower())
         for repository, names in logins.items():
-            counts = tx.held(repository, names)
-            place = (repository.installation_id, repository.repository_id)
-            held.update({(*place, name): count for name, count in counts.items()})
+            held.update({(repository, name): count for name, count in tx.held(repository, names).items()})
         outcomes: list[Outcome] = []
         operations: list[tuple[str, int | None, dict[str, Any]]] = []
         answers: dict[TicketKey, list[Answer]] = {}
@@ -222,12 +220,11 @@ class WorkService:
                 outcome = _outcome(command.name, None, kind="refused", code=refusal.code, message=refusal.message)
                 reply = refusal.message
             else:
-                claims = (key.installation_id, key.repository_id)
-                situation = Situation(policy, held.get((*claims, actor.login.lower()), 0))
+                situation = Situation(policy, held.get((key.repository_key, actor.login.lower()), 0))
                 decision = decide(stored.ticket, command, actor, situation)
                 if isinstance(decision, Applied):
                     outcome = self._record(uow, stored, decision, command, request.operation_id, policy)
-                    _count(held, claims, stored.ticket, decision.ticket)
+                    _count(held, key.repository_key, stored.ticket, decision.ticket)
                     current[key] = StoredTicket(stored.id, decision.ticket)
                 elif isinstance(decision, Noted):
                     outcome = _outcome(command.name, stored.ticket, kind="noted")
@@ -337,16 +334,16 @@ class WorkService:
             return [] if stored is None else uow.work.events(stored.id)
 
 
-def _count(held: dict[tuple[int, int, str], int], place: tuple[int, int], before: Ticket, after: Ticket) -> None:
+def _count(held: dict[tuple[RepositoryKey, str], int], place: RepositoryKey, before: Ticket, after: Ticket) -> None:
     """Keep the call's claim counts in step with a transition, as the database's are (`count_claims`)."""
     lost = before.runner.lower() if before.state is WorkState.CLAIMED and before.runner else None
     gained = after.runner.lower() if after.state is WorkState.CLAIMED and after.runner else None
     if lost == gained:
         return
     if lost is not None:
-        held[(*place, lost)] = max(0, held.get((*place, lost), 0) - 1)
+        held[(place, lost)] = max(0, held.get((place, lost), 0) - 1)
     if gained is not None:
-        held[(*place, gained)] = held.get((*place, gained), 0) + 1
+        held[(place, gained)] = held.get((place, gained), 0) + 1
 
 
 def _repository_of(requests: Sequence[Request], where: TicketKey) -> str:

@@ -64,15 +64,11 @@ class Subject:
 
 @dataclass(frozen=True)
 class Repository:
-    """The repository a delivery is about: the installation that reports it, GitHub's id and its name."""
+    """The repository a delivery is about: its key (the installation that reports it, GitHub's id) and its
+    name, which can change while the key does not."""
 
-    installation_id: int
-    repository_id: int
+    key: RepositoryKey
     name: str  # "owner/name"
-
-    @property
-    def key(self) -> RepositoryKey:
-        return RepositoryKey(self.installation_id, self.repository_id)
 
 
 @dataclass(frozen=True)
