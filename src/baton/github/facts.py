@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from baton.domain.model import RepositoryKey
 from baton.domain.evidence import (
     OWN_CHECK,
     BranchFact,
@@ -24,6 +23,7 @@ from baton.domain.evidence import (
     Sighting,
     Subject,
 )
+from baton.domain.model import RepositoryKey
 from baton.linking import branch_links, pull_request_links
 
 from .webhooks import dig, number, text
