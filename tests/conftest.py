@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
@@ -25,6 +26,31 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     are handed tests from the front a few at a time (`--maxschedchunk` in pyproject.toml), so the long tests
     start at once, side by side, instead of one of them starting last and keeping the run waiting."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
+@pytest.fixture
+def figure(record_property: Callable[[str, object], None]) -> Callable[[str], None]:
+    """Report a measured figure (one line of text): printed with the others at the end of the run, under
+    "figures", whichever worker process ran the test."""
+
+    def report(line: str) -> None:
+        record_property("figure", line)
+
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    lines = [
+        f"{report.nodeid}: {value}"
+        for report in terminalreporter.stats.get("passed", [])
+        if report.when == "call"
+        for name, value in report.user_properties
+        if name == "figure"
+    ]
+    if lines:
+        terminalreporter.section("figures")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def _postgres_unavailable(reason: str) -> None:

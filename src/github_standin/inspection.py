@@ -5,6 +5,9 @@ people's comments on GitHub without a webhook (it delivers its own). Off unless 
 - `GET /_standin/writes`: Baton's successful writes, in order of arrival, each with the time it arrived,
   the installation whose token it carried, and the repository and issue it is about (a comment's
   issue for writes on a comment).
+- `GET /_standin/issues?repository=owner/name`: what GitHub shows on each issue of the repository: its
+  labels, assignees, comments (id, author, body) and reactions (the comment they are on, or none for the
+  issue itself, the reacting login and the content).
 - `POST /_standin/comments` with `{"repository": "owner/name", "comments": [{"issue": 1, "login":
   "agent-a", "body": "/claim"}, ...]}`: the comments, as those people wrote them; answers their ids in
   order.
@@ -56,6 +59,26 @@ def inspection_app(stand_in: StandIn) -> Starlette:
                                "path": call.path, "repository": repository, "issue": issue})  # fmt: skip
         return JSONResponse({"writes": listed})
 
+    async def issues(request: Request) -> JSONResponse:
+        with world.lock:
+            repository = world.repository(request.query_params.get("repository", ""))
+            if repository is None:
+                return JSONResponse({"message": "no such repository"}, status_code=404)
+            shown = []
+            for number, issue in sorted(repository.issues.items()):
+                comments = [
+                    {"id": c.id, "login": c.user.login, "body": c.body}
+                    for c in sorted(repository.comments.values(), key=lambda c: c.id)
+                    if c.issue == number
+                ]
+                reactions = [
+                    {"comment": r.comment, "login": r.user.login, "content": r.content}
+                    for r in repository.reactions.get(number, [])
+                ]
+                shown.append({"number": number, "labels": list(issue.labels), "assignees": list(issue.assignees),
+                              "comments": comments, "reactions": reactions})  # fmt: skip
+        return JSONResponse({"issues": shown})
+
     async def comments(request: Request) -> JSONResponse:
         data: Any = await request.json()
         with world.lock:
@@ -72,6 +95,7 @@ def inspection_app(stand_in: StandIn) -> Starlette:
 
     return Starlette(routes=[
         Route(f"{PREFIX}writes", writes, methods=["GET"]),
+        Route(f"{PREFIX}issues", issues, methods=["GET"]),
         Route(f"{PREFIX}comments", comments, methods=["POST"]),
     ])  # fmt: skip
 
