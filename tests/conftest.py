@@ -72,6 +72,9 @@ def postgres_database() -> Iterator[str]:
     name = f"baton_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
+        # A commit here need not wait for the disk: these tests stop Baton's processes, never PostgreSQL's,
+        # and a commit is as visible to other sessions either way. It saves about 0.6 ms per commit.
+        connection.execute(text(f'ALTER DATABASE "{name}" SET synchronous_commit = off'))
     url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
     engine = make_engine(url)
     upgrade(engine)
