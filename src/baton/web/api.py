@@ -195,7 +195,7 @@ class EventOut(BaseModel):
     role: str
     attempt: int
     revision: int
-    operation_id: str | None = Field(description="The id of the command that caused it (its comment and its place there).")
+    operation_id: str | None = Field(description="The id of the command that caused it: its comment, its place there.")
     data: dict[str, Any]
     created_at: datetime
 
