@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baton.commands import commands_markdown, help_text, parse
+from baton.commands import MAX_COMMANDS, commands_markdown, help_text, ignored_text, parse, read
 from baton.domain.model import Command, Evidence
 from baton.domain.transitions import RULES
 
@@ -78,6 +78,34 @@ PARSES = [
         "a <!-- b\n\n/claim\n-->",
         [C("claim", text="-->")],
         "inline-comment-ends-at-blank-line",
+    ),
+    # ------------------------------------------------------------------ HTML code, shown as code by GitHub
+    ("<pre>\n/claim\n</pre>", [], "pre"),
+    ("<pre>\n/claim\n</pre>\n/status", [C("status")], "command-after-pre"),
+    ("<PRE>\n/claim\n</Pre>\n/status", [C("status")], "pre-any-case"),
+    ('<pre class="x" lang=sh>\n/claim\n</pre>\n/status', [C("status")], "pre-with-attributes"),
+    ("<pre\nclass=x>\n/claim\n</pre>\n/status", [C("status")], "pre-attributes-on-the-next-line"),
+    ("   <pre>\n/claim\n</pre>", [], "indented-pre"),
+    ("<pre>\n/claim\n\n/release\n</pre>\n/status", [C("status")], "pre-across-blank-lines"),
+    ("<pre>\n/claim", [], "unclosed-pre-at-line-start"),
+    ("<pre>/claim</pre>\n/status", [C("status")], "pre-on-one-line"),
+    ("<pre><code>\n/claim\n</code></pre>\n/status", [C("status")], "pre-and-code"),
+    ("<code>\n/claim\n</code>", [], "code"),
+    ("<CODE class=x>\n/claim\n</CODE>\n/status", [C("status")], "code-any-case-with-attributes"),
+    ("see <code>a\n/claim\n</code>\n/status", [C("status")], "code-opened-mid-line"),
+    ("see <code>a\n\n/claim\n</code>", [C("claim", text="</code>")], "mid-line-code-ends-at-blank-line"),
+    ("a <code>b</code> c\n/claim", [C("claim")], "code-closed-on-its-line"),
+    ("<!-- <pre> -->\n/claim", [C("claim")], "pre-inside-a-comment"),
+    ("<pre>\n<!--\n</pre>\n/claim", [C("claim")], "comment-inside-pre"),
+    ("<preview>\n/claim", [C("claim")], "preview-is-not-pre"),
+    ("<codex>\n/claim", [C("claim")], "codex-is-not-code"),
+    ("<code/>\n/claim", [C("claim")], "self-closed-code"),
+    ("</pre>\n/claim", [C("claim")], "stray-close"),
+    ("```\n<pre>\n```\n/claim", [C("claim")], "pre-in-a-fence"),
+    (
+        "/deliver\n<pre>\nbranch: hidden\n</pre>\nbranch: real",
+        [C("deliver", text="<pre>\nbranch: hidden\n</pre>\nbranch: real", evidence=E(branch="real"))],
+        "evidence-in-pre-ignored",
     ),
     ("/claimed", [], "longer-word"),
     ("/claim,", [], "trailing-comma"),
@@ -325,6 +353,10 @@ def test_large_single_line() -> None:
         "/deliver\n" + "tests:\n```\n" * 5_000,
         " " * 65_000 + "/claim",
         "/" * 65_000,
+        "<pre>" * 13_000,
+        "x <code>\n" * 7_000,
+        "<!-- -->" + "<prex" * 13_000 + "<pre>",
+        "<!-- x --> " * 6_000 + "\n/claim",
     ],
     ids=[
         "comment-opens",
@@ -335,6 +367,10 @@ def test_large_single_line() -> None:
         "test-fences",
         "spaces",
         "slashes",
+        "pre-opens",
+        "inline-code-opens",
+        "near-miss-tags",
+        "many-closed-comments",
     ],
 )
 def test_pathological_inputs_parse(text: str) -> None:
@@ -348,10 +384,35 @@ def test_ten_thousand_commands() -> None:
     assert set(commands) == {C("claim")}
 
 
+def test_read_takes_the_first_commands_and_counts_the_rest() -> None:
+    text = "".join(f"/claim rev={n}\nnote {n}\n" for n in range(1, 10_001))
+    commands, ignored = read(text)
+    assert commands == [C("claim", rev=n, text=f"note {n}") for n in range(1, MAX_COMMANDS + 1)]
+    assert ignored == 10_000 - MAX_COMMANDS
+    assert read("/claim\n" * MAX_COMMANDS) == (parse("/claim\n" * MAX_COMMANDS), 0)
+    assert read("<pre>\n" + "/claim\n" * 100 + "</pre>\n/status") == ([C("status")], 0)  # hidden ones don't count
+
+
+def test_the_last_command_read_keeps_its_text_up_to_the_first_ignored_one() -> None:
+    text = "/status\n" * (MAX_COMMANDS - 1) + "/deliver done\nbranch: b\n/claim\nmore"
+    commands, ignored = read(text + "\n/claim")
+    assert commands[-1] == C("deliver", text="done\nbranch: b", evidence=E(branch="b"))
+    assert ignored == 2
+
+
+def test_ignored_text() -> None:
+    assert ignored_text(1) == (
+        f"only the first {MAX_COMMANDS} commands of a comment are read: the other command in this one was "
+        "ignored. Send them in another comment."
+    )
+    assert "the other 5 commands in this one were ignored" in ignored_text(5)
+
+
 FRAGMENTS = st.sampled_from(
     [
         "/claim", "/Release", "/send-back", "/deliver", "/usr", "/", " ", "   ", "\t", "\n", "\r", "\r\n",
-        "```", "~~~", "````", "`", ">", "<!--", "-->", "rev=1", "rev=x", "@bob", "@a[bot]", "#4", "#",
+        "```", "~~~", "````", "`", ">", "<!--", "-->", "<pre>", "</pre>", "<code x>", "</CODE>", "<pre",
+        "rev=1", "rev=x", "@bob", "@a[bot]", "#4", "#",
         "branch:", "tests:", "screenshot: ![a](https://x.y/z.png)", "pr: #5", "pr:", "text", "é", "🎉",
         "\x00", "\u2028", "\x85", "／",
     ]

@@ -4,13 +4,15 @@ Pure: standard library and `baton.domain` only. The command names come from `RUL
 
 A command is a line that starts (after at most three spaces) with `/name`, `name` being a key of
 `RULES`, followed by whitespace or the end of the line. Lines in fenced or indented code, block quotes,
-inline code and HTML comments are never commands. Every step is linear in the length of the comment:
+inline code, HTML comments and HTML `<pre>` or `<code>` elements are never commands. Only the first
+`MAX_COMMANDS` commands of a comment are read (`read`). Every step is linear in the length of the comment:
 lines are classified in one pass, searches only move forward, and no pattern can backtrack badly.
 """
 
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -21,6 +23,10 @@ from baton.domain.transitions import RULES, Rule
 
 # A number longer than this is not an argument (and never reaches int()'s digit limit).
 _MAX_DIGITS = 18
+
+# The most commands one comment (an issue's body, a review) is read for. Each command is decided, recorded
+# and answered; a comment of thousands held everyone's commands up for minutes. The rest get one note.
+MAX_COMMANDS = 20
 
 _TOKEN = re.compile(r"\S+")
 _LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?")
@@ -42,7 +48,14 @@ class _Kind(Enum):
     OPEN = "open"  # the fence that opens a code block
     CODE = "code"  # inside a fenced code block
     CLOSE = "close"  # the fence that closes one
-    COMMENT = "comment"  # starts inside an HTML comment
+    HIDDEN = "hidden"  # starts inside an HTML comment, <pre> or <code>
+
+
+# HTML that hides commands: what opens it, and what closes it. A tag opens only where its name ends
+# (`<pre>`, `<pre class="x">`, `<code>`; not `<preview>`); tags are matched in any case.
+_HIDING = {"<!--": "-->", "<pre": "</pre>", "<code": "</code>"}
+_OPENING = re.compile(r"<!--|<(?:pre|code)(?=[ \t>\n]|\Z)")
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
 class _Line(NamedTuple):
@@ -99,13 +112,16 @@ class _Finder:
 
 
 def _classify(lines: list[str]) -> list[_Line]:
-    """Each line with what it is: ordinary text, a fence, fenced code, or inside an HTML comment.
+    """Each line with what it is: ordinary text, a fence, fenced code, or hidden in HTML.
 
-    An HTML comment that starts a line (up to three spaces in) runs to its `-->` or to the end of the
-    text, like CommonMark's HTML block. One that opens mid-line hides text only if its `-->` comes
-    before the next blank line (the end of the paragraph); otherwise it is literal text.
+    HTML hides what GitHub does not show as text: a comment `<!-- … -->`, and the code elements
+    `<pre …> … </pre>` and `<code …> … </code>` (tag names in any case, with or without attributes). Such
+    HTML that starts a line (up to three spaces in) runs to its end or to the end of the text, like
+    CommonMark's HTML block. HTML that opens mid-line hides text only if it ends before the next blank
+    line (the end of the paragraph); otherwise it is literal text.
     """
     text = "\n".join(lines)
+    lowered = text.translate(_ASCII_LOWER)  # the same length: positions carry over
     end_of_text = len(text) + 1
     starts: list[int] = []
     offset = 0
@@ -119,10 +135,12 @@ def _classify(lines: list[str]) -> list[_Line]:
         if not lines[i].strip(" \t"):
             blank = starts[i]
 
-    closer = _Finder(text, "-->")
+    openings = [(found.start(), found.group()) for found in _OPENING.finditer(lowered)]
+    closers = {opening: _Finder(lowered, closing) for opening, closing in _HIDING.items()}
+    upcoming = 0  # the first of `openings` not yet passed; every search below moves forward
     result: list[_Line] = []
     fence: _Fence | None = None
-    comment_end = -1  # where the open HTML comment ends (exclusive), or -1
+    hidden_end = -1  # where the open hiding HTML ends (exclusive), or -1
     for i, line in enumerate(lines):
         start = starts[i]
         if fence is not None:
@@ -132,9 +150,9 @@ def _classify(lines: list[str]) -> list[_Line]:
             else:
                 result.append(_Line(line, _Kind.CODE))
             continue
-        if start < comment_end:
-            kind = _Kind.COMMENT
-            pos = comment_end - start
+        if start < hidden_end:
+            kind = _Kind.HIDDEN
+            pos = hidden_end - start
             if pos > len(line):
                 result.append(_Line(line, kind))
                 continue
@@ -146,20 +164,27 @@ def _classify(lines: list[str]) -> list[_Line]:
                 continue
             kind = _Kind.TEXT
             pos = 0
-        comment_end = -1
-        while (at := line.find("<!--", pos)) >= 0:
-            close = closer.find(start + at + 2)
+        hidden_end = -1
+        while True:
+            while upcoming < len(openings) and openings[upcoming][0] < start + pos:
+                upcoming += 1
+            if upcoming == len(openings) or openings[upcoming][0] >= start + len(line):
+                break
+            at, opening = openings[upcoming][0] - start, openings[upcoming][1]
+            # `<!-->` is a whole comment, as in CommonMark
+            close = closers[opening].find(start + at + (2 if opening == "<!--" else len(opening)))
             block = pos == 0 and at <= 3 and not line[:at].strip(" ")
             if close < 0 and block:
-                comment_end = end_of_text
+                hidden_end = end_of_text
                 break
             if close < 0 or (not block and next_blank[i] < close):
-                pos = at + 4  # never closed in its paragraph: literal text
+                pos = at + len(opening)  # never closed in its paragraph: literal text
                 continue
-            if close + 3 > start + len(line):
-                comment_end = close + 3
+            end = close + len(_HIDING[opening])
+            if end > start + len(line):
+                hidden_end = end
                 break
-            pos = close + 3 - start
+            pos = end - start
         result.append(_Line(line, kind))
     return result
 
@@ -219,16 +244,38 @@ class _Draft:
         return Command(self.name, self.rev, self.user, self.issue, text, _evidence(self.body))
 
 
+class Reading(NamedTuple):
+    """A comment's commands as read: the first `MAX_COMMANDS`, and how many came after them (ignored)."""
+
+    commands: list[Command]
+    ignored: int
+
+
+def read(text: str) -> Reading:
+    """The commands of a comment body that are run: at most `MAX_COMMANDS`. The ones after them are
+    only counted, not read."""
+    return _read(text, MAX_COMMANDS)
+
+
 def parse(text: str) -> list[Command]:
-    """The commands a comment body holds, in order, each with its arguments, free text and evidence."""
+    """Every command a comment body holds, in order, each with its arguments, free text and evidence."""
+    return _read(text, None).commands
+
+
+def _read(text: str, limit: int | None) -> Reading:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     commands: list[Command] = []
     draft: _Draft | None = None
+    ignored = 0
     for line in _classify(lines):
         head = _head(line.text) if line.kind is _Kind.TEXT else None
         if head is not None:
             if draft is not None:
                 commands.append(draft.build())
+                draft = None
+            if limit is not None and len(commands) >= limit:
+                ignored += 1
+                continue
             name, end = head
             draft = _Draft(name)
             draft.body.append(_Line(draft.read_arguments(line.text, end), _Kind.TEXT))
@@ -236,7 +283,7 @@ def parse(text: str) -> list[Command]:
             draft.body.append(line)
     if draft is not None:
         commands.append(draft.build())
-    return commands
+    return Reading(commands, ignored)
 
 
 # ---------------------------------------------------------------------------------------------- evidence
@@ -352,6 +399,15 @@ def help_text(rules: Iterable[Rule]) -> str:
     return "\n".join(f"- `{rule.usage}` — {rule.summary}" for rule in rules)
 
 
+def ignored_text(ignored: int) -> str:
+    """The note for a comment that held more than `MAX_COMMANDS` commands."""
+    return (
+        f"only the first {MAX_COMMANDS} commands of a comment are read: the other "
+        + (f"{ignored} commands in this one were" if ignored != 1 else "command in this one was")
+        + " ignored. Send them in another comment."
+    )
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -360,8 +416,17 @@ _HOW = """\
 Write a command at the start of a line of an issue comment: a slash and the command's name, followed
 by a space or the end of the line (up to three spaces of indentation are allowed; the name may be in
 any case). A command is not run when it is in a code block or inline code, in a block quote, in an
-HTML comment, or in the middle of a line. One comment may hold several commands: they run in order,
-one after the other. Editing a comment runs nothing; only new comments do.
+HTML comment (`<!-- … -->`) or an HTML `<pre>` or `<code>` element (in any case, with or without
+attributes), or in the middle of a line. Editing a comment runs nothing; only new comments do.
+
+One comment may hold several commands: they run in order, one after the other, up to 20 (an issue's
+body and a review's body count as comments). The commands after the 20th are not read, and one reply
+says how many were ignored: send them again in another comment. However many of its commands are
+applied, a comment gets one 👍 (GitHub shows one per person anyway).
+
+A command whose text holds a control character (U+0000 to U+001F, except tab and newline: no editor
+types them, but a program may send them) is not run: it is refused with a reply, and nothing of it is
+stored. The same command without the character is taken.
 
 Arguments come right after the name, in any order: `rev=N` (act only if the issue is still at
 revision N), `@user` (a person) and `#N` (an issue). The rest of the line and the lines that follow,

@@ -11,6 +11,7 @@ replaying the event log rebuilds exactly the ticket the transitions produced.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
@@ -475,11 +476,34 @@ _ALL_EVIDENCE = Evidence("branch", "commit", 1, ("tests",), ("screenshot",))
 _NOT_FOR_YOU = frozenset({"wrong_state", "not_runner", "not_reviewer", "self_review", "not_permitted"})
 
 
+# C0 control characters but tab and newline. None belongs in a note, a reason or evidence, and PostgreSQL's
+# text cannot hold U+0000: a command that carries one is refused with a reply, never stored.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f]")
+
+
+def _control_character(command: Command) -> Refused | None:
+    """The refusal of a command whose text or evidence holds a control character."""
+    evidence = command.evidence
+    values = (command.text, command.user or "", evidence.branch or "", evidence.commit or "")
+    for value in (*values, *evidence.tests, *evidence.screenshots):
+        found = _CONTROL.search(value)
+        if found is not None:
+            return Refused(
+                "control_character",
+                f"/{command.name} was not run: its text holds the control character U+{ord(found.group()):04X}, "
+                "which Baton does not store. Remove it and send the command again.",
+            )
+    return None
+
+
 def decide(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
-    """The one entry point: the revision and state guards, then the command's own guards."""
+    """The one entry point: the command's text, the revision and state guards, then the command's own guards."""
     rule = RULES.get(command.name)
     if rule is None:
         return Refused("unknown_command", f"/{command.name} is not a command. Try /help.")
+    refused = _control_character(command)
+    if refused is not None:
+        return refused
     # rev=N guards a change; a command that changes nothing (/status, /help) has nothing to guard.
     if rule.target is not None and command.rev is not None and command.rev != ticket.revision:
         return stale_revision(ticket, command.rev)

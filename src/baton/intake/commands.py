@@ -1,11 +1,12 @@
 """Deliveries that carry commands: comments, a new issue's body, a review's body, and the `baton:` labels.
 
-A handler reads the command text, works out who the actor is, and hands each command to the work service
-with an operation id derived from the comment, issue or review, so processing a delivery twice (a
-redelivery after a failure) never applies anything twice. A comment on an issue and a new issue's body
-carry nothing but commands on that issue: they are read into requests (`comment_requests`,
-`body_requests`) and decided together with others on the same ticket. Commands on a pull request act on
-the issue its description links.
+A handler reads the command text (its first `MAX_COMMANDS` commands; the `Source` counts the ones ignored,
+for one note), works out who the actor is, and hands each command to the work service with an operation
+id derived from the comment, issue or review, so processing a delivery twice (a redelivery after a
+failure) never applies anything twice. A comment on an issue and a new issue's body carry nothing but
+commands on that issue: they are read into requests (`comment_requests`, `body_requests`) and decided
+together with others on the same ticket. Commands on a pull request act on the issue its description
+links.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from baton.commands import parse
+from baton.commands import MAX_COMMANDS, ignored_text, read
 from baton.domain import Actor
 from baton.github.webhooks import dig, number, text
 from baton.linking import linked_issues
@@ -26,12 +27,13 @@ from .envelope import Envelope
 def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: Source) -> list[Request]:
     """The commands in `body`, on the delivery's issue, each with its actor, settings and operation id."""
     key = envelope.ticket(number(envelope.payload, "issue", "number"))
-    commands = parse(body)
+    commands, ignored = read(body)
     if not commands or key is None or not envelope.repository or not intake.active(envelope):
         return []
     issue = Issue(key, envelope.repository, text(envelope.payload, "issue", "user", "login"))
     actor = intake.actor(envelope)
     policy = intake.policy(key.installation_id, envelope.repository, key, envelope.sender)
+    source = replace(source, ignored=ignored)
     return [
         Request(issue, command, actor, envelope.operation(what, index), policy, source)
         for index, command in enumerate(commands)
@@ -87,12 +89,13 @@ def on_pull_request(
     """Commands on a pull request act on the issue its description links with a closing keyword;
     `/accept #42` names one when it links several. Answers go on the pull request."""
     answer_on = envelope.ticket(number(pull, "number"))
-    commands = parse(body)
+    commands, ignored = read(body)
     if not commands or answer_on is None or not envelope.repository or not intake.active(envelope):
         return ()
     repository, login = envelope.repository, envelope.sender
     links = linked_issues(text(pull, "body"), repository)
-    outcomes = []
+    source = replace(source, number=answer_on.number, ignored=ignored)
+    requests: list[Request] = []
     actor: Actor | None = None
     for index, command in enumerate(commands):
         op = envelope.operation(what, index)
@@ -106,9 +109,11 @@ def on_pull_request(
         assert key is not None
         actor = actor or intake.actor(envelope)
         policy = intake.policy(answer_on.installation_id, repository, answer_on, login)
-        issue = Issue(key, repository, "")
-        outcomes.append(intake.work.apply(issue, command, actor, op, policy, replace(source, number=answer_on.number)))
-    return tuple(outcomes)
+        requests.append(Request(Issue(key, repository, ""), command, actor, op, policy, source))
+    if ignored and not requests:  # no decision carries the note: it goes alone, with the id of the first ignored
+        intake.work.reply(answer_on, repository, login, ignored_text(ignored), envelope.operation(what, MAX_COMMANDS))
+    # One transaction for the comment's commands, as for an issue's, so it gets one 👍 at most.
+    return tuple(intake.work.apply_all(requests))
 
 
 def _target(links: list[int], named: int | None) -> int | str:

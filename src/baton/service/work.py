@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from baton.commands import help_text
+from baton.commands import help_text, ignored_text
 from baton.domain import (
     Actor,
     Applied,
@@ -109,12 +109,14 @@ class Source:
 
     `comment_id` is the comment to react to (None: the issue's or pull request's own body); `number`
     is the issue or pull request the answer goes on, when it is not the ticket's issue (a command on a
-    pull request); `reactable` is False where GitHub has no reactions (a review's body).
+    pull request); `reactable` is False where GitHub has no reactions (a review's body); `ignored` counts
+    the comment's commands past `MAX_COMMANDS`, not read, of which one note tells.
     """
 
     comment_id: int | None
     number: int | None = None
     reactable: bool = True
+    ignored: int = 0
 
 
 class WorkService:
@@ -172,14 +174,15 @@ class WorkService:
         """Decide and record one command, in one transaction (retried only after a lost swap).
 
         With a `source` (the comment the command came in), the same transaction queues its answer on
-        GitHub: a reaction when applied, a reply when refused or asked for /help.
+        GitHub: a 👍 when applied (one per comment), a reply when refused or asked for /help.
         """
         return self.apply_all([Request(issue, command, actor, operation_id, policy or Policy(), source)])[0]
 
     def apply_all(self, requests: Sequence[Request]) -> list[Outcome]:
         """Decide many commands in one transaction, in the order they came, each exactly as if it had been
         decided alone: its own event, operation id and answer, and the claim counts every earlier command
-        left (a property test holds batch and one-by-one deciding to the same rows and answers). Each
+        left (a property test holds batch and one-by-one deciding to the same rows and answers). Only the
+        commands of one comment share answers: one 👍 at most, and one note of the commands it ignored. Each
         ticket's final state is written with one compare-and-swap. Tickets are locked first, in the order
         of their keys, so two processes deciding overlapping batches never wait on each other in a circle."""
         # A lost claim-limit increment, or a concurrent first write of the same ticket or operation id, rolls
@@ -204,6 +207,9 @@ class WorkService:
         outcomes: list[Outcome] = []
         operations: list[tuple[str, int | None, dict[str, Any]]] = []
         answers: dict[TicketKey, list[Answer]] = {}
+        # A comment gets one 👍 if any of its commands is applied, and one note if it held too many to read.
+        reacted: set[tuple[TicketKey, int | None]] = set()
+        notes: dict[tuple[TicketKey, int | None], Answer] = {}
         shown: dict[TicketKey, str] = {}  # tickets whose view on GitHub changes (or /status asked to refresh it)
         for request in requests:
             issue, command, actor, policy = request.issue, request.command, request.actor, request.policy
@@ -238,11 +244,19 @@ class WorkService:
                 shown[key] = issue.repository
             firsts[request.operation_id] = outcome.to_json()  # the same id twice in one call: a retry
             operations.append((request.operation_id, stored.id if stored else None, outcome.to_json()))
-            if request.source is not None:
-                where, item = _answer(issue, actor, request.source, reply)
-                if item is not None:
+            source = request.source
+            if source is not None:
+                where, item = _answer(issue, actor, source, reply)
+                comment = (where, source.comment_id)
+                if item is not None and not (item[0] == "reaction" and comment in reacted):
                     answers.setdefault(where, []).append(item)
+                    if item[0] == "reaction":
+                        reacted.add(comment)
+                if source.ignored:
+                    notes[comment] = ("reply", source.comment_id, actor.login, ignored_text(source.ignored))
             outcomes.append(outcome)
+        for (where, _), note in notes.items():  # after the comment's own answers
+            answers.setdefault(where, []).append(note)
         for key in keys:
             before, after = read[key], current[key]
             if after is None:
