@@ -21,10 +21,22 @@ POSTGRES_URL = os.environ.get("BATON_TEST_POSTGRES_URL", "postgresql://postgres@
 POSTGRES_REQUIRED = os.environ.get("BATON_REQUIRE_POSTGRES") == "1"
 
 
+# The fault suite (`pytest -m faults`): hostile input, killed processes, database and GitHub outages.
+FAULT_SUITE = {
+    "test_comment_limits.py", "test_crash_recovery.py", "test_faults.py", "test_hostile_input.py",
+    "test_hostile_payloads.py", "test_poison.py",
+}  # fmt: skip
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests marked `long` first, in their order, then the rest in theirs. In a parallel run the workers
     are handed tests from the front a few at a time (`--maxschedchunk` in pyproject.toml), so the long tests
-    start at once, side by side, instead of one of them starting last and keeping the run waiting."""
+    start at once, side by side, instead of one of them starting last and keeping the run waiting.
+
+    The tests of the files in FAULT_SUITE are marked `faults`."""
+    for item in items:
+        if item.path.name in FAULT_SUITE:
+            item.add_marker(pytest.mark.faults)
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 

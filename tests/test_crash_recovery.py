@@ -107,7 +107,6 @@ def send(port: int, delivery: str, body: bytes) -> int | None:
         return None
 
 
-@pytest.mark.faults
 @pytest.mark.long
 @pytest.mark.postgres
 def test_twenty_kill_9s_lose_no_acknowledged_delivery_and_double_nothing(
