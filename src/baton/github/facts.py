@@ -26,7 +26,7 @@ from baton.domain.evidence import (
 from baton.domain.model import RepositoryKey
 from baton.linking import branch_links, pull_request_links
 
-from .webhooks import dig, number, text
+from .webhooks import dig, full_name, issue_number, number, text
 
 NO_COMMIT = "0" * 40  # what a push names as the head of a deleted branch
 
@@ -36,7 +36,7 @@ def repository_of(payload: Any) -> Repository | None:
     App's deliveries always carry one)."""
     installation_id = number(payload, "installation", "id")
     repository_id = number(payload, "repository", "id")
-    name = text(payload, "repository", "full_name")
+    name = full_name(payload, "repository", "full_name")
     if installation_id is None or repository_id is None or not name:
         return None
     return Repository(RepositoryKey(installation_id, repository_id), name)
@@ -52,7 +52,7 @@ def _build(make: Callable[[], Any]) -> Any:
 
 def pull_request(pull: Any, repository: Repository) -> Sighting | None:
     """A pull request object, from a `pull_request` or `pull_request_review` webhook or `GET …/pulls/{n}`."""
-    pr_number = number(pull, "number")
+    pr_number = issue_number(pull, "number")
     head_ref, head_sha = text(pull, "head", "ref"), text(pull, "head", "sha")
     state, stamp = text(pull, "state"), text(pull, "updated_at")
     if pr_number is None or not head_ref or not head_sha or not stamp:
@@ -119,7 +119,7 @@ def _ref_event(deleted: bool) -> Callable[[Any, Repository, str], list[Sighting]
 
 def _reach(pulls: Any, branch: str) -> frozenset[Subject]:
     """The pull requests and branch a check's webhook names beside its commit."""
-    keys = {Subject.pull_request(n) for item in pulls or [] if (n := number(item, "number")) is not None}
+    keys = {Subject.pull_request(n) for item in pulls or [] if (n := issue_number(item, "number")) is not None}
     if branch:
         keys.add(Subject.branch(branch))
     return frozenset(keys)
