@@ -217,7 +217,8 @@ class WebhookDeliveryOut(BaseModel):
     )
     attempts: int = Field(description="How many times its processing started.")
     error: str | None = Field(
-        description="Why its processing failed: for good when failed, for a passing reason when pending."
+        description="Why its processing failed: for good when failed, for a passing reason when pending; why it "
+        "was ignored when it carries a value GitHub never sends."
     )
     received_at: datetime = Field(description="When it first arrived (a redelivery keeps it).")
     next_attempt_at: datetime | None = Field(
