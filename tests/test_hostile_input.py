@@ -23,15 +23,15 @@ from baton.settings import Settings
 from baton.store import tables as t
 from baton.web import create_app
 from keys import app_key
+from payloads import Repo
 from test_api import AUTH, TOKEN
-from test_webhooks import APP_ID, SECRET, FakeDirectory, Hub, comment
+from test_webhooks import APP_ID, INSTALLATION, REPOSITORY, REPOSITORY_ID, SECRET, FakeDirectory, Hub, comment
 
 DELIVERY = "hostile-1"
 
 
-def _claim(comment_id: int = 11, **changes: Any) -> dict[str, Any]:
-    """A `/claim` on issue 42, with the dotted paths in `changes` set ("issue.number": 0)."""
-    payload = comment("agent-a", "/claim", comment_id=comment_id)
+def _changed(payload: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """`payload` with the dotted paths in `changes` set ("issue.number": 0)."""
     for path, value in changes.items():
         *parents, last = path.split(".")
         place = payload
@@ -41,13 +41,26 @@ def _claim(comment_id: int = 11, **changes: Any) -> dict[str, Any]:
     return payload
 
 
+def _claim(comment_id: int = 11, **changes: Any) -> dict[str, Any]:
+    """A `/claim` on issue 42, changed."""
+    return _changed(comment("agent-a", "/claim", comment_id=comment_id), **changes)
+
+
+def _evidence(payload: dict[str, Any], **changes: Any) -> bytes:
+    """An evidence delivery (`payloads.Repo` builds them), changed."""
+    return json.dumps(_changed(payload, **changes)).encode()
+
+
+SHOP = Repo(INSTALLATION, REPOSITORY_ID, REPOSITORY)
+
+
 def _json(**changes: Any) -> bytes:
     return json.dumps(_claim(**changes)).encode()  # NUL and other control characters as \\u escapes
 
 
 @dataclass(frozen=True)
 class Hostile:
-    """A validly signed `issue_comment` body carrying `/claim` on #42, changed into one GitHub never sends.
+    """A validly signed body GitHub never sends: mostly an `issue_comment` carrying `/claim` on #42, changed.
     `ends`: None when it is refused (400, nothing stored); otherwise it is answered 202 and its delivery ends
     `done` (processed) or `ignored` with a reason that names `reason`."""
 
@@ -56,6 +69,7 @@ class Hostile:
     ends: str | None
     reason: str | None = None
     tickets: tuple[int, ...] = ()  # the tickets its `/claim` makes, when it is processed
+    event: str = "issue_comment"
 
     def __str__(self) -> str:
         return self.name
@@ -100,6 +114,26 @@ HOSTILE: list[Hostile] = [
             reason="sender.login"),
     Hostile("issue-author-login-101", _json(**{"issue.user.login": "o" * 101}), ends="ignored",
             reason="issue.user.login"),
+    # evidence: branch names and commit ids go into indexed columns
+    Hostile("push-branch-300", _evidence(SHOP.push(branch="42-" + "x" * 300)), ends="ignored",
+            reason="ref", event="push"),
+    Hostile("push-branch-with-nul", _evidence(SHOP.push(branch="42-a\u0000b")), ends="ignored",
+            reason="ref", event="push"),
+    Hostile("push-sha-1000", _evidence(SHOP.push(sha="a" * 1000)), ends="ignored", reason="after",
+            event="push"),
+    Hostile("pull-request-head-ref-300", _evidence(SHOP.pull_request("opened", ref="4" * 300)),
+            ends="ignored", reason="head.ref", event="pull_request"),
+    Hostile("pull-request-head-sha-1000", _evidence(SHOP.pull_request("opened", sha="b" * 1000)),
+            ends="ignored", reason="head.sha", event="pull_request"),
+    Hostile("pull-request-number-2^31", _evidence(SHOP.pull_request("opened", number=2**31)),
+            ends="ignored", reason="number", event="pull_request"),
+    Hostile("check-run-sha-1000", _evidence(SHOP.check_run(sha="c" * 1000)), ends="ignored",
+            reason="head_sha", event="check_run"),
+    Hostile("deployment-id-2^63", _evidence(SHOP.deployment(ident=2**63)), ends="ignored",
+            reason="id", event="deployment"),
+    Hostile("evidence-repository-id-2^64", _evidence(SHOP.push(), **{"repository.id": 2**64}),
+            ends="ignored", reason="repository.id", event="push"),
+    Hostile("longest-branch", _evidence(SHOP.push(branch="42-" + "x" * 250)), ends="done", event="push"),
     # read leniently, as ever: a value of another type is absent, and there is nothing to do
     Hostile("issue-number-as-text", _json(**{"issue.number": "42"}), ends="done"),
     Hostile("issue-number-as-float", _json(**{"issue.number": 42.0}), ends="done"),
@@ -146,7 +180,7 @@ ACCEPTED = [case for case in HOSTILE if case.ends is not None]
 def test_a_body_github_never_sends_that_could_not_be_stored_is_refused_and_nothing_is_stored(
     hub: Hub, case: Hostile
 ) -> None:
-    response = hub.post("issue_comment", case.body, delivery=DELIVERY)
+    response = hub.post(case.event, case.body, delivery=DELIVERY)
     assert response.status_code == 400, response.text
     assert response.json()["detail"]
     assert hub.count(t.webhook_deliveries) == 0
@@ -162,7 +196,7 @@ def test_a_body_github_never_sends_that_could_not_be_stored_is_refused_and_nothi
 def test_an_accepted_delivery_github_never_sends_is_processed_or_ignored_with_its_reason_never_failed(
     hub: Hub, case: Hostile
 ) -> None:
-    response = hub.post("issue_comment", case.body, delivery=DELIVERY)
+    response = hub.post(case.event, case.body, delivery=DELIVERY)
     assert response.status_code == 202, response.text
     state, attempts, error = hub.inbox(DELIVERY)
     assert (state, attempts) == (case.ends, 1), error
@@ -173,7 +207,7 @@ def test_an_accepted_delivery_github_never_sends_is_processed_or_ignored_with_it
     assert _ticket_numbers(hub) == list(case.tickets)
 
     # nothing of it is left to fail later: a redelivery is a duplicate, and the next delivery is taken as ever
-    assert hub.post("issue_comment", case.body, delivery=DELIVERY).json()["received"] == "duplicate"
+    assert hub.post(case.event, case.body, delivery=DELIVERY).json()["received"] == "duplicate"
     assert hub.post("issue_comment", _claim(comment_id=12), delivery="after").status_code == 202
     assert hub.inbox("after") == ("done", 1, None)
     assert 42 in _ticket_numbers(hub) and min(_ticket_numbers(hub)) >= 1

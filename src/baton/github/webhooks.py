@@ -8,9 +8,10 @@ Payloads are read field by field with defaults, never through a strict model: Gi
 payloads miss fields that typed models insist on, and a shape we did not expect must never make us
 answer GitHub with an error. A field that is missing, null or of another type reads as absent (None, "").
 
-A value GitHub never sends, though, is not read as absent: `number`, `issue_number`, `login` and
-`full_name` raise `Unreadable` for an id outside 1 to 2^63-1 (what a signed 64-bit column holds), an issue
-number outside 1 to 2^31-1, or a name longer than GitHub allows or holding a control character. Such a
+A value GitHub never sends, though, is not read as absent: `number`, `issue_number`, `login`,
+`full_name`, `ref_name` and `commit_sha` raise `Unreadable` for an id outside 1 to 2^63-1 (what a signed
+64-bit column holds), an issue number outside 1 to 2^31-1, or a name or commit id longer than GitHub's or
+holding a control character. Such a
 value would otherwise reach the database and fail there, or make ticket #0. The webhook endpoint refuses a
 delivery whose installation id is unreadable; intake ignores, with the reason, one with any other.
 """
@@ -56,10 +57,15 @@ MAX_ID = 2**63 - 1
 MAX_NUMBER = 2**31 - 1
 LONGEST_FULL_NAME = 140
 LONGEST_LOGIN = 100
+# A branch name GitHub takes has at most about 250 bytes (so as many characters, or fewer); a ref may carry
+# `refs/heads/` before it. A commit's id has 40 hexadecimal digits, 64 in a SHA-256 repository.
+LONGEST_REF = 266
+LONGEST_SHA = 64
 
 
-class Unreadable(ValueError):
-    """A payload carries a value GitHub never sends: a delivery with it can never be processed."""
+class Unreadable(Exception):
+    """A payload carries a value GitHub never sends: a delivery with it can never be processed. Not a
+    ValueError, so that no lenient reader that drops what it cannot use (`facts._build`) drops it quietly."""
 
 
 def _integer(payload: Any, path: tuple[str, ...], largest: int) -> int | None:
@@ -101,3 +107,13 @@ def login(payload: Any, *path: str) -> str:
 def full_name(payload: Any, *path: str) -> str:
     """A repository's "owner/name", as `login`."""
     return _name(payload, path, LONGEST_FULL_NAME)
+
+
+def ref_name(payload: Any, *path: str) -> str:
+    """A branch or tag, or a ref (`refs/heads/…`), as `login`."""
+    return _name(payload, path, LONGEST_REF)
+
+
+def commit_sha(payload: Any, *path: str) -> str:
+    """A commit's id, as `login`."""
+    return _name(payload, path, LONGEST_SHA)
