@@ -27,6 +27,8 @@ from payloads import Repo
 from test_api import AUTH, TOKEN
 from test_webhooks import APP_ID, INSTALLATION, REPOSITORY, REPOSITORY_ID, SECRET, FakeDirectory, Hub, comment
 
+pytestmark = pytest.mark.faults
+
 DELIVERY = "hostile-1"
 
 
