@@ -57,7 +57,7 @@ SHOP = Repo(INSTALLATION, REPOSITORY_ID, REPOSITORY)
 
 
 def _json(**changes: Any) -> bytes:
-    return json.dumps(_claim(**changes)).encode()  # NUL and other control characters as \\u escapes
+    return json.dumps(_claim(**changes)).encode()  # NUL and other control characters as \u escapes
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ answer GitHub with an error. A field that is missing, null or of another type re
 A value GitHub never sends, though, is not read as absent: `number`, `issue_number`, `login`,
 `full_name`, `ref_name` and `commit_sha` raise `Unreadable` for an id outside 1 to 2^63-1 (what a signed
 64-bit column holds), an issue number outside 1 to 2^31-1, or a name or commit id longer than GitHub's or
-holding a control character. Such a
-value would otherwise reach the database and fail there, or make ticket #0. The webhook endpoint refuses a
-delivery whose installation id is unreadable; intake ignores, with the reason, one with any other.
+holding a control character. Such a value would otherwise reach the database and fail there, or make
+ticket #0. The webhook endpoint refuses a delivery whose installation id is unreadable; intake ignores,
+with the reason, one with any other.
 """
 
 from __future__ import annotations
