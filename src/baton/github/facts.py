@@ -26,7 +26,7 @@ from baton.domain.evidence import (
 from baton.domain.model import RepositoryKey
 from baton.linking import branch_links, pull_request_links
 
-from .webhooks import dig, number, text
+from .webhooks import commit_sha, dig, full_name, issue_number, number, ref_name, text
 
 NO_COMMIT = "0" * 40  # what a push names as the head of a deleted branch
 
@@ -36,7 +36,7 @@ def repository_of(payload: Any) -> Repository | None:
     App's deliveries always carry one)."""
     installation_id = number(payload, "installation", "id")
     repository_id = number(payload, "repository", "id")
-    name = text(payload, "repository", "full_name")
+    name = full_name(payload, "repository", "full_name")
     if installation_id is None or repository_id is None or not name:
         return None
     return Repository(RepositoryKey(installation_id, repository_id), name)
@@ -52,8 +52,9 @@ def _build(make: Callable[[], Any]) -> Any:
 
 def pull_request(pull: Any, repository: Repository) -> Sighting | None:
     """A pull request object, from a `pull_request` or `pull_request_review` webhook or `GET …/pulls/{n}`."""
-    pr_number = number(pull, "number")
-    head_ref, head_sha = text(pull, "head", "ref"), text(pull, "head", "sha")
+    pr_number = issue_number(pull, "number")
+    head_ref, head_sha = ref_name(pull, "head", "ref"), commit_sha(pull, "head", "sha")
+    base_ref, merge_commit_sha = ref_name(pull, "base", "ref"), commit_sha(pull, "merge_commit_sha")
     state, stamp = text(pull, "state"), text(pull, "updated_at")
     if pr_number is None or not head_ref or not head_sha or not stamp:
         return None
@@ -66,11 +67,11 @@ def pull_request(pull: Any, repository: Repository) -> Sighting | None:
             number=pr_number,
             head_ref=head_ref,
             head_sha=head_sha,
-            base_ref=text(pull, "base", "ref"),
+            base_ref=base_ref,
             state="closed" if merged else state,
             stamp=stamp,
             merged=merged,
-            merge_commit_sha=text(pull, "merge_commit_sha") or None,
+            merge_commit_sha=merge_commit_sha or None,
             draft=dig(pull, "draft") is True,
             mergeable_state=text(pull, "mergeable_state") or None,
             links=links,
@@ -93,33 +94,34 @@ def _branch(
 
 
 def _push(payload: Any, repository: Repository, received: str) -> list[Sighting]:
-    ref = text(payload, "ref")
+    ref = ref_name(payload, "ref")
     if not ref.startswith("refs/heads/"):
         return []  # a tag
     name = ref.removeprefix("refs/heads/")
-    after = text(payload, "after")
+    after = commit_sha(payload, "after")
     if dig(payload, "deleted") is True or after == NO_COMMIT:
         return _branch(name, received, deleted=True)
     if not after:
         return []
     # the push's own time is its head commit's; a push that names none (rare) is placed when it arrived
-    before = text(payload, "before")
+    before = commit_sha(payload, "before")
     return _branch(name, text(payload, "head_commit", "timestamp") or received, after,
                    before=before if before and before != NO_COMMIT else None)  # fmt: skip
 
 
 def _ref_event(deleted: bool) -> Callable[[Any, Repository, str], list[Sighting]]:
     def build(payload: Any, repository: Repository, received: str) -> list[Sighting]:
-        if text(payload, "ref_type") != "branch" or not text(payload, "ref"):
+        ref = ref_name(payload, "ref")
+        if text(payload, "ref_type") != "branch" or not ref:
             return []
-        return _branch(text(payload, "ref"), received, deleted=deleted)
+        return _branch(ref, received, deleted=deleted)
 
     return build
 
 
 def _reach(pulls: Any, branch: str) -> frozenset[Subject]:
     """The pull requests and branch a check's webhook names beside its commit."""
-    keys = {Subject.pull_request(n) for item in pulls or [] if (n := number(item, "number")) is not None}
+    keys = {Subject.pull_request(n) for item in pulls or [] if (n := issue_number(item, "number")) is not None}
     if branch:
         keys.add(Subject.branch(branch))
     return frozenset(keys)
@@ -127,7 +129,7 @@ def _reach(pulls: Any, branch: str) -> frozenset[Subject]:
 
 def _check_run(payload: Any, repository: Repository, received: str) -> list[Sighting]:
     run = dig(payload, "check_run")
-    name, sha = text(run, "name"), text(run, "head_sha")
+    name, sha = text(run, "name"), commit_sha(run, "head_sha")
     stamp = text(run, "completed_at") or text(run, "started_at")
     if not name or not sha or not stamp or name == OWN_CHECK:
         return []
@@ -135,13 +137,13 @@ def _check_run(payload: Any, repository: Repository, received: str) -> list[Sigh
     fact = _build(lambda: CheckFact(sha, name, stamp, conclusion))
     if fact is None:
         return []
-    return [Sighting(fact, reach=_reach(dig(run, "pull_requests"), text(run, "check_suite", "head_branch")))]
+    return [Sighting(fact, reach=_reach(dig(run, "pull_requests"), ref_name(run, "check_suite", "head_branch")))]
 
 
 def _check_suite(payload: Any, repository: Repository, received: str) -> list[Sighting]:
     suite = dig(payload, "check_suite")
     app = text(suite, "app", "name") or text(suite, "app", "slug")
-    sha = text(suite, "head_sha")
+    sha = commit_sha(suite, "head_sha")
     stamp = text(suite, "updated_at") or text(suite, "created_at")
     if not app or not sha or not stamp or text(suite, "status") != "completed":
         return []
@@ -149,7 +151,7 @@ def _check_suite(payload: Any, repository: Repository, received: str) -> list[Si
     fact = _build(lambda: CheckFact(sha, app, stamp, text(suite, "conclusion") or None))
     if fact is None:
         return []
-    return [Sighting(fact, reach=_reach(dig(suite, "pull_requests"), text(suite, "head_branch")))]
+    return [Sighting(fact, reach=_reach(dig(suite, "pull_requests"), ref_name(suite, "head_branch")))]
 
 
 def _environment(deployment: Any) -> str | None:
@@ -161,7 +163,7 @@ def _environment(deployment: Any) -> str | None:
 
 def _deployment(payload: Any, repository: Repository, received: str) -> list[Sighting]:
     deployment = dig(payload, "deployment")
-    ident, sha = number(deployment, "id"), text(deployment, "sha")
+    ident, sha = number(deployment, "id"), commit_sha(deployment, "sha")
     environment, stamp = text(deployment, "environment"), text(deployment, "created_at")
     if ident is None or not sha or not stamp:
         return []
@@ -175,7 +177,8 @@ def _deployment_status(payload: Any, repository: Repository, received: str) -> l
     if ident is None or not state or not stamp:
         return []
     environment = text(status, "environment") or text(deployment, "environment") or None
-    fact = _build(lambda: DeploymentStatusFact(ident, state, stamp, text(deployment, "sha") or None, environment))
+    sha = commit_sha(deployment, "sha") or None
+    fact = _build(lambda: DeploymentStatusFact(ident, state, stamp, sha, environment))
     return [] if fact is None else [Sighting(fact, environment=_environment(deployment))]
 
 
@@ -187,7 +190,7 @@ def compare(answer: Any, base: str, head: str) -> CompareFact | None:
 
 def branch(answer: Any, name: str) -> BranchFact | None:
     """`GET …/branches/{name}`'s answer: the branch's head commit, stamped with the commit's time."""
-    sha = text(answer, "commit", "sha")
+    sha = commit_sha(answer, "commit", "sha")
     stamp = text(answer, "commit", "commit", "committer", "date") or text(answer, "commit", "commit", "author", "date")
     if not sha or not stamp:
         return None

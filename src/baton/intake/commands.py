@@ -16,7 +16,7 @@ from typing import Any
 
 from baton.commands import MAX_COMMANDS, ignored_text, read
 from baton.domain import Actor
-from baton.github.webhooks import dig, number, text
+from baton.github.webhooks import dig, issue_number, login, number, text
 from baton.linking import linked_issues
 from baton.service.work import Issue, Outcome, Request, Source
 
@@ -26,11 +26,12 @@ from .envelope import Envelope
 
 def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: Source) -> list[Request]:
     """The commands in `body`, on the delivery's issue, each with its actor, settings and operation id."""
-    key = envelope.ticket(number(envelope.payload, "issue", "number"))
+    key = envelope.ticket(issue_number(envelope.payload, "issue", "number"))
+    author = login(envelope.payload, "issue", "user", "login")
     commands, ignored = read(body)
     if not commands or key is None or not envelope.repository or not intake.active(envelope):
         return []
-    issue = Issue(key, envelope.repository, text(envelope.payload, "issue", "user", "login"))
+    issue = Issue(key, envelope.repository, author)
     actor = intake.actor(envelope)
     policy = intake.policy(key.installation_id, envelope.repository, key, envelope.sender)
     source = replace(source, ignored=ignored)
@@ -88,7 +89,7 @@ def on_pull_request(
 ) -> tuple[Outcome, ...]:
     """Commands on a pull request act on the issue its description links with a closing keyword;
     `/accept #42` names one when it links several. Answers go on the pull request."""
-    answer_on = envelope.ticket(number(pull, "number"))
+    answer_on = envelope.ticket(issue_number(pull, "number"))
     commands, ignored = read(body)
     if not commands or answer_on is None or not envelope.repository or not intake.active(envelope):
         return ()
@@ -130,10 +131,11 @@ def _target(links: list[int], named: int | None) -> int | str:
 
 def label_changed(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     """A `baton:` label added or removed by hand is put back (`WorkService.label_changed`)."""
-    key = envelope.ticket(number(envelope.payload, "issue", "number"))
+    key = envelope.ticket(issue_number(envelope.payload, "issue", "number"))
+    author = login(envelope.payload, "issue", "user", "login")
     label = text(envelope.payload, "label", "name")
     if key is None or not label or not intake.active(envelope):
         return ()
-    issue = Issue(key, envelope.repository, text(envelope.payload, "issue", "user", "login"))
+    issue = Issue(key, envelope.repository, author)
     intake.work.label_changed(issue, label, envelope.action == "labeled", envelope.sender)
     return ()

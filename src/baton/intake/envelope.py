@@ -8,7 +8,7 @@ from typing import Any
 
 from baton.domain import RepositoryKey, TicketKey
 from baton.domain.evidence import Repository
-from baton.github.webhooks import number, text
+from baton.github.webhooks import Unreadable, full_name, login, number, text
 from baton.store.inbox import WebhookDelivery
 
 
@@ -27,8 +27,12 @@ class Envelope:
 
     @classmethod
     def open(cls, delivery: WebhookDelivery) -> Envelope | None:
-        """The delivery's envelope; None when its payload is not a JSON object."""
-        payload = json.loads(delivery.payload)
+        """The delivery's envelope; None when its payload is not a JSON object. `Unreadable` when the payload
+        is not JSON Baton reads, or its installation, repository or sender is none GitHub can send."""
+        try:
+            payload = json.loads(delivery.payload)
+        except (ValueError, RecursionError) as error:  # stored before the webhook endpoint checked as it does now
+            raise Unreadable(f"the payload is not JSON Baton reads: {type(error).__name__}") from None
         if not isinstance(payload, dict):
             return None
         return cls(
@@ -36,8 +40,8 @@ class Envelope:
             payload,
             number(payload, "installation", "id"),
             number(payload, "repository", "id"),
-            text(payload, "repository", "full_name"),
-            text(payload, "sender", "login"),
+            full_name(payload, "repository", "full_name"),
+            login(payload, "sender", "login"),
             text(payload, "sender", "type") == "Bot",
         )
 

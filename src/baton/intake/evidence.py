@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from baton.domain.evidence import stamp
 from baton.github.facts import observe
-from baton.github.webhooks import number, text
+from baton.github.webhooks import issue_number, number, text
 from baton.service.work import Outcome
 
 from .context import Intake
@@ -30,10 +30,10 @@ def issue_state(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     """An issue closed or reopened on GitHub (by hand, or by a merged "Fixes #42") is evidence only."""
     payload = envelope.payload
     repository = envelope.place()
-    issue_number = number(payload, "issue", "number")
-    if intake.evidence is None or repository is None or issue_number is None or not intake.active(envelope):
+    issue = issue_number(payload, "issue", "number")
+    if intake.evidence is None or repository is None or issue is None or not intake.active(envelope):
         return ()
-    key = repository.key.ticket(issue_number)
+    key = repository.key.ticket(issue)
     action = envelope.action
     data = {
         "actor": envelope.sender,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from baton.github.webhooks import dig, number, text
+from baton.github.webhooks import dig, full_name, login, number
 from baton.service.work import Outcome
 
 from .context import Intake
@@ -17,9 +17,9 @@ STATUS = {"created": "active", "unsuspend": "active", "suspend": "suspended", "d
 def _repositories(payload: dict[str, Any], key: str) -> list[tuple[int, str]]:
     found = []
     for repository in dig(payload, key, default=[]):
-        repository_id, full_name = number(repository, "id"), text(repository, "full_name")
-        if repository_id is not None and full_name:
-            found.append((repository_id, full_name))
+        repository_id, name = number(repository, "id"), full_name(repository, "full_name")
+        if repository_id is not None and name:
+            found.append((repository_id, name))
     return found
 
 
@@ -28,9 +28,11 @@ def installation(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     status = STATUS.get(envelope.action)
     if intake.installations is None or installation_id is None or status is None:
         return ()
-    intake.installations.record(installation_id, text(payload, "installation", "account", "login"), status)
-    if envelope.action == "created":
-        intake.installations.repositories(installation_id, _repositories(payload, "repositories"), True)
+    account = login(payload, "installation", "account", "login")
+    repositories = _repositories(payload, "repositories") if envelope.action == "created" else []
+    intake.installations.record(installation_id, account, status)
+    if repositories:
+        intake.installations.repositories(installation_id, repositories, True)
     return ()
 
 
@@ -38,6 +40,7 @@ def installation_repositories(intake: Intake, envelope: Envelope) -> tuple[Outco
     installation_id, payload = envelope.installation_id, envelope.payload
     if intake.installations is None or installation_id is None:
         return ()
-    intake.installations.repositories(installation_id, _repositories(payload, "repositories_added"), True)
-    intake.installations.repositories(installation_id, _repositories(payload, "repositories_removed"), False)
+    added, removed = _repositories(payload, "repositories_added"), _repositories(payload, "repositories_removed")
+    intake.installations.repositories(installation_id, added, True)
+    intake.installations.repositories(installation_id, removed, False)
     return ()

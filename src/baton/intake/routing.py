@@ -10,6 +10,7 @@ from githubkit.exception import RequestError, RequestFailed
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from baton.github.facts import EVIDENCE_EVENTS
+from baton.github.webhooks import Unreadable
 from baton.service.work import Outcome, Request
 from baton.store.inbox import Inbox, WebhookDelivery
 
@@ -102,12 +103,17 @@ def decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery]) 
     commands are decided together: the commands on one ticket in one transaction
     (`WorkService.apply_all`). A delivery that fails for a passing reason is put back to be tried again
     later; one that keeps failing, or fails for any other reason, ends `failed` with the reason. A delivery
-    no handler takes ends `ignored`."""
+    no handler takes ends `ignored`, and so does one carrying a value GitHub never sends (`Unreadable`),
+    with that as its reason: no attempt could ever process it."""
     finished: list[tuple[str, str]] = []
     waiting: list[tuple[WebhookDelivery, list[Request]]] = []
 
     def failed(delivery: WebhookDelivery, error: BaseException) -> None:
         reason = f"{type(error).__name__}: {error}"[:2000]
+        if isinstance(error, Unreadable):
+            log.info("delivery %s (%s) ignored: %s", delivery.id, delivery.event, reason)
+            inbox.finish(delivery.id, "ignored", reason)
+            return
         log.warning("delivery %s (%s) failed: %s", delivery.id, delivery.event, type(error).__name__)
         if passing(error) and delivery.attempts < MAX_DELIVERY_ATTEMPTS:
             inbox.retry(delivery.id, retry_after(delivery.attempts), reason)

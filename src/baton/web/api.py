@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, get_args
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 from sqlalchemy import Engine
 
 from baton.domain import DeploymentState, RepositoryState, WorkState
@@ -26,6 +26,7 @@ from baton.domain.evidence import (
     pull_request_head,
     repository_text,
 )
+from baton.github.webhooks import MAX_NUMBER
 from baton.settings import Settings
 from baton.store.engine import READ_ONLY
 from baton.store.evidence_codec import from_dict
@@ -216,7 +217,8 @@ class WebhookDeliveryOut(BaseModel):
     )
     attempts: int = Field(description="How many times its processing started.")
     error: str | None = Field(
-        description="Why its processing failed: for good when failed, for a passing reason when pending."
+        description="Why its processing failed: for good when failed, for a passing reason when pending; why it "
+        "was ignored when it carries a value GitHub never sends."
     )
     received_at: datetime = Field(description="When it first arrived (a redelivery keeps it).")
     next_attempt_at: datetime | None = Field(
@@ -354,9 +356,20 @@ def _authorizer(settings: Settings) -> Callable[[HTTPAuthorizationCredentials | 
 
 # ---------------------------------------------------------------------------------------------- routes
 
-Owner = Annotated[str, Path(description="The repository's owner (any case).")]
-Repo = Annotated[str, Path(description="The repository's name (any case).")]
-Number = Annotated[int, Path(ge=1, description="The issue number.")]
+
+def _printable(value: str | None) -> str | None:
+    """A name or login as GitHub makes them: a control character (NUL above all, which PostgreSQL refuses in
+    text) is in none, so a request with one is refused rather than looked up."""
+    if value is not None and not value.isprintable():
+        raise ValueError("no repository or login on GitHub holds a control character")
+    return value
+
+
+Printable = AfterValidator(_printable)
+Owner = Annotated[str, Path(description="The repository's owner (any case)."), Printable]
+Repo = Annotated[str, Path(description="The repository's name (any case)."), Printable]
+# GitHub's issue numbers fit a signed 32-bit integer, as the ticket tables keep them
+Number = Annotated[int, Path(ge=1, le=MAX_NUMBER, description="The issue number.")]
 
 
 def _unknown(owner: str, repo: str, number: int) -> HTTPException:
@@ -435,12 +448,12 @@ def api_router(engine: Engine, settings: Settings) -> APIRouter:
         summary="Tickets, filtered, by repository then issue number",
     )
     def list_tickets(
-        repo: Annotated[str | None, Query(description='"owner/name" (any case).')] = None,
+        repo: Annotated[str | None, Query(description='"owner/name" (any case).'), Printable] = None,
         state: Annotated[
             str | None,
             Query(description=f"One of {_STATES}.", json_schema_extra={"enum": [s.value for s in WorkState]}),
         ] = None,
-        runner: Annotated[str | None, Query(description="The runner's login (any case).")] = None,
+        runner: Annotated[str | None, Query(description="The runner's login (any case)."), Printable] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
     ) -> TicketList:
         found = reads.tickets(

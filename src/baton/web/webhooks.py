@@ -3,6 +3,13 @@
 Nothing is stored for a request that fails a check: 401 for a missing, SHA-1 or wrong signature, 400
 for a body that is not a JSON object or a request without GitHub's headers, 413 over 25 MB, 503 while
 no webhook secret is configured.
+
+GitHub sends UTF-8 JSON, and the body must be that: one in UTF-16 or UTF-32, JSON nested deeper than
+Python's parser goes (about 1,000 levels), or a number of more than 4,300 digits is 400. A UTF-8 byte order
+mark is ignored (RFC 8259 allows it) and not stored. An `installation.id` outside 1 to 2^63-1, or an
+`action` GitHub would never send (over 60 characters, or with a control character), is 400 too: the
+delivery could not be stored. Any other value GitHub never sends (an issue number of 0 or 2^31, a login of
+101 characters) is accepted and then ignored, with the reason, by intake (`baton.github.webhooks`).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from baton.github.webhooks import dig, number, verify
+from baton.github.webhooks import Unreadable, dig, number, verify
 from baton.intake import Intake, process
 from baton.settings import Settings
 from baton.store.inbox import Inbox, Incoming, Received
@@ -42,6 +49,21 @@ async def _body(request: Request) -> bytes | None:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _json(decoded: str) -> dict[str, Any] | JSONResponse:
+    """The body's JSON object, or the answer refusing it."""
+    try:
+        payload = json.loads(decoded)
+    except json.JSONDecodeError as error:
+        return _refuse(400, f"The body is not JSON: {error}")
+    except RecursionError:
+        return _refuse(400, "The body is JSON nested deeper than Baton reads; GitHub's payloads are shallow.")
+    except ValueError:  # the only other: a number of more digits than Python converts (4,300)
+        return _refuse(400, "The body holds a number of thousands of digits; GitHub's have at most 19.")
+    if not isinstance(payload, dict):
+        return _refuse(400, "The body is JSON but not an object.")
+    return payload
 
 
 class AcksFirst:
@@ -137,19 +159,26 @@ def webhook_router(
         if not event or not delivery_id:
             return _refuse(400, "X-GitHub-Event and X-GitHub-Delivery are required.")
         try:
-            payload: Any = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            return _refuse(400, f"The body is not JSON: {error}")
-        if not isinstance(payload, dict):
-            return _refuse(400, "The body is JSON but not an object.")
+            decoded = body.decode("utf-8").removeprefix("\ufeff")
+        except UnicodeDecodeError as error:
+            return _refuse(400, f"The body is not UTF-8, as GitHub sends it: {error}")
+        payload = _json(decoded)
+        if isinstance(payload, JSONResponse):
+            return payload
         action = dig(payload, "action")
+        if isinstance(action, str) and (len(action) > 60 or not action.isprintable()):
+            return _refuse(400, "The body's `action` is not one GitHub sends.")
+        try:
+            installation_id = number(payload, "installation", "id")
+        except Unreadable as error:
+            return _refuse(400, f"The body's installation id is not one GitHub sends: {error}.")
         received = await storing.receive(
             Incoming(
                 delivery_id[:100],
                 event[:60],
-                action[:60] if isinstance(action, str) else None,
-                number(payload, "installation", "id"),
-                body.decode("utf-8"),
+                action if isinstance(action, str) else None,
+                installation_id,
+                decoded,
             )
         )
         if received is not Received.DUPLICATE and settings.worker == "inprocess":
