@@ -23,7 +23,8 @@ import httpx
 
 from . import shapes
 from .contract import Contract, ContractUnavailable, webhook_problems
-from .server import StandIn, render_check_run, render_issue, render_pull_request
+from .rendering import render_check_run, render_issue, render_pull_request
+from .server import StandIn
 from .world import CheckRun, Deployment, Issue, Repository, World, sha_of
 
 
