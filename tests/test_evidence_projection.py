@@ -1,36 +1,54 @@
-"""What GitHub shows of the evidence rails, through the real app and worker with the respx fake of GitHub:
-the three rails in the status comment, reported against verified (asked of GitHub where webhooks said
-nothing), and the `baton/acceptance` check run on pull request heads."""
+"""What GitHub shows of the evidence rails, through the real app and writer against the stand-in GitHub
+(`github_standin`) on 127.0.0.1: the three rails in the status comment, reported against verified (asked of
+GitHub where webhooks said nothing), and the `baton/acceptance` check run on pull request heads.
+
+People push, open and merge pull requests and deploy, and GitHub Actions reports check runs, each as GitHub
+tells Baton; commits carry the ids the test chooses (tests/payloads.py), so the lines shown name them."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import select, update
 
-import fake_github
-from baton.domain import TicketKey, WorkState
+import standin_scene
+from baton.domain import WorkState
 from baton.store import tables as t
-from fake_github import INSTALLATION, NUMBER, REPOSITORY_ID, Scene
-from payloads import HEAD, LATER, MERGE, NEWER, Repo, at
+from github_standin.server import Fault
+from payloads import HEAD, LATER, MERGE, NEWER
+from standin_scene import Scene
 
-scene = fake_github.scene  # the app and worker, with the respx fake of GitHub
-SHOP = Repo(INSTALLATION, REPOSITORY_ID, "octo/shop")
-KEY = TicketKey(INSTALLATION, REPOSITORY_ID, NUMBER)
+scene = standin_scene.scene  # Baton and the stand-in GitHub, wired to each other
+github_timeout = standin_scene.github_timeout
 
 
 def lines(scene: Scene) -> list[str]:
     """The status comment's rail lines."""
-    return [line for line in scene.github.status().splitlines() if line.startswith("**")]
+    return [line for line in scene.status().splitlines() if line.startswith("**")]
 
 
-def branch_answer(name: str, sha: str, protection: list[str] | None = None) -> dict[str, Any]:
-    answer: dict[str, Any] = {"name": name, "commit": {"sha": sha, "commit": {"committer": {"date": at(0)}}}}
-    if protection is not None:
-        answer["protection"] = {"enabled": True, "required_status_checks": {"contexts": protection}}
-    return answer
+def branch(scene: Scene) -> str:
+    """The ticket's branch: named after its issue, so the name links it."""
+    return f"{scene.number}-empty-state"
+
+
+def open_pull_request(scene: Scene, *, body: str | None = None, sha: str = HEAD) -> int:
+    """agent-a pushes commit `sha` to the ticket's branch and opens a pull request that fixes the ticket."""
+    agent = scene.person("agent-a")
+    agent.push(scene.full_name, branch(scene), "Empty state for the cart", sha=sha)
+    body = f"Fixes #{scene.number}" if body is None else body
+    number = agent.open_pull_request(scene.full_name, branch(scene), "Empty state for the cart", body)
+    scene.settle()
+    return number
+
+
+def there_since_before(scene: Scene, name: str, sha: str) -> None:
+    """Branch `name` at commit `sha` on GitHub, pushed before any webhook could tell Baton."""
+    with scene.hub.world.lock:
+        scene.hub.world.add_commit(scene.repository, name, "Work in progress", sha=sha)
 
 
 def checks_table(scene: Scene) -> list[Any]:
@@ -43,55 +61,59 @@ def checks_table(scene: Scene) -> list[Any]:
 
 def test_the_status_comment_shows_the_three_rails_and_a_mismatch(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
-    scene.comment("agent-a", "/deliver\nbranch: 42-empty-state\ncommit: 0c0ffee")
-    scene.post("pull_request", SHOP.pull_request("opened", sha=HEAD))
+    scene.comment("agent-a", f"/deliver\nbranch: {branch(scene)}\ncommit: 0c0ffee")
+    pr = open_pull_request(scene)
     scene.drain()
     assert lines(scene) == [
         "**Work:** Delivered — attempt 1 by @agent-a, awaiting review",
-        "**Repository:** Pull request #57 open (head 1a2b3c4, verified)",
-        "**Mismatch:** Reported commit 0c0ffee is not the head of pull request #57 (1a2b3c4)",
+        f"**Repository:** Pull request #{pr} open (head 1a2b3c4, verified)",
+        f"**Mismatch:** Reported commit 0c0ffee is not the head of pull request #{pr} (1a2b3c4)",
         "**Deployment:** Not deployed",
     ]
 
 
 def test_merged_then_deployed_while_the_work_stays_delivered(scene: Scene) -> None:
+    maria = scene.person("maria")
     scene.comment("agent-a", "/claim")
-    scene.comment("agent-a", "/deliver\nbranch: 42-empty-state")
-    scene.post("pull_request", SHOP.pull_request("closed", merged=True, minute=5))
-    scene.post("issues", SHOP.issue("closed"))
-    scene.post("deployment", SHOP.deployment(minute=10))
-    scene.post("deployment_status", SHOP.deployment_status("success", minute=11))
+    scene.comment("agent-a", f"/deliver\nbranch: {branch(scene)}")
+    pr = open_pull_request(scene)
+    scene.later()
+    maria.merge(scene.full_name, pr, sha=MERGE)  # GitHub closes the issue too: the body says it fixes it
+    assert scene.issue.state == "closed"
+    scene.later()
+    maria.deploy(scene.full_name, MERGE, "production")
     scene.drain()
     assert lines(scene) == [
         "**Work:** Delivered — attempt 1 by @agent-a, awaiting review",
-        "**Repository:** Pull request #57 merged (merge commit 9f8e7d6)",
+        f"**Repository:** Pull request #{pr} merged (merge commit 9f8e7d6)",
         "**Deployment:** Deployed to production (9f8e7d6)",
     ]
-    assert scene.app.state.work.ticket(KEY).state is WorkState.DELIVERED
+    assert scene.app.state.work.ticket(scene.key).state is WorkState.DELIVERED
 
 
 # ---------------------------------------------------------------------------------------------- verification
 
 
 def test_a_reported_branch_no_webhook_showed_is_verified_through_the_api(scene: Scene) -> None:
-    scene.github.branches["wip"] = branch_answer("wip", HEAD)
+    there_since_before(scene, "wip", HEAD)
     scene.comment("agent-a", "/claim")
     scene.comment("agent-a", "/deliver\nbranch: wip\ncommit: 1a2b3c4")
     scene.drain()
     assert lines(scene)[1:] == ["**Repository:** Branch wip (head 1a2b3c4, verified)", "**Deployment:** Not deployed"]
-    assert scene.github.reads.count("/repos/octo/shop/branches/wip") == 1
+    assert scene.reads().count(f"/repos/{scene.full_name}/branches/wip") == 1
     scene.comment("agent-a", "/status")
     scene.drain()
-    assert scene.github.reads.count("/repos/octo/shop/branches/wip") == 1  # verified: not asked again
+    assert scene.reads().count(f"/repos/{scene.full_name}/branches/wip") == 1  # verified: not asked again
 
 
 def test_a_reported_branch_at_another_commit_is_a_mismatch(scene: Scene) -> None:
-    scene.github.branches["wip"] = branch_answer("wip", NEWER)
+    there_since_before(scene, "wip", NEWER)
     scene.comment("agent-a", "/claim")
     scene.comment("agent-a", "/deliver\nbranch: wip\ncommit: 1a2b3c4")
     scene.drain()
     assert "**Mismatch:** Reported commit 1a2b3c4 is not the head of branch wip (5e6f7a8)" in lines(scene)
-    body = scene.client.get("/api/v1/repos/octo/shop/issues/42")  # the read API is off here: no token
+    # the read API is off here: no token
+    body = httpx.get(f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues/{scene.number}")
     assert body.status_code == 403
 
 
@@ -104,55 +126,65 @@ def test_a_reported_branch_github_does_not_know_stays_unverified(scene: Scene) -
 
 
 def test_a_reported_pull_request_is_read_from_the_api_and_links_the_ticket(scene: Scene) -> None:
-    scene.github.pulls[60] = SHOP.pull_request("opened", 60, body="No keyword here", ref="wip", sha=NEWER)[
-        "pull_request"
-    ]
+    there_since_before(scene, "wip", NEWER)
+    with scene.hub.world.lock:  # opened before any webhook could tell Baton, and not naming the ticket
+        author = scene.hub.world.account("agent-a")
+        pr = scene.hub.world.add_pull_request(scene.repository, author, "wip", "Cart", "No keyword here").number
     scene.comment("agent-a", "/claim")
-    scene.comment("agent-a", "/deliver\npr: #60")
+    scene.comment("agent-a", f"/deliver\npr: #{pr}")
     scene.drain()
-    assert "**Repository:** Pull request #60 open (head 5e6f7a8, verified)" in lines(scene)
-    assert scene.github.runs(NEWER) == [("in_progress", None, "Waiting for acceptance of #42")]
+    assert f"**Repository:** Pull request #{pr} open (head 5e6f7a8, verified)" in lines(scene)
+    assert scene.runs(NEWER) == [("in_progress", None, f"Waiting for acceptance of #{scene.number}")]
 
 
 def test_the_compare_api_decides_a_later_deployment(scene: Scene) -> None:
-    scene.github.comparisons[f"{MERGE}...{LATER}"] = "ahead"
+    maria = scene.person("maria")
     scene.comment("agent-a", "/claim")
-    scene.post("pull_request", SHOP.pull_request("closed", merged=True, minute=5))
-    scene.post("deployment", SHOP.deployment(sha=LATER, minute=10))
-    scene.post("deployment_status", SHOP.deployment_status("success", sha=LATER, minute=11))
+    pr = open_pull_request(scene)
+    scene.later()
+    maria.merge(scene.full_name, pr, sha=MERGE)
+    scene.later()
+    maria.push(scene.full_name, "main", "After the merge", sha=LATER)
+    scene.later()
+    maria.deploy(scene.full_name, LATER, "production")
     scene.drain()
     assert "**Deployment:** Deployed to production (7777777)" in lines(scene)
-    assert scene.github.reads.count(f"/repos/octo/shop/compare/{MERGE}...{LATER}") == 1
+    assert scene.reads().count(f"/repos/{scene.full_name}/compare/{MERGE}...{LATER}") == 1
 
 
 def test_a_deployment_the_compare_api_puts_before_the_merge_does_not_count(scene: Scene) -> None:
-    scene.github.comparisons[f"{MERGE}...{LATER}"] = "behind"
+    maria = scene.person("maria")
+    maria.push(scene.full_name, "main", "Before the merge", sha=LATER)
     scene.comment("agent-a", "/claim")
-    scene.post("pull_request", SHOP.pull_request("closed", merged=True, minute=5))
-    scene.post("deployment", SHOP.deployment(sha=LATER, minute=10))
-    scene.post("deployment_status", SHOP.deployment_status("success", sha=LATER, minute=11))
+    pr = open_pull_request(scene)
+    scene.later()
+    maria.merge(scene.full_name, pr, sha=MERGE)
+    scene.later()
+    maria.deploy(scene.full_name, LATER, "production")
     scene.drain()
     assert "**Deployment:** Not deployed" in lines(scene)
+    assert scene.reads().count(f"/repos/{scene.full_name}/compare/{MERGE}...{LATER}") == 1
 
 
 def test_a_failing_check_blocks_once_the_base_branch_says_it_is_required(scene: Scene) -> None:
-    scene.github.branches["main"] = branch_answer("main", MERGE, protection=["build"])
+    with scene.hub.world.lock:
+        scene.hub.world.protect(scene.repository, "main", ("build",))
+    ci = scene.ci()
     scene.comment("agent-a", "/claim")
-    scene.post("pull_request", SHOP.pull_request("opened"))
-    scene.post("check_run", SHOP.check_run("build", "failure"))
-    scene.post("check_run", SHOP.check_run("lint", "failure"))
+    pr = open_pull_request(scene)
+    ci.check_run(scene.full_name, "build", HEAD, "failure")
+    ci.check_run(scene.full_name, "lint", HEAD, "failure")
     scene.drain()
-    assert "**Repository:** Blocked — pull request #57 has failing required checks: build" in lines(scene)
-    scene.post("check_run", SHOP.check_run("build", "success", minute=9))
+    assert f"**Repository:** Blocked — pull request #{pr} has failing required checks: build" in lines(scene)
+    scene.later()
+    ci.check_run(scene.full_name, "build", HEAD, "success")  # run again, and passed
     scene.drain()
-    assert "**Repository:** Pull request #57 open (head 1a2b3c4, verified)" in lines(scene)
+    assert f"**Repository:** Pull request #{pr} open (head 1a2b3c4, verified)" in lines(scene)
 
 
 def test_github_failing_while_verifying_delays_and_retries(scene: Scene) -> None:
-    import httpx
-
-    scene.github.branches["wip"] = branch_answer("wip", HEAD)
-    scene.github.faults["GET /repos/octo/shop/branches/wip"] = [httpx.Response(502, text="bad gateway")]
+    there_since_before(scene, "wip", HEAD)
+    scene.rest.inject(Fault("GET", f"^/repos/{scene.full_name}/branches/wip$", status=502))
     scene.comment("agent-a", "/claim")
     scene.comment("agent-a", "/deliver\nbranch: wip")
     scene.drain()
@@ -168,90 +200,97 @@ def test_github_failing_while_verifying_delays_and_retries(scene: Scene) -> None
 
 
 def test_the_acceptance_check_through_a_life(scene: Scene) -> None:
-    github = scene.github
+    n = scene.number
     scene.comment("agent-a", "/claim")
-    scene.post("pull_request", SHOP.pull_request("opened"))
+    open_pull_request(scene)
     scene.drain()
-    assert github.runs(HEAD) == [("in_progress", None, "Waiting for acceptance of #42")]
-    first = next(iter(github.check_runs.values()))
-    assert (first["name"], first["external_id"]) == ("baton/acceptance", f"baton-acceptance:{HEAD}")
-    assert "Claimed — attempt 1 by @agent-a" in first["output"]["summary"]
+    assert scene.runs(HEAD) == [("in_progress", None, f"Waiting for acceptance of #{n}")]
+    [first] = scene.check_runs()
+    assert (first.name, first.external_id) == ("baton/acceptance", f"baton-acceptance:{HEAD}")
+    assert "Claimed — attempt 1 by @agent-a" in (first.summary or "")
 
     scene.comment("agent-a", "/deliver done")
     scene.drain()
-    assert github.runs(HEAD) == [("in_progress", None, "Waiting for acceptance of #42")]
-    assert "awaiting review" in first["output"]["summary"]
+    assert scene.runs(HEAD) == [("in_progress", None, f"Waiting for acceptance of #{n}")]
+    assert "awaiting review" in (first.summary or "")
 
     scene.comment("maria", "/accept")
     scene.drain()
-    assert github.runs(HEAD) == [("completed", "success", "Accepted at 1a2b3c4")]
-    assert first["output"]["summary"] == "#42: accepted by @maria at 1a2b3c4."
+    assert scene.runs(HEAD) == [("completed", "success", "Accepted at 1a2b3c4")]
+    assert first.summary == f"#{n}: accepted by @maria at 1a2b3c4."
 
-    writes = len(github.writes)
+    writes = len(scene.writes())
     scene.comment("agent-b", "/status")
     scene.drain()
-    assert [w for w in github.writes[writes:] if "check-runs" in w] == []  # nothing differs: nothing written
+    assert [w for w in scene.writes()[writes:] if "check-runs" in w] == []  # nothing differs: nothing written
 
-    scene.post("pull_request", SHOP.pull_request("synchronize", sha=NEWER, minute=9))
+    scene.later()
+    scene.person("agent-a").push(scene.full_name, branch(scene), "One more thing", sha=NEWER)  # synchronize
     scene.drain()
-    assert github.runs(HEAD) == [("completed", "success", "Accepted at 1a2b3c4")]
-    assert github.runs(NEWER) == [("completed", "neutral", "Head 5e6f7a8 moved after the acceptance")]
-    moved = next(r for r in github.check_runs.values() if r["head_sha"] == NEWER)
-    assert moved["output"]["summary"].startswith(
-        "#42: accepted by @maria at 1a2b3c4. The head has moved to 5e6f7a8 since, and the commits after 1a2b3c4 "
+    assert scene.runs(HEAD) == [("completed", "success", "Accepted at 1a2b3c4")]
+    assert scene.runs(NEWER) == [("completed", "neutral", "Head 5e6f7a8 moved after the acceptance")]
+    [moved] = [r for r in scene.check_runs() if r.head_sha == NEWER]
+    assert (moved.summary or "").startswith(
+        f"#{n}: accepted by @maria at 1a2b3c4. The head has moved to 5e6f7a8 since, and the commits after 1a2b3c4 "
         "were not part of the acceptance. The work state stays accepted"
     )
-    assert scene.app.state.work.ticket(KEY).state is WorkState.ACCEPTED
+    assert scene.app.state.work.ticket(scene.key).state is WorkState.ACCEPTED
 
     scene.comment("maria", "/reopen it needs another look")
     scene.drain()
     # a completed run does not start again: a new one follows it on the same head
-    assert github.runs(NEWER) == [
+    assert scene.runs(NEWER) == [
         ("completed", "neutral", "Head 5e6f7a8 moved after the acceptance"),
-        ("in_progress", None, "Waiting for acceptance of #42"),
+        ("in_progress", None, f"Waiting for acceptance of #{n}"),
     ]
 
 
 def test_the_check_passes_only_when_every_ticket_the_pull_request_links_is_accepted(scene: Scene) -> None:
-    for number in (42, 43):
-        scene.post("issue_comment", SHOP.comment("agent-a", "/claim", number=number, comment_id=900 + number))
-        scene.post("issue_comment", SHOP.comment("agent-a", "/deliver done", number=number, comment_id=950 + number))
-    scene.post("pull_request", SHOP.pull_request("opened", body="Fixes #42, fixes #43"))
+    first = scene.number
+    second = scene.person("olivia").open_issue(scene.full_name, "Empty state for the wish list")
+    for number in (first, second):
+        scene.comment("agent-a", "/claim", number=number)
+        scene.comment("agent-a", "/deliver done", number=number)
+    open_pull_request(scene, body=f"Fixes #{first}, fixes #{second}")
     scene.comment("maria", "/accept")
     scene.drain()
-    assert scene.github.runs(HEAD) == [("in_progress", None, "Waiting for acceptance of #43")]
-    scene.post("issue_comment", SHOP.comment("maria", "/accept", number=43, comment_id=999))
+    assert scene.runs(HEAD) == [("in_progress", None, f"Waiting for acceptance of #{second}")]
+    scene.comment("maria", "/accept", number=second)
     scene.drain()
-    assert scene.github.runs(HEAD) == [("completed", "success", "Accepted at 1a2b3c4")]
+    assert scene.runs(HEAD) == [("completed", "success", "Accepted at 1a2b3c4")]
 
 
 def test_a_merge_before_acceptance_gets_the_check_once_accepted(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
-    scene.post("pull_request", SHOP.pull_request("opened"))
+    pr = open_pull_request(scene)
     scene.comment("agent-a", "/deliver done")
     scene.drain()
-    scene.post("pull_request", SHOP.pull_request("closed", merged=True, minute=5))
+    scene.later()
+    scene.person("maria").merge(scene.full_name, pr, sha=MERGE)
     scene.comment("maria", "/accept")
     scene.drain()
-    assert scene.github.runs(HEAD) == [("completed", "success", "Accepted at 1a2b3c4")]
+    assert scene.runs(HEAD) == [("completed", "success", "Accepted at 1a2b3c4")]
 
 
 def test_no_check_on_a_pull_request_closed_before_one_was_made(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
-    scene.post("pull_request", SHOP.pull_request("closed", state="closed"))
+    pr = open_pull_request(scene)
+    scene.later()
+    scene.person("agent-a").close_pull_request(scene.full_name, pr)
     scene.drain()
-    assert scene.github.check_runs == {}
+    assert scene.check_runs() == []
 
 
 def lease_runs_out(scene: Scene) -> None:
-    """Age the lease on creating each head's check run past its minute, as if its worker died."""
+    """Age the lease on creating each head's check run past its minute, as if its writer died."""
     with scene.app.state.work.units.engine.begin() as connection:
         connection.execute(update(t.check_runs).values(updated_at=datetime.now(UTC) - timedelta(minutes=5)))
 
 
 def test_a_crash_after_creating_the_check_run_never_makes_a_second_one(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
-    scene.post("pull_request", SHOP.pull_request("opened"))
+    open_pull_request(scene)
+    scene.settle()
     outbox = scene.app.state.writer.outbox
     real = outbox.record_check_run
 
@@ -262,24 +301,25 @@ def test_a_crash_after_creating_the_check_run_never_makes_a_second_one(scene: Sc
     with pytest.raises(SystemExit):
         scene.drain()
     outbox.record_check_run = real
-    assert len(scene.github.check_runs) == 1
+    assert len(scene.check_runs()) == 1
     scene.due_now()
     scene.drain()  # the creation is still leased: another writer might be making the run right now
-    assert len(scene.github.check_runs) == 1
+    assert len(scene.check_runs()) == 1
     [row] = scene.outbox()
     assert row.last_error == "the check run is being created by another writer"
     lease_runs_out(scene)
     scene.due_now()
     scene.drain()
-    assert scene.github.runs(HEAD) == [("in_progress", None, "Waiting for acceptance of #42")]
+    assert scene.runs(HEAD) == [("in_progress", None, f"Waiting for acceptance of #{scene.number}")]
     [row] = checks_table(scene)
-    assert row.check_run_id == next(iter(scene.github.check_runs))
+    assert row.check_run_id == scene.check_runs()[0].id
     assert scene.outbox() == []
 
 
 def test_a_crash_before_creating_the_check_run_creates_it_once(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
-    scene.post("pull_request", SHOP.pull_request("opened"))
+    open_pull_request(scene)
+    scene.settle()
     projector = scene.app.state.writer.projector
     real = projector.create_check_run
 
@@ -293,19 +333,18 @@ def test_a_crash_before_creating_the_check_run_creates_it_once(scene: Scene) -> 
     lease_runs_out(scene)
     scene.due_now()
     scene.drain()
-    assert scene.github.runs(HEAD) == [("in_progress", None, "Waiting for acceptance of #42")]
-    assert any(read.endswith(f"/commits/{HEAD}/check-runs") for read in scene.github.reads)  # looked first
+    assert scene.runs(HEAD) == [("in_progress", None, f"Waiting for acceptance of #{scene.number}")]
+    assert any(read.endswith(f"/commits/{HEAD}/check-runs") for read in scene.reads())  # looked first
 
 
 def test_github_refusing_the_check_run_leaves_the_rest_shown(scene: Scene) -> None:
-    import httpx
-
-    scene.github.faults["POST /repos/octo/shop/check-runs"] = [
-        httpx.Response(403, json={"message": "Resource not accessible by integration"})
-    ]
-    scene.comment("agent-a", "/claim")
-    scene.post("pull_request", SHOP.pull_request("opened"))
+    scene.rest.inject(
+        Fault("POST", f"^/repos/{scene.full_name}/check-runs$", status=403,
+              message="Resource not accessible by integration")
+    )  # fmt: skip
+    claim = scene.comment("agent-a", "/claim")
+    open_pull_request(scene)
     scene.drain()
-    assert scene.github.labels == {"baton:claimed"} and scene.github.reactions == [(1, "+1")]
+    assert scene.labels() == {"baton:claimed"} and scene.reactions() == [(claim, "+1")]
     assert scene.outbox() == []
-    assert scene.github.check_runs == {}
+    assert scene.check_runs() == []

@@ -3,190 +3,25 @@ outbox writer through the real app, against the stand-in GitHub (`github_standin
 
 Baton runs without its background lanes: a delivery is decided right after its answer and the test writes
 with `drain()`. What Baton writes comes back to it as webhooks, as from GitHub; `settle()` waits until every
-delivery the stand-in sent has been answered and decided."""
+delivery the stand-in sent has been answered and decided (tests/standin_scene.py)."""
 
 from __future__ import annotations
 
 import re
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select, update
 
-from baton.demo.stage import Stage
-from baton.domain import TicketKey
+import standin_scene
 from baton.domain.status import LABELS
-from baton.store import tables as t
-from github_standin.people import Hub, Person
-from github_standin.server import Fault, StandIn
-from github_standin.world import Comment, Issue, Repository
-from keys import app_key, app_public_key
+from github_standin.server import Fault
+from standin_scene import BOT, Scene, opened
 
-BOT = "baton[bot]"
-
-
-@dataclass
-class Scene:
-    """Baton and the stand-in GitHub: `octo/shop` (Baton's labels made already) with one issue by olivia."""
-
-    stage: Stage
-    number: int
-    people: dict[str, Person] = field(default_factory=dict)
-
-    @property
-    def app(self) -> Any:
-        return self.stage.app
-
-    @property
-    def hub(self) -> Hub:
-        return self.stage.hub
-
-    @property
-    def rest(self) -> StandIn:
-        return self.stage.hub.rest
-
-    @property
-    def repository(self) -> Repository:
-        return self.stage.repository
-
-    @property
-    def issue(self) -> Issue:
-        return self.repository.issues[self.number]
-
-    @property
-    def key(self) -> TicketKey:
-        return TicketKey(self.repository.installation_id, self.repository.id, self.number)
-
-    @property
-    def path(self) -> str:
-        return f"/repos/{self.stage.full_name}/issues/{self.number}"
-
-    def person(self, login: str) -> Person:
-        if login not in self.people:
-            kind = "Bot" if login.endswith("[bot]") else "User"
-            self.people[login] = (
-                self.hub.person(login, kind=kind) if kind == "Bot"
-                else self.stage.person(login, "write" if login == "maria" else "read")
-            )  # fmt: skip
-        return self.people[login]
-
-    # -- what people do on GitHub --------------------------------------------------------------------
-
-    def comment(self, login: str, body: str, *, together: threading.Barrier | None = None) -> int:
-        return self.person(login).comment(self.stage.full_name, self.number, body, together=together)
-
-    def label(self, login: str, name: str, added: bool) -> None:
-        """Someone changes a label on GitHub: the issue changes, and GitHub tells Baton."""
-        self.person(login).label(self.stage.full_name, self.number, name, add=added)
-
-    # -- what GitHub shows ---------------------------------------------------------------------------
-
-    def labels(self) -> set[str]:
-        with self.hub.world.lock:
-            return set(self.issue.labels)
-
-    def assignees(self) -> list[str]:
-        with self.hub.world.lock:
-            return list(self.issue.assignees)
-
-    def reactions(self) -> list[tuple[int | None, str]]:
-        """(comment id or None for the issue, content), oldest first."""
-        with self.hub.world.lock:
-            return [(r.comment, r.content) for r in self.repository.reactions.get(self.number, [])]
-
-    def comments(self, by: str = BOT) -> list[Comment]:
-        with self.hub.world.lock:
-            return [c for c in self.repository.comments.values() if c.issue == self.number and c.user.login == by]
-
-    def status(self) -> str:
-        bodies = [c.body for c in self.comments() if c.body.startswith("<!-- baton:status -->")]
-        assert len(bodies) == 1, bodies
-        return bodies[0]
-
-    def replies(self) -> list[str]:
-        return [c.body for c in self.comments() if "<!-- baton:reply" in c.body]
-
-    def writes(self) -> list[str]:
-        """Baton's successful changes on GitHub, in order: "METHOD path"."""
-        with self.hub.world.lock:
-            return [f"{c.method} {c.path}" for c in self.rest.writes()]
-
-    # -- Baton's side --------------------------------------------------------------------------------
-
-    def settle(self, timeout: float = 30.0) -> None:
-        """Wait until Baton answered every delivery sent so far (202) and decided it."""
-        deadline = time.monotonic() + timeout
-        while True:
-            with self.hub.world.lock:
-                sent = list(self.hub.deliveries)
-            if all(d.status is not None for d in sent):
-                assert all(d.status == 202 for d in sent), [(d.event, d.status, d.answer) for d in sent]
-                deliveries = t.webhook_deliveries
-                with self.app.state.work.units.engine.connect() as connection:
-                    waiting = connection.execute(
-                        select(func.count()).select_from(deliveries)
-                        .where(deliveries.c.id.in_([d.id for d in sent]))
-                        .where(deliveries.c.status.in_(["pending", "processing"]))
-                    ).scalar_one()  # fmt: skip
-                if waiting == 0:
-                    return
-            assert time.monotonic() < deadline, "Baton did not decide every delivery in time"
-            time.sleep(0.01)
-
-    def drain(self) -> int:
-        self.settle()
-        handled = int(self.app.state.writer.drain())
-        self.settle()  # what the writes caused GitHub to send back
-        return handled
-
-    def due_now(self) -> None:
-        """Skip waiting out a retry delay, and any pause GitHub asked for."""
-        with self.app.state.work.units.engine.begin() as connection:
-            connection.execute(update(t.outbox).values(due_at=datetime.now(UTC) - timedelta(seconds=1)))
-            connection.execute(update(t.write_budgets).values(paused_until=None, next_at=None))
-
-    def outbox(self) -> list[Any]:
-        with self.app.state.work.units.engine.connect() as connection:
-            return list(connection.execute(select(t.outbox)).all())
-
-    def unsent(self) -> int:
-        with self.app.state.work.units.engine.connect() as connection:
-            query = select(func.count()).select_from(t.outbox_items).where(t.outbox_items.c.sent_at.is_(None))
-            return int(connection.execute(query).scalar_one())
-
-
-@pytest.fixture
-def github_timeout() -> float:
-    """How long Baton waits for a GitHub call (its default; a test may parametrize it shorter)."""
-    return 10.0
-
-
-@contextmanager
-def opened(database_url: str, **settings: Any) -> Iterator[Scene]:
-    """A scene; `settings` override Baton's."""
-    options: dict[str, Any] = {"answer_delay": 0, "write_interval": 0, "lanes": False, **settings}
-    with Stage.open(database_url, key=(app_key(), app_public_key()), **options) as stage:
-        with stage.hub.world.lock:
-            for name, (colour, description) in LABELS.items():
-                stage.hub.world.create_label(stage.repository, name, colour, description)
-        scene = Scene(stage, 0)
-        scene.number = scene.person("olivia").open_issue(stage.full_name, "Empty state for the cart")
-        yield scene
-        assert stage.hub.all_problems() == []
-
-
-@pytest.fixture
-def scene(database_url: str, github_timeout: float, monkeypatch: pytest.MonkeyPatch) -> Iterator[Scene]:
-    monkeypatch.setattr("baton.github.client.TIMEOUT", github_timeout)
-    with opened(database_url) as made:
-        made.settle()
-        yield made
+scene = standin_scene.scene  # Baton and the stand-in GitHub, wired to each other
+github_timeout = standin_scene.github_timeout
 
 
 def test_a_claim_is_shown_with_one_label_the_assignee_a_status_comment_and_a_thumbs_up(scene: Scene) -> None:
@@ -343,7 +178,8 @@ def test_with_external_workers_the_web_process_only_stores_and_baton_worker_does
     from baton.wiring import assemble
 
     with opened(database_url, worker="external") as scene:
-        claim = scene.comment("agent-a", "/claim")
+        # the comment only: nothing in the web process decides it, so there is nothing to wait for
+        claim = scene.person("agent-a").comment(scene.full_name, scene.number, "/claim")
         assert scene.app.state.work.ticket(scene.key) is None  # stored only
         parts = assemble(scene.stage.settings)
         lanes = Runtime(parts)  # what `baton worker` runs

@@ -98,6 +98,13 @@ CHECK_RUN = shapes.check_run(REPO, 900, "baton", HEAD, APP, status="in_progress"
 DONE_RUN = shapes.check_run(
     REPO, 900, "baton", HEAD, APP, status="completed", conclusion="success", completed_at=LATER, summary="Accepted"
 )
+CI = shapes.App(15368, "github-actions", "GitHub Actions", shapes.Account("github", 9919, "Organization"),
+                permissions={"checks": "write", "metadata": "read"}, events=("check_run",))  # fmt: skip
+CI_BOT = shapes.Account("github-actions[bot]", 41898282, "Bot")
+AT_HEAD = [shapes.pull_request_minimal(REPO, 43, 4301, "feature/widget", HEAD, "main", BASE)]
+CI_RUN = shapes.check_run(REPO, 901, "build", HEAD, CI, status="in_progress", check_suite_id=77, pull_requests=AT_HEAD)
+CI_DONE = shapes.check_run(REPO, 901, "build", HEAD, CI, status="completed", conclusion="failure",
+                           completed_at=LATER, check_suite_id=77, pull_requests=AT_HEAD)  # fmt: skip
 DEPLOYMENT = shapes.deployment(REPO, 3, HEAD, "main", "production", ALICE)
 TOKEN = shapes.installation_token("ghs_standin", datetime(2026, 1, 1, 1, 0, tzinfo=UTC))
 CONFIG_TEXT = "reviewers:\n  - alice\nclaim_limit: 2\n" * 5
@@ -134,9 +141,15 @@ REST_CASES: list[tuple[str, str, int, Any, str]] = [
     ("PATCH", f"{R}/check-runs/900", 200, DONE_RUN, "checks/update"),
     ("GET", f"{R}/commits/{HEAD}/check-runs", 200, {"total_count": 2, "check_runs": [DONE_RUN, CHECK_RUN]},
      "checks/list-for-ref"),
+    # another App's runs, on the head of an open pull request
+    ("GET", f"{R}/commits/{HEAD}/check-runs", 200, {"total_count": 2, "check_runs": [CI_DONE, CI_RUN]},
+     "checks/list-for-ref"),
     ("GET", f"{R}/pulls/43", 200, PR, "pulls/get"),
     ("GET", f"{R}/pulls/43", 200, MERGED_PR, "pulls/get"),
     ("GET", f"{R}/branches/feature/widget", 200, shapes.branch(REPO, "feature/widget", SECOND), "repos/get-branch"),
+    # a protected branch whose protection requires status checks
+    ("GET", f"{R}/branches/main", 200, shapes.branch(REPO, "main", FIRST, protected=True, required=["build", "lint"]),
+     "repos/get-branch"),
     ("GET", f"{R}/compare/main...feature/widget", 200,
      shapes.compare(REPO, "main...feature/widget", FIRST, [SECOND]), "repos/compare-commits-with-basehead"),
     ("GET", f"{R}/compare/main...main", 200, shapes.compare(REPO, "main...main", FIRST, []),
@@ -182,7 +195,12 @@ WEBHOOK_CASES: list[tuple[str, dict[str, Any]]] = [
     )),
     ("installation", shapes.installation_event(5, APP, ORG, ALICE, [REPO], api_url=API)),
     ("check_run", shapes.check_run_event(REPO, DONE_RUN, ALICE, installation_id=5)),
+    ("check_run", shapes.check_run_event(REPO, CI_RUN, CI_BOT, action="created", head_branch="feature/widget",
+                                         installation_id=5)),
+    ("check_run", shapes.check_run_event(REPO, CI_DONE, CI_BOT, head_branch="feature/widget", installation_id=5)),
     ("check_suite", shapes.check_suite_event(REPO, 900, HEAD, "success", APP, ALICE, message="Fix the widget")),
+    ("check_suite", shapes.check_suite_event(REPO, 77, HEAD, "failure", CI, CI_BOT, head_branch="feature/widget",
+                                             pull_requests=AT_HEAD, installation_id=5)),
 ]  # fmt: skip
 
 JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
@@ -237,6 +255,7 @@ def test_the_webhook_shapes_cover_the_events_the_stand_in_delivers() -> None:
         ("deployment", "created"),
         ("deployment_status", "created"),
         ("installation", "created"),
+        ("check_run", "created"),
         ("check_run", "completed"),
         ("check_suite", "completed"),
     }

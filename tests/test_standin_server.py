@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -24,6 +25,7 @@ from starlette.testclient import TestClient
 
 from baton.github.webhooks import verify
 from corpus import missing
+from github_standin import shapes
 from github_standin.__main__ import prepared
 from github_standin.contract import Contract, ContractUnavailable, webhook_problems
 from github_standin.inspection import with_inspection
@@ -321,3 +323,39 @@ def test_python_m_github_standin_serves_the_prepared_world_on_127_0_0_1(tmp_path
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_protection_other_apps_check_runs_chosen_commits_and_the_clock(
+    hub: Hub, baton_double: list[tuple[dict[str, str], bytes]]
+) -> None:
+    auth = {"Authorization": f"token {token(hub)}"}
+    repository = hub.world.repository("octo/shop")
+    assert repository is not None
+    agent = hub.person("agent-a")
+    chosen = "1a2b3c4" + "d" * 33
+    assert agent.push("octo/shop", "7-work", "one", sha=chosen) == chosen
+    pull = agent.open_pull_request("octo/shop", "7-work", "Work", "Fixes #7")
+    with hub.world.lock:
+        hub.world.protect(repository, "main", ("build",))
+        before = hub.world.now()
+        hub.world.advance(timedelta(minutes=5))
+        assert hub.world.now() - before >= timedelta(minutes=5)
+    run = hub.ci("GitHub Actions").check_run("octo/shop", "build", chosen, "failure")
+    with client(hub) as http:
+        main = http.get("/repos/octo/shop/branches/main", headers=auth).json()
+        work = http.get("/repos/octo/shop/branches/7-work", headers=auth).json()
+        runs = http.get(f"/repos/octo/shop/commits/{chosen}/check-runs", headers=auth).json()["check_runs"]
+    assert main["protected"] is True
+    assert main["protection"]["required_status_checks"]["contexts"] == ["build"]
+    assert work["protected"] is False and work["commit"]["sha"] == chosen
+    assert [(r["id"], r["name"], r["conclusion"], r["app"]["name"]) for r in runs] == [
+        (run, "build", "failure", "GitHub Actions")
+    ]
+    assert [p["number"] for p in runs[0]["pull_requests"]] == [pull]
+    told = [json.loads(body) for headers, body in baton_double if headers["x-github-event"] == "check_run"]
+    assert [(p["action"], p["check_run"]["status"]) for p in told] == [("created", "in_progress"),
+                                                                        ("completed", "completed")]  # fmt: skip
+    assert told[1]["check_run"]["completed_at"] >= shapes.timestamp(before + timedelta(minutes=5))
+    assert [p["number"] for p in told[1]["check_run"]["pull_requests"]] == [pull]
+    assert told[1]["check_run"]["check_suite"]["head_branch"] == "7-work"
+    assert hub.all_problems() == []

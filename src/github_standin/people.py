@@ -23,8 +23,9 @@ import httpx
 
 from . import shapes
 from .contract import Contract, ContractUnavailable, webhook_problems
-from .server import StandIn, render_issue, render_pull_request
-from .world import Deployment, Issue, PullRequest, Repository, World, now, sha_of
+from .rendering import render_check_run, render_issue, render_pull_request
+from .server import StandIn
+from .world import CheckRun, Deployment, Issue, Repository, World, sha_of
 
 
 @dataclass
@@ -71,6 +72,12 @@ class Hub:
     def person(self, login: str, *, kind: str = "User") -> Person:
         with self.world.lock:
             return Person(self, self.world.account(login, kind))
+
+    def ci(self, name: str = "GitHub Actions") -> CI:
+        """Another App, named `name`, that reports check runs (made on first use)."""
+        with self.world.lock:
+            app = next((app for app in self.world.apps.values() if app.name == name), None)
+            return CI(self, app or self.world.add_app(name))
 
     def repo(self, repository: Repository) -> shapes.Repo:
         return repository.shape(self.api_url)
@@ -223,7 +230,7 @@ class Person:
                 issue.labels.append(label.name)
             else:
                 issue.labels.remove(label.name)
-            issue.updated_at = now()
+            issue.updated_at = world.now()
             label_json = shapes.label(repo, label.name, label.color, label.description, label.id)
             payload = shapes.issues_event("labeled" if add else "unlabeled", repo,
                                           self._issue_json(repository, repo, issue), self.account, label=label_json,
@@ -238,20 +245,20 @@ class Person:
 
     # -- code ----------------------------------------------------------------------------------------
 
-    def push(self, full_name: str, branch: str, message: str, *, base: str | None = None) -> str:
-        """Push one commit to `branch` (creating it from `base`, the default branch, if new)."""
+    def push(
+        self, full_name: str, branch: str, message: str, *, base: str | None = None, sha: str | None = None
+    ) -> str:
+        """Push one commit to `branch` (creating it from `base`, the default branch, if new); `sha` chooses
+        the commit's id. Returns the commit."""
         world, repository, repo = self._context(full_name)
         with world.lock:
-            created = branch not in repository.branches
-            start = repository.commits(base or repository.default_branch) if created else repository.branches[branch]
-            before = start[-1]
-            sha = sha_of(full_name, branch, message, len(start))
-            repository.branches[branch] = [*start, sha]
-            moment = shapes.timestamp(now())
+            start = base or repository.default_branch
+            before, sha = world.add_commit(repository, branch, message, sha=sha, base=start)
+            created = before is None
+            moment = shapes.timestamp(world.now())
             commit = shapes.push_commit(repo, sha, message, self.account, at=moment)
-            pushed = shapes.push_event(repo, f"refs/heads/{branch}", before if not created else "0" * 40, sha,
-                                       [commit], self.account, created=created,
-                                       installation_id=repository.installation_id)  # fmt: skip
+            pushed = shapes.push_event(repo, f"refs/heads/{branch}", before or "0" * 40, sha, [commit], self.account,
+                                       created=created, installation_id=repository.installation_id)  # fmt: skip
             made = shapes.create_event(repo, branch, self.account, installation_id=repository.installation_id)
             updates = [
                 (number, pull) for number, pull in repository.pulls.items()
@@ -260,7 +267,7 @@ class Person:
             synchronized = []
             for number, pull in updates:
                 previous, pull.head_sha = pull.head_sha, sha
-                repository.issues[number].updated_at = now()
+                repository.issues[number].updated_at = world.now()
                 rendered = render_pull_request(world, repository, repo, number)
                 synchronized.append(shapes.pull_request_event("synchronize", repo, rendered, self.account,
                                                               before=previous, after=sha,
@@ -275,14 +282,7 @@ class Person:
     def open_pull_request(self, full_name: str, branch: str, title: str, body: str = "", *, draft: bool = False) -> int:
         world, repository, repo = self._context(full_name)
         with world.lock:
-            if branch not in repository.branches:
-                raise KeyError(f"push to {branch} first")
-            number = _next_number(repository)
-            moment = now()
-            repository.issues[number] = Issue(number, world.next_id(), title, body, self.account, moment, moment,
-                                              pull_request=True)  # fmt: skip
-            repository.pulls[number] = PullRequest(number, world.next_id(), branch, repository.branches[branch][-1],
-                                                   repository.default_branch, draft=draft)  # fmt: skip
+            number = world.add_pull_request(repository, self.account, branch, title, body, draft=draft).number
             payload = shapes.pull_request_event("opened", repo, render_pull_request(world, repository, repo, number),
                                                 self.account, installation_id=repository.installation_id)  # fmt: skip
         self.hub.deliver("pull_request", payload)
@@ -292,7 +292,7 @@ class Person:
         world, repository, repo = self._context(full_name)
         with world.lock:
             issue = repository.issues[number]
-            before, issue.body, issue.updated_at = issue.body, body, now()
+            before, issue.body, issue.updated_at = issue.body, body, world.now()
             payload = shapes.pull_request_event("edited", repo, render_pull_request(world, repository, repo, number),
                                                 self.account, changes={"body": {"from": before}},
                                                 installation_id=repository.installation_id)  # fmt: skip
@@ -304,18 +304,19 @@ class Person:
         with world.lock:
             rendered = render_pull_request(world, repository, repo, number)
             payload = shapes.pull_request_review_event(repo, rendered, world.next_id(), self.account, state, body=body,
-                                                       submitted_at=shapes.timestamp(now()),
+                                                       submitted_at=shapes.timestamp(world.now()),
                                                        installation_id=repository.installation_id)  # fmt: skip
         self.hub.deliver("pull_request_review", payload)
 
-    def merge(self, full_name: str, number: int) -> str:
-        """Merge a pull request: a merge commit on the base branch; GitHub then closes the issues its
-        body links with closing keywords. Returns the merge commit."""
+    def merge(self, full_name: str, number: int, *, sha: str | None = None) -> str:
+        """Merge a pull request: a merge commit (`sha` chooses its id) on the base branch; GitHub then closes
+        the issues its body links with closing keywords. Returns the merge commit."""
         world, repository, repo = self._context(full_name)
         with world.lock:
             pull, issue = repository.pulls[number], repository.issues[number]
-            moment = now()
-            merge_sha = sha_of(full_name, "merge", number)
+            moment = world.now()
+            merge_sha = sha or sha_of(full_name, "merge", number)
+            repository.committed[merge_sha] = moment
             repository.branches[pull.base] = [*repository.commits(pull.base), *[
                 sha for sha in repository.commits(pull.head) if sha not in repository.commits(pull.base)
             ], merge_sha]  # fmt: skip
@@ -333,13 +334,24 @@ class Person:
             self.hub.deliver(event, payload)
         return merge_sha
 
+    def close_pull_request(self, full_name: str, number: int) -> None:
+        """Close a pull request without merging it."""
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            issue = repository.issues[number]
+            moment = world.now()
+            issue.state, issue.closed_at, issue.updated_at = "closed", moment, moment
+            payload = shapes.pull_request_event("closed", repo, render_pull_request(world, repository, repo, number),
+                                                self.account, installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("pull_request", payload)
+
     def deploy(
         self, full_name: str, sha: str, environment: str, states: tuple[str, ...] = ("in_progress", "success")
     ) -> int:
         """Create a deployment of `sha` and report its statuses in order."""
         world, repository, repo = self._context(full_name)
         with world.lock:
-            moment = now()
+            moment = world.now()
             deployment = Deployment(world.next_id(), sha, repository.default_branch, environment, self.account, moment)
             repository.deployments[deployment.id] = deployment
             deployment_json = shapes.deployment(repo, deployment.id, sha, deployment.ref, environment, self.account,
@@ -349,9 +361,9 @@ class Person:
             statuses = []
             for state in states:
                 status_id = world.next_id()
-                deployment.statuses.append((status_id, state, now()))
+                deployment.statuses.append((status_id, state, world.now()))
                 statuses.append(shapes.deployment_status_event(
-                    repo, deployment_json, status_id, state, self.account, created_at=shapes.timestamp(now()),
+                    repo, deployment_json, status_id, state, self.account, created_at=shapes.timestamp(world.now()),
                     installation_id=repository.installation_id))  # fmt: skip
         self.hub.deliver("deployment", created)
         for payload in statuses:
@@ -359,14 +371,61 @@ class Person:
         return deployment.id
 
 
-def _next_number(repository: Repository) -> int:
-    return max(repository.issues, default=0) + 1
+@dataclass
+class CI:
+    """Another GitHub App on the repositories, reporting check runs on commits (a CI service). GitHub tells
+    every App that may read checks, Baton too: a run created arrives as `check_run` `created`, a run
+    completed as `check_run` `completed`, each naming the open pull requests whose head is its commit."""
+
+    hub: Hub
+    app: shapes.App
+
+    @property
+    def bot(self) -> shapes.Account:
+        return self.hub.world.account(f"{self.app.slug}[bot]", "Bot")
+
+    def check_run(self, full_name: str, name: str, sha: str, conclusion: str | None = None) -> int:
+        """Start check run `name` on commit `sha`; with a `conclusion` it completes right after. Returns its id."""
+        world = self.hub.world
+        with world.lock:
+            repository = world.repository(full_name)
+            if repository is None:
+                raise KeyError(f"no repository {full_name}")
+            suite = next((run.suite_id for run in repository.check_runs.values()
+                          if run.app_id == self.app.id and run.head_sha == sha), None)  # fmt: skip
+            run = CheckRun(world.next_id(), name, sha, "in_progress", None, None, None, self.app.id, world.now(),
+                           suite_id=suite or world.next_id())  # fmt: skip
+            repository.check_runs[run.id] = run
+        self._tell(repository, run, "created")
+        if conclusion is not None:
+            self.complete(full_name, run.id, conclusion)
+        return run.id
+
+    def complete(self, full_name: str, run_id: int, conclusion: str) -> None:
+        world = self.hub.world
+        with world.lock:
+            repository = world.repository(full_name)
+            assert repository is not None
+            run = repository.check_runs[run_id]
+            run.status, run.conclusion, run.completed_at = "completed", conclusion, world.now()
+        self._tell(repository, run, "completed")
+
+    def _tell(self, repository: Repository, run: CheckRun, action: str) -> None:
+        world = self.hub.world
+        with world.lock:
+            repo = self.hub.repo(repository)
+            branch = next((name for name, commits in repository.branches.items() if commits[-1] == run.head_sha),
+                          None)  # fmt: skip
+            payload = shapes.check_run_event(repo, render_check_run(world, repository, repo, run), self.bot,
+                                             action=action, head_branch=branch,
+                                             installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("check_run", payload)
 
 
 def _close(
     hub: Hub, repository: Repository, repo: shapes.Repo, issue: Issue, sender: shapes.Account, reason: str
 ) -> dict[str, Any]:
-    moment = now()
+    moment = hub.world.now()
     issue.state, issue.state_reason, issue.closed_at, issue.updated_at = "closed", reason, moment, moment
     rendered = render_issue(hub.world, repository, repo, issue)
     return shapes.issues_event("closed", repo, rendered, sender, installation_id=repository.installation_id)

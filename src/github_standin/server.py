@@ -21,7 +21,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import unquote
 
@@ -33,7 +33,8 @@ from starlette.routing import Route
 
 from . import shapes
 from .contract import Contract
-from .world import CheckRun, Comment, Issue, Reaction, Repository, Token, World, now, sha_of
+from .rendering import render_check_run, render_issue, render_pull_request
+from .world import CheckRun, Comment, Issue, Reaction, Repository, Token, World, sha_of
 
 Json = Any
 Notify = Callable[[str, dict[str, Any]], None]  # a webhook for Baton: (event, payload)
@@ -68,6 +69,7 @@ class Fault:
     times: int = 1
     retry_after: int | None = None
     delay: float = 0.0
+    message: str | None = None  # GitHub's words for the refusal, where a test cares which
 
     def matches(self, method: str, path: str) -> bool:
         return self.times > 0 and method.upper() == self.method.upper() and re.search(self.path, path) is not None
@@ -159,7 +161,8 @@ class StandIn:
                     if fault.retry_after is not None:
                         message = "You have exceeded a secondary rate limit. Please wait before you try again."
                         return fault.delay, Answer(fault.status, message, {"retry-after": str(fault.retry_after)})
-                    return fault.delay, Answer(fault.status, "Server Error" if fault.status >= 500 else "Injected")
+                    message = fault.message or ("Server Error" if fault.status >= 500 else "Injected")
+                    return fault.delay, Answer(fault.status, message)
         return 0.0, None
 
     def _dispatch(
@@ -208,14 +211,14 @@ class StandIn:
             raise Answer(404, "Not Found")
         if installation.suspended:
             raise Answer(403, "This installation has been suspended")
-        token = Token(f"ghs_{secrets.token_hex(18)}", installation_id, now() + timedelta(hours=1))
+        token = Token(f"ghs_{secrets.token_hex(18)}", installation_id, self.world.now() + timedelta(hours=1))
         self.world.tokens[token.value] = token
         return 201, shapes.installation_token(token.value, token.expires_at)
 
     def _repository(self, owner: str, name: str, headers: dict[str, str]) -> Repository:
         scheme, _, credential = headers.get("authorization", "").partition(" ")
         token = self.world.tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
-        if token is None or token.expires_at <= now():
+        if token is None or token.expires_at <= self.world.now():
             raise Answer(401, "Bad credentials")
         repository = self.world.repository(f"{owner}/{name}")
         if repository is None or repository.installation_id != token.installation_id:
@@ -313,42 +316,6 @@ class _Context:
         return comment
 
 
-def render_issue(world: World, repository: Repository, repo: shapes.Repo, issue: Issue) -> Json:
-    """An issue (or a pull request seen as an issue) as GET .../issues/{number} shows it."""
-    labels = []
-    for name in issue.labels:
-        label = repository.label(name)
-        if label is not None:
-            labels.append(
-                shapes.label(repo, label.name, label.color, label.description, label.id, default=label.default)
-            )
-    pull = repository.pulls.get(issue.number)
-    comments = sum(1 for c in repository.comments.values() if c.issue == issue.number)
-    return shapes.issue(
-        repo, issue.number, issue.id, issue.title, issue.user, body=issue.body, state=issue.state,
-        state_reason=issue.state_reason, labels=labels, assignees=[world.account(login) for login in issue.assignees],
-        comments=comments, created_at=shapes.timestamp(issue.created_at),
-        updated_at=shapes.timestamp(issue.updated_at),
-        closed_at=shapes.timestamp(issue.closed_at) if issue.closed_at else None, pull_request=issue.pull_request,
-        merged_at=shapes.timestamp(pull.merged_at) if pull is not None and pull.merged_at else None,
-    )  # fmt: skip
-
-
-def render_pull_request(world: World, repository: Repository, repo: shapes.Repo, number: int) -> Json:
-    """A pull request as GET .../pulls/{number} shows it (also the base of its webhook payloads)."""
-    pull, issue = repository.pulls[number], repository.issues[number]
-    base_sha = repository.commits(pull.base)[-1]
-    return shapes.pull_request(
-        repo, number, pull.id, issue.title, issue.user, pull.head, pull.head_sha, base_sha, base_ref=pull.base,
-        body=issue.body, state=issue.state, draft=pull.draft, merged=pull.merged,
-        merged_by=world.account(pull.merged_by) if pull.merged_by else None,
-        merged_at=shapes.timestamp(pull.merged_at) if pull.merged_at else None,
-        closed_at=shapes.timestamp(issue.closed_at) if issue.closed_at else None,
-        created_at=shapes.timestamp(issue.created_at), updated_at=shapes.timestamp(issue.updated_at),
-        commits=max(1, len(repository.commits(pull.head)) - len(repository.commits(pull.base))),
-    )  # fmt: skip
-
-
 # -- the operations ----------------------------------------------------------------------------------
 # Each takes the context and the path's remaining parts, and returns (status, body). The world's lock is
 # held. Argument names follow GitHub's path parameters.
@@ -381,8 +348,8 @@ def _get_issue(c: _Context, number: str) -> tuple[int, Json]:
     return 200, c.issue(c.find_issue(number))
 
 
-def _touch(issue: Issue) -> None:
-    issue.updated_at = now()
+def _touch(c: _Context, issue: Issue) -> None:
+    issue.updated_at = c.world.now()
 
 
 def _add_labels(c: _Context, number: str) -> tuple[int, Json]:
@@ -396,7 +363,7 @@ def _add_labels(c: _Context, number: str) -> tuple[int, Json]:
             label = c.world.create_label(c.repository, name, "ededed", None)
         if label.name not in issue.labels:
             issue.labels.append(label.name)
-            _touch(issue)
+            _touch(c, issue)
             c.labels_changed("labeled", issue, label.name)
     return 200, [c.label(name) for name in issue.labels]
 
@@ -407,7 +374,7 @@ def _remove_label(c: _Context, number: str, name: str) -> tuple[int, Json]:
     if present is None:
         raise Answer(404, "Label does not exist")
     issue.labels.remove(present)
-    _touch(issue)
+    _touch(c, issue)
     c.labels_changed("unlabeled", issue, present)
     return 200, [c.label(n) for n in issue.labels]
 
@@ -420,7 +387,7 @@ def _add_assignees(c: _Context, number: str) -> tuple[int, Json]:
             continue
         if str(login).lower() not in (a.lower() for a in issue.assignees) and len(issue.assignees) < 10:
             issue.assignees.append(c.world.accounts[str(login).lower()].login)
-            _touch(issue)
+            _touch(c, issue)
     return 201, c.issue(issue)
 
 
@@ -430,7 +397,7 @@ def _remove_assignees(c: _Context, number: str) -> tuple[int, Json]:
     kept = [a for a in issue.assignees if a.lower() not in leaving]
     if kept != issue.assignees:
         issue.assignees = kept
-        _touch(issue)
+        _touch(c, issue)
     return 200, c.issue(issue)
 
 
@@ -463,10 +430,10 @@ def _get_comment(c: _Context, comment_id: str) -> tuple[int, Json]:
 def _create_comment(c: _Context, number: str) -> tuple[int, Json]:
     issue = c.find_issue(number)
     body = c.field("body", str)
-    moment = now()
+    moment = c.world.now()
     comment = Comment(c.world.next_id(), issue.number, c.world.bot, body, moment, moment, c.world.app_id)
     c.repository.comments[comment.id] = comment
-    _touch(issue)
+    _touch(c, issue)
     answer = c.comment(comment)
     if c.stand_in.notify is not None:
         c.notify("issue_comment", shapes.issue_comment_event(c.repo, c.issue(issue), answer, c.world.bot,
@@ -479,7 +446,7 @@ def _update_comment(c: _Context, comment_id: str) -> tuple[int, Json]:
     if comment.app_id != c.world.app_id:
         raise Answer(403, "Resource not accessible by integration")
     comment.body = c.field("body", str)
-    comment.updated_at = now()
+    comment.updated_at = c.world.now()
     return 200, c.comment(comment)
 
 
@@ -492,7 +459,7 @@ def _react(c: _Context, issue: Issue, comment: int | None) -> tuple[int, Json]:
         if reaction.comment == comment and reaction.user == c.world.bot and reaction.content == content:
             return 200, shapes.reaction(c.repo, reaction.id, content, reaction.user,
                                         created_at=shapes.timestamp(reaction.created_at))  # fmt: skip
-    reaction = Reaction(c.world.next_id(), c.world.bot, content, now(), comment)
+    reaction = Reaction(c.world.next_id(), c.world.bot, content, c.world.now(), comment)
     reactions.append(reaction)
     return 201, shapes.reaction(c.repo, reaction.id, content, reaction.user,
                                 created_at=shapes.timestamp(reaction.created_at))  # fmt: skip
@@ -508,21 +475,16 @@ def _react_to_comment(c: _Context, comment_id: str) -> tuple[int, Json]:
 
 
 def _check_run_json(c: _Context, run: CheckRun) -> Json:
-    return shapes.check_run(
-        c.repo, run.id, run.name, run.head_sha, c.world.app, status=run.status, conclusion=run.conclusion,
-        external_id=run.external_id, details_url=run.details_url, started_at=shapes.timestamp(run.started_at),
-        completed_at=shapes.timestamp(run.completed_at) if run.completed_at else None, title=run.title,
-        summary=run.summary,
-    )  # fmt: skip
+    return render_check_run(c.world, c.repository, c.repo, run)
 
 
-def _update_run(run: CheckRun, data: dict[str, Any]) -> None:
+def _update_run(run: CheckRun, data: dict[str, Any], moment: datetime) -> None:
     if isinstance(data.get("status"), str):
         run.status = data["status"]
     if isinstance(data.get("conclusion"), str):
         run.conclusion, run.status = data["conclusion"], "completed"
     if run.status == "completed" and run.completed_at is None:
-        run.completed_at = now()
+        run.completed_at = moment
     if isinstance(data.get("output"), dict):
         run.title = data["output"].get("title", run.title)
         run.summary = data["output"].get("summary", run.summary)
@@ -533,8 +495,8 @@ def _update_run(run: CheckRun, data: dict[str, Any]) -> None:
 
 def _create_check_run(c: _Context) -> tuple[int, Json]:
     run = CheckRun(c.world.next_id(), c.field("name", str), c.field("head_sha", str), "queued", None, None, None,
-                   c.world.app_id, now())  # fmt: skip
-    _update_run(run, c.data)
+                   c.world.app_id, c.world.now())  # fmt: skip
+    _update_run(run, c.data, c.world.now())
     c.repository.check_runs[run.id] = run
     return 201, _check_run_json(c, run)
 
@@ -543,7 +505,7 @@ def _update_check_run(c: _Context, check_run_id: str) -> tuple[int, Json]:
     run = c.repository.check_runs.get(int(check_run_id))
     if run is None:
         raise Answer(404, "Not Found")
-    _update_run(run, c.data if isinstance(c.data, dict) else {})
+    _update_run(run, c.data if isinstance(c.data, dict) else {}, c.world.now())
     return 200, _check_run_json(c, run)
 
 
@@ -564,15 +526,21 @@ def _get_pull(c: _Context, number: str) -> tuple[int, Json]:
 
 
 def _commit_json(c: _Context, sha: str, parents: list[str]) -> Json:
-    return shapes.commit(c.repo, sha, f"Commit {sha[:7]}", c.repository.owner, parents=parents)
+    made = c.repository.committed.get(sha)
+    at = shapes.timestamp(made) if made is not None else shapes.EPOCH
+    return shapes.commit(c.repo, sha, f"Commit {sha[:7]}", c.repository.owner, parents=parents, at=at)
 
 
 def _get_branch(c: _Context, name: str) -> tuple[int, Json]:
+    """A branch, its head commit and, if protected, the status checks its protection requires."""
     commits = c.repository.commits(name)
     if not commits:
         raise Answer(404, "Branch not found")
     head = _commit_json(c, commits[-1], commits[-2:-1])
-    return 200, shapes.branch(c.repo, name, head)
+    required = c.repository.protection.get(name)
+    if required is None:
+        return 200, shapes.branch(c.repo, name, head)
+    return 200, shapes.branch(c.repo, name, head, protected=True, required=required)
 
 
 def _compare(c: _Context, basehead: str) -> tuple[int, Json]:

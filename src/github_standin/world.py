@@ -10,15 +10,11 @@ import hashlib
 import itertools
 import threading
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from .shapes import Account, App, Repo
 
 PERMISSIONS = ("none", "read", "triage", "write", "maintain", "admin")
-
-
-def now() -> datetime:
-    return datetime.now(UTC).replace(microsecond=0)
 
 
 def sha_of(*parts: object) -> str:
@@ -100,6 +96,7 @@ class CheckRun:
     completed_at: datetime | None = None
     external_id: str | None = None
     details_url: str | None = None
+    suite_id: int | None = None  # the check suite it belongs to (its own id if None)
 
 
 @dataclass
@@ -128,6 +125,8 @@ class Repository:
     reactions: dict[int, list[Reaction]] = field(default_factory=dict)  # issue number -> reactions
     permissions: dict[str, str] = field(default_factory=dict)  # lower-case login -> permission
     branches: dict[str, list[str]] = field(default_factory=dict)  # name -> commits, oldest first
+    committed: dict[str, datetime] = field(default_factory=dict)  # commit -> when it was made
+    protection: dict[str, tuple[str, ...]] = field(default_factory=dict)  # branch -> its required checks
     pulls: dict[int, PullRequest] = field(default_factory=dict)
     check_runs: dict[int, CheckRun] = field(default_factory=dict)
     deployments: dict[int, Deployment] = field(default_factory=dict)
@@ -188,10 +187,20 @@ class World:
         self.installations: dict[int, Installation] = {}
         self.repositories: dict[str, Repository] = {}  # lower-case "owner/name" -> repository
         self.tokens: dict[str, Token] = {}
+        self.apps: dict[int, App] = {}  # other GitHub Apps on the repositories (a CI reporting checks)
+        self.ahead = timedelta()  # how far GitHub's clock runs ahead of the wall clock (`advance`)
         self._ids = itertools.count(1000)
 
     def next_id(self) -> int:
         return next(self._ids)
+
+    def now(self) -> datetime:
+        """GitHub's clock, to the second as it stamps its objects: the wall clock, plus what `advance` added."""
+        return datetime.now(UTC).replace(microsecond=0) + self.ahead
+
+    def advance(self, by: timedelta) -> None:
+        """Let time pass on GitHub: what happens next is stamped `by` later than it would be."""
+        self.ahead += by
 
     def account(self, login: str, kind: str = "User") -> Account:
         found = self.accounts.get(login.lower())
@@ -202,6 +211,19 @@ class World:
     @property
     def app(self) -> App:
         return App(self.app_id, self.app_slug, self.app_slug.capitalize(), self.account("baton-team", "Organization"))
+
+    def app_of(self, app_id: int) -> App:
+        """The App with this id: Baton, or one of the others."""
+        return self.app if app_id == self.app_id else self.apps[app_id]
+
+    def add_app(self, name: str, *, id: int | None = None) -> App:
+        """Another GitHub App, owned by an organisation of its own name (a CI that reports check runs)."""
+        slug = name.lower().replace(" ", "-")
+        app = App(id or self.next_id(), slug, name, self.account(slug, "Organization"),
+                  permissions={"checks": "write", "contents": "read", "metadata": "read"},
+                  events=("check_run", "check_suite", "push"))  # fmt: skip
+        self.apps[app.id] = app
+        return app
 
     @property
     def bot(self) -> Account:
@@ -224,7 +246,7 @@ class World:
 
     def add_issue(self, repository: Repository, title: str, author: Account, body: str = "") -> Issue:
         """A new issue, numbered after the last issue or pull request."""
-        moment = now()
+        moment = self.now()
         number = max(repository.issues, default=0) + 1
         issue = Issue(number, self.next_id(), title, body, author, moment, moment)
         repository.issues[number] = issue
@@ -232,7 +254,7 @@ class World:
 
     def add_comment(self, repository: Repository, number: int, author: Account, body: str) -> Comment:
         """A new comment by `author` on issue (or pull request) `number`."""
-        moment = now()
+        moment = self.now()
         comment = Comment(self.next_id(), number, author, body, moment, moment)
         repository.comments[comment.id] = comment
         repository.issues[number].updated_at = moment
@@ -243,6 +265,39 @@ class World:
     ) -> Repository:
         """A repository of the installation's account; `id` chooses its id (else a fresh one)."""
         repository = Repository(id or self.next_id(), installation.account, name, installation.id, default_branch)
-        repository.branches[default_branch] = [sha_of(installation.account.login, name, "initial")]
+        first = sha_of(installation.account.login, name, "initial")
+        repository.branches[default_branch] = [first]
+        repository.committed[first] = self.now()
         self.repositories[repository.full_name.lower()] = repository
         return repository
+
+    def add_commit(
+        self, repository: Repository, branch: str, message: str, *, sha: str | None = None, base: str | None = None
+    ) -> tuple[str | None, str]:
+        """One commit on `branch` (made from `base`, else the default branch, if the branch is new); `sha`
+        chooses its id. Returns the branch's head before (None for a new branch) and the commit."""
+        created = branch not in repository.branches
+        start = repository.commits(base or repository.default_branch) if created else repository.branches[branch]
+        sha = sha or sha_of(repository.full_name, branch, message, len(start))
+        repository.branches[branch] = [*start, sha]
+        repository.committed[sha] = self.now()
+        return (None if created else start[-1]), sha
+
+    def add_pull_request(
+        self, repository: Repository, author: Account, branch: str, title: str, body: str = "", *, draft: bool = False
+    ) -> PullRequest:
+        """A pull request from `branch` into the default branch, numbered after the last issue or pull request."""
+        if branch not in repository.branches:
+            raise KeyError(f"push to {branch} first")
+        moment = self.now()
+        number = max(repository.issues, default=0) + 1
+        repository.issues[number] = Issue(number, self.next_id(), title, body, author, moment, moment,
+                                          pull_request=True)  # fmt: skip
+        pull = PullRequest(number, self.next_id(), branch, repository.branches[branch][-1], repository.default_branch,
+                           draft=draft)  # fmt: skip
+        repository.pulls[number] = pull
+        return pull
+
+    def protect(self, repository: Repository, branch: str, required: tuple[str, ...]) -> None:
+        """Branch protection on `branch` that requires the status checks named `required` to pass."""
+        repository.protection[branch] = tuple(required)

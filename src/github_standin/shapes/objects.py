@@ -509,18 +509,23 @@ def commit(
     }
 
 
-def branch(repo: Repo, name: str, head: Mapping[str, Any], *, protected: bool = False) -> Json:
-    """GET .../branches/{branch} (`branch-with-protection`); `head` is its commit, from `commit()`."""
+def branch(
+    repo: Repo, name: str, head: Mapping[str, Any], *, protected: bool = False, required: Sequence[str] = ()
+) -> Json:
+    """GET .../branches/{branch} (`branch-with-protection`); `head` is its commit, from `commit()`. A protected
+    branch whose protection `required` status checks names them (from any source: no App pinned)."""
     api = f"{repo.api}/branches/{_quoted(name)}"
+    checks = {
+        "enforcement_level": "non_admins" if required else "off",
+        "contexts": list(required),
+        "checks": [{"context": context, "app_id": None} for context in required],
+    }
     return {
         "name": name,
         "commit": dict(head),
         "_links": {"self": api, "html": f"{repo.html}/tree/{name}"},
         "protected": protected,
-        "protection": {
-            "enabled": protected,
-            "required_status_checks": {"enforcement_level": "off", "contexts": [], "checks": []},
-        },
+        "protection": {"enabled": protected, "required_status_checks": checks},
         "protection_url": f"{api}/protection",
     }
 
@@ -683,8 +688,10 @@ def check_run(
     summary: str | None = None,
     text: str | None = None,
     check_suite_id: int | None = None,
+    pull_requests: Sequence[Mapping[str, Any]] = (),
 ) -> Json:
-    """POST .../check-runs and PATCH .../check-runs/{id} (`check-run`)."""
+    """POST .../check-runs and PATCH .../check-runs/{id} (`check-run`); `pull_requests` are the open pull
+    requests whose head it is on, from `pull_request_minimal()`."""
     api = f"{repo.api}/check-runs/{id}"
     return {
         "id": id,
@@ -708,5 +715,19 @@ def check_run(
         "name": name,
         "check_suite": {"id": check_suite_id if check_suite_id is not None else id},
         "app": _app(app, repo),
-        "pull_requests": [],
+        "pull_requests": [dict(one) for one in pull_requests],
+    }
+
+
+def pull_request_minimal(
+    repo: Repo, number: int, id: int, head_ref: str, head_sha: str, base_ref: str, base_sha: str
+) -> Json:
+    """A pull request as a check run or check suite names it (`pull-request-minimal`)."""
+    where = {"id": repo.id, "url": repo.api, "name": repo.name}
+    return {
+        "id": id,
+        "number": number,
+        "url": f"{repo.api}/pulls/{number}",
+        "head": {"ref": head_ref, "sha": head_sha, "repo": dict(where)},
+        "base": {"ref": base_ref, "sha": base_sha, "repo": dict(where)},
     }

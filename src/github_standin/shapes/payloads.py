@@ -439,19 +439,28 @@ def installation_event(
 
 
 def _suite(
-    repo: Repo, suite_id: int, head_branch: str | None, head_sha: str, conclusion: str | None, app: Json, at: str
+    repo: Repo,
+    suite_id: int,
+    head_branch: str | None,
+    head_sha: str,
+    conclusion: str | None,
+    app: Json,
+    at: str,
+    *,
+    status: str = "completed",
+    pull_requests: Sequence[Mapping[str, Any]] = (),
 ) -> Json:
     return {
         "id": suite_id,
         "node_id": _node_id("CheckSuite", suite_id),
         "head_branch": head_branch,
         "head_sha": head_sha,
-        "status": "completed",
+        "status": status,
         "conclusion": conclusion,
         "url": f"{repo.api}/check-suites/{suite_id}",
         "before": None,
         "after": head_sha,
-        "pull_requests": [],
+        "pull_requests": [dict(one) for one in pull_requests],
         "app": app,
         "created_at": at,
         "updated_at": at,
@@ -463,19 +472,24 @@ def check_run_event(
     check_run: Mapping[str, Any],
     sender: Account,
     *,
+    action: str = "completed",
     head_branch: str | None = None,
     installation_id: int | None = None,
 ) -> Json:
-    """`check_run` completed; `check_run` comes from `check_run(status="completed", ...)`."""
+    """`check_run` `created` or `completed`; `check_run` comes from `check_run(...)` (completed for
+    `completed`), and the pull requests it lists are the ones GitHub names in the payload."""
     app = _hook_app(check_run["app"])
-    completed_at = check_run["completed_at"] or check_run["started_at"] or EPOCH
+    completed = action == "completed"
+    completed_at = (check_run["completed_at"] or check_run["started_at"] or EPOCH) if completed else None
+    started_at = check_run["started_at"] or completed_at or EPOCH
     run = {
         key: check_run[key]
         for key in ("id", "node_id", "head_sha", "url", "html_url", "details_url", "status", "conclusion", "name")
     }
+    pulls = check_run.get("pull_requests") or []
     run.update(
         external_id=check_run["external_id"] or "",
-        started_at=check_run["started_at"] or completed_at,
+        started_at=started_at,
         completed_at=completed_at,
         output=dict(check_run["output"]),
         check_suite=_suite(
@@ -483,14 +497,16 @@ def check_run_event(
             check_run["check_suite"]["id"],
             head_branch or repo.default_branch,
             check_run["head_sha"],
-            check_run["conclusion"],
+            check_run["conclusion"] if completed else None,
             app or {},
-            completed_at,
+            completed_at or started_at,
+            status="completed" if completed else "in_progress",
+            pull_requests=pulls,
         ),
         app=app,
-        pull_requests=[],
+        pull_requests=[dict(one) for one in pulls],
     )
-    return {"action": "completed", "check_run": run, **_context(repo, sender, installation_id)}
+    return {"action": action, "check_run": run, **_context(repo, sender, installation_id)}
 
 
 def check_suite_event(
@@ -504,10 +520,13 @@ def check_suite_event(
     head_branch: str | None = None,
     message: str = "",
     at: str = EPOCH,
+    pull_requests: Sequence[Mapping[str, Any]] = (),
     installation_id: int | None = None,
 ) -> Json:
-    """`check_suite` completed for `head_sha`, with `conclusion` (`success`, `failure`, ...)."""
-    suite = _suite(repo, suite_id, head_branch or repo.default_branch, head_sha, conclusion, _app(app, repo), at)
+    """`check_suite` completed for `head_sha`, with `conclusion` (`success`, `failure`, ...); `pull_requests`
+    (from `pull_request_minimal()`) are the open pull requests whose head it is on."""
+    suite = _suite(repo, suite_id, head_branch or repo.default_branch, head_sha, conclusion, _app(app, repo), at,
+                   pull_requests=pull_requests)  # fmt: skip
     author = {"name": sender.login, "email": f"{sender.id}+{sender.login}@users.noreply.github.com"}
     suite.update(
         latest_check_runs_count=1,
