@@ -320,11 +320,11 @@ class Inbox:
 
     def replay(self, delivery_id: str) -> bool:
         """Make a delivery pending again, now, with its attempts counted afresh (`baton replay`). False when
-        there is no such delivery, or it is being processed right now."""
+        there is no such delivery, or a living process is processing it right now."""
         with one_statement(self.engine) as connection:
             changed = connection.execute(
                 update(_inbox)
-                .where(_c.id == delivery_id, _c.status != "processing")
+                .where(_c.id == delivery_id, or_(_c.status != "processing", _lapsed(datetime.now(UTC))))
                 .values(status="pending", attempts=0, error=None, next_attempt_at=None)
             ).rowcount
         return bool(changed)
