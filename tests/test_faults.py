@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
-from sqlalchemy import Engine, create_engine, func, select, text
+from sqlalchemy import Engine, create_engine, func, insert, select, text
 from sqlalchemy.engine import make_url
 
 from baton.demo.stage import APP_ID as STAGE_APP_ID
@@ -38,7 +39,7 @@ from baton.store import make_engine, normalise_url, upgrade
 from baton.store import tables as t
 from baton.store.inbox import LEASE, Inbox, Incoming
 from baton.web import create_app
-from conftest import POSTGRES_URL
+from conftest import POSTGRES_URL, _postgres_unavailable
 from github_standin.server import Fault
 from keys import app_key
 from test_lanes import open_stage
@@ -117,7 +118,7 @@ def database() -> Iterator[Database]:
         with admin.connect() as connection:
             connection.execute(text("SELECT 1"))
     except Exception as error:
-        pytest.skip(f"no PostgreSQL at {POSTGRES_URL}: {type(error).__name__}")
+        _postgres_unavailable(f"{type(error).__name__}: {error}")
     name = f"baton_faults_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
@@ -353,4 +354,60 @@ def test_deliveries_received_while_the_database_is_unreachable_are_spooled_then_
                                                            number))  # fmt: skip
             assert ticket is not None and ticket.state is WorkState.CLAIMED and ticket.runner == agent.login
         assert stage.hub.all_problems() == []
+    stage.app.state.work.units.engine.dispose()
+
+
+@pytest.mark.postgres
+def test_spooled_deliveries_keep_their_order_and_one_the_database_refuses_is_set_aside(
+    database: Database, tmp_path: Path
+) -> None:
+    spool = tmp_path / "spool"
+    app = app_on(database.url, spool)
+    engine = app.state.work.units.engine
+    _refuse_row(engine, "refused")
+    body = json.dumps({"zen": "Design for failure.", "hook_id": 1}).encode()
+    try:
+        with TestClient(app) as client:
+
+            def send(delivery: str) -> str:
+                answer = client.post("/webhooks/github", content=body, headers=signed(body, "ping", delivery))
+                assert answer.status_code == 202, answer.text
+                return str(answer.json()["received"])
+
+            with database.down():
+                assert [send(d) for d in ("first", "refused", "second")] == ["spooled"] * 3
+            # The database is back, but deliveries wait in the spool: a new one joins them, behind them.
+            assert send("third") == "spooled"
+            assert app.state.spool.drain(app.state.inbox) == 3
+            assert app.state.spool.drain(app.state.inbox) == 0
+            assert send("fourth") == "new"
+        with engine.connect() as connection:
+            stored = connection.execute(select(_inbox.c.id).order_by(_inbox.c.received_at)).scalars().all()
+        assert stored == ["first", "second", "third", "fourth"]
+        assert spooled(spool) == []
+        assert [path.read_bytes().split(b"\n")[1] for path in spool.glob("*.refused")] == [body]
+    finally:
+        engine.dispose()
+
+
+def test_a_delivery_whose_lease_ran_out_is_taken_again_and_one_cut_off_too_often_fails(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """As if processes had died holding them: one delivery once, another for the eighth time."""
+    engine = make_engine(sqlite_url)
+    lapsed = datetime.now(UTC) - LEASE - timedelta(seconds=1)
+    with engine.begin() as connection:
+        connection.execute(insert(_inbox), [
+            {"id": f"cut-{attempts}", "event": "ping", "action": None, "installation_id": None, "payload": "{}",
+             "status": "processing", "attempts": attempts, "received_at": lapsed, "processed_at": lapsed}
+            for attempts in (1, 8)
+        ])  # fmt: skip
+    engine.dispose()
+    with open_stage(sqlite_url, spool_dir=str(tmp_path / "spool")) as stage:
+        engine = stage.app.state.work.units.engine
+        until(lambda: {r.status for r in rows(engine, _inbox.c.id.like("cut-%"))} <= {"ignored", "failed"}, 30,
+              "both to be taken again")  # fmt: skip
+        assert _status(engine, "cut-1") == ("ignored", 2)
+        assert _status(engine, "cut-8") == ("failed", 9)
+        assert stage.app.state.inbox.status("cut-8")[2].startswith("Interrupted: ")
     stage.app.state.work.units.engine.dispose()

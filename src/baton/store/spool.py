@@ -12,6 +12,7 @@ renamed `….refused` and left for the operator.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -113,8 +114,9 @@ class Spool:
 
     def _refuse(self, path: Path, reason: str) -> None:
         refused = path.with_suffix(REFUSED)
-        log.error("spooled delivery %s cannot be stored (%s); kept as %s", path.name, reason, refused.name)
-        path.replace(refused)
+        with contextlib.suppress(FileNotFoundError):  # another process draining the same spool was first
+            path.replace(refused)
+            log.error("spooled delivery %s cannot be stored (%s); kept as %s", path.name, reason, refused.name)
 
 
 def _read(path: Path) -> Incoming:
