@@ -45,6 +45,8 @@ from keys import app_key
 from test_lanes import open_stage
 from test_webhooks import APP_ID, INSTALLATION, REPOSITORY_ID, SECRET, FakeDirectory, comment
 
+pytestmark = pytest.mark.faults
+
 SHOP = "octo/shop"
 _inbox = t.webhook_deliveries
 
@@ -122,6 +124,7 @@ def database() -> Iterator[Database]:
     name = f"baton_faults_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
+        connection.execute(text(f'ALTER DATABASE "{name}" SET synchronous_commit = off'))  # as conftest's
     made = Database(admin, name)
     try:
         engine = make_engine(made.url)
@@ -209,7 +212,7 @@ def _status(engine: Engine, delivery: str) -> tuple[str, int]:
 
 @pytest.mark.postgres
 def test_a_delivery_held_by_a_killed_worker_is_taken_back_within_seconds_and_decided_once(
-    postgres_url: str, tmp_path: Path
+    postgres_url: str, tmp_path: Path, figure: Callable[[str], None]
 ) -> None:
     """`baton worker` is killed (SIGKILL) while it waits on GitHub for the permission of a `/claim`'s author;
     another worker takes the delivery back as soon as the lease of the dead one runs out, not minutes later.
@@ -235,7 +238,8 @@ def test_a_delivery_held_by_a_killed_worker_is_taken_back_within_seconds_and_dec
             os.kill(workers[0].pid, signal.SIGKILL)
             workers[0].wait(10)
             taken_back = until(lambda: _status(engine, claim.id)[0] == "done", 60, "the claim to be decided")
-            print(f"taken back and decided {taken_back:.1f} s after the kill (lease {LEASE.total_seconds():.0f} s)")
+            figure(f"a delivery held by a killed worker decided {taken_back:.1f} s after the kill "
+                   f"(lease {LEASE.total_seconds():.0f} s), once")  # fmt: skip
             assert taken_back < LEASE.total_seconds() + 5, f"taken back {taken_back:.1f} s after the kill"
             assert _status(engine, claim.id) == ("done", 2)
             with engine.connect() as connection:
@@ -285,7 +289,7 @@ def test_the_first_delivery_after_the_servers_connections_were_closed_is_stored(
 
 @pytest.mark.postgres
 def test_a_worker_says_once_that_the_database_is_unreachable_and_once_that_it_is_back(
-    database: Database, tmp_path: Path
+    database: Database, tmp_path: Path, figure: Callable[[str], None]
 ) -> None:
     engine = make_engine(database.url)
     # No GitHub here: nothing is due to be written, and a ping needs no GitHub to be decided.
@@ -307,6 +311,7 @@ def test_a_worker_says_once_that_the_database_is_unreachable_and_once_that_it_is
     assert len([line for line in lines if "unreachable" in line]) == 1, lines
     assert len([line for line in lines if "reachable again" in line]) == 1, lines
     assert not [line for line in lines if "Traceback" in line], lines
+    figure(f"a 6 s database outage: the worker logged {len(lines) - 1} lines, no traceback")
 
 
 # -- 12. webhooks while the database is unreachable ----------------------------------------------------------
@@ -314,7 +319,7 @@ def test_a_worker_says_once_that_the_database_is_unreachable_and_once_that_it_is
 
 @pytest.mark.postgres
 def test_deliveries_received_while_the_database_is_unreachable_are_spooled_then_decided_once(
-    database: Database, tmp_path: Path
+    database: Database, tmp_path: Path, figure: Callable[[str], None]
 ) -> None:
     spool = tmp_path / "spool"
     count = 10
@@ -335,6 +340,7 @@ def test_deliveries_received_while_the_database_is_unreachable_are_spooled_then_
             again = stage.hub.redeliver(claims[0])
             assert again.status == 202
             assert len(spooled(spool)) == count + 1
+        back = time.monotonic()
         ids = [d.id for d in claims]
         until(lambda: [r.status for r in rows(engine, _inbox.c.id.in_(ids))] == ["done"] * count, 60,
               "the spooled deliveries to be decided")  # fmt: skip
@@ -349,6 +355,8 @@ def test_deliveries_received_while_the_database_is_unreachable_are_spooled_then_
                 .all()
             )
         assert claimed == [f"agent-{n}" for n in range(count)]  # none lost, none doubled
+        figure(f"{count} claims (and a redelivery) sent while the database was unreachable: all 202 and spooled, "
+               f"all decided {time.monotonic() - back:.1f} s after it returned; 0 lost, 0 doubled")  # fmt: skip
         for agent, number in zip(agents, numbers, strict=True):
             ticket = stage.app.state.work.ticket(TicketKey(stage.repository.installation_id, stage.repository.id,
                                                            number))  # fmt: skip
