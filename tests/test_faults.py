@@ -319,7 +319,7 @@ def test_a_worker_says_once_that_the_database_is_unreachable_and_once_that_it_is
 
 @pytest.mark.postgres
 def test_deliveries_received_while_the_database_is_unreachable_are_spooled_then_decided_once(
-    database: Database, tmp_path: Path, figure: Callable[[str], None]
+    database: Database, tmp_path: Path, figure: Callable[[str], None], caplog: pytest.LogCaptureFixture
 ) -> None:
     spool = tmp_path / "spool"
     count = 10
@@ -330,6 +330,7 @@ def test_deliveries_received_while_the_database_is_unreachable_are_spooled_then_
         numbers = [olivia.open_issue(SHOP, f"Task {n}") for n in range(count)]
         until(lambda: all(r.status in ("done", "ignored") for r in rows(engine)), 60, "the issues to be decided")
         with database.down():
+            time.sleep(3)  # the lanes meet the outage before any webhook arrives
             for agent, number in zip(agents, numbers, strict=True):
                 agent.comment(SHOP, number, "/claim")
             claims = stage.hub.deliveries[-count:]
@@ -363,6 +364,11 @@ def test_deliveries_received_while_the_database_is_unreachable_are_spooled_then_
             assert ticket is not None and ticket.state is WorkState.CLAIMED and ticket.runner == agent.login
         assert stage.hub.all_problems() == []
     stage.app.state.work.units.engine.dispose()
+    # The outage as `baton serve` tells it: once by its lanes, once by its spool's lane, each way.
+    said = [record.getMessage() for record in caplog.records if record.name.startswith("baton")]
+    assert 1 <= len([line for line in said if "database is unreachable (" in line]) <= 2, said
+    assert 1 <= len([line for line in said if "reachable again" in line]) <= 2, said
+    assert len([line for line in said if "deliveries are kept in" in line]) == 1, said
 
 
 @pytest.mark.postgres

@@ -46,7 +46,9 @@ def create_app(
             runtime.wake()
         return 0.2 if spool.holding() else 1.0
 
-    spooling = Lane("baton-spool", drain, runtime.outage if runtime else Outage()) if lanes else None
+    # An outage of its own: with nothing spooled, a round does not reach the database, so it must not tell
+    # the other lanes' outage that the database is back.
+    spooling = Lane("baton-spool", drain, Outage()) if lanes else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
