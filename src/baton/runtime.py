@@ -5,6 +5,9 @@ side by side, so a decision never waits for a GitHub write, a verification read 
   one ticket in one transaction); then it wakes the writers.
 - The write lane is a few threads; each holds one installation at a time (`baton.writer`), so one
   installation's backlog, slowness or rate limit holds one thread while the others serve the rest.
+
+While the database is unreachable every lane backs off, and the process says so once when it begins and
+once when it ends (`Outage`).
 """
 
 from __future__ import annotations
@@ -15,19 +18,46 @@ import time
 from collections.abc import Callable
 
 from baton.intake import decide
+from baton.store.engine import describe, unreachable
 from baton.wiring import Parts
 
 log = logging.getLogger("baton.runtime")
 
 BATCH = 200  # deliveries decided per round of the decide lane
-RECOVER_EVERY = 10.0  # seconds between looks for deliveries whose processing died with its process
+BACKOFF = (0.5, 1.0, 2.0, 5.0)  # seconds a lane waits after its 1st, 2nd, 3rd … failure in a row
+
+
+class Outage:
+    """The database being unreachable, as the lanes of one process find it: one line when the first lane
+    meets it, one when a lane reaches the database again (instead of a traceback per round)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._since: float | None = None
+
+    def failed(self, error: BaseException) -> None:
+        with self._lock:
+            if self._since is None:
+                self._since = time.monotonic()
+                log.warning("the database is unreachable (%s); the lanes try again with backoff", describe(error))
+
+    def succeeded(self) -> None:
+        if self._since is None:  # the usual case, without taking the lock
+            return
+        with self._lock:
+            if self._since is not None:
+                log.warning("the database is reachable again, after %.1f s", time.monotonic() - self._since)
+                self._since = None
 
 
 class Lane:
-    """A thread that runs `step` again and again: at once when woken, else after the wait `step` returns."""
+    """A thread that runs `step` again and again: at once when woken, else after the wait `step` returns.
+    A round that fails is tried again after a growing wait (`BACKOFF`); `outage` hears of those that
+    failed because the database could not be reached."""
 
-    def __init__(self, name: str, step: Callable[[], float]) -> None:
+    def __init__(self, name: str, step: Callable[[], float], outage: Outage | None = None) -> None:
         self.step = step
+        self.outage = outage or Outage()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -46,13 +76,23 @@ class Lane:
         self._thread.join(timeout)
 
     def _run(self) -> None:
+        failures = 0
         while not self._stop.is_set():
             self._wake.clear()
-            wait = 1.0
             try:
                 wait = self.step()
-            except Exception:  # a database hiccup must not end the lane; the rows are still there
-                log.exception("%s: a round failed", self._thread.name)
+            except Exception as error:  # nothing must end the lane; the rows are still there
+                if unreachable(error):
+                    self.outage.failed(error)
+                elif failures == 0:  # the first of a run of failures in a row, not each of them
+                    log.exception("%s: a round failed", self._thread.name)
+                wait = BACKOFF[min(failures, len(BACKOFF) - 1)]
+                failures += 1
+                # A wake (a stored delivery) does not cut a backoff short: wait it out.
+                self._stop.wait(wait)
+                continue
+            failures = 0
+            self.outage.succeeded()
             if wait > 0:
                 self._wake.wait(wait)
 
@@ -75,11 +115,13 @@ class Runtime:
         self.poll = poll
         self.write_poll = write_poll
         self.before_batch = before_batch
-        self._recovered = 0.0
         self._stopping = threading.Event()
         self._next_writer = 0
-        self.decider = Lane("baton-decide", self._decide)
-        self.writers = [Lane(f"baton-write-{n}", self._write) for n in range(writers if parts.writer else 0)]
+        self.outage = Outage()
+        self.decider = Lane("baton-decide", self._decide, self.outage)
+        self.writers = [
+            Lane(f"baton-write-{n}", self._write, self.outage) for n in range(writers if parts.writer else 0)
+        ]
         # On PostgreSQL, deliveries another process stores wake the decide lane at once.
         self._listener = threading.Thread(
             target=parts.inbox.listen, args=(self.decider.wake, self._stopping), name="baton-listen", daemon=True
@@ -105,9 +147,6 @@ class Runtime:
 
     def _decide(self) -> float:
         inbox = self.parts.inbox
-        if time.monotonic() - self._recovered > RECOVER_EVERY:
-            self._recovered = time.monotonic()
-            inbox.recover()
         if self.before_batch is not None:
             self.before_batch()
         deliveries = inbox.take_pending(BATCH)

@@ -34,5 +34,6 @@ class Settings(BaseSettings):
     writes_per_minute: int = 80
     writes_per_hour: int = 500
     writers: int = 4  # threads writing to GitHub per process, each for one installation at a time
+    spool_dir: str = "./baton-spool"  # deliveries received while the database is unreachable wait here
     host: str = "127.0.0.1"
     port: int = 8000

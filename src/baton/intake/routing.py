@@ -104,7 +104,17 @@ def decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery]) 
     (`WorkService.apply_all`). A delivery that fails for a passing reason is put back to be tried again
     later; one that keeps failing, or fails for any other reason, ends `failed` with the reason. A delivery
     no handler takes ends `ignored`, and so does one carrying a value GitHub never sends (`Unreadable`),
-    with that as its reason: no attempt could ever process it."""
+    with that as its reason: no attempt could ever process it. The deliveries' leases are kept while this
+    runs."""
+    with inbox.leased(deliveries):
+        _decide(inbox, intake, deliveries)
+
+
+class Interrupted(Exception):
+    """A delivery whose processing was cut off again and again (its process died each time)."""
+
+
+def _decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery]) -> None:
     finished: list[tuple[str, str]] = []
     waiting: list[tuple[WebhookDelivery, list[Request]]] = []
 
@@ -136,6 +146,9 @@ def decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery]) 
 
     opened: list[tuple[WebhookDelivery, Envelope | BaseException | None]] = []
     for delivery in deliveries:
+        if delivery.attempts > MAX_DELIVERY_ATTEMPTS:  # only interruptions take it this far: it may be the cause
+            opened.append((delivery, Interrupted(f"processing was cut off {delivery.attempts - 1} times")))
+            continue
         if _route(delivery) not in HANDLERS:
             opened.append((delivery, None))
             continue

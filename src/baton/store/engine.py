@@ -7,8 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 READ_ONLY = "baton_read_only"  # execution option: this connection only reads (SQLite then takes no write lock)
@@ -26,13 +28,35 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     url = normalise_url(url)
     if make_url(url).get_backend_name() == "sqlite":
         return _sqlite_engine(url, **kwargs)
-    # Connections are recycled rather than pinged: a ping is one more round trip on every checkout.
+    # Each connection is pinged as it leaves the pool (one short round trip), so a connection the server
+    # closed (a restart, a failover, an administrator) is replaced there instead of failing a request.
+    kwargs.setdefault("pool_pre_ping", True)
     kwargs.setdefault("pool_recycle", 1800)
     # Server-side prepared statements from the second use on: planning the work rail's reads costs
     # more than running them. (Behind a transaction-pooling PgBouncer, set prepare_threshold=None.)
     connect_args = kwargs.setdefault("connect_args", {})
     connect_args.setdefault("prepare_threshold", 1)
+    # A server that does not answer fails a connection in seconds, not after the system's TCP timeout:
+    # a webhook must be answered (and, with the database away, spooled) within GitHub's ten seconds.
+    connect_args.setdefault("connect_timeout", 5)
     return create_engine(url, **kwargs)
+
+
+def unreachable(error: BaseException) -> bool:
+    """The database cannot be reached (refused, closed, restarting, timed out), as opposed to a statement
+    it refused: what is tried again later rather than reported as a fault of the data."""
+    if isinstance(error, DBAPIError) and error.connection_invalidated:
+        return True
+    if isinstance(error, OperationalError | InterfaceError):
+        return True
+    return isinstance(error, psycopg.OperationalError | psycopg.InterfaceError)
+
+
+def describe(error: BaseException) -> str:
+    """One line about a database error, without its statement or parameters (which may hold payloads)."""
+    cause = error.orig if isinstance(error, DBAPIError) and error.orig is not None else error
+    first = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {first[0]}" if first else type(cause).__name__
 
 
 def _sqlite_engine(url: str, **kwargs: Any) -> Engine:

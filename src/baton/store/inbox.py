@@ -3,12 +3,20 @@
 A delivery is `pending` (waiting, or waiting until `next_attempt_at` after a passing failure),
 `processing`, then `done`, `ignored` or `failed`. Deciding takes many pending deliveries at once
 (`take_pending`), oldest first; on PostgreSQL other processes skip the rows being taken.
+
+A delivery being processed is leased: while its process works on it (`Inbox.leased`), a thread of that
+process renews the lease every `HEARTBEAT` seconds (`processed_at` is the last renewal). A lease that ran out
+means the process is gone (killed, or cut off from the database): any process takes the delivery again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -18,7 +26,7 @@ from sqlalchemy import ColumnElement, Engine, and_, bindparam, insert, or_, sele
 from sqlalchemy.exc import IntegrityError
 
 from . import tables as t
-from .engine import one_statement
+from .engine import one_statement, unreachable
 
 _inbox = t.webhook_deliveries
 _c = _inbox.c
@@ -28,12 +36,18 @@ _c = _inbox.c
 # not wait for their next look.
 CHANNEL = "baton_inbox"
 
-# Processing that has not finished after this long died with its process.
-ABANDONED_AFTER = timedelta(minutes=5)
+# A process renews the leases of the deliveries it is processing this often; a lease not renewed for three
+# beats died with its process (or the process lost the database: then whoever reaches it takes over).
+HEARTBEAT = 2.0
+LEASE = timedelta(seconds=3 * HEARTBEAT)
+
+
+def _lapsed(now: datetime) -> ColumnElement[bool]:
+    return and_(_c.status == "processing", _c.processed_at < now - LEASE)
 
 
 def _abandoned(now: datetime) -> ColumnElement[bool]:
-    return or_(_c.status == "failed", and_(_c.status == "processing", _c.processed_at < now - ABANDONED_AFTER))
+    return or_(_c.status == "failed", _lapsed(now))
 
 
 _RETURNED = (_c.id, _c.event, _c.action, _c.installation_id, _c.payload, _c.attempts, _c.received_at)
@@ -53,7 +67,9 @@ _FINISH = (
 
 
 def _ready(now: datetime) -> ColumnElement[bool]:
-    return and_(_c.status == "pending", or_(_c.next_attempt_at.is_(None), _c.next_attempt_at <= now))
+    """Pending and due, or taken by a process whose lease ran out."""
+    due = and_(_c.status == "pending", or_(_c.next_attempt_at.is_(None), _c.next_attempt_at <= now))
+    return or_(due, _lapsed(now))
 
 
 def _delivery(row: Any) -> WebhookDelivery:
@@ -84,6 +100,7 @@ class Received(StrEnum):
     NEW = "new"  # stored now: process it
     RETRY = "retry"  # seen before and its processing failed: process it again
     DUPLICATE = "duplicate"  # seen before and processed (or being processed): nothing to do
+    SPOOLED = "spooled"  # the database was unreachable: kept in the spool, stored when it returns
 
 
 @dataclass(frozen=True)
@@ -95,6 +112,7 @@ class Incoming:
     action: str | None
     installation_id: int | None
     payload: str
+    received_at: datetime | None = None  # when it arrived, for one kept in the spool first; else now
 
 
 @dataclass(frozen=True)
@@ -108,13 +126,81 @@ class WebhookDelivery:
     received_at: datetime  # when it first arrived (a redelivery keeps it)
 
 
+class _Leases:
+    """The deliveries this process is processing: a thread renews their leases every `HEARTBEAT` seconds
+    while there are any, and ends when there are none."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._held: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._renewing = False
+
+    @contextmanager
+    def holding(self, ids: list[str]) -> Iterator[None]:
+        with self._lock:
+            self._held.update(ids)
+            if not self._renewing and self._held:
+                self._renewing = True
+                threading.Thread(target=self._renew, name="baton-leases", daemon=True).start()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._held.subtract(ids)
+                self._held = +self._held  # drops the ids no longer held
+
+    def _renew(self) -> None:
+        while True:
+            time.sleep(HEARTBEAT)
+            with self._lock:
+                ids = list(self._held)
+                if not ids:
+                    self._renewing = False
+                    return
+            try:
+                with one_statement(self.engine) as connection:
+                    connection.execute(
+                        update(_inbox)
+                        .where(_c.id.in_(ids), _c.status == "processing")
+                        .values(processed_at=datetime.now(UTC))
+                    )
+            except Exception:  # the database is away: the leases run out, and whoever reaches it takes over
+                continue
+
+
 class Inbox:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._leases = _Leases(engine)
+
+    def leased(self, deliveries: Iterable[WebhookDelivery]) -> contextlib.AbstractContextManager[None]:
+        """Keep the leases of taken deliveries for as long as the block runs (it processes them). After it,
+        a delivery left unfinished is taken again once its lease runs out."""
+        return self._leases.holding([delivery.id for delivery in deliveries])
 
     def receive(self, incoming: Incoming) -> Received:
         """Store a delivery, or recognise a redelivery. One transaction."""
         return self.receive_all([incoming])[0]
+
+    def receive_each(self, batch: list[Incoming]) -> list[Received | Exception]:
+        """`receive_all`, where a delivery whose row fails fails alone: when the batch's transaction fails
+        for any other reason than the database being unreachable, each delivery is stored again in a
+        transaction of its own. Each delivery's result, or the error that kept it out."""
+        if not batch:
+            return []
+        try:
+            return list(self.receive_all(batch))
+        except Exception as error:
+            if len(batch) == 1 or unreachable(error):
+                return [error] * len(batch)
+        results: list[Received | Exception] = []
+        for incoming in batch:
+            try:
+                results.append(self.receive_all([incoming])[0])
+            except Exception as error:
+                results.append(error)
+        return results
 
     def receive_all(self, batch: list[Incoming]) -> list[Received]:
         """Store deliveries, or recognise redeliveries, in one transaction (a group commit of the
@@ -137,10 +223,11 @@ class Inbox:
             for incoming in batch:
                 if incoming.id not in known:
                     known.add(incoming.id)
-                    new.append({**asdict(incoming), "status": "pending", "attempts": 0, "received_at": now})
+                    new.append({**asdict(incoming), "status": "pending", "attempts": 0,
+                                "received_at": incoming.received_at or now})  # fmt: skip
                     results.append(Received.NEW)
                     continue
-                # Only a failed delivery (or one whose processing died with its process, or one waiting
+                # Only a failed delivery (or one whose lease ran out with its process, or one waiting
                 # to be tried again) goes back to pending now, and only once however many copies arrive.
                 waiting = and_(_c.status == "pending", _c.next_attempt_at.is_not(None))
                 retried = connection.execute(
@@ -180,7 +267,7 @@ class Inbox:
         return None if row is None else _delivery(row)
 
     def take_pending(self, limit: int = 200) -> list[WebhookDelivery]:
-        """Take up to `limit` deliveries that are ready, oldest first, in one statement."""
+        """Take up to `limit` deliveries that are ready (or whose lease ran out), oldest first, in one statement."""
         now = datetime.now(UTC)
         with one_statement(self.engine, reads=True) as connection:  # looking takes no lock; taking does
             if connection.execute(select(_c.id).where(_ready(now)).limit(1)).first() is None:
@@ -191,27 +278,14 @@ class Inbox:
         with one_statement(self.engine) as connection:
             rows = connection.execute(
                 update(_inbox)
-                .where(_c.id.in_(chosen.scalar_subquery()), _c.status == "pending")
+                .where(_c.id.in_(chosen.scalar_subquery()), _ready(now))
                 .values(status="processing", attempts=_c.attempts + 1, processed_at=now, next_attempt_at=None)
                 .returning(*_RETURNED)
             ).all()
         return sorted((_delivery(row) for row in rows), key=lambda d: (d.received_at, d.id))
 
-    def recover(self) -> int:
-        """Put back deliveries whose processing died with its process."""
-        with self.engine.begin() as connection:
-            return int(
-                connection.execute(
-                    update(_inbox)
-                    .where(_c.status == "processing", _abandoned(datetime.now(UTC)))
-                    .values(status="pending")
-                ).rowcount
-            )
-
     def pending(self, limit: int = 100) -> list[str]:
-        """Deliveries waiting to be processed, oldest first. A delivery whose processing died with its
-        process is put back first."""
-        self.recover()
+        """Deliveries waiting to be processed (or whose lease ran out), oldest first."""
         now = datetime.now(UTC)
         with self.engine.connect() as connection:
             return list(
@@ -246,11 +320,11 @@ class Inbox:
 
     def replay(self, delivery_id: str) -> bool:
         """Make a delivery pending again, now, with its attempts counted afresh (`baton replay`). False when
-        there is no such delivery, or it is being processed right now."""
+        there is no such delivery, or a living process is processing it right now."""
         with one_statement(self.engine) as connection:
             changed = connection.execute(
                 update(_inbox)
-                .where(_c.id == delivery_id, _c.status != "processing")
+                .where(_c.id == delivery_id, or_(_c.status != "processing", _lapsed(datetime.now(UTC))))
                 .values(status="pending", attempts=0, error=None, next_attempt_at=None)
             ).rowcount
         return bool(changed)
@@ -271,7 +345,7 @@ class Inbox:
 
     def finish(self, delivery_id: str, status: str, error: str | None = None) -> None:
         """`done`, `ignored` or `failed` (with the error, which a redelivery clears by succeeding).
-        `processed_at` is when processing started while `processing`, and when it ended after."""
+        `processed_at` is the lease's last renewal while `processing`, and when processing ended after."""
         with one_statement(self.engine) as connection:
             connection.execute(
                 _FINISH, {"delivery": delivery_id, "status": status, "error": error, "now": datetime.now(UTC)}

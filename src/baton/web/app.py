@@ -10,8 +10,9 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from baton.intake import Configs, Directory
-from baton.runtime import Runtime
+from baton.runtime import Lane, Outage, Runtime
 from baton.settings import Settings
+from baton.store.spool import Spool
 from baton.wiring import assemble
 
 from .api import api_router
@@ -28,21 +29,39 @@ def create_app(
 ) -> FastAPI:
     """The application. `directory` and `configs` stand in for GitHub's API where a test needs it;
     without `lanes` no lane runs by itself: a delivery is processed right after its answer and
-    nothing writes to GitHub (tests call `app.state.writer.drain()`)."""
+    nothing writes to GitHub (tests call `app.state.writer.drain()`), and deliveries kept in the spool
+    wait for `app.state.spool.drain(app.state.inbox)`."""
     parts = assemble(settings, migrate=migrate, directory=directory, configs=configs)
     engine = parts.engine
     pacing = AcksFirst()
     in_process = settings.worker == "inprocess" and lanes
     # Each stored delivery wakes the decide lane; it looks by itself only for deliveries due to be tried again.
     runtime = Runtime(parts, writers=settings.writers, poll=0.5, before_batch=pacing.wait) if in_process else None
+    # Deliveries received while the database was unreachable are stored as soon as it is back, by the
+    # process that received them (whichever process decides them).
+    spool = Spool(settings.spool_dir)
+
+    def drain() -> float:
+        if spool.drain(parts.inbox) and runtime is not None:
+            runtime.wake()
+        return 0.2 if spool.holding() else 1.0
+
+    # An outage of its own: with nothing spooled, a round does not reach the database, so it must not tell
+    # the other lanes' outage that the database is back.
+    spooling = Lane("baton-spool", drain, Outage()) if lanes else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if runtime is not None:
             runtime.start()
+        if spooling is not None:
+            spooling.start()
         try:
             yield
         finally:
+            if spooling is not None:
+                spooling.stop()
+                spooling.join(10)
             if runtime is not None:
                 runtime.stop()
             engine.dispose()
@@ -53,8 +72,11 @@ def create_app(
     app.state.inbox = parts.inbox
     app.state.writer = parts.writer
     app.state.parts = parts
+    app.state.spool = spool
     app.include_router(api_router(parts.engine, settings))
-    app.include_router(webhook_router(parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing))
+    app.include_router(
+        webhook_router(parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing, spool)
+    )
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:

@@ -10,6 +10,9 @@ mark is ignored (RFC 8259 allows it) and not stored. An `installation.id` outsid
 `action` GitHub would never send (over 60 characters, or with a control character), is 400 too: the
 delivery could not be stored. Any other value GitHub never sends (an issue number of 0 or 2^31, a login of
 101 characters) is accepted and then ignored, with the reason, by intake (`baton.github.webhooks`).
+
+While the database cannot be reached, a delivery is kept in the spool (`baton.store.spool`) and answered
+202 all the same.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from fastapi.responses import JSONResponse
 from baton.github.webhooks import Unreadable, dig, number, verify
 from baton.intake import Intake, process
 from baton.settings import Settings
+from baton.store.engine import unreachable
 from baton.store.inbox import Inbox, Incoming, Received
+from baton.store.spool import Spool
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub's own cap on a delivery
 
@@ -92,10 +97,15 @@ class AcksFirst:
 class GroupCommit:
     """Deliveries arriving together are stored together: while one transaction runs, the deliveries
     that arrive wait for the next, which takes all of them. Each request is answered as soon as the
-    transaction holding its delivery commits. The database runs off the event loop."""
+    transaction holding its delivery commits. The database runs off the event loop.
 
-    def __init__(self, inbox: Inbox) -> None:
+    A delivery whose row fails fails alone (the others of its transaction are stored one by one). While
+    the database is unreachable, or deliveries kept in the spool wait to be stored, deliveries go to the
+    `spool`."""
+
+    def __init__(self, inbox: Inbox, spool: Spool | None = None) -> None:
         self.inbox = inbox
+        self.spool = spool
         self._waiting: list[tuple[Incoming, asyncio.Future[Received]]] = []
         self._flushing: asyncio.Task[None] | None = None
 
@@ -111,17 +121,32 @@ class GroupCommit:
             while self._waiting:
                 batch, self._waiting = self._waiting, []
                 try:
-                    results = await run_in_threadpool(self.inbox.receive_all, [incoming for incoming, _ in batch])
-                except Exception as error:  # each request of the batch answers 500; GitHub redelivers
-                    for _, stored in batch:
-                        if not stored.done():  # done: its client went away
-                            stored.set_exception(error)
-                    continue
+                    results = await run_in_threadpool(self._store, [incoming for incoming, _ in batch])
+                except Exception as error:  # each request of the batch answers 500
+                    results = [error] * len(batch)
                 for (_, stored), result in zip(batch, results, strict=True):
-                    if not stored.done():
+                    if stored.done():  # its client went away
+                        continue
+                    if isinstance(result, Exception):  # this request answers 500
+                        stored.set_exception(result)
+                    else:
                         stored.set_result(result)
         finally:
             self._flushing = None
+
+    def _store(self, batch: list[Incoming]) -> list[Received | Exception]:
+        """In a worker thread: each delivery's answer, or the error its request answers 500 with."""
+        spool = self.spool
+        if spool is not None and spool.holding():  # behind the deliveries waiting there, in order
+            for incoming in batch:
+                spool.put(incoming)
+            return [Received.SPOOLED] * len(batch)
+        results = self.inbox.receive_each(batch)
+        for n, (incoming, result) in enumerate(zip(batch, results, strict=True)):
+            if spool is not None and isinstance(result, Exception) and unreachable(result):
+                spool.put(incoming)  # an error here (a full disk) answers 500
+                results[n] = Received.SPOOLED
+        return results
 
 
 def webhook_router(
@@ -130,13 +155,15 @@ def webhook_router(
     settings: Settings,
     hand_off: Callable[[], None] | None = None,
     pacing: AcksFirst | None = None,
+    spool: Spool | None = None,
 ) -> APIRouter:
     """`hand_off` wakes the in-process decide lane for a stored delivery; without it (tests drive the
-    writer themselves) the delivery is processed right after the answer, in the request's task."""
+    writer themselves) the delivery is processed right after the answer, in the request's task. Without a
+    `spool`, a delivery the database cannot take answers 500."""
     router = APIRouter(tags=["webhooks"])
     secret = settings.webhook_secret.get_secret_value().encode() if settings.webhook_secret else None
     pacing = pacing or AcksFirst()
-    storing = GroupCommit(inbox)
+    storing = GroupCommit(inbox, spool)
 
     @router.post("/webhooks/github", status_code=202)
     async def receive(request: Request, background: BackgroundTasks) -> JSONResponse:
@@ -181,7 +208,7 @@ def webhook_router(
                 decoded,
             )
         )
-        if received is not Received.DUPLICATE and settings.worker == "inprocess":
+        if received in (Received.NEW, Received.RETRY) and settings.worker == "inprocess":
             if hand_off is not None:
                 hand_off()
             else:
