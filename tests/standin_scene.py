@@ -217,8 +217,7 @@ def opened(database_url: str, **settings: Any) -> Iterator[Scene]:
 
 
 @pytest.fixture
-def scene(database_url: str, github_timeout: float, monkeypatch: pytest.MonkeyPatch) -> Iterator[Scene]:
-    monkeypatch.setattr("baton.github.client.TIMEOUT", github_timeout)
-    with opened(database_url) as made:
+def scene(database_url: str, github_timeout: float) -> Iterator[Scene]:
+    with opened(database_url, github_timeout=github_timeout) as made:
         made.settle()
         yield made

@@ -26,6 +26,7 @@ class Settings(BaseSettings):
     private_key: SecretStr | None = None
     private_key_path: str | None = None
     github_api_url: str = "https://api.github.com"
+    github_timeout: float = 10.0  # seconds a call to GitHub may take before it is given up and tried later
     api_token: SecretStr | None = None  # the read API answers 403 while this is unset
     worker: Literal["inprocess", "external"] = "inprocess"  # external: `baton worker` processes do the work
     answer_delay: float = 2.0  # seconds answers on one issue wait, so a race's refusals share one reply

@@ -49,7 +49,7 @@ def assemble(
     work = work_service(engine, settings.answer_delay)
     evidence = work.evidence
     credentials = app_credentials(settings)
-    github = GitHubApp(credentials, settings.github_api_url) if credentials else None
+    github = GitHubApp(credentials, settings.github_api_url, settings.github_timeout) if credentials else None
     intake = Intake(
         work,
         directory or (GitHubDirectory(github) if github else NoDirectory()),

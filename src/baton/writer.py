@@ -12,10 +12,14 @@ a 👍 due on another issue of the installation goes first: the issue being writ
 again after it. A budget spent for longer than a moment (the per-minute or per-hour limit, a pause after a
 rate limit) ends the writer's turn on the installation, and others are served meanwhile.
 
-GitHub failing is expected: 5xx, timeouts and rate limits put the issue back with a delay (rate limits
-say how long: `Retry-After` or the reset time, and pause the installation for every process); other 4xx
-are recorded on the row and retried with a longer delay, up to a bound, so one broken issue never blocks
-the others.
+GitHub failing is expected. A rate limit pauses the installation for every process as long as GitHub
+says (`Retry-After`, or the reset time) and puts the issue back until then. 5xx, timeouts and lost
+connections put the issue back after 1, 2, 4 … seconds, up to `MAX_ATTEMPTS` tries; then it waits for
+its next change. A write GitHub refuses for good (any other 4xx) is never tried again: a refused 👍 or
+reply is dropped with the reason on its row (as is one that failed on the issue's last try), and the
+issue's other writes go on; a refused label, assignee or status comment leaves the reason on the issue's
+row until its next change, when everything is tried afresh. Each refusal is logged once, with the
+operation and GitHub's answer.
 """
 
 from __future__ import annotations
@@ -31,28 +35,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from githubkit.exception import (
-    PrimaryRateLimitExceeded,
-    RequestError,
-    RequestFailed,
-    RequestTimeout,
-    SecondaryRateLimitExceeded,  # fmt: skip
-)
+from githubkit.exception import RequestError, RequestFailed
 
 from baton.domain.evidence import EvidenceRail, Repository, Subject, pull_request_head
 from baton.domain.model import TicketKey
 from baton.domain.status import Acceptance, CheckView, acceptance_check, view
-from baton.github.projection import GitHubProjector
+from baton.github.projection import GitHubProjector, Refused
+from baton.github.refusals import describe, rate_limit, refused
 from baton.github.verify import Verifier
 from baton.service.evidence import EvidenceService
 from baton.store.budget import Budgets
-from baton.store.outbox import ORDINARY, URGENT, Due, Item, Outbox
+from baton.store.outbox import MAX_ATTEMPTS, ORDINARY, URGENT, Due, Item, Outbox
 
 log = logging.getLogger("baton.writer")
-
-# GitHub refusing a check run for good (no `checks` permission on this installation, a head it does not
-# know): the check is left out, and the rest of the issue is still shown.
-CHECK_REFUSALS = frozenset({403, 404, 422})
 
 
 class CheckBusy(Exception):
@@ -61,6 +56,15 @@ class CheckBusy(Exception):
 
 class Preempted(Exception):
     """A 👍 is due on another issue of the installation: it takes this write's place."""
+
+
+class AnswerFailed(Exception):
+    """Writing the answers `item_ids` (a 👍, a reply) failed for a passing reason, raised from GitHub's error."""
+
+    def __init__(self, item_ids: list[int], error: RequestError[Exception]) -> None:
+        super().__init__(f"answers {item_ids} not sent")
+        self.item_ids = item_ids
+        self.error = error
 
 
 class Spent(Exception):
@@ -114,6 +118,13 @@ class Gate:
 
 def _backoff(attempts: int) -> float:
     return float(min(300, 2**attempts))
+
+
+def _reason(error: RequestError[Exception]) -> str:
+    """What went wrong with a call to GitHub, for the outbox row and the log."""
+    if isinstance(error, RequestFailed):
+        return describe(error)
+    return f"{type(error).__name__}: GitHub did not answer"
 
 
 def reply_text(items: list[Item]) -> str:
@@ -192,26 +203,67 @@ class Writer:
         except Spent as spent:
             self.budgets.defer(installation_id, spent.until)
             return False
-        except (SecondaryRateLimitExceeded, PrimaryRateLimitExceeded) as error:
-            wait = error.retry_after.total_seconds() if error.retry_after else _backoff(due.attempts + 1)
-            wait = max(1.0, wait)
-            reason = f"rate limited: {type(error).__name__}"
-            self.budgets.pause(installation_id, datetime.now(UTC) + timedelta(seconds=wait), reason)
-            self.outbox.retry(due, wait, reason)
-            return False
-        except CheckBusy:
-            self.outbox.retry(due, 2.0, "the check run is being created by another writer")
-        except (RequestTimeout, RequestError) as error:
-            if isinstance(error, RequestFailed):
-                status = error.response.status_code
-                delay = _backoff(due.attempts) if status >= 500 else _backoff(due.attempts + 4)
-                self.outbox.retry(due, delay, f"GitHub answered {status}")
-                log.warning("%s#%s: GitHub answered %s", due.repository, due.key.number, status)
-            else:
-                self.outbox.retry(due, _backoff(due.attempts), f"{type(error).__name__}: GitHub did not answer")
+        except AnswerFailed as failed:
+            if due.attempts + 1 >= MAX_ATTEMPTS and rate_limit(failed.error) is None:
+                # The issue's last try: the answer goes, so that the rest is not held behind it.
+                reason = f"not sent after {MAX_ATTEMPTS} tries: {_reason(failed.error)}"
+                self._drop(due, failed.item_ids, reason)
+                self.outbox.retry(due, _backoff(0), reason, fresh=True)
+                return True
+            return self._failed(due, failed.error)
+        except Refused as refusal:
+            self._refused(due, str(refusal))
+        except RequestError as error:
+            return self._failed(due, error)
         else:
             self.outbox.later(due, after)
         return True
+
+    def _failed(self, due: Due, error: RequestError[Exception]) -> bool:
+        """Put the issue back after GitHub failed it; False when the installation must wait."""
+        installation_id, where = due.key.installation_id, f"{due.repository}#{due.key.number}"
+        wait = rate_limit(error)
+        if wait is not None:
+            wait = max(1.0, wait)
+            reason = f"rate limited for {wait:.0f} s: {_reason(error)}"
+            self.budgets.pause(installation_id, datetime.now(UTC) + timedelta(seconds=wait), reason)
+            self.outbox.retry(due, wait, reason, count=False)  # a rate limit is not the issue's fault
+            log.warning("%s: %s", where, reason)
+            return False
+        if refused(error):
+            assert isinstance(error, RequestFailed)
+            self._refused(due, describe(error))
+            return True
+        reason = _reason(error)
+        if due.attempts + 1 >= MAX_ATTEMPTS:
+            log.warning("%s: %s; given up after %s tries until the issue changes", where, reason, MAX_ATTEMPTS)
+        else:
+            log.warning("%s: %s; trying again", where, reason)
+        self.outbox.retry(due, _backoff(due.attempts), reason)
+        return True
+
+    def _refused(self, due: Due, reason: str) -> None:
+        """GitHub refused a write about the issue itself for good: the reason stays on its row, and the
+        issue waits for its next change."""
+        log.warning("%s#%s: GitHub refused %s; not tried again until the issue changes",
+                    due.repository, due.key.number, reason)  # fmt: skip
+        self.outbox.park(due, f"refused: {reason}")
+
+    def _drop(self, due: Due, item_ids: list[int], reason: str) -> None:
+        log.warning("%s#%s: answers %s dropped: %s", due.repository, due.key.number, item_ids, reason)
+        self.outbox.drop(item_ids, reason)
+
+    @contextmanager
+    def _answer(self, due: Due, items: list[Item]) -> Iterator[None]:
+        """Write answers: one GitHub refuses for good is dropped with the reason, and the issue goes on."""
+        ids = [item.id for item in items]
+        try:
+            yield
+        except RequestError as error:
+            if not refused(error):
+                raise AnswerFailed(ids, error) from error
+            assert isinstance(error, RequestFailed)
+            self._drop(due, ids, f"refused: {describe(error)}")
 
     def _project(self, due: Due, turn: _Turn) -> datetime | None:
         """The issue's writes, most awaited first. Returns when the rest is due (a reply's coalescing window
@@ -220,26 +272,36 @@ class Writer:
         items = self.outbox.items(key)
         for item in items:
             if item.kind == "reaction":
-                self.projector.react(key.installation_id, repository, key.number, item.comment_id)
-                self.outbox.sent([item.id])
+                with self._answer(due, [item]):
+                    self.projector.react(key.installation_id, repository, key.number, item.comment_id)
+                    self.outbox.sent([item.id])
         turn.urgency = ORDINARY
         replies = [item for item in items if item.kind == "reply"]
         opens = min((item.due_at for item in replies if item.due_at is not None), default=None)
         if opens is not None and opens > datetime.now(UTC):
             return opens  # more refusals may still join the reply; what follows it waits with it
-        self._reply(due, replies)
+        if replies:
+            with self._answer(due, replies):
+                self._reply(due, replies)
         stored, review, past_runners = self.outbox.ticket(key)
         if stored is None:
             return None
         where = Repository(key.repository_key, repository)
         rail = self._verified(where, key.number)
-        comment_id = self.projector.show(
-            key.installation_id, repository, key.number, view(stored.ticket, review, rail), past_runners,
-            self.outbox.status_comment(key),
-        )  # fmt: skip
-        self.outbox.remember_status_comment(key, comment_id)
+        refusal: Refused | None = None
+        try:
+            comment_id: int | None = self.projector.show(
+                key.installation_id, repository, key.number, view(stored.ticket, review, rail), past_runners,
+                self.outbox.status_comment(key),
+            )  # fmt: skip
+        except Refused as refusing:  # the rest was written; the check runs are still due
+            refusal, comment_id = refusing, refusing.comment_id
+        if comment_id is not None:
+            self.outbox.remember_status_comment(key, comment_id)
         if rail is not None:
             self._checks(where, rail)
+        if refusal is not None:
+            raise refusal
         return None
 
     def _verified(self, where: Repository, number: int) -> EvidenceRail | None:
@@ -292,10 +354,11 @@ class Writer:
             try:
                 self._check(where, head, wanted)
             except RequestFailed as error:
-                if error.response.status_code not in CHECK_REFUSALS:
+                # Refused for good (no `checks` permission on this installation, a head GitHub does not
+                # know): the check is left out, and the rest of the issue is still shown.
+                if not refused(error):
                     raise
-                log.warning("%s: GitHub refused the check run on %s (%s)", where.name, head[:7],
-                            error.response.status_code)  # fmt: skip
+                log.warning("%s: GitHub refused the check run on %s: %s", where.name, head[:7], describe(error))
 
     def _acceptances(self, where: Repository, numbers: list[int]) -> list[Acceptance]:
         """Every tracked ticket the pull requests at one head link: the check passes only when all of them

@@ -59,9 +59,10 @@ def invalid(resource: str, field: str, code: str) -> Answer:
 
 @dataclass
 class Fault:
-    """Answer the next `times` calls matching `method` and `path` (a regular expression over the path)
-    with `status` (403 with `retry_after` is a secondary rate limit), after waiting `delay` seconds; with
-    no status the call is only slowed down."""
+    """Answer the next `times` calls matching `method` and `path` (a regular expression over the path) and,
+    when given, `body` (a regular expression over the request's body) with `status` (403 or 429 with
+    `retry_after` is a secondary rate limit), after waiting `delay` seconds; with no status the call is only
+    slowed down."""
 
     method: str
     path: str
@@ -70,9 +71,15 @@ class Fault:
     retry_after: int | None = None
     delay: float = 0.0
     message: str | None = None  # GitHub's words for the refusal, where a test cares which
+    body: str | None = None
 
-    def matches(self, method: str, path: str) -> bool:
-        return self.times > 0 and method.upper() == self.method.upper() and re.search(self.path, path) is not None
+    def matches(self, method: str, path: str, body: bytes = b"") -> bool:
+        return (
+            self.times > 0
+            and method.upper() == self.method.upper()
+            and re.search(self.path, path) is not None
+            and (self.body is None or re.search(self.body, body.decode("utf-8", "replace")) is not None)
+        )
 
 
 @dataclass
@@ -124,7 +131,7 @@ class StandIn:
         headers = dict(request.headers)
         operation = self.contract.operation(method, path) if self.contract is not None else None
         try:
-            delay, fault = self._fault(method, path)
+            delay, fault = self._fault(method, path, body)
             if delay:
                 await asyncio.sleep(delay)  # a slow GitHub: the caller's timeout decides
             if fault is not None:
@@ -150,11 +157,11 @@ class StandIn:
             self.calls.append(Call(method, path, status, operation, arrived, installation))
         return Response(content, status_code=status, headers=response_headers)
 
-    def _fault(self, method: str, path: str) -> tuple[float, Answer | None]:
+    def _fault(self, method: str, path: str, body: bytes) -> tuple[float, Answer | None]:
         """The delay and the error answer an injected fault asks for this call."""
         with self.world.lock:
             for fault in self.faults:
-                if fault.matches(method, path):
+                if fault.matches(method, path, body):
                     fault.times -= 1
                     if fault.status is None:
                         return fault.delay, None

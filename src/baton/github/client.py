@@ -67,7 +67,7 @@ def app_credentials(settings: Settings) -> AppCredentials | None:
     return AppCredentials(settings.app_id, key)
 
 
-TIMEOUT = 10.0  # seconds a call to GitHub may take
+TIMEOUT = 10.0  # seconds a call to GitHub may take (setting `BATON_GITHUB_TIMEOUT`)
 
 
 class _Timed(httpx.HTTPTransport):
@@ -94,16 +94,17 @@ class _Timed(httpx.HTTPTransport):
 class GitHubApp:
     """The App, and a client per installation that mints and renews its own installation tokens."""
 
-    def __init__(self, credentials: AppCredentials, base_url: str) -> None:
+    def __init__(self, credentials: AppCredentials, base_url: str, timeout: float | None = None) -> None:
+        timeout = TIMEOUT if timeout is None else timeout
         self.app = GitHub(
             AppAuthStrategy(str(credentials.app_id), credentials.private_key),
             base_url=base_url.rstrip("/") + "/",
             cache_strategy=MemCacheStrategy(),
             auto_retry=False,
-            timeout=TIMEOUT,
+            timeout=timeout,
             # githubkit opens a client per request; built each time, the TLS context (loading the CA
             # certificates) cost more than the request itself, so one transport holds it for all of them.
-            transport=_Timed(TIMEOUT, verify=ssl.create_default_context()),
+            transport=_Timed(timeout, verify=ssl.create_default_context()),
         )
         self._installations: dict[int, GitHub[Any]] = {}
         self._lock = threading.Lock()

@@ -8,7 +8,8 @@ limits: about one content-creating request a second) and counts the writes.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from githubkit import GitHub
@@ -17,9 +18,31 @@ from githubkit.exception import RequestFailed
 from baton.domain.status import CHECK_NAME, LABEL_PREFIX, LABELS, CheckView, View
 
 from .client import GitHubApp
+from .refusals import describe, refused
 
 REPLY_MARKER = "<!-- baton:reply {} -->"  # the ids of the answers a reply carries
 _REPLY = re.compile(r"<!-- baton:reply (\d+(?: \d+)*) -->")
+
+
+class Refused(Exception):
+    """GitHub refused some of an issue's writes for good (`errors`); the others were made. `comment_id`:
+    the status comment, when it was written."""
+
+    def __init__(self, errors: list[RequestFailed], comment_id: int | None = None) -> None:
+        super().__init__("; ".join(describe(error) for error in errors))
+        self.errors = errors
+        self.comment_id = comment_id
+
+
+@contextmanager
+def _or_refused(errors: list[RequestFailed]) -> Iterator[None]:
+    """Run one part of a projection; a refusal for good is kept in `errors`, and the next part goes on."""
+    try:
+        yield
+    except RequestFailed as error:
+        if not refused(error):
+            raise
+        errors.append(error)
 
 
 def _data(response: Any) -> Any:
@@ -51,23 +74,44 @@ class GitHubProjector:
         self, installation_id: int, repository: str, number: int, view: View, past_runners: list[str],
         status_comment_id: int | None,
     ) -> int:  # fmt: skip
-        """Make the issue show `view`; returns the status comment's id."""
+        """Make the issue show `view`; returns the status comment's id. The label, the assignee and the
+        status comment are written each on its own: one that GitHub refuses for good does not keep the
+        others off, and is raised afterwards (`Refused`)."""
         client = self.github.installation(installation_id)
         owner, _, name = repository.partition("/")
         issue = _data(client.rest.issues.get(owner, name, number))
         labels = {label["name"] for label in issue.get("labels") or [] if isinstance(label, dict)}
         assignees = {user["login"].lower() for user in issue.get("assignees") or [] if isinstance(user, dict)}
-
-        if view.label not in labels:
-            self._ensure_label(installation_id, client, owner, name, view.label)
-            self._write(
-                installation_id, client.rest.issues.add_labels, owner, name, number, data={"labels": [view.label]}
+        errors: list[RequestFailed] = []
+        with _or_refused(errors):
+            self._labels(installation_id, client, owner, name, number, view.label, labels)
+        with _or_refused(errors):
+            self._assignees(installation_id, client, owner, name, number, view.assignee, past_runners, assignees)
+        comment_id = None
+        with _or_refused(errors):
+            comment_id = self._status_comment(
+                installation_id, client, owner, name, number, view.comment, status_comment_id
             )
+        if errors:
+            raise Refused(errors, comment_id)
+        assert comment_id is not None
+        return comment_id
+
+    def _labels(
+        self, installation_id: int, client: GitHub[Any], owner: str, name: str, number: int, label: str,
+        labels: set[str],
+    ) -> None:  # fmt: skip
+        if label not in labels:
+            self._ensure_label(installation_id, client, owner, name, label)
+            self._write(installation_id, client.rest.issues.add_labels, owner, name, number, data={"labels": [label]})
         for stale in sorted(labels):
-            if stale.startswith(LABEL_PREFIX) and stale != view.label and stale in LABELS and stale != "baton:stale":
+            if stale.startswith(LABEL_PREFIX) and stale != label and stale in LABELS and stale != "baton:stale":
                 self._write(installation_id, client.rest.issues.remove_label, owner, name, number, stale)
 
-        runner = view.assignee
+    def _assignees(
+        self, installation_id: int, client: GitHub[Any], owner: str, name: str, number: int, runner: str | None,
+        past_runners: list[str], assignees: set[str],
+    ) -> None:  # fmt: skip
         if runner and runner.lower() not in assignees:
             try:
                 self._write(
@@ -76,13 +120,11 @@ class GitHubProjector:
             except RequestFailed as error:
                 if error.response.status_code != 422:  # GitHub may refuse an assignee; the claim stands
                     raise
-        leaving = [r for r in past_runners if r.lower() in assignees and r.lower() != (view.assignee or "").lower()]
+        leaving = [r for r in past_runners if r.lower() in assignees and r.lower() != (runner or "").lower()]
         if leaving:
             self._write(
                 installation_id, client.rest.issues.remove_assignees, owner, name, number, data={"assignees": leaving}
             )
-
-        return self._status_comment(installation_id, client, owner, name, number, view.comment, status_comment_id)
 
     def _ensure_label(self, installation_id: int, client: GitHub[Any], owner: str, name: str, label: str) -> None:
         known = (installation_id, f"{owner}/{name}".lower(), label)

@@ -29,6 +29,7 @@ from baton.domain.evidence import (
 
 from . import facts
 from .client import GitHubApp
+from .refusals import rate_limit
 
 NOTHING_TO_LEARN = frozenset({403, 404, 422})
 
@@ -37,7 +38,7 @@ def _answer(call: Callable[..., Any], *args: Any) -> Any:
     try:
         return call(*args).json()
     except RequestFailed as error:
-        if error.response.status_code in NOTHING_TO_LEARN:
+        if error.response.status_code in NOTHING_TO_LEARN and rate_limit(error) is None:
             return None
         raise
 

@@ -10,6 +10,7 @@ from githubkit.exception import RequestError, RequestFailed
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from baton.github.facts import EVIDENCE_EVENTS
+from baton.github.refusals import rate_limit
 from baton.github.webhooks import Unreadable
 from baton.service.work import Outcome, Request
 from baton.store.inbox import Inbox, WebhookDelivery
@@ -89,8 +90,8 @@ MAX_DELIVERY_ATTEMPTS = 8
 def passing(error: BaseException) -> bool:
     """GitHub or the database failing for a moment (5xx, a timeout, a rate limit, a lost connection), as
     opposed to a delivery that can never be processed."""
-    if isinstance(error, RequestFailed):
-        return error.response.status_code >= 500 or error.response.status_code == 429
+    if isinstance(error, RequestFailed):  # a secondary rate limit is a 403
+        return error.response.status_code >= 500 or rate_limit(error) is not None
     return isinstance(error, RequestError | DBAPIError | DirectoryUnavailable) and not isinstance(error, IntegrityError)
 
 

@@ -15,12 +15,15 @@ from .statements import RawTx, Statements
 
 _STATEMENTS = Statements({
     # Due for reconciling: an existing row becomes due at the earlier of its time and the new one, and as
-    # urgent as the more urgent of the two; its version rises, so the writer sees the change.
+    # urgent as the more urgent of the two; its version rises, so the writer sees the change. Its tries
+    # start again from none: a row that gave up (GitHub refused it, or failed it `MAX_ATTEMPTS` times)
+    # shows the new state all the same.
     "mark_due": """
         INSERT INTO outbox (installation_id, repository_id, number, repository, version, due_at, attempts, urgency)
         VALUES (:installation_id, :repository_id, :number, :repository, 1, :due_at, 0, :urgency)
         ON CONFLICT (installation_id, repository_id, number) DO UPDATE SET version = outbox.version + 1,
-            due_at = MIN(outbox.due_at, excluded.due_at), urgency = MIN(outbox.urgency, excluded.urgency)""",
+            due_at = MIN(outbox.due_at, excluded.due_at), urgency = MIN(outbox.urgency, excluded.urgency),
+            attempts = 0""",
     "add_item": """
         INSERT INTO outbox_items (installation_id, repository_id, number, kind, comment_id, author, message,
             created_at, due_at)

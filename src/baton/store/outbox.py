@@ -25,7 +25,7 @@ from .work import StoredTicket, WorkTx
 
 # A check-run creation not finished after this long died with its writer.
 LEASE = timedelta(seconds=60)
-MAX_ATTEMPTS = 12
+MAX_ATTEMPTS = 12  # a row failed this many times in a row waits for the issue's next change
 URGENT = 0  # a 👍 waits on the row
 ORDINARY = 1
 
@@ -176,7 +176,7 @@ class Outbox:
         with self.engine.connect() as connection:
             rows = connection.execute(
                 select(_i.id, _i.kind, _i.comment_id, _i.author, _i.message, _i.due_at)
-                .where(_items_at(key), _i.sent_at.is_(None))
+                .where(_items_at(key), _i.sent_at.is_(None), _i.dropped.is_(None))
                 .order_by(_i.id)
             ).all()
         return [Item(r.id, r.kind, r.comment_id, r.author, r.message, utc(r.due_at) if r.due_at else None)
@@ -187,6 +187,11 @@ class Outbox:
             connection.execute(
                 update(t.outbox_items).where(_i.id.in_(item_ids)).values(sent_at=datetime.now(UTC), result_id=result_id)
             )
+
+    def drop(self, item_ids: list[int], reason: str) -> None:
+        """Give answers up for good (GitHub refused them), keeping why on their rows."""
+        with self.engine.begin() as connection:
+            connection.execute(update(t.outbox_items).where(_i.id.in_(item_ids)).values(dropped=reason[:2000]))
 
     def status_comment(self, key: TicketKey) -> int | None:
         p = t.projections.c
@@ -238,21 +243,41 @@ class Outbox:
                 )
             )
 
-    def retry(self, due: Due, after: float, error: str) -> None:
+    def retry(self, due: Due, after: float, error: str, *, count: bool = True, fresh: bool = False) -> None:
+        """Put the row back after a failure, due in `after` seconds, with the error on it. `count`: the
+        failure is one more of its tries (a rate limit is not); `fresh`: its tries start again from none
+        (what failed them is gone)."""
+        attempts = 0 if fresh else _o.attempts + 1 if count else _o.attempts
         with self.engine.begin() as connection:
             connection.execute(
                 update(t.outbox)
                 .where(_at(due.key))
                 .values(
                     due_at=datetime.now(UTC) + timedelta(seconds=after),
-                    attempts=_o.attempts + 1,
+                    attempts=attempts,
                     last_error=error[:2000],
                 )
             )
 
+    def park(self, due: Due, error: str) -> None:
+        """GitHub refused the issue's state for good: the row keeps the error and waits for the issue's next
+        change (which makes it due with its tries counted afresh). Changed meanwhile, it is due at once."""
+        with self.engine.begin() as connection:
+            parked = connection.execute(
+                update(t.outbox)
+                .where(_at(due.key), _o.version == due.version)
+                .values(attempts=MAX_ATTEMPTS, last_error=error[:2000])
+            ).rowcount
+            if not parked:
+                connection.execute(
+                    update(t.outbox).where(_at(due.key)).values(due_at=datetime.now(UTC), last_error=error[:2000])
+                )
+
     def pending(self) -> int:
+        """Issues still to be written (not those waiting for their next change after GitHub refused them)."""
         with self.engine.connect() as connection:
-            return int(connection.execute(select(func.count()).select_from(t.outbox)).scalar_one())
+            query = select(func.count()).select_from(t.outbox).where(_o.attempts < MAX_ATTEMPTS)
+            return int(connection.execute(query).scalar_one())
 
     # -- the acceptance check -----------------------------------------------------------------------
 

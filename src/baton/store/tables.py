@@ -172,7 +172,8 @@ outbox = Table(
 )
 
 # Per-command answers on GitHub: a reaction on the command's comment, or a reply (refusals and /help,
-# coalesced per issue into one comment). `result_id` is the reply comment GitHub created.
+# coalesced per issue into one comment). `result_id` is the reply comment GitHub created; `dropped` says
+# why an answer was given up (it is then never sent).
 outbox_items = Table(
     "outbox_items",
     metadata,
@@ -188,6 +189,7 @@ outbox_items = Table(
     Column("sent_at", DateTime(timezone=True)),
     Column("result_id", BigInteger),
     Column("due_at", DateTime(timezone=True)),  # a reply waits until then for others to share its comment
+    Column("dropped", Text),  # why it was given up unsent: GitHub refused it, or failed it on the last try
     Index(None, "installation_id", "repository_id", "number", "sent_at"),
 )
 
