@@ -62,7 +62,8 @@ class Fault:
     """Answer the next `times` calls matching `method` and `path` (a regular expression over the path) and,
     when given, `body` (a regular expression over the request's body) with `status` (403 or 429 with
     `retry_after` is a secondary rate limit), after waiting `delay` seconds; with no status the call is only
-    slowed down."""
+    slowed down. `headers` go on the error answer (`x-ratelimit-remaining: 0` with `x-ratelimit-reset` on a
+    403 is the primary rate limit)."""
 
     method: str
     path: str
@@ -72,6 +73,7 @@ class Fault:
     delay: float = 0.0
     message: str | None = None  # GitHub's words for the refusal, where a test cares which
     body: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
     def matches(self, method: str, path: str, body: bytes = b"") -> bool:
         return (
@@ -167,9 +169,13 @@ class StandIn:
                         return fault.delay, None
                     if fault.retry_after is not None:
                         message = "You have exceeded a secondary rate limit. Please wait before you try again."
-                        return fault.delay, Answer(fault.status, message, {"retry-after": str(fault.retry_after)})
+                        headers = {"retry-after": str(fault.retry_after), **fault.headers}
+                        return fault.delay, Answer(fault.status, message, headers)
+                    if "x-ratelimit-remaining" in fault.headers:
+                        message = fault.message or "API rate limit exceeded."
+                        return fault.delay, Answer(fault.status, message, dict(fault.headers))
                     message = fault.message or ("Server Error" if fault.status >= 500 else "Injected")
-                    return fault.delay, Answer(fault.status, message)
+                    return fault.delay, Answer(fault.status, message, dict(fault.headers))
         return 0.0, None
 
     def _dispatch(

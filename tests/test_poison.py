@@ -1,0 +1,327 @@
+"""GitHub failing or refusing, through the real app against the stand-in GitHub on 127.0.0.1: each kind of
+failed answer is handled as what it is, a write GitHub refuses for good never stops the rest of its issue,
+an issue that gave up shows its next decision, and under every kind of fault at once each issue's labels,
+assignee and status comment end up showing the database's state.
+
+Most tests run Baton without its background lanes and write with `drain()` (as tests/test_projection.py
+does); the fault suite at the end runs the lanes."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from baton.domain import TicketKey
+from baton.domain.status import STATUS_MARKER, View, view
+from baton.store import tables as t
+from baton.store.outbox import MAX_ATTEMPTS
+from github_standin.server import Fault
+from test_projection import Scene, opened
+
+FOREVER = 10**9
+
+
+@pytest.fixture
+def scene(database_url: str) -> Iterator[Scene]:
+    with opened(database_url) as made:
+        made.settle()
+        yield made
+
+
+def dropped(scene: Scene) -> list[tuple[str, str]]:
+    """The answers given up: (kind, why)."""
+    i = t.outbox_items.c
+    with scene.app.state.work.units.engine.connect() as connection:
+        rows = connection.execute(select(i.kind, i.dropped).where(i.dropped.is_not(None)).order_by(i.id)).all()
+    return [(row.kind, row.dropped) for row in rows]
+
+
+def paused_for(scene: Scene) -> float:
+    """Seconds the installation's writes are paused for, from now."""
+    b = t.write_budgets.c
+    with scene.app.state.work.units.engine.connect() as connection:
+        until = connection.execute(select(b.paused_until)).scalar()
+    assert until is not None
+    return ((until if until.tzinfo else until.replace(tzinfo=UTC)) - datetime.now(UTC)).total_seconds()
+
+
+def tokens(scene: Scene) -> list[str]:
+    with scene.hub.world.lock:
+        return list(scene.hub.world.tokens)
+
+
+def calls(scene: Scene, method: str, path: str) -> int:
+    """How many times Baton called `method path` on the stand-in, answered or not."""
+    with scene.hub.world.lock:
+        return sum(1 for c in scene.rest.calls if c.method == method and c.path == path)
+
+
+# -- item 10: each kind of failed answer --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fault", "wait"),
+    [({"status": 403, "headers": {"x-ratelimit-remaining": "0"}}, 30.0),  # the primary limit: until the reset
+     ({"status": 403, "retry_after": 30}, 30.0),  # a secondary limit
+     ({"status": 429, "retry_after": 30}, 30.0),
+     ({"status": 429}, 60.0)],  # a rate limit that names no time: a minute, as GitHub advises
+    ids=["primary", "secondary-403", "secondary-429", "429-bare"],
+)  # fmt: skip
+def test_a_rate_limit_pauses_the_installation_as_long_as_github_says(
+    scene: Scene, fault: dict[str, Any], wait: float
+) -> None:
+    if "x-ratelimit-remaining" in fault.get("headers", {}):
+        fault["headers"]["x-ratelimit-reset"] = str(int(time.time() + wait))
+    scene.rest.inject(Fault("POST", f"^{scene.path}/labels$", **fault))
+    scene.comment("agent-a", "/claim")
+    scene.drain()
+    assert wait - 8 <= paused_for(scene) <= wait + 1
+    [row] = scene.outbox()
+    assert row.attempts == 0  # waiting as told is no failure of the issue's
+    assert "rate limited" in row.last_error
+    assert scene.labels() == set()
+    scene.due_now()
+    scene.drain()
+    assert scene.labels() == {"baton:claimed"} and scene.assignees() == ["agent-a"]
+    assert scene.outbox() == []
+
+
+@pytest.mark.parametrize("status", [500, 502, 401])
+def test_a_passing_failure_is_tried_again_after_a_short_wait(scene: Scene, status: int) -> None:
+    scene.rest.inject(Fault("POST", f"^{scene.path}/labels$", status=status))
+    scene.comment("agent-a", "/claim")
+    scene.drain()
+    [row] = scene.outbox()
+    assert row.attempts == 1 and f"answered {status}" in row.last_error
+    waits = (row.due_at.replace(tzinfo=row.due_at.tzinfo or UTC) - datetime.now(UTC)).total_seconds()
+    assert 0 < waits <= 1.0  # the first retry of a 5xx or an expired token comes after a second
+    scene.due_now()
+    scene.drain()
+    assert scene.labels() == {"baton:claimed"} and scene.outbox() == []
+
+
+# -- item 11: a poison write is dropped, the rest of the issue goes on ------------------------------------
+
+
+def test_a_reply_github_refuses_for_good_is_dropped_and_the_rest_of_the_issue_is_shown(
+    scene: Scene, caplog: pytest.LogCaptureFixture
+) -> None:
+    scene.rest.inject(Fault("POST", f"^{scene.path}/comments$", status=422, times=FOREVER, body="baton:reply"))
+    scene.comment("agent-a", "/deliver")  # refused: a reply, which GitHub refuses
+    claim = scene.comment("agent-b", "/claim")
+    with caplog.at_level(logging.WARNING, logger="baton.writer"):
+        scene.drain()
+    assert scene.labels() == {"baton:claimed"}
+    assert scene.assignees() == ["agent-b"]
+    assert scene.reactions() == [(claim, "+1")]
+    assert "**Work:** Claimed — attempt 1 by @agent-b" in scene.status()
+    assert scene.replies() == []
+    reply = f"POST /repos/{scene.stage.full_name}/issues/{scene.number}/comments answered 422"
+    assert [(kind, why.split(" (")[0]) for kind, why in dropped(scene)] == [("reply", f"refused: {reply}")]
+    assert scene.outbox() == []  # nothing of the issue is left waiting
+    logged = [record.getMessage() for record in caplog.records]
+    assert len([line for line in logged if reply in line]) == 1, logged  # once, with the operation and status
+    assert not any(token in line for line in logged for token in tokens(scene))
+    assert calls(scene, "POST", f"{scene.path}/comments") == 2  # the reply once, the status comment once
+
+    # A later decision is shown, and its own refused reply holds nothing up either.
+    scene.comment("agent-b", "/release")
+    scene.comment("agent-c", "/deliver")
+    scene.drain()
+    assert scene.labels() == {"baton:open"} and scene.assignees() == []
+    assert "**Work:** Open — not claimed" in scene.status()
+    assert [kind for kind, _ in dropped(scene)] == ["reply", "reply"]
+    assert scene.outbox() == []
+
+
+def test_a_thumbs_up_on_a_deleted_comment_is_dropped_and_the_rest_is_shown(scene: Scene) -> None:
+    claim = scene.comment("agent-a", "/claim")
+    scene.person("agent-a").delete_comment(scene.stage.full_name, claim)  # before Baton's 👍: GitHub says 404
+    scene.drain()
+    assert scene.labels() == {"baton:claimed"} and scene.assignees() == ["agent-a"]
+    [(kind, why)] = dropped(scene)
+    assert kind == "reaction" and why.startswith(f"refused: POST /repos/{scene.stage.full_name}/issues/comments/")
+    assert " answered 404" in why
+    assert scene.outbox() == []
+
+
+@pytest.mark.parametrize("status", [422, 403, 410])
+def test_a_label_github_refuses_for_good_leaves_the_assignee_and_status_shown_until_the_next_change(
+    scene: Scene, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    labels = f"{scene.path}/labels"
+    fault = Fault("POST", f"^{labels}$", status=status, times=FOREVER)
+    scene.rest.inject(fault)
+    claim = scene.comment("agent-a", "/claim")
+    with caplog.at_level(logging.WARNING, logger="baton.writer"):
+        scene.drain()
+    assert scene.assignees() == ["agent-a"]
+    assert "**Work:** Claimed — attempt 1 by @agent-a" in scene.status()
+    assert scene.reactions() == [(claim, "+1")]
+    assert scene.labels() == set()
+    [row] = scene.outbox()  # kept, with the reason, and not tried again until the issue changes
+    assert row.attempts == MAX_ATTEMPTS
+    assert row.last_error.startswith(f"refused: POST {labels} answered {status}")
+    assert scene.app.state.writer.outbox.pending() == 0
+    refusals = [r.getMessage() for r in caplog.records if f"POST {labels} answered {status}" in r.getMessage()]
+    assert len(refusals) == 1
+    scene.due_now()
+    scene.drain()
+    assert calls(scene, "POST", labels) == 1
+
+    fault.times = 0  # GitHub takes labels again (say the repository's settings were fixed)
+    scene.comment("agent-a", "/release")
+    scene.drain()
+    print("HIST", [(e.type, e.actor) for e in scene.app.state.work.history(scene.key)], scene.writes(), scene.replies())
+    assert scene.labels() == {"baton:open"} and scene.assignees() == []
+    assert scene.outbox() == []
+
+
+def test_an_issue_that_gave_up_shows_its_next_decision(scene: Scene) -> None:
+    """GitHub failed the claim's label on every one of the issue's tries: GitHub kept `baton:open` and no
+    assignee while the database said claimed. The next decision on the issue is shown all the same."""
+    scene.comment("agent-a", "/claim")
+    scene.drain()
+    scene.comment("agent-a", "/release")
+    scene.drain()
+    assert scene.labels() == {"baton:open"} and scene.assignees() == []
+    fault = Fault("POST", f"^{scene.path}/labels$", status=502, times=FOREVER)
+    scene.rest.inject(fault)
+    scene.comment("agent-a", "/claim")
+    for _ in range(MAX_ATTEMPTS):
+        scene.drain()
+        scene.due_now()
+    [row] = scene.outbox()
+    assert row.attempts == MAX_ATTEMPTS and "answered 502" in row.last_error
+    assert scene.drain() == 0  # given up
+    assert scene.labels() == {"baton:open"} and scene.assignees() == []
+
+    fault.times = 0
+    scene.comment("agent-b", "/claim")  # refused: a decision all the same, with a reply
+    scene.drain()
+    assert scene.labels() == {"baton:claimed"} and scene.assignees() == ["agent-a"]
+    assert "**Work:** Claimed — attempt 2 by @agent-a" in scene.status()
+    assert len(scene.replies()) == 1
+    assert scene.outbox() == []
+
+
+def test_a_reply_github_fails_on_every_try_is_dropped_and_the_rest_is_shown(scene: Scene) -> None:
+    scene.rest.inject(Fault("POST", f"^{scene.path}/comments$", status=502, times=FOREVER, body="baton:reply"))
+    scene.comment("agent-a", "/deliver")
+    scene.comment("agent-b", "/claim")
+    for _ in range(MAX_ATTEMPTS):
+        assert scene.labels() == set()  # the reply goes first, and holds the rest up for a while
+        scene.drain()
+        scene.due_now()
+    scene.drain()
+    [(kind, why)] = dropped(scene)
+    assert kind == "reply" and why.startswith(f"not sent after {MAX_ATTEMPTS} tries: POST ")
+    assert scene.labels() == {"baton:claimed"} and scene.assignees() == ["agent-b"]
+    assert scene.outbox() == []
+
+
+# -- the fault suite: every kind of fault at once, with the lanes running -------------------------------------
+
+ISSUES = 6
+
+
+def shown(scene: Scene, number: int) -> View:
+    """What GitHub shows of an issue, as a `View`: its baton label, its assignee, its status comment."""
+    with scene.hub.world.lock:
+        issue = scene.repository.issues[number]
+        labels = sorted(label for label in issue.labels if label.startswith("baton:"))
+        assignees = list(issue.assignees)
+        bodies = [c.body for c in scene.repository.comments.values()
+                  if c.issue == number and c.body.startswith(STATUS_MARKER)]  # fmt: skip
+    return View(
+        ",".join(labels),
+        ",".join(assignees) or None,
+        bodies[0] if len(bodies) == 1 else f"{len(bodies)} status comments",
+    )
+
+
+def wanted(scene: Scene, number: int) -> View:
+    """What the database says GitHub should show of an issue."""
+    writer = scene.app.state.writer
+    key = TicketKey(scene.repository.installation_id, scene.repository.id, number)
+    stored, review, _ = writer.outbox.ticket(key)
+    assert stored is not None
+    return view(stored.ticket, review, writer.evidence.rail(key))
+
+
+def converged(scene: Scene, numbers: list[int]) -> bool:
+    return all(shown(scene, n) == wanted(scene, n) for n in numbers)
+
+
+def test_under_every_kind_of_github_fault_each_issues_projection_converges(database_url: str) -> None:
+    """Six issues, each raced by two agents, while GitHub answers 5xx, times out, rate-limits (a 403 and a
+    429 with `Retry-After`), and refuses one issue's replies and another's label for good; when the
+    faults stop and each issue sees one more decision, GitHub shows every issue as the database has it.
+    Baton runs with its lanes, calls to GitHub time out after 0.5 s (`BATON_GITHUB_TIMEOUT`)."""
+    began = time.monotonic()
+    with opened(database_url, lanes=True, answer_delay=0.3, github_timeout=0.5) as scene:
+        owner = scene.person("olivia")
+        numbers = [owner.open_issue(scene.stage.full_name, f"Task {n}") for n in range(ISSUES)]
+        path = f"/repos/{scene.stage.full_name}/issues"
+        faults = [
+            Fault("POST", f"^{path}/{numbers[0]}/labels$", status=500, times=2),
+            Fault("POST", f"^{path}/{numbers[0]}/assignees$", status=502, times=1),
+            Fault("POST", f"^{path}/{numbers[1]}/assignees$", status=None, delay=1.0, times=1),  # timeouts
+            Fault("GET", f"^{path}/{numbers[5]}/comments$", status=None, delay=1.0, times=1),
+            Fault("GET", f"^{path}/{numbers[1]}$", status=503, times=1),
+            Fault("POST", f"^{path}/{numbers[2]}/labels$", status=403, retry_after=1, times=1),
+            Fault("POST", f"^{path}/{numbers[2]}/comments$", status=429, retry_after=1, times=1),
+            Fault("POST", f"^{path}/{numbers[3]}/comments$", status=422, times=FOREVER, body="baton:reply"),
+            Fault("POST", f"^{path}/{numbers[4]}/labels$", status=422, times=FOREVER),
+            Fault("POST", f"^{path}/comments/[0-9]+/reactions$", status=500, times=3),
+        ]
+        for fault in faults:
+            scene.rest.inject(fault)
+        for number in numbers:  # two agents race for each issue: a 👍, a label, an assignee, a reply
+            scene.person("agent-a").comment(scene.stage.full_name, number, "/claim")
+            scene.person("agent-b").comment(scene.stage.full_name, number, "/claim")
+
+        deadline = time.monotonic() + 30
+        while not all(fault.times <= 0 or fault.times > FOREVER // 2 for fault in faults):
+            assert time.monotonic() < deadline, [(f.path, f.times) for f in faults]
+            time.sleep(0.05)
+        refused_label = f"{path}/{numbers[4]}/labels"
+        scene.settle()
+        deadline = time.monotonic() + 30
+        while not converged(scene, [n for n in numbers if n != numbers[4]]):
+            assert time.monotonic() < deadline, {n: (shown(scene, n), wanted(scene, n)) for n in numbers}
+            time.sleep(0.1)
+        refused = shown(scene, numbers[4])  # its label refused for good: it waits for the issue's next change
+        assert refused.label != wanted(scene, numbers[4]).label
+        assert refused.assignee == wanted(scene, numbers[4]).assignee is not None
+
+        for fault in faults:  # the faults stop; one more decision on each issue
+            with scene.hub.world.lock:
+                fault.times = 0
+        for number in numbers:  # the winner of each race lets go
+            runner = wanted(scene, number).assignee
+            assert runner is not None
+            scene.person(runner).comment(scene.stage.full_name, number, "/release")
+        scene.settle()
+        deadline = time.monotonic() + 30
+        while not converged(scene, numbers):
+            assert time.monotonic() < deadline, {n: (shown(scene, n), wanted(scene, n)) for n in numbers}
+            time.sleep(0.1)
+        assert all(shown(scene, n).label == "baton:open" and shown(scene, n).assignee is None for n in numbers)
+        until_written = time.monotonic() + 10
+        while scene.app.state.writer.outbox.pending():
+            assert time.monotonic() < until_written, scene.outbox()
+            time.sleep(0.05)
+        assert converged(scene, numbers)
+        assert [kind for kind, _ in dropped(scene)] == ["reply"]  # issue 3's; every other answer was sent
+        assert calls(scene, "POST", refused_label) >= 2
+        with scene.hub.world.lock:
+            thumbs = sum(len(scene.repository.reactions.get(n, [])) for n in numbers)
+        assert thumbs == 2 * ISSUES  # each claim and release once, none doubled
+    assert time.monotonic() - began < 60
