@@ -106,6 +106,25 @@ def _deliveries(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refused(args: argparse.Namespace) -> int:
+    from baton.store import make_engine
+    from baton.store.outbox import Outbox
+
+    engine = make_engine(Settings().database_url)
+    try:
+        given_up = Outbox(engine).given_up(args.limit)
+    finally:
+        engine.dispose()
+    if not given_up:
+        print("nothing refused: GitHub was shown every answer and every issue")
+        return 0
+    for found in given_up:
+        when = f"  {found.at:%Y-%m-%d %H:%M:%S}" if found.at is not None else ""
+        print(f"{found.repository}#{found.number}  {found.what:<8}{when}".rstrip())
+        print(f"    {found.reason}")
+    return 0
+
+
 def _replay(args: argparse.Namespace) -> int:
     from baton.intake import process
 
@@ -206,6 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
     deliveries.add_argument("--status", choices=["pending", "processing", "done", "ignored", "failed"])
     deliveries.add_argument("--limit", type=int, default=50)
     deliveries.set_defaults(run=_deliveries)
+
+    refused = commands.add_parser(
+        "refused", help="list what GitHub was never shown: answers dropped, issues waiting for their next change"
+    )
+    refused.add_argument("--limit", type=int, default=50)
+    refused.set_defaults(run=_refused)
 
     replay = commands.add_parser("replay", help="process one stored webhook delivery again, now")
     replay.add_argument("delivery", help="its X-GitHub-Delivery id, as `baton deliveries` lists it")

@@ -273,6 +273,31 @@ class Outbox:
                     update(t.outbox).where(_at(due.key)).values(due_at=datetime.now(UTC), last_error=error[:2000])
                 )
 
+    def given_up(self, limit: int = 50) -> list[GivenUp]:
+        """What GitHub was never shown, newest first: answers dropped, then issues waiting for their next
+        change after GitHub refused their state or failed it on every try."""
+        k = t.tickets.c
+        named = and_(k.installation_id == _i.installation_id, k.repository_id == _i.repository_id,
+                     k.number == _i.number)  # fmt: skip
+        with self.engine.connect() as connection:
+            answers = connection.execute(
+                select(k.repository, _i.repository_id, _i.number, _i.kind, _i.dropped, _i.created_at)
+                .select_from(t.outbox_items.outerjoin(t.tickets, named))
+                .where(_i.dropped.is_not(None))
+                .order_by(desc(_i.id))
+                .limit(limit)
+            ).all()
+            issues = connection.execute(
+                select(_o.repository, _o.number, _o.last_error)
+                .where(_o.attempts >= MAX_ATTEMPTS)
+                .order_by(_o.repository, _o.number)
+                .limit(limit)
+            ).all()
+        return [
+            GivenUp(r.repository or f"repository {r.repository_id}", r.number, r.kind, r.dropped, utc(r.created_at))
+            for r in answers
+        ] + [GivenUp(r.repository, r.number, "issue", r.last_error or "", None) for r in issues]
+
     def pending(self) -> int:
         """Issues still to be written (not those waiting for their next change after GitHub refused them)."""
         with self.engine.connect() as connection:
@@ -344,6 +369,18 @@ class Outbox:
                 .where(_check_at(installation_id, repository_id, head_sha))
                 .values(check_run_id=check_run_id, shown=shown.to_dict(), updated_at=datetime.now(UTC))
             )
+
+
+@dataclass(frozen=True)
+class GivenUp:
+    """A write GitHub was never shown: an answer (`what` is `reaction` or `reply`, `at` when it was queued)
+    or an issue's labels, assignee and status comment (`issue`), with why."""
+
+    repository: str
+    number: int
+    what: str
+    reason: str
+    at: datetime | None
 
 
 @dataclass(frozen=True)
