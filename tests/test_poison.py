@@ -26,6 +26,8 @@ from baton.domain.status import STATUS_MARKER, View, view
 from baton.store import tables as t
 from baton.store.outbox import MAX_ATTEMPTS
 from github_standin.server import Fault
+from test_lanes import SHOP, open_stage, until
+from test_lanes import ticket as lanes_ticket
 from test_projection import Scene, opened
 
 FOREVER = 10**9
@@ -118,6 +120,24 @@ def test_a_passing_failure_is_tried_again_after_a_short_wait(scene: Scene, statu
     scene.due_now()
     scene.drain()
     assert scene.labels() == {"baton:claimed"} and scene.outbox() == []
+
+
+def test_a_rate_limited_permission_lookup_delays_the_delivery_and_never_fails_it(database_url: str) -> None:
+    """The decide lane's lookups meet GitHub's rate limits too: a secondary limit (a 403) is a passing
+    failure, so the delivery is tried again, not failed for good."""
+    with open_stage(database_url) as stage:
+        owner, agent = stage.person("olivia", "admin"), stage.person("agent-a", "write")
+        number = owner.open_issue(SHOP, "Busy")
+        inbox = stage.app.state.inbox
+        until(lambda: any(d.event == "issues" for d in inbox.listed("done")), 30, "the opening decided")
+        stage.hub.rest.inject(Fault("GET", r"/collaborators/agent-a/permission$", status=403, retry_after=1))
+        agent.comment(SHOP, number, "/claim")
+        until(lambda: lanes_ticket(stage, number).get("state") == "claimed", 30, "the claim, after a rate limit")
+        until(lambda: any(d.event == "issue_comment" for d in inbox.listed("done")), 10, "the delivery finished")
+        [claim] = [d for d in inbox.listed() if d.event == "issue_comment"]
+        assert (claim.status, claim.attempts, claim.error) == ("done", 2, None)
+        assert inbox.listed("failed") == []
+    stage.app.state.work.units.engine.dispose()
 
 
 # -- item 11: a poison write is dropped, the rest of the issue goes on ------------------------------------
