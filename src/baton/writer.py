@@ -203,6 +203,8 @@ class Writer:
         except Spent as spent:
             self.budgets.defer(installation_id, spent.until)
             return False
+        except CheckBusy:
+            self.outbox.retry(due, 2.0, "the check run is being created by another writer")
         except AnswerFailed as failed:
             if due.attempts + 1 >= MAX_ATTEMPTS and rate_limit(failed.error) is None:
                 # The last try: the answer goes, so that the rest is not held behind it.
