@@ -76,12 +76,9 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
 
     def matches(self, method: str, path: str, body: bytes = b"") -> bool:
-        return (
-            self.times > 0
-            and method.upper() == self.method.upper()
-            and re.search(self.path, path) is not None
-            and (self.body is None or re.search(self.body, body.decode("utf-8", "replace")) is not None)
-        )
+        carries = self.body is None or re.search(self.body, body.decode("utf-8", "replace")) is not None
+        found = method.upper() == self.method.upper() and re.search(self.path, path) is not None
+        return self.times > 0 and found and carries
 
 
 @dataclass
@@ -171,11 +168,10 @@ class StandIn:
                         message = "You have exceeded a secondary rate limit. Please wait before you try again."
                         headers = {"retry-after": str(fault.retry_after), **fault.headers}
                         return fault.delay, Answer(fault.status, message, headers)
+                    words = "Server Error" if fault.status >= 500 else "Injected"
                     if "x-ratelimit-remaining" in fault.headers:
-                        message = fault.message or "API rate limit exceeded."
-                        return fault.delay, Answer(fault.status, message, dict(fault.headers))
-                    message = fault.message or ("Server Error" if fault.status >= 500 else "Injected")
-                    return fault.delay, Answer(fault.status, message, dict(fault.headers))
+                        words = "API rate limit exceeded."
+                    return fault.delay, Answer(fault.status, fault.message or words, dict(fault.headers))
         return 0.0, None
 
     def _dispatch(
