@@ -181,12 +181,13 @@ class Writer:
             return 0
         handled = 0
         try:
-            while not stopping() and (due := self.outbox.most_urgent(installation_id)) is not None:
-                if handled and not self.budgets.renew(installation_id, holder):
-                    break
-                handled += 1
-                if not self.handle(due):
-                    break
+            with self.budgets.kept(installation_id, holder):
+                while not stopping() and (due := self.outbox.most_urgent(installation_id)) is not None:
+                    if handled and not self.budgets.renew(installation_id, holder):
+                        break
+                    handled += 1
+                    if not self.handle(due):
+                        break
         finally:
             self.budgets.release(installation_id, holder)
         return handled

@@ -4,15 +4,16 @@ GitHub's secondary rate limits count content-creating requests per installation:
 500 an hour, and it asks for them to be spaced (about a second apart). Every process writing for an
 installation reads and spends the same row here, so four workers write no faster than one.
 
-One writer at a time holds an installation (`hold`, renewed while it works, released after), so its
-writes leave most urgent first. Its slots come from `slot()`: not before the budget's `next_at`, nor a
+One writer at a time holds an installation (`hold`, kept by a heartbeat while it works, released after),
+so its writes leave most urgent first. Its slots come from `slot()`: not before the budget's `next_at`, nor a
 pause a rate limit set (`pause`, by any process), nor a time that would put more than the per-minute or
-per-hour number of writes inside one minute or hour of the log. A hold that its writer stops renewing
-(the process died) runs out after `HOLD`.
+per-hour number of writes inside one minute or hour of the log. A hold that its writer's process stops renewing
+(the process died) runs out after `HOLD`, a few seconds (`baton.store.leases`).
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -20,8 +21,9 @@ from sqlalchemy import Engine, delete, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from . import tables as t
+from .leases import LEASE, Heartbeat
 
-HOLD = timedelta(seconds=60)
+HOLD = LEASE
 
 _b = t.write_budgets.c
 _l = t.write_log.c
@@ -68,6 +70,7 @@ class Budgets:
     def __init__(self, engine: Engine, limits: Limits) -> None:
         self.engine = engine
         self.limits = limits
+        self._holds: Heartbeat[tuple[int, str]] = Heartbeat(self._renew_all, "baton-write-holds")
 
     def _upsert(self, connection: object, installation_id: int) -> None:
         dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
@@ -91,6 +94,15 @@ class Budgets:
                 .values(holder=holder, held_until=now + HOLD)
             ).rowcount
         return bool(taken)
+
+    def kept(self, installation_id: int, holder: str) -> AbstractContextManager[None]:
+        """Keep `holder`'s hold on the installation alive while the block runs (a GitHub call may take
+        longer than HOLD)."""
+        return self._holds.holding([(installation_id, holder)])
+
+    def _renew_all(self, holds: list[tuple[int, str]]) -> None:
+        for installation_id, holder in holds:
+            self.renew(installation_id, holder)
 
     def renew(self, installation_id: int, holder: str) -> bool:
         """Keep holding; False when the hold was lost (it ran out and another writer took it)."""

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -27,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 
 from . import tables as t
 from .engine import one_statement, unreachable
+from .leases import LEASE, Heartbeat
 
 _inbox = t.webhook_deliveries
 _c = _inbox.c
@@ -35,11 +33,6 @@ _c = _inbox.c
 # On PostgreSQL, storing deliveries notifies this channel, so the decide lanes of other processes need
 # not wait for their next look.
 CHANNEL = "baton_inbox"
-
-# A process renews the leases of the deliveries it is processing this often; a lease not renewed for three
-# beats died with its process (or the process lost the database: then whoever reaches it takes over).
-HEARTBEAT = 2.0
-LEASE = timedelta(seconds=3 * HEARTBEAT)
 
 
 def _lapsed(now: datetime) -> ColumnElement[bool]:
@@ -126,53 +119,16 @@ class WebhookDelivery:
     received_at: datetime  # when it first arrived (a redelivery keeps it)
 
 
-class _Leases:
-    """The deliveries this process is processing: a thread renews their leases every `HEARTBEAT` seconds
-    while there are any, and ends when there are none."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self._held: Counter[str] = Counter()
-        self._lock = threading.Lock()
-        self._renewing = False
-
-    @contextmanager
-    def holding(self, ids: list[str]) -> Iterator[None]:
-        with self._lock:
-            self._held.update(ids)
-            if not self._renewing and self._held:
-                self._renewing = True
-                threading.Thread(target=self._renew, name="baton-leases", daemon=True).start()
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._held.subtract(ids)
-                self._held = +self._held  # drops the ids no longer held
-
-    def _renew(self) -> None:
-        while True:
-            time.sleep(HEARTBEAT)
-            with self._lock:
-                ids = list(self._held)
-                if not ids:
-                    self._renewing = False
-                    return
-            try:
-                with one_statement(self.engine) as connection:
-                    connection.execute(
-                        update(_inbox)
-                        .where(_c.id.in_(ids), _c.status == "processing")
-                        .values(processed_at=datetime.now(UTC))
-                    )
-            except Exception:  # the database is away: the leases run out, and whoever reaches it takes over
-                continue
-
-
 class Inbox:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._leases = _Leases(engine)
+        self._leases: Heartbeat[str] = Heartbeat(self._renew, "baton-leases")
+
+    def _renew(self, ids: list[str]) -> None:
+        with one_statement(self.engine) as connection:
+            connection.execute(
+                update(_inbox).where(_c.id.in_(ids), _c.status == "processing").values(processed_at=datetime.now(UTC))
+            )
 
     def leased(self, deliveries: Iterable[WebhookDelivery]) -> contextlib.AbstractContextManager[None]:
         """Keep the leases of taken deliveries for as long as the block runs (it processes them). After it,
