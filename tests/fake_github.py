@@ -90,7 +90,7 @@ class FakeGitHub:
             return httpx.Response(201, json={"token": "ghs_t", "expires_at": expires})
         if re.fullmatch(r"/repos/octo/shop/collaborators/[^/]+/permission", path):
             login = path.split("/")[-2]
-            permission = "write" if login == "maria" else "read"
+            permission = "maintain" if login == "maria" else "read"
             return httpx.Response(200, json={"permission": permission, "role_name": permission})
         if "/contents/" in path:
             return httpx.Response(404, json={"message": "Not Found"})

@@ -38,7 +38,7 @@ SHOP, ZOO, API = ("octo/shop", 7, 1001), ("octo/Zoo", 7, 1002), ("acme/api", 8, 
 AGENT_A = Actor("agent-a", Permission.READ)
 AGENT_B = Actor("Agent-B", Permission.READ)  # GitHub keeps a login's case; lookups ignore it
 OWNER = Actor("olivia", Permission.READ)
-MAINTAINER = Actor("maria", Permission.WRITE)
+MAINTAINER = Actor("maria", Permission.MAINTAIN)
 
 SECOND_HEAD = "5d6e7f8" + "9" * 33
 FIRST = Evidence("42-empty-state", "1a2b3c4", 57, ("https://ci.example/run/1",), ())

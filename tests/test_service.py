@@ -38,7 +38,7 @@ AGENT_B = Actor("agent-b", Permission.READ)
 AGENT_C = Actor("agent-c", Permission.READ)
 ADMIN_A = Actor("agent-a", Permission.ADMIN)
 OWNER = Actor("olivia", Permission.READ)
-MAINTAINER = Actor("maria", Permission.WRITE)
+MAINTAINER = Actor("maria", Permission.MAINTAIN)
 STRANGER = Actor("stranger", Permission.NONE)
 
 COMPLETE_BRIEF = Brief(scope=("src/BillingHistory.tsx",), acceptance=("no invoices: empty state",))

@@ -72,6 +72,12 @@ class Hub:
         with self.world.lock:
             return Person(self, self.world.account(login, kind))
 
+    def join_team(self, team: str, login: str, *, state: str = "active") -> None:
+        """`login` joins team `org/team-slug` of an organisation (`state="pending"`: invited only)."""
+        org, _, slug = team.lstrip("@").partition("/")
+        with self.world.lock:
+            self.world.join_team(org, slug, login, state=state)
+
     def repo(self, repository: Repository) -> shapes.Repo:
         return repository.shape(self.api_url)
 

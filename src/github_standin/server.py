@@ -170,6 +170,11 @@ class StandIn:
         if method == "POST" and minting is not None:
             with self.world.lock:
                 return self._mint(int(minting.group(1)), headers)
+        membership = re.fullmatch(r"/orgs/([^/]+)/teams/([^/]+)/memberships/([^/]+)", path)
+        if method == "GET" and membership is not None:
+            with self.world.lock:
+                org, team_slug, username = (unquote(part) for part in membership.groups())
+                return self._team_membership(base, org, team_slug, username, headers)
         for route_method, pattern, handler in _ROUTES:
             if route_method != method:
                 continue
@@ -211,6 +216,26 @@ class StandIn:
         token = Token(f"ghs_{secrets.token_hex(18)}", installation_id, now() + timedelta(hours=1))
         self.world.tokens[token.value] = token
         return 201, shapes.installation_token(token.value, token.expires_at)
+
+    def _team_membership(
+        self, base: str, org: str, team_slug: str, username: str, headers: dict[str, str]
+    ) -> tuple[int, Json]:
+        """GET /orgs/{org}/teams/{team_slug}/memberships/{username}: 200 with the membership (`active` or
+        `pending`), 404 for a non-member or an unknown team, 403 when the installation lacks `members`."""
+        scheme, _, credential = headers.get("authorization", "").partition(" ")
+        token = self.world.tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
+        if token is None or token.expires_at <= now():
+            raise Answer(401, "Bad credentials")
+        installation = self.world.installations[token.installation_id]
+        if installation.account.login.lower() != org.lower():
+            raise Answer(404, "Not Found")
+        if "members" not in installation.permissions:
+            raise Answer(403, "Resource not accessible by integration")
+        found = self.world.teams.get((org.lower(), team_slug.lower()), {}).get(username.lower())
+        if found is None:
+            raise Answer(404, "Not Found")
+        url = f"{base}/organizations/{installation.account.id}/team/{team_slug}/memberships/{username}"
+        return 200, shapes.team_membership(url, found.role, found.state)
 
     def _repository(self, owner: str, name: str, headers: dict[str, str]) -> Repository:
         scheme, _, credential = headers.get("authorization", "").partition(" ")
@@ -363,10 +388,11 @@ def _collaborator_permission(c: _Context, username: str) -> tuple[int, Json]:
     if account is None:
         raise Answer(404, "Not Found")
     role = c.repository.permission(username)
-    if role == "none":
+    base = c.repository.custom_roles.get(role, role)
+    if base == "none":
         raise Answer(404, f"{username} is not a user")
-    coarse = {"maintain": "write", "triage": "read"}.get(role, role)
-    return 200, shapes.collaborator_permission(c.repo, account, coarse, role)
+    coarse = {"maintain": "write", "triage": "read"}.get(base, base)
+    return 200, shapes.collaborator_permission(c.repo, account, coarse, role, base=base)
 
 
 def _contents(c: _Context, path: str) -> tuple[int, Json]:

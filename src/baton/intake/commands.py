@@ -30,8 +30,8 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
     if not commands or key is None or not envelope.repository or not intake.active(envelope):
         return []
     issue = Issue(key, envelope.repository, text(envelope.payload, "issue", "user", "login"))
-    actor = intake.actor(envelope)
     policy = intake.policy(key.installation_id, envelope.repository, key, envelope.sender)
+    actor = intake.actor(envelope, policy, key)
     return [
         Request(issue, command, actor, envelope.operation(what, index), policy, source)
         for index, command in enumerate(commands)
@@ -104,8 +104,8 @@ def on_pull_request(
             intake.work.reply(answer_on, repository, login, f"/{command.name}: {target}", op)
             continue
         assert key is not None
-        actor = actor or intake.actor(envelope)
         policy = intake.policy(answer_on.installation_id, repository, answer_on, login)
+        actor = actor or intake.actor(envelope, policy, answer_on)
         issue = Issue(key, repository, "")
         outcomes.append(intake.work.apply(issue, command, actor, op, policy, replace(source, number=answer_on.number)))
     return tuple(outcomes)

@@ -23,6 +23,7 @@ from .objects import (
     pull_request,
     reaction,
     repository,
+    team_membership,
     timestamp,
     user,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "push_event",
     "reaction",
     "repository",
+    "team_membership",
     "timestamp",
     "user",
 ]
