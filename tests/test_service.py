@@ -379,7 +379,7 @@ def test_refusals_change_nothing(rail: Rail) -> None:
     refused_without_change(Command("send-back", text="redo"), ADMIN_A, "self_review", self_review)
     refused_without_change(Command("send-back"), MAINTAINER, "missing_argument")
     refused_without_change(Command("accept"), AGENT_B, "not_reviewer")
-    refused_without_change(Command("reopen", text="x"), OWNER, "not_reviewer")
+    refused_without_change(Command("reopen", text="x"), OWNER, "not_permitted")
     refused_without_change(Command("deliver", text="again"), ADMIN_A, "wrong_state")
 
     assert rail.do(4, Command("accept"), MAINTAINER).applied

@@ -369,7 +369,7 @@ def test_a_command_on_a_pull_request_acts_on_the_issue_it_links(hub: Hub) -> Non
     hub.post("issue_comment", comment("agent-a", "/deliver done", comment_id=2))
     hub.post("issue_comment", pr_comment("agent-a", "/accept", "Fixes #42", comment_id=3))
     assert hub.ticket(42).state is WorkState.DELIVERED  # the runner may not accept it
-    assert replies_on(hub, 57)[0][1].startswith("@agent-a cannot /accept #42: reviewing needs write access")
+    assert replies_on(hub, 57)[0][1].startswith("@agent-a cannot /accept #42: that needs a reviewer")
     hub.post("issue_comment", pr_comment("maria", "/accept", "Fixes #42", comment_id=4))
     assert hub.ticket(42).state is WorkState.ACCEPTED
 
