@@ -220,7 +220,8 @@ def test_who_may_do_what(sqlite_url: str, settings: str) -> None:
                 seen = (changed, thumbs, reply, last and last.actor, last and last.role.value)
                 want: tuple[object, ...] = (True, True, None, ACTORS[cell.actor][0], expected.role)
             else:  # refused or noted: nothing recorded; a reply with the key part where one is expected
-                unchanged = (ticket.revision if ticket else 0) == cell.revision or cell.revision == 0
+                # an untracked issue's first command tracks it (revision 1) before it is decided
+                unchanged = (ticket.revision if ticket else 1) == max(cell.revision, 1)
                 said = reply is not None and expected.reply is not None and expected.reply in reply
                 seen = (unchanged, said if expected.reply else reply is None)
                 want = (True, True)
@@ -233,3 +234,37 @@ def test_who_may_do_what(sqlite_url: str, settings: str) -> None:
                 if line not in scene.status():
                     wrong.append(f"accept by {cell.actor}: the status comment lacks {line!r}: {scene.status()}")
         assert not wrong, "\n".join(wrong)
+
+
+def test_teams_github_will_not_show_are_explained_once_not_refused_silently(sqlite_url: str) -> None:
+    """Without the organisation `members: read` permission GitHub refuses the team lookup: team entries
+    match nobody, and one reply says why, however many commands meet it."""
+    with opened(sqlite_url) as scene:
+        _cast(scene, "reviewers")
+        with scene.hub.world.lock:
+            del scene.hub.world.installations[scene.repository.installation_id].permissions["members"]
+        first = scene.number
+        scene.person(RUNNER).comment(scene.stage.full_name, first, "/claim\n/deliver done")
+        scene.settle()
+        scene.comment("tess", "/accept")
+        second = scene.person(OWNER).open_issue(scene.stage.full_name, "Another task")
+        scene.person(RUNNER).comment(scene.stage.full_name, second, "/claim\n/deliver done")
+        scene.settle()
+        scene.person("tess").comment(scene.stage.full_name, second, "/accept")
+        scene.drain()
+        explained = [
+            (number, body)
+            for number in (first, second)
+            for body in Scene(scene.stage, number).replies()
+            if "cannot read the members of @octo/qa" in body
+        ]
+        assert len(explained) == 1, explained
+        assert explained[0][0] == first  # where it first happened: agent-a's /claim
+        assert "the organization `members: read` permission" in explained[0][1]
+        for number in (first, second):
+            refusals = [body for body in Scene(scene.stage, number).replies() if "cannot /accept" in body]
+            assert len(refusals) == 1 and "that needs a reviewer" in refusals[0], refusals
+            key = TicketKey(scene.repository.installation_id, scene.repository.id, number)
+            assert scene.app.state.work.ticket(key).state.value == "delivered"
+        calls = [c for c in scene.rest.calls if "/teams/" in c.path]
+        assert calls and all(c.status == 403 for c in calls)  # asked, and GitHub refused
