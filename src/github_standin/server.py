@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from . import shapes
 from .contract import Contract
+from .teams import team_membership
 from .world import CheckRun, Comment, Issue, Reaction, Repository, Token, World, now, sha_of
 
 Json = Any
@@ -173,8 +174,10 @@ class StandIn:
         membership = re.fullmatch(r"/orgs/([^/]+)/teams/([^/]+)/memberships/([^/]+)", path)
         if method == "GET" and membership is not None:
             with self.world.lock:
-                org, team_slug, username = (unquote(part) for part in membership.groups())
-                return self._team_membership(base, org, team_slug, username, headers)
+                status, answer = team_membership(self.world, base, headers, *map(unquote, membership.groups()))
+            if status >= 400:
+                raise Answer(status, answer)
+            return status, answer
         for route_method, pattern, handler in _ROUTES:
             if route_method != method:
                 continue
@@ -216,26 +219,6 @@ class StandIn:
         token = Token(f"ghs_{secrets.token_hex(18)}", installation_id, now() + timedelta(hours=1))
         self.world.tokens[token.value] = token
         return 201, shapes.installation_token(token.value, token.expires_at)
-
-    def _team_membership(
-        self, base: str, org: str, team_slug: str, username: str, headers: dict[str, str]
-    ) -> tuple[int, Json]:
-        """GET /orgs/{org}/teams/{team_slug}/memberships/{username}: 200 with the membership (`active` or
-        `pending`), 404 for a non-member or an unknown team, 403 when the installation lacks `members`."""
-        scheme, _, credential = headers.get("authorization", "").partition(" ")
-        token = self.world.tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
-        if token is None or token.expires_at <= now():
-            raise Answer(401, "Bad credentials")
-        installation = self.world.installations[token.installation_id]
-        if installation.account.login.lower() != org.lower():
-            raise Answer(404, "Not Found")
-        if "members" not in installation.permissions:
-            raise Answer(403, "Resource not accessible by integration")
-        found = self.world.teams.get((org.lower(), team_slug.lower()), {}).get(username.lower())
-        if found is None:
-            raise Answer(404, "Not Found")
-        url = f"{base}/organizations/{installation.account.id}/team/{team_slug}/memberships/{username}"
-        return 200, shapes.team_membership(url, found.role, found.state)
 
     def _repository(self, owner: str, name: str, headers: dict[str, str]) -> Repository:
         scheme, _, credential = headers.get("authorization", "").partition(" ")
