@@ -38,7 +38,7 @@ from typing import Any
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.engine import make_url
 
-from baton.domain import Actor, Command, Policy, TicketKey
+from baton.domain import Actor, Command, Permission, Policy, TicketKey
 from baton.service.work import Issue, WorkService
 from baton.store import make_engine, normalise_url, upgrade
 from baton.store import tables as t
@@ -110,7 +110,7 @@ HEADER = (
 
 
 def _claimer(service: WorkService, barrier: Barrier, index: int, rounds: int, out: list[Decision]) -> None:
-    actor = Actor(f"agent-{index:02d}")
+    actor = Actor(f"agent-{index:02d}", Permission.WRITE)  # agents push: write access
     for r in range(rounds):
         barrier.wait()
         start = time.perf_counter()

@@ -76,7 +76,7 @@ class Scene:
             kind = "Bot" if login.endswith("[bot]") else "User"
             self.people[login] = (
                 self.hub.person(login, kind=kind) if kind == "Bot"
-                else self.stage.person(login, "write" if login == "maria" else "read")
+                else self.stage.person(login, "maintain" if login == "maria" else "read")
             )  # fmt: skip
         return self.people[login]
 

@@ -61,10 +61,10 @@ def test_the_summary_says_what_changed_and_that_the_work_stays_accepted() -> Non
                                      Acceptance(ticket(43, WorkState.ACCEPTED), MARIA, ())])  # fmt: skip
     assert check.summary == (
         "#42: accepted by @agent-a (self-verified) at 1a2b3c4. The head has moved to 5e6f7a8 since, and the "
-        "commits after 1a2b3c4 were not part of the acceptance. The work state stays accepted; a reviewer can "
+        "commits after 1a2b3c4 were not part of the acceptance. The work state stays accepted; a maintainer can "
         "/reopen the issue if they need another look.\n\n"
         "#43: accepted by @maria before GitHub showed any commit of it, so 5e6f7a8 was not part of the "
-        "acceptance. The work state stays accepted; a reviewer can /reopen the issue if they need another look."
+        "acceptance. The work state stays accepted; a maintainer can /reopen the issue if they need another look."
     )
     assert CheckView(**check.to_dict()) == check
 

@@ -38,7 +38,7 @@ SHOP, ZOO, API = ("octo/shop", 7, 1001), ("octo/Zoo", 7, 1002), ("acme/api", 8, 
 AGENT_A = Actor("agent-a", Permission.READ)
 AGENT_B = Actor("Agent-B", Permission.READ)  # GitHub keeps a login's case; lookups ignore it
 OWNER = Actor("olivia", Permission.READ)
-MAINTAINER = Actor("maria", Permission.WRITE)
+MAINTAINER = Actor("maria", Permission.MAINTAIN)
 
 SECOND_HEAD = "5d6e7f8" + "9" * 33
 FIRST = Evidence("42-empty-state", "1a2b3c4", 57, ("https://ci.example/run/1",), ())
@@ -422,7 +422,7 @@ def test_a_ticket_mid_life_shows_the_running_attempt_and_an_untouched_one_shows_
 
 
 def test_a_self_verified_acceptance_is_shown_as_not_independent(client: TestClient, rail: Rail) -> None:
-    runner = Actor("rita", Permission.WRITE)
+    runner = Actor("rita", Permission.MAINTAIN)  # a maintainer, who reviews: here, her own work
     lenient = Policy(allow_self_review=True)
     rail.do(SHOP, 9, Command("claim"), runner, 0, policy=lenient)
     rail.do(SHOP, 9, Command("deliver", text="typo fixed"), runner, 1, policy=lenient)

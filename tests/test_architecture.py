@@ -137,3 +137,4 @@ def test_the_app_manifest_subscribes_every_event_baton_handles_with_the_permissi
     assert {k: permissions[k] for k in ("issues", "pull_requests", "checks", "contents", "metadata")} == {
         "issues": "write", "pull_requests": "write", "checks": "write", "contents": "read", "metadata": "read",
     }  # fmt: skip
+    assert permissions["members"] == "read"  # teams named in reviewers, runners and maintainers

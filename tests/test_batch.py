@@ -54,7 +54,7 @@ PULL_REQUEST = 90  # ticket #n's pull request is #(90 + n)
 
 PERMISSIONS = {
     "agent-a": Permission.READ,
-    "agent-b": Permission.WRITE,  # an agent who may also review
+    "agent-b": Permission.WRITE,  # an agent who can push, which makes no reviewer
     "agent-c": Permission.READ,
     "maria": Permission.MAINTAIN,
     AUTHOR: Permission.READ,

@@ -42,7 +42,7 @@ ONLY_THE_FIRST = f"only the first {MAX_COMMANDS} commands of a comment are read"
 
 @pytest.fixture
 def hub(database_url: str) -> Iterator[Hub]:
-    directory = FakeDirectory({"maria": Permission.WRITE})
+    directory = FakeDirectory({"maria": Permission.MAINTAIN})
     settings = Settings(
         database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID, private_key=SecretStr(app_key())
     )

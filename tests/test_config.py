@@ -33,6 +33,7 @@ auto_release_after: 2d
 allow_self_review: true
 reviewers: [rita, "@octo/reviewers"]
 runners: [agent-a, "helper[bot]"]
+maintainers: [mona, "@octo/leads", "role:release-manager"]
 required_evidence: [branch, tests, screenshot]
 """
     assert parse(text) == Policy(
@@ -44,8 +45,21 @@ required_evidence: [branch, tests, screenshot]
         allow_self_review=True,
         reviewers=frozenset({"rita", "@octo/reviewers"}),
         runners=frozenset({"agent-a", "helper[bot]"}),
+        maintainers=frozenset({"mona", "@octo/leads", "role:release-manager"}),
         required_evidence=("branch", "tests", "screenshot"),
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "access"),
+    [
+        ("runners: anyone\n", "anyone"),
+        ("runners: collaborators\n", "collaborators"),
+        ("runners: []\n", "collaborators"),
+    ],
+)
+def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: str) -> None:
+    assert parse(text) == Policy(runner_access=access)
 
 
 @pytest.mark.parametrize(
@@ -55,28 +69,34 @@ required_evidence: [branch, tests, screenshot]
         ("offer: [unclosed\n", ["the file is not valid YAML at line 2"]),
         ("max_claims: 2\n", ["`max_claims` is not a setting (known: offer, offer_label, max_active_claims, "
                              "stale_after, auto_release_after, allow_self_review, reviewers, runners, "
-                             "required_evidence)"]),
+                             "maintainers, required_evidence)"]),
         ("offer: some\n", ["`offer` must be `all` or `labeled`, not 'some'"]),
         ("max_active_claims: 0\n", ["`max_active_claims` must be a whole number from 1 to 100, not 0"]),
         ("max_active_claims: true\n", ["`max_active_claims` must be a whole number from 1 to 100, not True"]),
         ("max_active_claims: '3'\n", ["`max_active_claims` must be a whole number from 1 to 100, not '3'"]),
         ("stale_after: 3 days\n", ["`stale_after` must be a duration like `3d`, `12h` or `90m`, not '3 days'"]),
         ("allow_self_review: yes please\n", ["`allow_self_review` must be true or false, not 'yes please'"]),
-        ("reviewers: rita\n", ["`reviewers` must be a list of logins or org/team names, not 'rita'"]),
+        ("reviewers: rita\n",
+         ["`reviewers` must be a list of logins, org/team names or role:NAME entries, not 'rita'"]),
         ("runners: ['not a login!']\n",
-         ["`runners` must be a list of logins or org/team names, not ['not a login!']"]),
+         ["`runners` must be `collaborators`, `anyone` or a list of logins, org/team names or role:NAME entries, "
+          "not ['not a login!']"]),
+        ("runners: everyone\nmaintainers: mona\n",
+         ["`maintainers` must be a list of logins, org/team names or role:NAME entries, not 'mona'",
+          "`runners` must be `collaborators`, `anyone` or a list of logins, org/team names or role:NAME entries, "
+          "not 'everyone'"]),
         ("required_evidence: [tests, vibes]\n",
          ["`required_evidence` must be a list of branch, commit, pr, tests, screenshot, not ['tests', 'vibes']"]),
         ("stale_after: 2d\nauto_release_after: 1d\n",
          ["`auto_release_after` must be longer than `stale_after`: a claim is marked stale first"]),
         ("offer: some\nmax_active_claims: -1\nextra: 1\n",
          ["`extra` is not a setting (known: offer, offer_label, max_active_claims, stale_after, "
-          "auto_release_after, allow_self_review, reviewers, runners, required_evidence)",
+          "auto_release_after, allow_self_review, reviewers, runners, maintainers, required_evidence)",
           "`offer` must be `all` or `labeled`, not 'some'",
           "`max_active_claims` must be a whole number from 1 to 100, not -1"]),
     ],
     ids=["not-a-mapping", "bad-yaml", "unknown-key", "offer", "zero", "bool", "string-number", "duration",
-         "bool-text", "not-a-list", "bad-login", "evidence-kind", "auto-before-stale", "all-at-once"],
+         "bool-text", "not-a-list", "bad-login", "bad-runners", "evidence-kind", "auto-before-stale", "all-at-once"],
 )  # fmt: skip
 def test_every_problem_is_named(text: str, problems: list[str]) -> None:
     with pytest.raises(ConfigError) as raised:

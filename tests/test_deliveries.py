@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
-from baton.domain import Permission
+from baton.domain import Access, Permission
 from baton.github.configs import DefaultConfigs
 from baton.settings import Settings
 from baton.store import inbox as inbox_module
@@ -78,11 +78,11 @@ class Directory(FakeDirectory):
 
     broken: bool = False
 
-    def permission(self, installation_id: int, repository: str, login: str) -> Permission:
+    def access(self, installation_id: int, repository: str, login: str) -> Access:
         if self.broken:
             self.asked.append(login)
             raise KeyError("permission")
-        return super().permission(installation_id, repository, login)
+        return super().access(installation_id, repository, login)
 
 
 @dataclass
@@ -154,7 +154,7 @@ def make_app(database_url: str) -> Iterator[Callable[..., FastAPI]]:
 
 @pytest.fixture
 def scene(database_url: str, clock: Clock) -> Iterator[Scene]:
-    directory = Directory({"maria": Permission.WRITE})
+    directory = Directory({"maria": Permission.MAINTAIN})
     app = _app(database_url, directory=directory)
     with TestClient(app) as client:
         yield Scene(Hub(client, directory, app), clock, directory)

@@ -43,7 +43,7 @@ DEPLOYED = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"  # the examples' deployed 
 PUSHED = "6113728f27ae82c7b1a177c8d03f9e96e0adf246"  # the examples' push to master
 
 RUNNER = Actor("agent-a", Permission.READ)
-MAINTAINER = Actor("maria", Permission.WRITE)
+MAINTAINER = Actor("maria", Permission.MAINTAIN)
 
 
 @dataclass

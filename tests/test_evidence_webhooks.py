@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import func, select
 
-from baton.domain import DeploymentState, Permission, RepositoryKey, RepositoryState, TicketKey, WorkState
+from baton.domain import Access, DeploymentState, Permission, RepositoryKey, RepositoryState, TicketKey, WorkState
 from baton.domain.evidence import EvidenceRail, deployment_text, mismatch_text, repository_text
 from baton.github.configs import DefaultConfigs
 from baton.github.webhooks import signature
@@ -42,10 +42,14 @@ U, B, O, M, X = (
 
 @dataclass
 class FakeDirectory:
-    permissions: dict[str, Permission] = field(default_factory=lambda: {"maria": Permission.WRITE})
+    permissions: dict[str, Permission] = field(default_factory=lambda: {"maria": Permission.MAINTAIN})
 
-    def permission(self, installation_id: int, repository: str, login: str) -> Permission:
-        return self.permissions.get(login, Permission.READ)
+    def access(self, installation_id: int, repository: str, login: str) -> Access:
+        permission = self.permissions.get(login, Permission.READ)
+        return Access(permission, permission.value)
+
+    def member(self, installation_id: int, team: str, login: str) -> bool:
+        return False
 
 
 @dataclass

@@ -16,8 +16,8 @@ from githubkit.exception import RequestFailed
 from pydantic import SecretStr
 
 from baton.cli import main
-from baton.domain import Permission
-from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
+from baton.domain import Access, Permission
+from baton.github.client import GitHubApp, GitHubDirectory, TeamsHidden, app_credentials
 from baton.settings import Settings, SettingsError
 from keys import app_key, app_private_key
 
@@ -151,6 +151,50 @@ def test_roles_map_to_permissions(
     assert directory(pem).permission(INSTALLATION, "octo/shop", "maria") is expected
 
 
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [({"pull": True, "triage": True, "push": True, "maintain": True, "admin": False}, Permission.MAINTAIN),
+     ({"pull": True, "triage": True, "push": False, "maintain": False, "admin": False}, Permission.TRIAGE)],
+)  # fmt: skip
+def test_a_custom_role_counts_as_its_base_level_and_keeps_its_name(
+    github: respx.MockRouter, pem: str, flags: dict[str, bool], expected: Permission
+) -> None:
+    # GitHub folds a custom role into `permission` (write or read); the user's flags show the level it is based on
+    data = {**answer("write" if flags["push"] else "read", "release-manager")}
+    data["user"] = {"login": "maria", "id": 1, "permissions": flags}
+    permission_route(github, "maria").respond(200, json=data)
+    assert directory(pem).access(INSTALLATION, "octo/shop", "maria") == Access(expected, "release-manager")
+
+
+def membership_route(router: respx.MockRouter, team: str, login: str) -> respx.Route:
+    return router.get(f"/orgs/octo/teams/{team}/memberships/{login}")
+
+
+@pytest.mark.parametrize(
+    ("status", "state", "expected"), [(200, "active", True), (200, "pending", False), (404, None, False)]
+)
+def test_team_membership_is_read_from_github_and_cached(
+    github: respx.MockRouter, pem: str, status: int, state: str | None, expected: bool
+) -> None:
+    body = {"url": "https://api.github.com/x", "role": "member", "state": state} if state else {"message": "Not Found"}
+    route = membership_route(github, "reviewers", "tess").respond(status, json=body)
+    people = directory(pem)
+    assert people.member(INSTALLATION, "octo/reviewers", "tess") is expected
+    assert people.member(INSTALLATION, "Octo/Reviewers", "TESS") is expected
+    assert route.call_count == 1
+
+
+def test_a_team_github_will_not_show_is_reported_not_guessed(github: respx.MockRouter, pem: str) -> None:
+    message = {"message": "Resource not accessible by integration"}
+    route = membership_route(github, "reviewers", "tess").respond(403, json=message)
+    people = directory(pem)
+    for _ in range(2):
+        with pytest.raises(TeamsHidden) as raised:
+            people.member(INSTALLATION, "octo/reviewers", "tess")
+        assert raised.value.org == "octo"
+    assert route.call_count == 1  # cached as briefly as an answer
+
+
 def test_permissions_are_cached_briefly(github: respx.MockRouter, pem: str) -> None:
     route = permission_route(github, "maria").respond(200, json=answer("write", "write"))
     people = directory(pem)
@@ -222,8 +266,8 @@ def test_the_app_uses_github_for_permissions_when_configured(
     from baton.github.webhooks import signature
     from baton.web import create_app
 
-    permission_route(github, "maria").respond(200, json=answer("write", "write"))
-    permission_route(github, "agent-a").respond(200, json=answer("read", "read"))
+    permission_route(github, "maria").respond(200, json=answer("write", "maintain"))
+    permission_route(github, "agent-a").respond(200, json=answer("write", "write"))
     github.get("/repos/octo/shop/contents/.github/baton.yml").respond(404, json={"message": "Not Found"})
     github.get("/repos/octo/.github/contents/.github/baton.yml").respond(404, json={"message": "Not Found"})
     app = create_app(
@@ -253,7 +297,7 @@ def test_the_app_uses_github_for_permissions_when_configured(
     with TestClient(app) as client:
         send("agent-a", "/claim", 1)
         send("agent-a", "/deliver done", 2)
-        send("agent-a", "/accept", 3)  # read permission: not a reviewer
+        send("agent-a", "/accept", 3)  # write permission, to push: not a reviewer
         assert app.state.work.ticket(TicketKey(INSTALLATION, 7, 42)).state is WorkState.DELIVERED
         send("maria", "/accept", 4)
         assert app.state.work.ticket(TicketKey(INSTALLATION, 7, 42)).state is WorkState.ACCEPTED

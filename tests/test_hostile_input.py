@@ -155,7 +155,7 @@ HOSTILE: list[Hostile] = [
 @pytest.fixture
 def hub(database_url: str) -> Iterator[Hub]:
     """The real app; a server error is answered 500 instead of being raised into the test."""
-    directory = FakeDirectory({"maria": Permission.WRITE})
+    directory = FakeDirectory({"maria": Permission.MAINTAIN})
     settings = Settings(
         database_url=database_url,
         webhook_secret=SecretStr(SECRET),

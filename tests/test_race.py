@@ -11,13 +11,15 @@ import threading
 import pytest
 from sqlalchemy import func, select
 
-from baton.domain import Actor, Command, Policy, TicketKey
+from baton.domain import Actor, Command, Permission, Policy, TicketKey
 from baton.service.unit import Units
 from baton.service.work import Issue
 from baton.store import make_engine
 from baton.store import tables as t
 from baton.wiring import work_service
 from bench.claim_race import POLICY, Report, issue, race
+
+AGENT = Actor("agent-a", Permission.WRITE)  # agents push their branches: write access
 
 
 def check(report: Report) -> None:
@@ -54,9 +56,7 @@ def test_claim_limit_holds_under_concurrent_claims(database_url: str) -> None:
 
     def claim(n: int) -> None:
         barrier.wait()
-        outcomes.append(
-            service.apply(issues[n], Command("claim"), Actor("agent-a"), f"c-{n}", Policy(max_active_claims=3))
-        )
+        outcomes.append(service.apply(issues[n], Command("claim"), AGENT, f"c-{n}", Policy(max_active_claims=3)))
 
     threads = [threading.Thread(target=claim, args=(n,)) for n in range(len(issues))]
     for thread in threads:
@@ -84,7 +84,7 @@ def test_the_same_operation_at_once_is_applied_once(database_url: str) -> None:
 
     def claim() -> None:
         barrier.wait()
-        outcomes.append(service.apply(issue(0), Command("claim"), Actor("agent-a"), "comment-1", POLICY))
+        outcomes.append(service.apply(issue(0), Command("claim"), AGENT, "comment-1", POLICY))
 
     threads = [threading.Thread(target=claim) for _ in range(8)]
     for thread in threads:

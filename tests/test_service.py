@@ -38,7 +38,7 @@ AGENT_B = Actor("agent-b", Permission.READ)
 AGENT_C = Actor("agent-c", Permission.READ)
 ADMIN_A = Actor("agent-a", Permission.ADMIN)
 OWNER = Actor("olivia", Permission.READ)
-MAINTAINER = Actor("maria", Permission.WRITE)
+MAINTAINER = Actor("maria", Permission.MAINTAIN)
 STRANGER = Actor("stranger", Permission.NONE)
 
 COMPLETE_BRIEF = Brief(scope=("src/BillingHistory.tsx",), acceptance=("no invoices: empty state",))
@@ -379,7 +379,7 @@ def test_refusals_change_nothing(rail: Rail) -> None:
     refused_without_change(Command("send-back", text="redo"), ADMIN_A, "self_review", self_review)
     refused_without_change(Command("send-back"), MAINTAINER, "missing_argument")
     refused_without_change(Command("accept"), AGENT_B, "not_reviewer")
-    refused_without_change(Command("reopen", text="x"), OWNER, "not_reviewer")
+    refused_without_change(Command("reopen", text="x"), OWNER, "not_permitted")
     refused_without_change(Command("deliver", text="again"), ADMIN_A, "wrong_state")
 
     assert rail.do(4, Command("accept"), MAINTAINER).applied

@@ -159,6 +159,12 @@ REST_CASES: list[tuple[str, str, int, Any, str]] = [
         REPO, "main...feature/widget", FIRST, [{**SECOND, "author": None, "committer": None}]
     ), "repos/compare-commits-with-basehead"),
     ("GET", R, 200, shapes.repository(REPO, open_issues=3), "repos/get"),
+    ("GET", "/orgs/octo-org/teams/reviewers/memberships/alice", 200,
+     shapes.team_membership(f"{API}/organizations/10/team/reviewers/memberships/alice"),
+     "teams/get-membership-for-user-in-org"),
+    ("GET", "/orgs/octo-org/teams/reviewers/memberships/alice", 200,
+     shapes.team_membership(f"{API}/organizations/10/team/reviewers/memberships/alice", "maintainer", "pending"),
+     "teams/get-membership-for-user-in-org"),
 ]  # fmt: skip
 
 # (event, payload): every payload the stand-in delivers
@@ -517,6 +523,8 @@ GITHUBKIT_CALLS: list[tuple[str, Callable[[GitHub[Any]], Any], Any, int]] = [
     ("compare", lambda gh: gh.rest.repos.compare_commits("octo-org", "widgets", "main...feature/widget"),
      shapes.compare(REPO, "main...feature/widget", FIRST, [SECOND]), 200),
     ("repository", lambda gh: gh.rest.repos.get("octo-org", "widgets"), shapes.repository(REPO), 200),
+    ("team-membership", lambda gh: gh.rest.teams.get_membership_for_user_in_org("octo-org", "reviewers", "alice"),
+     shapes.team_membership(f"{API}/organizations/10/team/reviewers/memberships/alice"), 200),
 ]  # fmt: skip
 
 

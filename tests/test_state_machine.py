@@ -73,9 +73,11 @@ DRAFT, OPEN, CLAIMED, DELIVERED, ACCEPTED, WITHDRAWN = (
     WorkState.WITHDRAWN,
 )
 WITH_RUNNER = frozenset({CLAIMED, DELIVERED, ACCEPTED})
-MAINTAINING = frozenset({Permission.WRITE, Permission.MAINTAIN, Permission.ADMIN})
+# Write access makes no one a maintainer: agents need it to push their branches.
+MAINTAINING = frozenset({Permission.MAINTAIN, Permission.ADMIN})
 STARTS_ATTEMPT = frozenset({"claimed", "assigned", "sent_back"})
 
+AGENT_C = (Permission.NONE, Permission.READ, Permission.ADMIN)  # no access, an agent, an administrator
 LOGINS = ("agent-a", "agent-b", "agent-c", "maria", OWNER)
 USERS = (None, "agent-a", "Agent-B", "agent-c", "maria", "nobody")
 NAMES = (*RULES, "frobnicate")
@@ -96,6 +98,8 @@ policies = st.builds(
     required_evidence=st.lists(st.sampled_from(EVIDENCE_KINDS), unique=True, max_size=2).map(tuple),
     reviewers=st.sampled_from([frozenset(), frozenset({"agent-b"}), frozenset({"@Agent-C"})]),
     runners=st.sampled_from([frozenset(), frozenset({"agent-a", "Agent-B"})]),
+    maintainers=st.sampled_from([frozenset(), frozenset({"@Agent-C"})]),
+    runner_access=st.sampled_from(["collaborators", "anyone"]),
 )
 briefs = st.one_of(
     st.none(),
@@ -138,12 +142,17 @@ class Expected:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+def _maintainer(actor: Actor, policy: Policy) -> bool:
+    """`maintainers:` when set, else the maintain and admin permissions."""
+    return listed(policy.maintainers, actor.login) if policy.maintainers else actor.permission in MAINTAINING
+
+
 def _review_role(ticket: Ticket, actor: Actor, policy: Policy) -> Role | None:
     if ticket.brief is not None and same(actor.login, ticket.brief.reviewer):
         return Role.REVIEWER
     if listed(policy.reviewers, actor.login):
         return Role.REVIEWER
-    if actor.permission in MAINTAINING:
+    if _maintainer(actor, policy):
         return Role.REPOSITORY_MAINTAINER if policy.reviewers else Role.REVIEWER
     return None
 
@@ -177,7 +186,7 @@ def expect(before: Ticket, command: Command, actor: Actor, policy: Policy, held:
     if before.state not in sources[name]:
         return Expected("wrong_state")
 
-    maintainer = actor.permission in MAINTAINING
+    maintainer = _maintainer(actor, policy)
     owner = same(actor.login, OWNER)
     after = replace(before, revision=before.revision + 1)
     started = replace(after, state=CLAIMED, attempt=before.attempt + 1)
@@ -195,6 +204,9 @@ def expect(before: Ticket, command: Command, actor: Actor, policy: Policy, held:
             return applied(replace(after, state=OPEN), Role.TASK_OWNER if owner else Role.REPOSITORY_MAINTAINER)
         case "claim":
             if policy.runners and not listed(policy.runners, actor.login):
+                return Expected("not_permitted")
+            collaborator = actor.permission is not Permission.NONE
+            if not policy.runners and policy.runner_access == "collaborators" and not collaborator:
                 return Expected("not_permitted")
             if held >= policy.max_active_claims:
                 return Expected("claim_limit")
@@ -253,13 +265,15 @@ def expect(before: Ticket, command: Command, actor: Actor, policy: Policy, held:
                 return applied(replace(after, state=ACCEPTED), role, review=review)
             return applied(started, role, runner=before.runner, review=review)
         case "reopen":
-            role = _review_role(before, actor, policy)
-            if role is None:
-                return Expected("not_reviewer")
+            if not maintainer:
+                return Expected("not_permitted")
             if not command.text:
                 return Expected("missing_argument")
             return applied(
-                replace(after, state=OPEN, runner=None), role, reason=command.text, ended=_ended(before, "reopened")
+                replace(after, state=OPEN, runner=None),
+                Role.REPOSITORY_MAINTAINER,
+                reason=command.text,
+                ended=_ended(before, "reopened"),
             )
         case "withdraw":
             if not (owner or maintainer):
@@ -447,13 +461,13 @@ def plausible(
 class PureRail(RuleBasedStateMachine):
     model: Model
 
-    @initialize(policy=policies, agent_c=st.sampled_from([Permission.READ, Permission.ADMIN]), tickets=openings)
+    @initialize(policy=policies, agent_c=st.sampled_from(AGENT_C), tickets=openings)
     def start(self, policy: Policy, agent_c: Permission, tickets: list[tuple[bool, Brief | None]]) -> None:
         permissions = {
             "agent-a": Permission.READ,
-            "agent-b": Permission.READ,
+            "agent-b": Permission.WRITE,  # an agent with write access, to push: neither maintainer nor reviewer
             "agent-c": agent_c,
-            "maria": Permission.WRITE,
+            "maria": Permission.MAINTAIN,
             OWNER: Permission.READ,
         }
         self.model = Model(policy, permissions)
@@ -541,7 +555,7 @@ class StoredRail(RuleBasedStateMachine):
         target=operations,
         policy=policies,
         labeled=st.booleans(),
-        agent_c=st.sampled_from([Permission.READ, Permission.ADMIN]),
+        agent_c=st.sampled_from(AGENT_C),
         tickets=openings,
     )
     def start(
@@ -550,9 +564,9 @@ class StoredRail(RuleBasedStateMachine):
         policy = replace(policy, offer="labeled" if labeled else "all")
         permissions = {
             "agent-a": Permission.READ,
-            "agent-b": Permission.READ,
+            "agent-b": Permission.WRITE,  # an agent with write access, to push: neither maintainer nor reviewer
             "agent-c": agent_c,
-            "maria": Permission.WRITE,
+            "maria": Permission.MAINTAIN,
             OWNER: Permission.READ,
         }
         self.model = Model(policy, permissions)

@@ -37,10 +37,13 @@ REPO = "octo/shop"
 RUNNER = Actor("agent-a", Permission.READ)
 OTHER = Actor("agent-b", Permission.READ)
 OWNER = Actor("olivia", Permission.READ)
-MAINTAINER = Actor("maria", Permission.WRITE)
+MAINTAINER = Actor("maria", Permission.MAINTAIN)
 ADMIN_RUNNER = Actor("agent-a", Permission.ADMIN)
 STRANGER = Actor("stranger", Permission.NONE)
 TEAM_MEMBER = Actor("tess", Permission.READ, teams=frozenset({"octo/reviewers"}))
+WRITER = Actor("agent-b", Permission.WRITE)  # an agent with write access, to push its branches
+ADMIN_BOT = Actor("helper[bot]", Permission.ADMIN)
+CUSTOM = Actor("cora", Permission.MAINTAIN, role_name="release-manager")
 
 COMPLETE_BRIEF = Brief(scope=("src/BillingHistory.tsx",), acceptance=("no invoices: empty state",))
 
@@ -141,7 +144,7 @@ APPLIED = [
          data={"runner": "agent-a", "review": {"verdict": "sent_back", "attempt": 1, "delivery": 1,
                                                "independent": True, "note": "fails"}}),
     Case("reopen claimed", ticket(C), Command("reopen", text="stuck"), MAINTAINER,
-         state=O, runner=None, attempt=1, event="reopened", role=Role.REVIEWER,
+         state=O, runner=None, attempt=1, event="reopened", role=Role.REPOSITORY_MAINTAINER,
          data={"reason": "stuck", "ended": {"attempt": 1, "reason": "reopened"}}),
     Case("reopen delivered", ticket(V), Command("reopen", text="wrong task"), MAINTAINER,
          state=O, runner=None, event="reopened", data={"ended": None}),
@@ -152,6 +155,16 @@ APPLIED = [
     Case("withdraw delivered", ticket(V), Command("withdraw", text="obsolete"), OWNER, state=W, runner=None,
          data={"ended": None}),
     Case("withdraw a draft", ticket(D), Command("withdraw", text="obsolete"), OWNER, state=W),
+    Case("accept by a maintainer listed in maintainers", ticket(V), Command("accept"), WRITER,
+         policy=Policy(maintainers=frozenset({"agent-b"})), state=A, role=Role.REVIEWER),
+    Case("accept by a listed bot", ticket(V), Command("accept"), ADMIN_BOT,
+         policy=Policy(reviewers=frozenset({"helper[bot]"})), state=A, role=Role.REVIEWER),
+    Case("a custom role counts as its base level", ticket(C), Command("assign", user="agent-b"), CUSTOM,
+         state=C, role=Role.REPOSITORY_MAINTAINER),
+    Case("a custom role can be listed by name", ticket(V), Command("accept"), CUSTOM,
+         policy=Policy(reviewers=frozenset({"role:Release-Manager"})), state=A, role=Role.REVIEWER),
+    Case("claim by anyone where runners: anyone", ticket(O), Command("claim"), STRANGER,
+         policy=Policy(runner_access="anyone"), state=C, role=Role.RUNNER),
     Case("withdraw claimed by a maintainer", ticket(C), Command("withdraw", text="obsolete"), MAINTAINER,
          state=W, runner=None, role=Role.REPOSITORY_MAINTAINER,
          data={"ended": {"attempt": 1, "reason": "withdrawn"}}),
@@ -180,21 +193,27 @@ REFUSED = [
                  "Deliver or /release one before claiming #42."),
     Case("claim by an unlisted runner", ticket(O), Command("claim"), OTHER,
          policy=Policy(runners=frozenset({"agent-a", "@octo/bots"})), code="not_permitted",
-         message="@agent-b cannot /claim #42: octo/shop limits runners to @agent-a, @octo/bots. "
-                 "Ask a maintainer to /assign it."),
+         message="@agent-b cannot /claim #42: that needs a runner, and octo/shop lists its runners in `runners:` "
+                 "of `.github/baton.yml` (@agent-a, @octo/bots). Ask to be added to that list, or ask a "
+                 "maintainer to /assign it."),
     Case("release by someone else", ticket(C), Command("release"), OTHER, code="not_runner",
-         message="#42 is claimed by @agent-a (revision 19); only @agent-a can /release it, "
-                 "or a maintainer with /release @agent-a."),
+         message="#42 is claimed by @agent-a (revision 19); only @agent-a can /release it, or a repository "
+                 "maintainer with /release @agent-a, someone with the maintain or admin role on octo/shop "
+                 "(@agent-b has read). Ask a maintainer, or ask an admin for the maintain role."),
     Case("release @runner by a non-maintainer", ticket(C), Command("release", user="agent-a"), OTHER,
          code="not_runner",
-         message="#42 is claimed by @agent-a (revision 19); only @agent-a can /release it, "
-                 "or a maintainer with /release @agent-a."),
+         message="#42 is claimed by @agent-a (revision 19); only @agent-a can /release it, or a repository "
+                 "maintainer with /release @agent-a, someone with the maintain or admin role on octo/shop "
+                 "(@agent-b has read). Ask a maintainer, or ask an admin for the maintain role."),
     Case("release @someone who does not hold it", ticket(C), Command("release", user="agent-b"), MAINTAINER,
          code="not_runner", message="@agent-b does not hold #42; it is claimed by @agent-a (revision 19)."),
     Case("release when open", ticket(O), Command("release"), RUNNER, code="wrong_state",
          message="#42 is open (revision 19), not claimed. An agent can /claim it."),
     Case("assign by a non-maintainer", ticket(O), Command("assign", user="agent-b"), RUNNER,
-         code="not_permitted", message="@agent-a cannot /assign #42: that needs write access to octo/shop."),
+         code="not_permitted",
+         message="@agent-a cannot /assign #42: that needs a repository maintainer, someone with the maintain or "
+                 "admin role on octo/shop (@agent-a has read). Ask a maintainer, or ask an admin for the maintain"
+                 " role."),
     Case("assign without a user", ticket(O), Command("assign"), MAINTAINER, code="missing_argument",
          message="/assign needs the person to assign, as in `/assign @user`."),
     Case("assign when delivered", ticket(V), Command("assign", user="agent-b"), MAINTAINER,
@@ -220,29 +239,33 @@ REFUSED = [
          message="#42 requires evidence this delivery lacks: screenshot, tests. "
                  "Add lines such as `screenshot: …` to the comment and /deliver again."),
     Case("accept by a non-maintainer", ticket(V), Command("accept"), OTHER, code="not_reviewer",
-         message="@agent-b cannot /accept #42: reviewing needs write access to octo/shop. "
-                 "Ask a reviewer to look at it."),
+         message="@agent-b cannot /accept #42: that needs a reviewer, and octo/shop lists no `reviewers:`, so its"
+                 " repository maintainers review: someone with the maintain or admin role on octo/shop (@agent-b "
+                 "has read). Ask a maintainer, or ask an admin for the maintain role."),
     Case("accept by someone outside the configured reviewers", ticket(V), Command("accept"), OTHER,
          policy=Policy(reviewers=frozenset({"rita", "@octo/reviewers"})), code="not_reviewer",
-         message="@agent-b cannot /accept #42: its reviewers are @octo/reviewers, @rita and the maintainers "
-                 "of octo/shop. Ask a reviewer to look at it."),
+         message="@agent-b cannot /accept #42: that needs a reviewer, someone listed in `reviewers:` of "
+                 "`.github/baton.yml` (@octo/reviewers, @rita), or a repository maintainer as an override. Ask a "
+                 "reviewer to look at it, or ask to be added to that list."),
     Case("self-acceptance", ticket(V), Command("accept"), ADMIN_RUNNER, code="self_review",
          message="@agent-a cannot /accept #42: @agent-a is its runner, and octo/shop requires an independent "
                  "reviewer. Ask another reviewer."),
     Case("self-acceptance by a runner without write access, even where allowed", ticket(V), Command("accept"),
          RUNNER, policy=Policy(allow_self_review=True), code="not_reviewer",
-         message="@agent-a cannot /accept #42: reviewing needs write access to octo/shop. "
-                 "Ask a reviewer to look at it."),
+         message="@agent-a cannot /accept #42: that needs a reviewer, and octo/shop lists no `reviewers:`, so its"
+                 " repository maintainers review: someone with the maintain or admin role on octo/shop (@agent-a "
+                 "has read). Ask a maintainer, or ask an admin for the maintain role."),
     Case("accept when claimed", ticket(C), Command("accept"), MAINTAINER, code="wrong_state",
          message="#42 is claimed by @agent-a (revision 19), not delivered. @agent-a works on it; "
                  "/deliver comes next."),
     Case("accept when accepted", ticket(A), Command("accept"), MAINTAINER, code="wrong_state",
-         message="#42 is accepted (revision 19), not delivered. It is finished; a reviewer can /reopen it."),
+         message="#42 is accepted (revision 19), not delivered. It is finished; a maintainer can /reopen it."),
     Case("send back without feedback", ticket(V), Command("send-back"), MAINTAINER, code="missing_argument",
          message="/send-back needs feedback saying what to change, as in `/send-back <feedback>`."),
     Case("send back by a non-reviewer", ticket(V), Command("send-back", text="x"), OTHER, code="not_reviewer",
-         message="@agent-b cannot /send-back #42: reviewing needs write access to octo/shop. "
-                 "Ask a reviewer to look at it."),
+         message="@agent-b cannot /send-back #42: that needs a reviewer, and octo/shop lists no `reviewers:`, so "
+                 "its repository maintainers review: someone with the maintain or admin role on octo/shop "
+                 "(@agent-b has read). Ask a maintainer, or ask an admin for the maintain role."),
     Case("send back one's own work", ticket(V), Command("send-back", text="x"), ADMIN_RUNNER,
          code="self_review",
          message="@agent-a cannot /send-back #42: @agent-a is its runner, and octo/shop requires an "
@@ -251,18 +274,20 @@ REFUSED = [
          message="#42 is open (revision 19), not claimed, delivered or accepted. An agent can /claim it."),
     Case("reopen without a reason", ticket(A), Command("reopen"), MAINTAINER, code="missing_argument",
          message="/reopen needs a reason, as in `/reopen <reason>`."),
-    Case("reopen by a non-reviewer", ticket(A), Command("reopen", text="x"), OWNER, code="not_reviewer",
-         message="@olivia cannot /reopen #42: reviewing needs write access to octo/shop. "
-                 "Ask a reviewer to look at it."),
+    Case("reopen by a non-maintainer", ticket(A), Command("reopen", text="x"), OWNER, code="not_permitted",
+         message="@olivia cannot /reopen #42: that needs a repository maintainer, someone with the maintain or "
+                 "admin role on octo/shop (@olivia has read). Ask a maintainer, or ask an admin for the maintain "
+                 "role."),
     Case("withdraw accepted", ticket(A), Command("withdraw", text="x"), MAINTAINER, code="wrong_state",
-         message="#42 is accepted (revision 19), not draft, open, claimed or delivered. "
-                 "It is finished; a reviewer can /reopen it."),
+         message="#42 is accepted (revision 19), not draft, open, claimed or delivered. It is finished; a "
+                 "maintainer can /reopen it."),
     Case("withdraw withdrawn", ticket(W), Command("withdraw", text="x"), MAINTAINER, code="wrong_state",
          message="#42 is withdrawn (revision 19), not draft, open, claimed or delivered. "
                  "It was withdrawn; nothing more happens to it."),
     Case("withdraw by the runner", ticket(C), Command("withdraw", text="x"), RUNNER, code="not_permitted",
-         message="@agent-a cannot /withdraw #42: that needs its task owner (@olivia) or write access to "
-                 "octo/shop."),
+         message="@agent-a cannot /withdraw #42: that needs its task owner (@olivia) or a repository maintainer, "
+                 "someone with the maintain or admin role on octo/shop (@agent-a has read). Ask a maintainer, or "
+                 "ask an admin for the maintain role."),
     Case("withdraw without a reason", ticket(O), Command("withdraw"), OWNER, code="missing_argument",
          message="/withdraw needs a reason, as in `/withdraw <reason>`."),
     Case("publish an open ticket", ticket(O), Command("publish"), OWNER, code="wrong_state",
@@ -276,8 +301,26 @@ REFUSED = [
                  "Add them to the issue's brief and /publish again."),
     Case("publish by a stranger", ticket(D, brief=COMPLETE_BRIEF), Command("publish"), STRANGER,
          code="not_permitted",
-         message="@stranger cannot /publish #42: that needs its task owner (@olivia) or write access to "
-                 "octo/shop."),
+         message="@stranger cannot /publish #42: that needs its task owner (@olivia) or a repository maintainer, "
+                 "someone with the maintain or admin role on octo/shop (@stranger has none). Ask a maintainer, or"
+                 " ask an admin for the maintain role."),
+    Case("accept by an agent with write access", ticket(V), Command("accept"), WRITER, code="not_reviewer",
+         message="@agent-b cannot /accept #42: that needs a reviewer, and octo/shop lists no `reviewers:`, so its "
+                 "repository maintainers review: someone with the maintain or admin role on octo/shop (@agent-b "
+                 "has write). Ask a maintainer, or ask an admin for the maintain role."),
+    Case("assign by an admin bot", ticket(O), Command("assign", user="agent-b"), ADMIN_BOT, code="not_permitted",
+         message="@helper[bot] cannot /assign #42: that needs a repository maintainer, someone with the maintain "
+                 "or admin role on octo/shop (@helper[bot] has admin) (bots count only when listed by name). "
+                 "Ask a maintainer, or ask an admin for the maintain role."),
+    Case("assign by an admin outside maintainers", ticket(O), Command("assign", user="agent-b"), ADMIN_RUNNER,
+         policy=Policy(maintainers=frozenset({"maria", "@octo/leads"})), code="not_permitted",
+         message="@agent-a cannot /assign #42: that needs a repository maintainer, someone listed in "
+                 "`maintainers:` of `.github/baton.yml` (@maria, @octo/leads). Ask one of them, or ask to be "
+                 "added to that list."),
+    Case("claim without access to the repository", ticket(O), Command("claim"), STRANGER, code="not_permitted",
+         message="@stranger cannot /claim #42: that needs a runner, and octo/shop takes runners with access to "
+                 "the repository (read or more), and @stranger has none. Ask a maintainer for access, or to "
+                 "/assign it."),
     Case("unknown command", ticket(O), Command("frobnicate"), RUNNER, code="unknown_command",
          message="/frobnicate is not a command. Try /help."),
 ]  # fmt: skip

@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from sqlalchemy import func, select
 
 from baton.commands import parse
-from baton.domain import Permission, TicketKey, WorkState
+from baton.domain import Access, Permission, TicketKey, WorkState
 from baton.github.webhooks import dig, number, signature, text
 from baton.intake import HANDLERS
 from baton.settings import Settings
@@ -28,7 +28,7 @@ from baton.web import create_app
 from corpus import corpus_event_names, webhook_examples
 
 SECRET = "It's a Secret to Everybody"
-WRITER = "octocat"  # the one login with WRITE; everyone else reads
+WRITER = "octocat"  # the one login who maintains the repository; everyone else reads
 # The events Baton acts on today, and where each keeps the text its commands are read from.
 COMMAND_TEXT: dict[tuple[str, str], tuple[str, str]] = {
     ("issue_comment", "created"): ("comment", "body"),
@@ -42,9 +42,12 @@ CLAIM_IDS = 9_000_000_000  # comment and issue ids of the /claim variants, far f
 class FakeDirectory:
     asked: list[str] = field(default_factory=list)
 
-    def permission(self, installation_id: int, repository: str, login: str) -> Permission:
+    def access(self, installation_id: int, repository: str, login: str) -> Access:
         self.asked.append(login)
-        return Permission.WRITE if login == WRITER else Permission.READ
+        return Access(Permission.MAINTAIN, "maintain") if login == WRITER else Access(Permission.READ, "read")
+
+    def member(self, installation_id: int, team: str, login: str) -> bool:
+        return False
 
 
 @dataclass

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import func, select
 
-from baton.domain import Permission, TicketKey, WorkState
+from baton.domain import Access, Permission, TicketKey, WorkState
 from baton.github.configs import DefaultConfigs
 from baton.github.webhooks import signature, verify
 from baton.intake import DirectoryUnavailable
@@ -40,11 +40,15 @@ class FakeDirectory:
     down: bool = False
     asked: list[str] = field(default_factory=list)
 
-    def permission(self, installation_id: int, repository: str, login: str) -> Permission:
+    def access(self, installation_id: int, repository: str, login: str) -> Access:
         self.asked.append(login)
         if self.down:
             raise DirectoryUnavailable("GitHub did not answer")
-        return self.permissions.get(login, Permission.READ)
+        permission = self.permissions.get(login, Permission.READ)
+        return Access(permission, permission.value)
+
+    def member(self, installation_id: int, team: str, login: str) -> bool:
+        return False
 
 
 @dataclass
@@ -85,7 +89,7 @@ class Hub:
 
 @pytest.fixture
 def hub(database_url: str) -> Iterator[Hub]:
-    directory = FakeDirectory({"maria": Permission.WRITE})
+    directory = FakeDirectory({"maria": Permission.MAINTAIN})
     settings = Settings(
         database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID, private_key=SecretStr(app_key())
     )
@@ -365,7 +369,7 @@ def test_a_command_on_a_pull_request_acts_on_the_issue_it_links(hub: Hub) -> Non
     hub.post("issue_comment", comment("agent-a", "/deliver done", comment_id=2))
     hub.post("issue_comment", pr_comment("agent-a", "/accept", "Fixes #42", comment_id=3))
     assert hub.ticket(42).state is WorkState.DELIVERED  # the runner may not accept it
-    assert replies_on(hub, 57)[0][1].startswith("@agent-a cannot /accept #42: reviewing needs write access")
+    assert replies_on(hub, 57)[0][1].startswith("@agent-a cannot /accept #42: that needs a reviewer")
     hub.post("issue_comment", pr_comment("maria", "/accept", "Fixes #42", comment_id=4))
     assert hub.ticket(42).state is WorkState.ACCEPTED
 

@@ -18,8 +18,12 @@ PATH = ".github/baton.yml"
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(m|h|d|w)\s*$")
 _SECONDS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
-# A login (`agent-a`, `helper[bot]`) or a team (`org/team`), with an optional leading @.
-_PERSON = re.compile(r"^@?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\]|/[A-Za-z0-9_.-]{1,100})?$")
+# A login (`agent-a`, `helper[bot]`) or a team (`org/team`), with an optional leading @; or a repository
+# role GitHub names, built-in or custom (`role:maintain`, `role:security-reviewer`).
+_PERSON = re.compile(
+    r"^(?:@?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\]|/[A-Za-z0-9_.-]{1,100})?|role:[A-Za-z0-9][\w .-]{0,99})$"
+)
+_RUNNER_ACCESS = ("collaborators", "anyone")
 
 KEYS = (
     "offer",
@@ -30,6 +34,7 @@ KEYS = (
     "allow_self_review",
     "reviewers",
     "runners",
+    "maintainers",
     "required_evidence",
 )
 
@@ -88,8 +93,15 @@ def parse(text: str) -> Policy:
     take("auto_release_after", lambda v: True, lambda v: None if v is None else duration(v),
          "a duration like `7d`, or null")  # fmt: skip
     take("allow_self_review", lambda v: isinstance(v, bool), bool, "true or false")
-    take("reviewers", people, frozenset, "a list of logins or org/team names")
-    take("runners", people, frozenset, "a list of logins or org/team names")
+    people_are = "a list of logins, org/team names or role:NAME entries"
+    take("reviewers", people, frozenset, people_are)
+    take("maintainers", people, frozenset, people_are)
+    take("runners", lambda v: v in _RUNNER_ACCESS or people(v), lambda v: v,
+         f"`collaborators`, `anyone` or {people_are}")  # fmt: skip
+    if isinstance(values.get("runners"), str):
+        values["runner_access"] = values.pop("runners")
+    elif "runners" in values:
+        values["runners"] = frozenset(values["runners"])
     take("required_evidence", lambda v: isinstance(v, list) and set(v) <= set(EVIDENCE_KINDS), tuple,
          f"a list of {', '.join(EVIDENCE_KINDS)}")  # fmt: skip
 

@@ -70,6 +70,7 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
     ("POST", "/repos/{owner}/{repo}/labels"),
     ("GET", "/repos/{owner}/{repo}/labels/{name}"),
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"),
+    ("GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}"),
 )
 
 # operationId -> the type githubkit parses its 2xx answer into (names in GITHUBKIT_MODELS_MODULE; `|`
@@ -98,6 +99,7 @@ GITHUBKIT_MODELS: Mapping[str, str] = {
     "issues/create-label": "Label",
     "issues/get-label": "Label",
     "pulls/get": "PullRequest",
+    "teams/get-membership-for-user-in-org": "TeamMembership",
 }
 
 _HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")

@@ -79,6 +79,12 @@ class Hub:
             app = next((app for app in self.world.apps.values() if app.name == name), None)
             return CI(self, app or self.world.add_app(name))
 
+    def join_team(self, team: str, login: str, *, state: str = "active") -> None:
+        """`login` joins team `org/team-slug` of an organisation (`state="pending"`: invited only)."""
+        org, _, slug = team.lstrip("@").partition("/")
+        with self.world.lock:
+            self.world.join_team(org, slug, login, state=state)
+
     def repo(self, repository: Repository) -> shapes.Repo:
         return repository.shape(self.api_url)
 

@@ -34,6 +34,7 @@ from starlette.routing import Route
 from . import shapes
 from .contract import Contract
 from .rendering import render_check_run, render_issue, render_pull_request
+from .teams import team_membership
 from .world import CheckRun, Comment, Issue, Reaction, Repository, Token, World, sha_of
 
 Json = Any
@@ -182,6 +183,13 @@ class StandIn:
         if method == "POST" and minting is not None:
             with self.world.lock:
                 return self._mint(int(minting.group(1)), headers)
+        membership = re.fullmatch(r"/orgs/([^/]+)/teams/([^/]+)/memberships/([^/]+)", path)
+        if method == "GET" and membership is not None:
+            with self.world.lock:
+                status, answer = team_membership(self.world, base, headers, *map(unquote, membership.groups()))
+            if status >= 400:
+                raise Answer(status, answer)
+            return status, answer
         for route_method, pattern, handler in _ROUTES:
             if route_method != method:
                 continue
@@ -339,10 +347,11 @@ def _collaborator_permission(c: _Context, username: str) -> tuple[int, Json]:
     if account is None:
         raise Answer(404, "Not Found")
     role = c.repository.permission(username)
-    if role == "none":
+    base = c.repository.custom_roles.get(role, role)
+    if base == "none":
         raise Answer(404, f"{username} is not a user")
-    coarse = {"maintain": "write", "triage": "read"}.get(role, role)
-    return 200, shapes.collaborator_permission(c.repo, account, coarse, role)
+    coarse = {"maintain": "write", "triage": "read"}.get(base, base)
+    return 200, shapes.collaborator_permission(c.repo, account, coarse, role, base=base)
 
 
 def _contents(c: _Context, path: str) -> tuple[int, Json]:

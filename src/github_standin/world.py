@@ -123,7 +123,8 @@ class Repository:
     issues: dict[int, Issue] = field(default_factory=dict)  # issues and pull requests share numbers
     comments: dict[int, Comment] = field(default_factory=dict)
     reactions: dict[int, list[Reaction]] = field(default_factory=dict)  # issue number -> reactions
-    permissions: dict[str, str] = field(default_factory=dict)  # lower-case login -> permission
+    permissions: dict[str, str] = field(default_factory=dict)  # lower-case login -> role (built-in or custom)
+    custom_roles: dict[str, str] = field(default_factory=dict)  # a custom role's name -> its base role
     branches: dict[str, list[str]] = field(default_factory=dict)  # name -> commits, oldest first
     committed: dict[str, datetime] = field(default_factory=dict)  # commit -> when it was made
     protection: dict[str, tuple[str, ...]] = field(default_factory=dict)  # branch -> its required checks
@@ -165,6 +166,15 @@ class Installation:
     account: Account
     app_id: int
     suspended: bool = False
+    # what the installation grants the App beyond repository contents; without `members` GitHub refuses
+    # to show the organisation's team memberships
+    permissions: dict[str, str] = field(default_factory=lambda: {"members": "read"})
+
+
+@dataclass
+class Membership:
+    role: str = "member"  # or "maintainer"
+    state: str = "active"  # or "pending": invited, not yet joined
 
 
 @dataclass
@@ -186,6 +196,7 @@ class World:
         self.accounts: dict[str, Account] = {}
         self.installations: dict[int, Installation] = {}
         self.repositories: dict[str, Repository] = {}  # lower-case "owner/name" -> repository
+        self.teams: dict[tuple[str, str], dict[str, Membership]] = {}  # lower-case (org, slug) -> login -> it
         self.tokens: dict[str, Token] = {}
         self.apps: dict[int, App] = {}  # other GitHub Apps on the repositories (a CI reporting checks)
         self.ahead = timedelta()  # how far GitHub's clock runs ahead of the wall clock (`advance`)
@@ -235,6 +246,11 @@ class World:
         installation = Installation(id or self.next_id(), self.account(owner, kind), self.app_id)
         self.installations[installation.id] = installation
         return installation
+
+    def join_team(self, org: str, slug: str, login: str, *, role: str = "member", state: str = "active") -> None:
+        """`login` in team `org/slug` (the team made if new); `state="pending"`: invited, not yet a member."""
+        self.account(login)
+        self.teams.setdefault((org.lower(), slug.lower()), {})[login.lower()] = Membership(role, state)
 
     def repository(self, full_name: str) -> Repository | None:
         return self.repositories.get(full_name.lower())

@@ -2,6 +2,7 @@
 
 from .model import (
     EVIDENCE_KINDS,
+    Access,
     Actor,
     AttemptEnd,
     Brief,
@@ -44,6 +45,7 @@ __all__ = [
     "EVIDENCE_KINDS",
     "RULES",
     "WORK_EVENTS",
+    "Access",
     "Actor",
     "Applied",
     "AttemptEnd",

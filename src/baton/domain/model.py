@@ -46,7 +46,8 @@ class Role(StrEnum):
 
 
 class Permission(StrEnum):
-    """A person's permission on the repository, as GitHub's collaborator-permission API names it."""
+    """A person's permission on the repository, as GitHub's collaborator-permission API names it. A custom
+    repository role counts as the built-in level it is based on."""
 
     NONE = "none"
     READ = "read"
@@ -57,7 +58,18 @@ class Permission(StrEnum):
 
     @property
     def can_maintain(self) -> bool:
-        return self in (Permission.WRITE, Permission.MAINTAIN, Permission.ADMIN)
+        """Whether GitHub counts this level as maintaining the repository. Write access is not enough: agents
+        need it to push their branches."""
+        return self in (Permission.MAINTAIN, Permission.ADMIN)
+
+
+@dataclass(frozen=True)
+class Access:
+    """What GitHub says of a person's access to a repository: the built-in level the rules use, and the role
+    GitHub names (a custom role's own name, whose base level is `permission`)."""
+
+    permission: Permission = Permission.NONE
+    role_name: str = ""
 
 
 class AttemptEnd(StrEnum):
@@ -164,12 +176,22 @@ class Ticket:
 
 @dataclass(frozen=True)
 class Actor:
-    """Who sent a command, with what GitHub says about them. Logins compare case-insensitively."""
+    """Who sent a command, with what GitHub says about them. Logins compare case-insensitively.
+
+    `permission` is the built-in level (a custom role's base level); `role_name` the role GitHub names,
+    built-in or custom (`""` when unknown); `teams` the `org/team` entries of the repository's lists the
+    actor is an active member of; `is_bot` a `type: Bot` account or a login ending in `[bot]`.
+    """
 
     login: str
     permission: Permission = Permission.NONE
     teams: frozenset[str] = frozenset()
     is_bot: bool = False
+    role_name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.login.lower().endswith("[bot]") and not self.is_bot:
+            object.__setattr__(self, "is_bot", True)
 
     def is_(self, login: str | None) -> bool:
         return login is not None and login.lower() == self.login.lower()
@@ -235,16 +257,30 @@ class Policy:
     allow_self_review: bool = False
     reviewers: frozenset[str] = frozenset()
     runners: frozenset[str] = frozenset()
+    maintainers: frozenset[str] = frozenset()  # replaces "maintain or admin permission" when set
+    runner_access: str = "collaborators"  # without a `runners` list: "collaborators" (read or more) or "anyone"
     required_evidence: tuple[str, ...] = ()
     offer: str = "all"
     offer_label: str = "baton"
     stale_after: int = 3 * 86400  # seconds without activity before a claim is marked stale
     auto_release_after: int | None = None  # None: a stale claim is released only by a person
 
-    def lists(self, names: frozenset[str], actor: Actor) -> bool:
-        """True when the actor is named in a users-or-teams list (`@org/team` entries match teams)."""
+    def lists(self, names: frozenset[str], actor: Actor, *, by_name: bool = False) -> bool:
+        """True when the actor is named in a list of logins, `@org/team` entries (matching `actor.teams`) and
+        `role:NAME` entries (matching GitHub's role name, custom roles included). With `by_name` only the
+        login counts."""
         wanted = {name.lower().lstrip("@") for name in names}
-        return actor.login.lower() in wanted or any(team.lower() in wanted for team in actor.teams)
+        if actor.login.lower() in wanted:
+            return True
+        if by_name:
+            return False
+        role = f"role:{actor.role_name.lower()}" if actor.role_name else None
+        return any(team.lower() in wanted for team in actor.teams) or role in wanted
+
+    def teams(self) -> frozenset[str]:
+        """The `org/team` entries of every list, lower-case and without the @: whose membership matters."""
+        entries = self.reviewers | self.runners | self.maintainers
+        return frozenset(e.lower().lstrip("@") for e in entries if "/" in e)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,12 @@ class Review:
 
     reviewer: str
     independent: bool
+    role: str = "reviewer"  # `repository_maintainer`: a maintainer outside the reviewers list, an override
+
+    def by(self) -> str:
+        """ " by @mona", with what sets the review apart: an override, or the runner verifying their own work."""
+        override = " as repository maintainer (override)" if self.role == "repository_maintainer" else ""
+        return f" by @{self.reviewer}{override}" + ("" if self.independent else " (self-verified)")
 
 
 @dataclass(frozen=True)
@@ -58,9 +64,7 @@ def work_line(ticket: Ticket, review: Review | None = None) -> str:
         case WorkState.DELIVERED:
             return f"Delivered — attempt {ticket.attempt} by @{ticket.runner}, awaiting review"
         case WorkState.ACCEPTED:
-            by = ""
-            if review is not None:
-                by = f" by @{review.reviewer}" + ("" if review.independent else " (self-verified)")
+            by = review.by() if review is not None else ""
             return f"Accepted{by} — attempt {ticket.attempt} by @{ticket.runner}"
         case _:
             return "Withdrawn"
@@ -108,13 +112,11 @@ class CheckView:
         return {"status": self.status, "conclusion": self.conclusion, "title": self.title, "summary": self.summary}
 
 
-_STAYS = "The work state stays accepted; a reviewer can /reopen the issue if they need another look."
+_STAYS = "The work state stays accepted; a maintainer can /reopen the issue if they need another look."
 
 
 def _accepted_by(part: Acceptance) -> str:
-    if part.review is None:
-        return ""
-    return f" by @{part.review.reviewer}" + ("" if part.review.independent else " (self-verified)")
+    return part.review.by() if part.review is not None else ""
 
 
 def acceptance_check(head: str, parts: Sequence[Acceptance]) -> CheckView:

@@ -22,6 +22,7 @@ from .model import (
     Command,
     Event,
     Evidence,
+    Permission,
     Policy,
     Role,
     Ticket,
@@ -99,7 +100,7 @@ def next_step(ticket: Ticket) -> str:
         case WorkState.DELIVERED:
             return "It awaits review: a reviewer can /accept or /send-back."
         case WorkState.ACCEPTED:
-            return "It is finished; a reviewer can /reopen it."
+            return "It is finished; a maintainer can /reopen it."
         case _:
             return "It was withdrawn; nothing more happens to it."
 
@@ -110,7 +111,8 @@ def _either(states: Iterable[WorkState]) -> str:
 
 
 def _names(names: Iterable[str]) -> str:
-    return ", ".join(f"@{name}" for name in sorted(name.lstrip("@") for name in names))
+    entries = sorted(name.lstrip("@") for name in names)
+    return ", ".join(name if name.startswith("role:") else f"@{name}" for name in entries)
 
 
 # ---------------------------------------------------------------------------------------------- events
@@ -188,8 +190,20 @@ def _ended(ticket: Ticket, reason: AttemptEnd) -> dict[str, object] | None:
 # ---------------------------------------------------------------------------------------------- roles
 
 
-def is_maintainer(actor: Actor) -> bool:
-    return actor.permission.can_maintain
+def is_maintainer(actor: Actor, policy: Policy) -> bool:
+    """A repository maintainer: listed in `maintainers` when the repository sets it, else someone GitHub
+    gives maintain or admin permission. A bot counts only when listed by name."""
+    if policy.maintainers:
+        return policy.lists(policy.maintainers, actor, by_name=actor.is_bot)
+    return actor.permission.can_maintain and not actor.is_bot
+
+
+def may_run(actor: Actor, policy: Policy) -> bool:
+    """An eligible runner: listed in `runners` when set, else anyone with access to the repository (read or
+    more), or anyone at all with `runners: anyone`."""
+    if policy.runners:
+        return policy.lists(policy.runners, actor)
+    return policy.runner_access == "anyone" or actor.permission is not Permission.NONE
 
 
 def review_role(ticket: Ticket, actor: Actor, policy: Policy) -> Role | None:
@@ -197,26 +211,56 @@ def review_role(ticket: Ticket, actor: Actor, policy: Policy) -> Role | None:
 
     The brief's named reviewer and the configured reviewers review as `reviewer`. Without a configured
     list every maintainer is a reviewer; with one, a maintainer outside it still may, but the event says
-    `repository_maintainer`, so an override never looks like an ordinary review.
+    `repository_maintainer`, so an override never looks like an ordinary review. Bots review only when
+    named.
     """
     if ticket.brief is not None and actor.is_(ticket.brief.reviewer):
         return Role.REVIEWER
     if policy.reviewers:
-        if policy.lists(policy.reviewers, actor):
+        if policy.lists(policy.reviewers, actor, by_name=actor.is_bot):
             return Role.REVIEWER
-        return Role.REPOSITORY_MAINTAINER if is_maintainer(actor) else None
-    return Role.REVIEWER if is_maintainer(actor) else None
+        return Role.REPOSITORY_MAINTAINER if is_maintainer(actor, policy) else None
+    return Role.REVIEWER if is_maintainer(actor, policy) else None
+
+
+def _has(actor: Actor) -> str:
+    role = actor.role_name or actor.permission.value
+    return f"@{actor.login} has {role}" + (
+        f" (based on {actor.permission.value})" if actor.role_name and role != actor.permission.value else ""
+    )
+
+
+def _maintainers(repository: str, actor: Actor, policy: Policy) -> tuple[str, str]:
+    """Who a repository's maintainers are, and how to become one (or get one to act), for a refusal."""
+    bot = " (bots count only when listed by name)" if actor.is_bot else ""
+    if policy.maintainers:
+        who = f"someone listed in `maintainers:` of `.github/baton.yml` ({_names(policy.maintainers)}){bot}"
+        return who, "Ask one of them, or ask to be added to that list"
+    who = f"someone with the maintain or admin role on {repository} ({_has(actor)}){bot}"
+    return who, "Ask a maintainer, or ask an admin for the maintain role"
+
+
+def _not_maintainer(ticket: Ticket, command: Command, actor: Actor, policy: Policy, owner: bool = False) -> Refused:
+    who, how = _maintainers(ticket.repository, actor, policy)
+    needed = f"its task owner (@{ticket.owner}) or a repository maintainer" if owner else "a repository maintainer"
+    return Refused(
+        "not_permitted", f"@{actor.login} cannot /{command.name} {ticket.ref}: that needs {needed}, {who}. {how}."
+    )
 
 
 def _not_reviewer(ticket: Ticket, command: Command, actor: Actor, policy: Policy) -> Refused:
     if policy.reviewers:
-        who = f"its reviewers are {_names(policy.reviewers)} and the maintainers of {ticket.repository}"
+        bot = " (bots count only when listed by name)" if actor.is_bot else ""
+        who = (
+            f"someone listed in `reviewers:` of `.github/baton.yml` ({_names(policy.reviewers)}){bot}, or a "
+            "repository maintainer as an override. Ask a reviewer to look at it, or ask to be added to that list"
+        )
     else:
-        who = f"reviewing needs write access to {ticket.repository}"
-    return Refused(
-        "not_reviewer",
-        f"@{actor.login} cannot /{command.name} {ticket.ref}: {who}. Ask a reviewer to look at it.",
-    )
+        maintainers, how = _maintainers(ticket.repository, actor, policy)
+        who = (
+            f"and {ticket.repository} lists no `reviewers:`, so its repository maintainers review: {maintainers}. {how}"
+        )
+    return Refused("not_reviewer", f"@{actor.login} cannot /{command.name} {ticket.ref}: that needs a reviewer, {who}.")
 
 
 def _self_review(ticket: Ticket, command: Command, actor: Actor) -> Refused:
@@ -238,10 +282,10 @@ def _missing(command: Command, what: str) -> Refused:
 def _publish(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
     if actor.is_(ticket.owner):
         role = Role.TASK_OWNER
-    elif is_maintainer(actor):
+    elif is_maintainer(actor, situation.policy):
         role = Role.REPOSITORY_MAINTAINER
     else:
-        return _needs_owner(ticket, command, actor)
+        return _needs_owner(ticket, command, actor, situation.policy)
     gaps = (ticket.brief or Brief()).missing()
     if gaps:
         return Refused(
@@ -254,12 +298,18 @@ def _publish(ticket: Ticket, command: Command, actor: Actor, situation: Situatio
 
 def _claim(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
     policy = situation.policy
-    if policy.runners and not policy.lists(policy.runners, actor):
-        return Refused(
-            "not_permitted",
-            f"@{actor.login} cannot /claim {ticket.ref}: {ticket.repository} limits runners to "
-            f"{_names(policy.runners)}. Ask a maintainer to /assign it.",
-        )
+    if not may_run(actor, policy):
+        if policy.runners:
+            who = (
+                f"{ticket.repository} lists its runners in `runners:` of `.github/baton.yml` "
+                f"({_names(policy.runners)}). Ask to be added to that list, or ask a maintainer to /assign it"
+            )
+        else:
+            who = (
+                f"{ticket.repository} takes runners with access to the repository (read or more), and "
+                f"@{actor.login} has none. Ask a maintainer for access, or to /assign it"
+            )
+        return Refused("not_permitted", f"@{actor.login} cannot /claim {ticket.ref}: that needs a runner, and {who}.")
     if situation.active_claims >= policy.max_active_claims:
         return claim_limit(ticket, actor, situation)
     return _apply(ticket, "claimed", actor, Role.RUNNER, ticket.attempt + 1, runner=actor.login)
@@ -287,24 +337,22 @@ def _release(ticket: Ticket, command: Command, actor: Actor, situation: Situatio
     ended = _ended(ticket, AttemptEnd.RELEASED)
     if actor.is_(ticket.runner):
         return _apply(ticket, "released", actor, Role.RUNNER, ticket.attempt, ended=ended)
-    if command.user is not None and is_maintainer(actor):
+    if command.user is not None and is_maintainer(actor, situation.policy):
         ended = _ended(ticket, AttemptEnd.RELEASED_BY_MAINTAINER)
         return _apply(ticket, "released", actor, Role.REPOSITORY_MAINTAINER, ticket.attempt, ended=ended)
+    who, how = _maintainers(ticket.repository, actor, situation.policy)
     return Refused(
         "not_runner",
         f"{ticket.ref} is {describe(ticket)} (revision {ticket.revision}); only @{ticket.runner} can "
-        f"/release it, or a maintainer with /release @{ticket.runner}.",
+        f"/release it, or a repository maintainer with /release @{ticket.runner}, {who}. {how}.",
     )
 
 
 def _assign(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
     if command.user is None:
         return _missing(command, "the person to assign")
-    if not is_maintainer(actor):
-        return Refused(
-            "not_permitted",
-            f"@{actor.login} cannot /assign {ticket.ref}: that needs write access to {ticket.repository}.",
-        )
+    if not is_maintainer(actor, situation.policy):
+        return _not_maintainer(ticket, command, actor, situation.policy)
     return _apply(
         ticket,
         "assigned",
@@ -371,37 +419,32 @@ def _review(verdict: Verdict) -> Guard:
 
 
 def _reopen(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
-    role = review_role(ticket, actor, situation.policy)
-    if role is None:
-        return _not_reviewer(ticket, command, actor, situation.policy)
+    if not is_maintainer(actor, situation.policy):
+        return _not_maintainer(ticket, command, actor, situation.policy)
     if not command.text:
         return _missing(command, "a reason")
     return _apply(
         ticket,
         "reopened",
         actor,
-        role,
+        Role.REPOSITORY_MAINTAINER,
         ticket.attempt,
         reason=command.text,
         ended=_ended(ticket, AttemptEnd.REOPENED),
     )
 
 
-def _needs_owner(ticket: Ticket, command: Command, actor: Actor) -> Refused:
-    return Refused(
-        "not_permitted",
-        f"@{actor.login} cannot /{command.name} {ticket.ref}: that needs its task owner "
-        f"(@{ticket.owner}) or write access to {ticket.repository}.",
-    )
+def _needs_owner(ticket: Ticket, command: Command, actor: Actor, policy: Policy) -> Refused:
+    return _not_maintainer(ticket, command, actor, policy, owner=True)
 
 
 def _withdraw(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
     if actor.is_(ticket.owner):
         role = Role.TASK_OWNER
-    elif is_maintainer(actor):
+    elif is_maintainer(actor, situation.policy):
         role = Role.REPOSITORY_MAINTAINER
     else:
-        return _needs_owner(ticket, command, actor)
+        return _needs_owner(ticket, command, actor, situation.policy)
     if not command.text:
         return _missing(command, "a reason")
     return _apply(
@@ -460,7 +503,7 @@ RULES: dict[str, Rule] = {
              "Return the work to the same runner, who starts a new attempt.",
              "a reviewer who is not the runner", (DELIVERED,), CLAIMED, _review(Verdict.SENT_BACK), "sent_back"),
         Rule("reopen", "/reopen <reason>", "Clear the claim and offer the task again.",
-             "reviewer, maintainer", (CLAIMED, DELIVERED, ACCEPTED), OPEN, _reopen, "reopened"),
+             "maintainer", (CLAIMED, DELIVERED, ACCEPTED), OPEN, _reopen, "reopened"),
         Rule("withdraw", "/withdraw <reason>", "Take the task off the board.",
              "task owner, maintainer", (DRAFT, OPEN, CLAIMED, DELIVERED), WITHDRAWN, _withdraw, "withdrawn"),
         Rule("status", "/status", "Refresh the status comment.", "anyone", (), None, _note),

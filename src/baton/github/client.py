@@ -23,7 +23,7 @@ from githubkit import AppAuthStrategy, GitHub
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import RequestFailed
 
-from baton.domain.model import Permission
+from baton.domain.model import Access, Permission
 from baton.settings import Settings, SettingsError
 
 
@@ -126,15 +126,51 @@ _ROLES = {
     "read": Permission.READ,
     "none": Permission.NONE,
 }
+# A custom role's base level, from the `user.permissions` flags GitHub answers with, highest first.
+_FLAGS = (
+    ("admin", Permission.ADMIN),
+    ("maintain", Permission.MAINTAIN),
+    ("push", Permission.WRITE),
+    ("triage", Permission.TRIAGE),
+    ("pull", Permission.READ),
+)
+
+
+def access_of(data: Any) -> Access:
+    """An answer of the collaborator-permission API read into the level the rules use and the role's name.
+    `role_name` tells maintain and triage apart where `permission` folds them into write and read; a custom
+    role's name is none of the built-in ones, and its base level shows in the user's permission flags."""
+    data = data if isinstance(data, dict) else {}
+    role = str(data.get("role_name") or "")
+    if role in _ROLES:
+        return Access(_ROLES[role], role)
+    user = data.get("user")
+    flags = user.get("permissions") if isinstance(user, dict) else None
+    if isinstance(flags, dict):
+        base = next((level for flag, level in _FLAGS if flags.get(flag) is True), None)
+        if base is not None:
+            return Access(base, role)
+    return Access(_ROLES.get(str(data.get("permission")), Permission.NONE), role)
+
+
+class TeamsHidden(RuntimeError):
+    """GitHub refused to show an organisation's team memberships: the App lacks the organisation `members:
+    read` permission (or is not installed on that organisation)."""
+
+    def __init__(self, org: str) -> None:
+        super().__init__(f"team memberships of {org} are not readable")
+        self.org = org
 
 
 class GitHubDirectory:
-    """Repository permissions from the collaborator-permission API, cached for `ttl` seconds."""
+    """Repository permissions from the collaborator-permission API and team memberships from the
+    team-membership API, each cached for `ttl` seconds."""
 
     def __init__(self, github: GitHubApp, ttl: float = 120.0) -> None:
         self.github = github
         self.ttl = ttl
-        self._cache: dict[tuple[int, str, str], tuple[float, Permission]] = {}
+        self._cache: dict[tuple[int, str, str], tuple[float, Access]] = {}
+        self._teams: dict[tuple[int, str, str], tuple[float, bool | None]] = {}  # None: hidden from the App
         self._lock = threading.Lock()
 
     def warm(self, wanted: set[tuple[int, str, str]], at_once: int = 8) -> None:
@@ -151,11 +187,14 @@ class GitHubDirectory:
         if len(missing) < 2:
             return
         with ThreadPoolExecutor(max_workers=min(at_once, len(missing)), thread_name_prefix="baton-who") as pool:
-            for future in [pool.submit(self.permission, *key) for key in missing]:
+            for future in [pool.submit(self.access, *key) for key in missing]:
                 with suppress(Exception):
                     future.result()
 
     def permission(self, installation_id: int, repository: str, login: str) -> Permission:
+        return self.access(installation_id, repository, login).permission
+
+    def access(self, installation_id: int, repository: str, login: str) -> Access:
         key = (installation_id, repository.lower(), login.lower())
         now = time.monotonic()
         with self._lock:
@@ -170,13 +209,36 @@ class GitHubDirectory:
         except RequestFailed as error:
             if error.response.status_code != 404:
                 raise
-            permission = Permission.NONE  # not a collaborator, or no such user
+            access = Access(Permission.NONE, "")  # not a collaborator, or no such user
         else:
-            data = response.json()
-            # `role_name` tells maintain and triage apart; `permission` folds them into write and read.
-            permission = _ROLES.get(
-                str(data.get("role_name")), _ROLES.get(str(data.get("permission")), Permission.NONE)
-            )
+            access = access_of(response.json())
         with self._lock:
-            self._cache[key] = (now, permission)
-        return permission
+            self._cache[key] = (now, access)
+        return access
+
+    def member(self, installation_id: int, team: str, login: str) -> bool:
+        """Whether `login` is an active member of `team` ("org/team-slug"). Raises `TeamsHidden` when GitHub
+        refuses to say for lack of permission (403)."""
+        org, _, slug = team.partition("/")
+        key = (installation_id, team.lower(), login.lower())
+        now = time.monotonic()
+        with self._lock:
+            cached = self._teams.get(key)
+        if cached is None or now - cached[0] >= self.ttl:
+            try:
+                response = self.github.installation(installation_id).rest.teams.get_membership_for_user_in_org(
+                    org, slug, login
+                )
+            except RequestFailed as error:
+                if error.response.status_code not in (403, 404):
+                    raise
+                found: bool | None = None if error.response.status_code == 403 else False
+            else:
+                data = response.json()
+                found = isinstance(data, dict) and data.get("state") == "active"
+            cached = (now, found)
+            with self._lock:
+                self._teams[key] = cached
+        if cached[1] is None:
+            raise TeamsHidden(org)
+        return cached[1]

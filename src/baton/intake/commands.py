@@ -32,8 +32,8 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
     if not commands or key is None or not envelope.repository or not intake.active(envelope):
         return []
     issue = Issue(key, envelope.repository, author)
-    actor = intake.actor(envelope)
     policy = intake.policy(key.installation_id, envelope.repository, key, envelope.sender)
+    actor = intake.actor(envelope, policy, key)
     source = replace(source, ignored=ignored)
     return [
         Request(issue, command, actor, envelope.operation(what, index), policy, source)
@@ -108,8 +108,8 @@ def on_pull_request(
             intake.work.reply(answer_on, repository, login, f"/{command.name}: {target}", op)
             continue
         assert key is not None
-        actor = actor or intake.actor(envelope)
         policy = intake.policy(answer_on.installation_id, repository, answer_on, login)
+        actor = actor or intake.actor(envelope, policy, answer_on)
         requests.append(Request(Issue(key, repository, ""), command, actor, op, policy, source))
     if ignored and not requests:  # no decision carries the note: it goes alone, with the id of the first ignored
         intake.work.reply(answer_on, repository, login, ignored_text(ignored), envelope.operation(what, MAX_COMMANDS))

@@ -8,7 +8,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from baton.domain import Actor, Permission, Policy, TicketKey
+from baton.domain import Access, Actor, Policy, TicketKey
+from baton.github.client import TeamsHidden
 from baton.github.configs import DefaultConfigs, Loaded
 from baton.github.webhooks import number
 from baton.service.evidence import EvidenceService
@@ -19,9 +20,15 @@ from .envelope import Envelope
 
 
 class Directory(Protocol):
-    """Who a GitHub user is in a repository. The GitHub-backed one asks the collaborator API."""
+    """Who a GitHub user is in a repository. The GitHub-backed one asks the collaborator-permission and
+    team-membership APIs."""
 
-    def permission(self, installation_id: int, repository: str, login: str) -> Permission: ...
+    def access(self, installation_id: int, repository: str, login: str) -> Access: ...
+
+    def member(self, installation_id: int, team: str, login: str) -> bool:
+        """Whether `login` is an active member of `team` ("org/team-slug"); raises `TeamsHidden` when GitHub
+        will not tell the App."""
+        ...
 
 
 class Configs(Protocol):
@@ -35,11 +42,15 @@ class DirectoryUnavailable(RuntimeError):
 
 
 class NoDirectory:
-    def permission(self, installation_id: int, repository: str, login: str) -> Permission:
+    def access(self, installation_id: int, repository: str, login: str) -> Access:
         raise DirectoryUnavailable(
             "repository permissions cannot be read: set BATON_APP_ID and BATON_PRIVATE_KEY "
             "(or BATON_PRIVATE_KEY_PATH) so Baton can ask GitHub"
         )
+
+    def member(self, installation_id: int, team: str, login: str) -> bool:
+        self.access(installation_id, team, login)
+        return False
 
 
 @dataclass
@@ -62,11 +73,36 @@ class Intake:
         app_id = number(envelope.payload, where, "performed_via_github_app", "id")
         return self.app_id is not None and app_id == self.app_id
 
-    def actor(self, envelope: Envelope) -> Actor:
-        """The sender, with their permission in the delivery's repository."""
-        assert envelope.installation_id is not None
-        permission = self.directory.permission(envelope.installation_id, envelope.repository, envelope.sender)
-        return Actor(envelope.sender, permission, is_bot=envelope.sender_is_bot)
+    def actor(self, envelope: Envelope, policy: Policy | None = None, where: TicketKey | None = None) -> Actor:
+        """The sender, with their access to the delivery's repository and their memberships of the teams
+        `policy` lists. Teams GitHub will not show (the App lacks the organisation `members: read`
+        permission) match nobody, and that is explained once, on the issue at `where`."""
+        installation_id = envelope.installation_id
+        assert installation_id is not None
+        login = envelope.sender
+        access = self.directory.access(installation_id, envelope.repository, login)
+        teams: set[str] = set()
+        hidden: dict[str, list[str]] = {}
+        bot = envelope.sender_is_bot or login.lower().endswith("[bot]")
+        for team in sorted(policy.teams()) if policy is not None and not bot else ():
+            try:
+                if self.directory.member(installation_id, team, login):
+                    teams.add(team)
+            except TeamsHidden as error:
+                hidden.setdefault(error.org.lower(), []).append(team)
+        for org, entries in hidden.items() if where is not None else ():
+            assert where is not None
+            listed = ", ".join(f"@{entry}" for entry in entries)
+            self.work.reply(
+                where,
+                envelope.repository,
+                login,
+                f"Baton cannot read the members of {listed}: GitHub refuses the App the organization `members: "
+                f"read` permission on {org}. Until an owner of {org} grants it (in the App's installation "
+                "settings), team entries in `.github/baton.yml` match nobody.",
+                f"{installation_id}:members-permission:{org}",
+            )
+        return Actor(login, access.permission, frozenset(teams), is_bot=bot, role_name=access.role_name)
 
     def policy(self, installation_id: int, repository: str, where: TicketKey, login: str) -> Policy:
         """The repository's settings. An invalid settings file is explained once, on the issue where

@@ -161,7 +161,7 @@ class Outbox:
             return None, None, []
         with self.engine.connect() as connection:
             review = connection.execute(
-                select(t.reviews.c.reviewer, t.reviews.c.independent)
+                select(t.reviews.c.reviewer, t.reviews.c.independent, t.reviews.c.role)
                 .where(t.reviews.c.ticket_id == stored.id, t.reviews.c.verdict == "accepted")
                 .order_by(desc(t.reviews.c.id))
                 .limit(1)
@@ -170,7 +170,7 @@ class Outbox:
                 select(t.attempts.c.runner).where(t.attempts.c.ticket_id == stored.id).distinct()
             ).scalars()
             past = sorted(set(runners))
-        return stored, Review(review.reviewer, bool(review.independent)) if review else None, past
+        return stored, Review(review.reviewer, bool(review.independent), review.role) if review else None, past
 
     def items(self, key: TicketKey) -> list[Item]:
         with self.engine.connect() as connection:

@@ -24,6 +24,7 @@ from .objects import (
     pull_request_minimal,
     reaction,
     repository,
+    team_membership,
     timestamp,
     user,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "push_event",
     "reaction",
     "repository",
+    "team_membership",
     "timestamp",
     "user",
 ]

@@ -413,14 +413,23 @@ def installation_token(
     }
 
 
-def collaborator_permission(repo: Repo, account: Account, permission: str, role_name: str) -> Json:
+def team_membership(url: str, role: str = "member", state: str = "active") -> Json:
+    """GET /orgs/{org}/teams/{team_slug}/memberships/{username} (`team-membership`)."""
+    return {"url": url, "role": role, "state": state}
+
+
+def collaborator_permission(
+    repo: Repo, account: Account, permission: str, role_name: str, *, base: str | None = None
+) -> Json:
     """GET .../collaborators/{username}/permission (`repository-collaborator-permission`).
 
     `permission` is GitHub's coarse level (`admin`, `write`, `read`, `none`); `role_name` the role
-    (`admin`, `maintain`, `write`, `triage`, `read`).
+    (`admin`, `maintain`, `write`, `triage`, `read`, or a custom role's name, whose built-in `base` the
+    user's permission flags show).
     """
     ranks = ("read", "triage", "write", "maintain", "admin")
-    rank = ranks.index(role_name) if role_name in ranks else -1
+    level = base or role_name
+    rank = ranks.index(level) if level in ranks else -1
     return {
         "permission": permission,
         "role_name": role_name,
