@@ -268,3 +268,26 @@ def test_teams_github_will_not_show_are_explained_once_not_refused_silently(sqli
             assert scene.app.state.work.ticket(key).state.value == "delivered"
         calls = [c for c in scene.rest.calls if "/teams/" in c.path]
         assert calls and all(c.status == 403 for c in calls)  # asked, and GitHub refused
+
+
+@pytest.mark.parametrize("settings", ["default", "runners"])
+def test_assign_makes_a_runner_only_of_someone_who_may_run(sqlite_url: str, settings: str) -> None:
+    """`/assign @user` by a maintainer: the user must be one who could /claim it (GitHub would not even
+    assign an account without access)."""
+    with opened(sqlite_url) as scene:
+        _cast(scene, settings)
+        targets = {"nobody": False, "reed": settings == "default", "agent-a": True, "tess": True}
+        numbers = {}
+        for login in targets:
+            numbers[login] = scene.person(OWNER).open_issue(scene.stage.full_name, f"for {login}")
+            scene.person("maria").comment(scene.stage.full_name, numbers[login], f"/assign @{login}")
+        scene.settle()
+        work = scene.app.state.work
+        for login, allowed in targets.items():
+            key = TicketKey(scene.repository.installation_id, scene.repository.id, numbers[login])
+            ticket, events = work.ticket(key), work.history(key)
+            outcome = (ticket.state.value, ticket.runner, events[-1].type) if ticket else None
+            assert outcome == (("claimed", login, "assigned") if allowed else ("open", None, "created")), login
+        scene.drain()
+        scene.number = numbers["nobody"]
+        assert any("cannot /assign #" in r and "to @nobody: that needs a runner" in r for r in scene.replies())

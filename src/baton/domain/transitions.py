@@ -47,6 +47,7 @@ class Situation:
 
     policy: Policy = field(default_factory=Policy)
     active_claims: int = 0  # tickets the actor holds as `claimed` in this repository
+    assignee: Actor | None = None  # whom an /assign names, with their access (None: not looked up)
 
 
 @dataclass(frozen=True)
@@ -353,6 +354,20 @@ def _assign(ticket: Ticket, command: Command, actor: Actor, situation: Situation
         return _missing(command, "the person to assign")
     if not is_maintainer(actor, situation.policy):
         return _not_maintainer(ticket, command, actor, situation.policy)
+    assignee = situation.assignee
+    if assignee is not None and not may_run(assignee, situation.policy):
+        policy = situation.policy
+        who = (
+            f"{ticket.repository} lists its runners in `runners:` of `.github/baton.yml` ({_names(policy.runners)})"
+            if policy.runners
+            else f"{ticket.repository} takes runners with access to the repository (read or more), and "
+            f"@{assignee.login} has none"
+        )
+        return Refused(
+            "not_permitted",
+            f"@{actor.login} cannot /assign {ticket.ref} to @{assignee.login}: that needs a runner, and {who}. "
+            f"Give @{assignee.login} access, or assign someone who has it.",
+        )
     return _apply(
         ticket,
         "assigned",
@@ -492,7 +507,7 @@ RULES: dict[str, Rule] = {
              "an eligible runner", (OPEN,), CLAIMED, _claim, "claimed"),
         Rule("release", "/release [@user]", "Give a claim back; `@user` lets a maintainer release someone's.",
              "the active runner; maintainer with @user", (CLAIMED,), OPEN, _release, "released"),
-        Rule("assign", "/assign @user", "Make @user the runner, ending any current attempt.",
+        Rule("assign", "/assign @user", "Make @user (one who may run it) the runner, ending any current attempt.",
              "maintainer", (OPEN, CLAIMED), CLAIMED, _assign, "assigned"),
         Rule("deliver", "/deliver <summary and evidence lines>",
              "Hand in the work with evidence (branch:, commit:, pr:, tests:, screenshot:).",

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from baton.commands import MAX_COMMANDS, ignored_text, read
-from baton.domain import Actor
+from baton.domain import Actor, Command, Policy, TicketKey
 from baton.github.webhooks import dig, issue_number, login, number, text
 from baton.linking import linked_issues
 from baton.service.work import Issue, Outcome, Request, Source
@@ -36,8 +36,9 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
     actor = intake.actor(envelope, policy, key)
     source = replace(source, ignored=ignored)
     return [
-        Request(issue, command, actor, envelope.operation(what, index), policy, source)
+        Request(issue, command, actor, envelope.operation(what, index), policy, source, assignee)
         for index, command in enumerate(commands)
+        for assignee in [_assignee(intake, envelope, command, policy, key)]
     ]
 
 
@@ -110,11 +111,19 @@ def on_pull_request(
         assert key is not None
         policy = intake.policy(answer_on.installation_id, repository, answer_on, login)
         actor = actor or intake.actor(envelope, policy, answer_on)
-        requests.append(Request(Issue(key, repository, ""), command, actor, op, policy, source))
+        assignee = _assignee(intake, envelope, command, policy, answer_on)
+        requests.append(Request(Issue(key, repository, ""), command, actor, op, policy, source, assignee))
     if ignored and not requests:  # no decision carries the note: it goes alone, with the id of the first ignored
         intake.work.reply(answer_on, repository, login, ignored_text(ignored), envelope.operation(what, MAX_COMMANDS))
     # One transaction for the comment's commands, as for an issue's, so it gets one 👍 at most.
     return tuple(intake.work.apply_all(requests))
+
+
+def _assignee(intake: Intake, envelope: Envelope, command: Command, policy: Policy, where: TicketKey) -> Actor | None:
+    """Whom an `/assign @user` names, with their access: the guard assigns only someone who may run it."""
+    if command.name != "assign" or not command.user:
+        return None
+    return intake.actor(envelope, policy, where, login=command.user)
 
 
 def _target(links: list[int], named: int | None) -> int | str:

@@ -73,17 +73,21 @@ class Intake:
         app_id = number(envelope.payload, where, "performed_via_github_app", "id")
         return self.app_id is not None and app_id == self.app_id
 
-    def actor(self, envelope: Envelope, policy: Policy | None = None, where: TicketKey | None = None) -> Actor:
-        """The sender, with their access to the delivery's repository and their memberships of the teams
-        `policy` lists. Teams GitHub will not show (the App lacks the organisation `members: read`
-        permission) match nobody, and that is explained once, on the issue at `where`."""
+    def actor(
+        self, envelope: Envelope, policy: Policy | None = None, where: TicketKey | None = None, login: str = ""
+    ) -> Actor:
+        """The sender (or `login`, someone a command names), with their access to the delivery's repository
+        and their memberships of the teams `policy` lists. Teams GitHub will not show (the App lacks the
+        organisation `members: read` permission) match nobody, and that is explained once, on the issue at
+        `where`."""
         installation_id = envelope.installation_id
         assert installation_id is not None
-        login = envelope.sender
+        named = bool(login)
+        login = login or envelope.sender
         access = self.directory.access(installation_id, envelope.repository, login)
         teams: set[str] = set()
         hidden: dict[str, list[str]] = {}
-        bot = envelope.sender_is_bot or login.lower().endswith("[bot]")
+        bot = (envelope.sender_is_bot and not named) or login.lower().endswith("[bot]")
         for team in sorted(policy.teams()) if policy is not None and not bot else ():
             try:
                 if self.directory.member(installation_id, team, login):

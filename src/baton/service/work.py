@@ -101,6 +101,7 @@ class Request:
     operation_id: str
     policy: Policy
     source: Source | None = None
+    assignee: Actor | None = None  # for /assign @user: that user, with their access, as the guard needs
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,8 @@ class WorkService:
                 outcome = _outcome(command.name, None, kind="refused", code=refusal.code, message=refusal.message)
                 reply = refusal.message
             else:
-                situation = Situation(policy, held.get((key.repository_key, actor.login.lower()), 0))
+                claims = held.get((key.repository_key, actor.login.lower()), 0)
+                situation = Situation(policy, claims, assignee=request.assignee)
                 decision = decide(stored.ticket, command, actor, situation)
                 if isinstance(decision, Applied):
                     outcome = self._record(uow, stored, decision, command, request.operation_id, policy)
