@@ -116,6 +116,8 @@ def expect(command: str, actor: str, settings: str) -> Expected:
             if maintainer:
                 return Expected("repository_maintainer", None)
             return Expected(None, "or a repository maintainer with /release @agent-a")
+        case "assign" if maintainer and not _may_run("another agent with write", settings):
+            return Expected(None, "cannot /assign #N to @agent-b: that needs a runner")  # agent-b may not run it
         case "assign" | "reopen":
             return Expected("repository_maintainer", None) if maintainer else Expected(None, needs_maintainer)
         case "deliver":
