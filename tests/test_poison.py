@@ -15,7 +15,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -137,6 +137,27 @@ def test_a_rate_limited_permission_lookup_delays_the_delivery_and_never_fails_it
         [claim] = [d for d in inbox.listed() if d.event == "issue_comment"]
         assert (claim.status, claim.attempts, claim.error) == ("done", 2, None)
         assert inbox.listed("failed") == []
+    stage.app.state.work.units.engine.dispose()
+
+
+def test_a_delivery_rate_limited_on_its_permission_lookup_waits_as_long_as_github_asks(database_url: str) -> None:
+    """Not the lane's own 2, 4, 8 s backoff: GitHub's Retry-After (8 s here, where the backoff says 2)."""
+    with open_stage(database_url) as stage:
+        owner, agent = stage.person("olivia", "admin"), stage.person("agent-a", "write")
+        number = owner.open_issue(SHOP, "Busy")
+        inbox = stage.app.state.inbox
+        until(lambda: any(d.event == "issues" for d in inbox.listed("done")), 30, "the opening decided")
+        stage.hub.rest.inject(Fault("GET", r"/collaborators/agent-a/permission$", status=403, retry_after=8))
+        before = datetime.now(UTC)
+        agent.comment(SHOP, number, "/claim")
+
+        def waiting() -> list[Any]:
+            return [d for d in inbox.listed() if d.event == "issue_comment" and d.status == "pending" and d.error]
+
+        until(lambda: bool(waiting()), 30, "the rate-limited delivery put back")
+        [claim] = waiting()
+        assert claim.next_attempt_at is not None and claim.next_attempt_at >= before + timedelta(seconds=7)
+        until(lambda: lanes_ticket(stage, number).get("state") == "claimed", 40, "the claim, after the wait")
     stage.app.state.work.units.engine.dispose()
 
 

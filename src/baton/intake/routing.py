@@ -95,8 +95,11 @@ def passing(error: BaseException) -> bool:
     return isinstance(error, RequestError | DBAPIError | DirectoryUnavailable) and not isinstance(error, IntegrityError)
 
 
-def retry_after(attempts: int) -> float:
-    return float(min(300, 2**attempts))
+def retry_after(attempts: int, error: BaseException | None = None) -> float:
+    """Seconds until a delivery that failed for a passing reason is tried again: as long as GitHub asks
+    when the failure is a rate limit, else 2, 4, 8 … by the attempts made (at most five minutes)."""
+    asked = rate_limit(error) if error is not None else None
+    return float(min(300, 2**attempts)) if asked is None else max(1.0, asked)
 
 
 def decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery]) -> None:
@@ -127,7 +130,7 @@ def _decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery])
             return
         log.warning("delivery %s (%s) failed: %s", delivery.id, delivery.event, type(error).__name__)
         if passing(error) and delivery.attempts < MAX_DELIVERY_ATTEMPTS:
-            inbox.retry(delivery.id, retry_after(delivery.attempts), reason)
+            inbox.retry(delivery.id, retry_after(delivery.attempts, error), reason)
         else:
             inbox.finish(delivery.id, "failed", reason)
 
