@@ -6,12 +6,12 @@ import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.engine import make_url
 
 from baton.service.unit import Units
 from baton.store import make_engine, normalise_url, upgrade
@@ -71,32 +71,43 @@ def _postgres_unavailable(reason: str) -> None:
     pytest.skip(f"no PostgreSQL at {POSTGRES_URL}: {reason}")
 
 
-@pytest.fixture(scope="session")
-def postgres_database() -> Iterator[str]:
-    """A database of its own for this test session, dropped at the end."""
-    admin_url = normalise_url(POSTGRES_URL)
+@contextmanager
+def scratch_database(prefix: str) -> Iterator[tuple[Engine, str]]:
+    """A new, migrated PostgreSQL database beside POSTGRES_URL's, dropped afterwards: yields an admin engine
+    (autocommit, on the server's default database) and the new database's name."""
     try:
-        admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        admin = create_engine(normalise_url(POSTGRES_URL), isolation_level="AUTOCOMMIT")
         with admin.connect() as connection:
             connection.execute(text("SELECT 1"))
     except Exception as error:
         _postgres_unavailable(f"{type(error).__name__}: {error}")
-    name = f"baton_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
         # A commit here need not wait for the disk: these tests stop Baton's processes, never PostgreSQL's,
         # and a commit is as visible to other sessions either way. It saves about 0.6 ms per commit.
         connection.execute(text(f'ALTER DATABASE "{name}" SET synchronous_commit = off'))
-    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    engine = make_engine(url)
-    upgrade(engine)
-    engine.dispose()
     try:
-        yield url
+        engine = make_engine(url_of(admin, name))
+        upgrade(engine)
+        engine.dispose()
+        yield admin, name
     finally:
         with admin.connect() as connection:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def url_of(admin: Engine, name: str) -> str:
+    """The URL of database `name` on `admin`'s server."""
+    return admin.url.set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """A database of its own for this test session, dropped at the end."""
+    with scratch_database("baton_test") as (admin, name):
+        yield url_of(admin, name)
 
 
 def _truncate(engine: Engine) -> None:

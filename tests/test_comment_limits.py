@@ -9,47 +9,30 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy import func, select
 
+import test_webhooks
 from baton.commands import MAX_COMMANDS
 from baton.demo.stage import Stage
 from baton.demo.story import wait_for
-from baton.domain import Permission, WorkState
-from baton.github.configs import DefaultConfigs
-from baton.settings import Settings
+from baton.domain import WorkState
 from baton.store import tables as t
-from baton.web import create_app
 from corpus import missing
 from github_standin.contract import Contract, ContractUnavailable
 from keys import app_key, app_public_key
 from test_webhooks import (
-    APP_ID,
     INSTALLATION,
     REPOSITORY,
     REPOSITORY_ID,
-    SECRET,
-    FakeDirectory,
     Hub,
     comment,
     pr_comment,
     replies_on,
 )
 
+hub = test_webhooks.hub  # the fixture: Baton with its lanes off, a fake directory
+
 ONLY_THE_FIRST = f"only the first {MAX_COMMANDS} commands of a comment are read"
-
-
-@pytest.fixture
-def hub(database_url: str) -> Iterator[Hub]:
-    directory = FakeDirectory({"maria": Permission.MAINTAIN})
-    settings = Settings(
-        database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID, private_key=SecretStr(app_key())
-    )
-    app = create_app(settings, directory=directory, configs=DefaultConfigs(), lanes=False)
-    with TestClient(app) as client:
-        yield Hub(client, directory, app)
-    app.state.work.units.engine.dispose()
 
 
 def items_on(hub: Hub, number: int, kind: str) -> list[tuple[int | None, str]]:

@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -27,19 +26,18 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
-from sqlalchemy import Engine, create_engine, func, insert, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine, func, insert, select, text
 
 from baton.demo.stage import APP_ID as STAGE_APP_ID
 from baton.domain import Permission, TicketKey, WorkState
 from baton.github.configs import DefaultConfigs
 from baton.github.webhooks import signature
 from baton.settings import Settings
-from baton.store import make_engine, normalise_url, upgrade
+from baton.store import make_engine
 from baton.store import tables as t
 from baton.store.inbox import LEASE, Inbox, Incoming
 from baton.web import create_app
-from conftest import POSTGRES_URL, _postgres_unavailable
+from conftest import scratch_database, url_of
 from github_standin.server import Fault
 from keys import app_key
 from test_lanes import open_stage
@@ -88,7 +86,7 @@ def spooled(directory: Path) -> list[Path]:
 class Database:
     def __init__(self, admin: Engine, name: str) -> None:
         self.admin, self.name = admin, name
-        self.url = make_url(normalise_url(POSTGRES_URL)).set(database=name).render_as_string(hide_password=False)
+        self.url = url_of(admin, name)
 
     def terminate(self) -> int:
         """Close every connection to the database, from the server's side (as a restart does)."""
@@ -115,27 +113,12 @@ class Database:
 
 @pytest.fixture
 def database() -> Iterator[Database]:
-    try:
-        admin = create_engine(normalise_url(POSTGRES_URL), isolation_level="AUTOCOMMIT")
-        with admin.connect() as connection:
-            connection.execute(text("SELECT 1"))
-    except Exception as error:
-        _postgres_unavailable(f"{type(error).__name__}: {error}")
-    name = f"baton_faults_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-        connection.execute(text(f'ALTER DATABASE "{name}" SET synchronous_commit = off'))  # as conftest's
-    made = Database(admin, name)
-    try:
-        engine = make_engine(made.url)
-        upgrade(engine)
-        engine.dispose()
-        yield made
-    finally:
-        made.allow(True)
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with scratch_database("baton_faults") as (admin, name):
+        made = Database(admin, name)
+        try:
+            yield made
+        finally:
+            made.allow(True)
 
 
 # -- 2. one bad delivery among good ones --------------------------------------------------------------------
