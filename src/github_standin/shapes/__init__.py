@@ -1,6 +1,7 @@
 """GitHub's objects and webhook payloads, complete, built from plain facts: what the stand-in answers
-(`objects`) and delivers (`payloads`). Callers write `shapes.issue(...)`, `shapes.issues_event(...)`."""
+(`objects`, `code`) and delivers (`payloads`). Callers write `shapes.issue(...)`, `shapes.issues_event(...)`."""
 
+from .code import branch, check_run, commit, compare, pull_request, pull_request_minimal
 from .objects import (
     API_URL,
     EPOCH,
@@ -10,18 +11,12 @@ from .objects import (
     App,
     Json,
     Repo,
-    branch,
-    check_run,
     collaborator_permission,
-    commit,
-    compare,
     content_file,
     installation_token,
     issue,
     issue_comment,
     label,
-    pull_request,
-    pull_request_minimal,
     reaction,
     repository,
     team_membership,

@@ -2,7 +2,7 @@
 
 Pure functions, no state. Each `*_event` builder returns a payload that `@octokit/webhooks-schemas` accepts,
 with no field it does not list: REST objects (an issue from `objects.issue()`, a pull request from
-`objects.pull_request()`) are reshaped and trimmed as GitHub does in its payloads.
+`code.pull_request()`) are reshaped and trimmed as GitHub does in its payloads.
 """
 
 from __future__ import annotations
