@@ -34,6 +34,7 @@ from baton.domain import (
     not_offered,
 )
 from baton.domain.status import LABELS, state_label
+from baton.service.activity import Activity, record_activity
 from baton.service.evidence import EvidenceService
 from baton.store import Conflict, StoredTicket
 from baton.store.due import Answer
@@ -129,6 +130,7 @@ class WorkService:
         self.units = units
         self.evidence = evidence
         self.answer_delay = answer_delay
+        self.activity = Activity(units)
 
     def open_ticket(
         self,
@@ -312,6 +314,10 @@ class WorkService:
         if not uow.work.count_claims(before, after, limit):
             raise Conflict("a claim count moved")
         uow.work.append(stored.id, event, operation_id)
+        # Every applied command is activity: a new attempt's quiet period starts, and a claim that ends or
+        # moves to someone else is stale no longer (without an `activity_resumed`: the event says enough).
+        same_claim = after.state is WorkState.CLAIMED and after.attempt == before.attempt
+        record_activity(uow, after.key, f"/{command.name}", by=event.actor, quietly=not same_claim)
         if event.type == "delivered":
             self.evidence.report(uow, after.key, command.evidence, datetime.now(UTC), operation_id)
         if event.type == "accepted":
