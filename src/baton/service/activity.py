@@ -40,14 +40,16 @@ def record_activity(
     by: str | None = None,
     runner_only: bool = False,
     quietly: bool = False,
+    known: tuple[int, str] | None = None,
 ) -> Touched | None:
     """Record activity on the ticket now, inside the caller's unit of work.
 
     `source` says what it was (`comment`, `push`, `pull_request`, `/claim`, …) and `by` who, when known; with
     `runner_only`, only the ticket's runner counts (a comment by someone else is not the runner's activity).
     `quietly`: a stale flag that ends leaves no event (a transition that ends the attempt says enough).
-    None when nothing was recorded (the issue is not tracked, or `by` is not its runner)."""
-    touched = uow.activity.touch(key, source, by=by, runner_only=runner_only, quietly=quietly)
+    `known`: the ticket's id and repository, when the caller has them. None when nothing was recorded (the
+    issue is not tracked, or `by` is not its runner)."""
+    touched = uow.activity.touch(key, source, by=by, runner_only=runner_only, quietly=quietly, known=known)
     if touched is not None and touched.resumed:
         uow.outbox.due(key, touched.repository)
     return touched

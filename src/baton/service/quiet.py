@@ -142,7 +142,8 @@ class Sweep:
             if not uow.work.count_claims(ticket, decision.ticket, None):
                 raise Conflict("a claim count moved")
             uow.work.append(claim.ticket_id, decision.event, None)
-            record_activity(uow, claim.key, "auto_release_after", quietly=True)  # its stale flag ends
+            known = (claim.ticket_id, claim.repository)
+            record_activity(uow, claim.key, "auto_release_after", quietly=True, known=known)  # its flag ends
             assert ticket.runner is not None
             reply = ("reply", None, ticket.runner, release_text(ticket, since, policy))
             uow.outbox.queue_all({claim.key: [reply]}, self.answer_delay)

@@ -317,7 +317,8 @@ class WorkService:
         # Every applied command is activity: a new attempt's quiet period starts, and a claim that ends or
         # moves to someone else is stale no longer (without an `activity_resumed`: the event says enough).
         same_claim = after.state is WorkState.CLAIMED and after.attempt == before.attempt
-        record_activity(uow, after.key, f"/{command.name}", by=event.actor, quietly=not same_claim)
+        known = (stored.id, after.repository)
+        record_activity(uow, after.key, f"/{command.name}", by=event.actor, quietly=not same_claim, known=known)
         if event.type == "delivered":
             self.evidence.report(uow, after.key, command.evidence, datetime.now(UTC), operation_id)
         if event.type == "accepted":

@@ -38,6 +38,15 @@ _STATEMENTS = Statements({
             source = CASE WHEN last_activity_at <= :at THEN :source ELSE source END,
             last_activity_at = CASE WHEN last_activity_at <= :at THEN :at ELSE last_activity_at END
         WHERE ticket_id = :ticket_id""",
+    # A new quiet period without looking at the old one (a transition: its event says what ended).
+    "restart": """
+        INSERT INTO ticket_activity (ticket_id, last_activity_at, source, stale_at)
+        VALUES (:ticket_id, :at, :source, NULL)
+        ON CONFLICT (ticket_id) DO UPDATE SET stale_at = NULL,
+            source = CASE WHEN ticket_activity.last_activity_at <= excluded.last_activity_at
+                THEN excluded.source ELSE ticket_activity.source END,
+            last_activity_at = CASE WHEN ticket_activity.last_activity_at <= excluded.last_activity_at
+                THEN excluded.last_activity_at ELSE ticket_activity.last_activity_at END""",
     # The compare-and-swap of a quiet period: only while it is not flagged, and no activity came since `cutoff`.
     "flag": """
         UPDATE ticket_activity SET stale_at = :at
@@ -106,12 +115,23 @@ class ActivityTx(RawTx):
         return when(row[0]), None if row[1] is None else when(row[1])
 
     def touch(
-        self, key: TicketKey, source: str, *, by: str | None = None, runner_only: bool = False, quietly: bool = False
+        self,
+        key: TicketKey,
+        source: str,
+        *,
+        by: str | None = None,
+        runner_only: bool = False,
+        quietly: bool = False,
+        known: tuple[int, str] | None = None,
     ) -> Touched | None:
         """Record activity on the ticket now: its quiet period starts again, and a stale flag ends. Unless
         `quietly`, a flag that ends is an `activity_resumed` event. With `runner_only`, only activity `by` the
-        ticket's runner counts. None when the ticket is not tracked (or `by` is not its runner)."""
+        ticket's runner counts. None when the ticket is not tracked (or `by` is not its runner). `known`: the
+        ticket's id and repository, when the caller has them (a quiet touch is then one statement)."""
         source = source[:40]
+        if quietly and known is not None and not runner_only:
+            self._run("restart", ticket_id=known[0], at=self._stamp(self.clock.now()), source=source)
+            return Touched(known[0], known[1])
         row = self._run("ticket", **_key(key)).fetchone()
         if row is None:
             return None
