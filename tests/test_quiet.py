@@ -147,6 +147,11 @@ def test_a_ticket_that_leaves_claimed_is_stale_no_more(quiet: Scene, clock: Manu
     _claimed(scene)
     clock.advance(2 * HOUR)
     assert _sweep(scene) == Swept(flagged=1)
+    scene.comment("agent-a", "/status")  # a command that changes nothing is activity too
+    scene.drain()
+    assert scene.labels() == {"baton:claimed"} and _types(scene)[-1] == "activity_resumed"
+    clock.advance(2 * HOUR)
+    assert _sweep(scene) == Swept(flagged=1)
     scene.comment("maria", "/release @agent-a")  # a maintainer's: not the runner's activity
     scene.drain()
     assert scene.labels() == {"baton:open"}
