@@ -7,6 +7,7 @@ sweep is the lane's own step, called by the test."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -243,11 +244,22 @@ def test_sweeps_in_parallel_flag_a_quiet_period_once(quiet: Scene, clock: Manual
     assert _types(scene).count("flagged_stale") == 1
 
 
-def test_the_runtime_runs_the_sweep_as_a_lane(quiet: Scene) -> None:
-    runtime = Runtime(quiet.app.state.parts, writers=0)
-    assert runtime.sweeper is not None
-    assert runtime.sweeper.step == quiet.app.state.parts.sweep.step
-    assert quiet.app.state.parts.sweep.interval <= 30.0
+def test_the_sweep_runs_as_a_lane_of_the_runtime(quiet: Scene, clock: ManualClock) -> None:
+    scene = quiet
+    _claimed(scene)
+    clock.advance(2 * HOUR)
+    runtime = Runtime(scene.app.state.parts, writers=0)
+    assert runtime.sweeper is not None and scene.app.state.parts.sweep.interval <= 30.0
+    runtime.start()  # a lane's first round runs at once
+    try:
+        deadline = time.monotonic() + 30
+        while "flagged_stale" not in _types(scene):
+            assert time.monotonic() < deadline, "the sweep lane did not flag the quiet claim"
+            time.sleep(0.05)
+    finally:
+        runtime.stop()
+    scene.drain()
+    assert "baton:stale" in scene.labels() and len(_stale_replies(scene)) == 1
 
 
 # ------------------------------------------------------------------------------------------ pure rules
