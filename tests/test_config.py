@@ -74,7 +74,7 @@ def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: st
         ("max_active_claims: 0\n", ["`max_active_claims` must be a whole number from 1 to 100, not 0"]),
         ("max_active_claims: true\n", ["`max_active_claims` must be a whole number from 1 to 100, not True"]),
         ("max_active_claims: '3'\n", ["`max_active_claims` must be a whole number from 1 to 100, not '3'"]),
-        ("stale_after: 3 days\n", ["`stale_after` must be a duration like `3d`, `12h` or `90m`, not '3 days'"]),
+        ("stale_after: 3 days\n", ["`stale_after` must be a duration like `3d`, `12h`, `90m` or `30s`, not '3 days'"]),
         ("allow_self_review: yes please\n", ["`allow_self_review` must be true or false, not 'yes please'"]),
         ("reviewers: rita\n",
          ["`reviewers` must be a list of logins, org/team names or role:NAME entries, not 'rita'"]),
@@ -89,6 +89,8 @@ def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: st
          ["`required_evidence` must be a list of branch, commit, pr, tests, screenshot, not ['tests', 'vibes']"]),
         ("stale_after: 2d\nauto_release_after: 1d\n",
          ["`auto_release_after` must be longer than `stale_after`: a claim is marked stale first"]),
+        ("stale_after: 90s\nauto_release_after: 90s\n",
+         ["`auto_release_after` must be longer than `stale_after`: a claim is marked stale first"]),
         ("offer: some\nmax_active_claims: -1\nextra: 1\n",
          ["`extra` is not a setting (known: offer, offer_label, max_active_claims, stale_after, "
           "auto_release_after, allow_self_review, reviewers, runners, maintainers, required_evidence)",
@@ -96,7 +98,8 @@ def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: st
           "`max_active_claims` must be a whole number from 1 to 100, not -1"]),
     ],
     ids=["not-a-mapping", "bad-yaml", "unknown-key", "offer", "zero", "bool", "string-number", "duration",
-         "bool-text", "not-a-list", "bad-login", "bad-runners", "evidence-kind", "auto-before-stale", "all-at-once"],
+         "bool-text", "not-a-list", "bad-login", "bad-runners", "evidence-kind", "auto-before-stale",
+         "auto-equal-stale", "all-at-once"],
 )  # fmt: skip
 def test_every_problem_is_named(text: str, problems: list[str]) -> None:
     with pytest.raises(ConfigError) as raised:
@@ -104,7 +107,9 @@ def test_every_problem_is_named(text: str, problems: list[str]) -> None:
     assert raised.value.problems == problems
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("90m", 5400), ("12h", 43200), ("3d", 259200), ("2w", 1209600)])
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("30s", 30), ("90m", 5400), ("12h", 43200), ("3d", 259200), ("2w", 1209600)]
+)
 def test_durations(text: str, seconds: int) -> None:
     assert duration(text) == seconds
 

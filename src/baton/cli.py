@@ -74,7 +74,11 @@ def _worker(args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     lanes = Runtime(parts, writers=settings.writers)
-    print(f"baton worker: deciding webhook deliveries; {settings.writers} threads writing to GitHub", flush=True)
+    print(
+        f"baton worker: deciding webhook deliveries; {settings.writers} threads writing to GitHub; "
+        "sweeping quiet claims",
+        flush=True,
+    )
     lanes.start()
     stop.wait()
     lanes.stop()

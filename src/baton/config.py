@@ -16,8 +16,8 @@ from baton.domain import EVIDENCE_KINDS, Policy
 
 PATH = ".github/baton.yml"
 
-_DURATION = re.compile(r"^\s*(\d+)\s*(m|h|d|w)\s*$")
-_SECONDS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION = re.compile(r"^\s*(\d+)\s*(s|m|h|d|w)\s*$")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # A login (`agent-a`, `helper[bot]`) or a team (`org/team`), with an optional leading @; or a repository
 # role GitHub names, built-in or custom (`role:maintain`, `role:security-reviewer`).
 _PERSON = re.compile(
@@ -46,7 +46,7 @@ class ConfigError(ValueError):
 
 
 def duration(value: Any) -> int:
-    """`90m`, `12h`, `3d`, `2w` → seconds."""
+    """`30s`, `90m`, `12h`, `3d`, `2w` → seconds."""
     match = _DURATION.match(value) if isinstance(value, str) else None
     if match is None or int(match.group(1)) == 0:
         raise ValueError
@@ -89,7 +89,7 @@ def parse(text: str) -> Policy:
     take("offer", lambda v: v in ("all", "labeled"), str, "`all` or `labeled`")
     take("offer_label", lambda v: isinstance(v, str) and 0 < len(v) <= 50, str, "a label name")
     take("max_active_claims", lambda v: type(v) is int and 1 <= v <= 100, int, "a whole number from 1 to 100")
-    take("stale_after", lambda v: True, duration, "a duration like `3d`, `12h` or `90m`")
+    take("stale_after", lambda v: True, duration, "a duration like `3d`, `12h`, `90m` or `30s`")
     take("auto_release_after", lambda v: True, lambda v: None if v is None else duration(v),
          "a duration like `7d`, or null")  # fmt: skip
     take("allow_self_review", lambda v: isinstance(v, bool), bool, "true or false")

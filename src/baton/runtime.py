@@ -5,6 +5,9 @@ side by side, so a decision never waits for a GitHub write, a verification read 
   one ticket in one transaction); then it wakes the writers.
 - The write lane is a few threads; each holds one installation at a time (`baton.writer`), so one
   installation's backlog, slowness or rate limit holds one thread while the others serve the rest.
+- The sweep lane looks for quiet claims every 30 seconds (`baton.service.quiet`): it flags them stale, or
+  releases them where a repository sets `auto_release_after`. Every process runs it; the compare-and-swap of
+  each action keeps two processes from doing it twice.
 
 While the database is unreachable every lane backs off, and the process says so once when it begins and
 once when it ends (`Outage`).
@@ -110,6 +113,7 @@ class Runtime:
         poll: float = 0.05,
         write_poll: float = 0.2,
         before_batch: Callable[[], None] | None = None,
+        sweep: bool = True,
     ) -> None:
         self.parts = parts
         self.poll = poll
@@ -122,13 +126,17 @@ class Runtime:
         self.writers = [
             Lane(f"baton-write-{n}", self._write, self.outage) for n in range(writers if parts.writer else 0)
         ]
+        self.sweeper = Lane("baton-sweep", parts.sweep.step, self.outage) if sweep else None
         # On PostgreSQL, deliveries another process stores wake the decide lane at once.
         self._listener = threading.Thread(
             target=parts.inbox.listen, args=(self.decider.wake, self._stopping), name="baton-listen", daemon=True
         )
 
+    def _lanes(self) -> list[Lane]:
+        return [self.decider, *self.writers, *([self.sweeper] if self.sweeper is not None else [])]
+
     def start(self) -> None:
-        for lane in (self.decider, *self.writers):
+        for lane in self._lanes():
             lane.start()
         self._listener.start()
 
@@ -137,7 +145,7 @@ class Runtime:
         self.decider.wake()
 
     def stop(self, timeout: float = 10.0) -> None:
-        lanes = (self.decider, *self.writers)
+        lanes = self._lanes()
         self._stopping.set()
         for lane in lanes:
             lane.stop()

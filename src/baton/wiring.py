@@ -6,12 +6,14 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
+from baton.clock import SYSTEM, Clock
 from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
 from baton.github.configs import DefaultConfigs, GitHubConfigs
 from baton.github.projection import GitHubProjector
 from baton.github.verify import Verifier
 from baton.intake import Configs, Directory, Intake, NoDirectory
 from baton.service.evidence import EvidenceService
+from baton.service.quiet import Sweep
 from baton.service.unit import Units
 from baton.service.work import WorkService
 from baton.settings import Settings
@@ -31,22 +33,30 @@ class Parts:
     inbox: Inbox
     intake: Intake
     writer: Writer | None  # None without GitHub: the outbox keeps what it would say until then
+    sweep: Sweep  # quiet claims: flagged stale, released under `auto_release_after`
 
 
-def work_service(engine: Engine, answer_delay: float = 2.0) -> WorkService:
-    """The work service and the evidence service it records `/deliver` reports with, on one database."""
-    units = Units(engine)
+def work_service(engine: Engine, answer_delay: float = 2.0, clock: Clock = SYSTEM) -> WorkService:
+    """The work service and the evidence service it records `/deliver` reports with, on one database, both
+    recording activity at `clock`'s time."""
+    units = Units(engine, clock)
     return WorkService(units, EvidenceService(units, answer_delay), answer_delay)
 
 
 def assemble(
-    settings: Settings, *, migrate: bool = True, directory: Directory | None = None, configs: Configs | None = None
+    settings: Settings,
+    *,
+    migrate: bool = True,
+    directory: Directory | None = None,
+    configs: Configs | None = None,
+    clock: Clock = SYSTEM,
 ) -> Parts:
-    """Raises `SettingsError` (with a message for the user) for unusable App credentials."""
+    """Raises `SettingsError` (with a message for the user) for unusable App credentials. `clock` is the time
+    the service and the sweep of quiet claims share (a test moves it by hand)."""
     engine = make_engine(settings.database_url)
     if migrate:
         upgrade(engine)
-    work = work_service(engine, settings.answer_delay)
+    work = work_service(engine, settings.answer_delay, clock)
     evidence = work.evidence
     credentials = app_credentials(settings)
     github = GitHubApp(credentials, settings.github_api_url, settings.github_timeout) if credentials else None
@@ -66,4 +76,5 @@ def assemble(
         # A writer sleeps through the spacing of its installation's writes, not through a longer wait.
         gate = Gate(budgets, outbox, patience=limits.interval + 1.0)
         writer = Writer(outbox, GitHubProjector(github, gate), budgets, gate, evidence, Verifier(github))
-    return Parts(engine, work, evidence, Inbox(engine), intake, writer)
+    sweep = Sweep(work.units, intake.configs, answer_delay=settings.answer_delay, installations=intake.installations)
+    return Parts(engine, work, evidence, Inbox(engine), intake, writer, sweep)

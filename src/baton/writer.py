@@ -292,10 +292,10 @@ class Writer:
         where = Repository(key.repository_key, repository)
         rail = self._verified(where, key.number)
         refusal: Refused | None = None
+        shown = view(stored.ticket, review, rail, self.outbox.quiet(key))
         try:
             comment_id: int | None = self.projector.show(
-                key.installation_id, repository, key.number, view(stored.ticket, review, rail), past_runners,
-                self.outbox.status_comment(key),
+                key.installation_id, repository, key.number, shown, past_runners, self.outbox.status_comment(key),
             )  # fmt: skip
         except Refused as refusing:  # the rest was written; the check runs are still due
             refusal, comment_id = refusing, refusing.comment_id

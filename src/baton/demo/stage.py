@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 
+from baton.clock import SYSTEM, Clock
 from baton.settings import Settings
 from baton.web import create_app
 from github_standin import shapes
@@ -73,11 +74,13 @@ class Stage:
         checked: bool = True,
         baton_port: int = 0,
         lanes: bool = True,
+        clock: Clock = SYSTEM,
         **settings: Any,
     ) -> Iterator[Stage]:
         """`settings` override Baton's (e.g. `answer_delay`, `write_interval`, `api_token`); Baton listens
         on `baton_port` (0: any free port). Without `lanes` nothing writes to GitHub by itself: a delivery
-        is decided right after its answer, and the caller writes with `stage.app.state.writer.drain()`."""
+        is decided right after its answer, and the caller writes with `stage.app.state.writer.drain()`. `clock`:
+        Baton's time, for quiet claims (a test moves it by hand)."""
         private, public = key or key_pair()
         secret = secrets.token_hex(16)
         world = World(APP_ID, public)
@@ -94,7 +97,7 @@ class Stage:
                 database_url=database_url, webhook_secret=SecretStr(secret), app_id=APP_ID,
                 private_key=SecretStr(private), github_api_url=github.url, **options,
             )  # fmt: skip
-            app = create_app(baton_settings, lanes=lanes)
+            app = create_app(baton_settings, lanes=lanes, clock=clock)
             baton = stack.enter_context(Served(app, port=baton_port))
             hub.hook_url = f"{baton.url}/webhooks/github"
             # GitHub tells the App it was installed, and where, before anything else happens.

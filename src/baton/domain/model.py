@@ -43,6 +43,10 @@ class Role(StrEnum):
     REPOSITORY_MAINTAINER = "repository_maintainer"
     RELEASE_OWNER = "release_owner"
     ANYONE = "anyone"
+    APP = "app"  # Baton itself: a quiet claim flagged stale, or released under `auto_release_after`
+
+
+APP_ACTOR = "baton[bot]"  # the actor of what Baton does by itself (its events have the role `app`)
 
 
 class Permission(StrEnum):
@@ -75,6 +79,7 @@ class Access:
 class AttemptEnd(StrEnum):
     RELEASED = "released"
     RELEASED_BY_MAINTAINER = "released_by_maintainer"
+    AUTO_RELEASED = "auto_released"  # quiet for the repository's `auto_release_after`
     REASSIGNED = "reassigned"
     DELIVERED = "delivered"
     REOPENED = "reopened"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .evidence import OWN_CHECK, EvidenceRail, deployment_text, mismatch_text, repository_text, same_commit, short
 from .model import Ticket, WorkState
+from .quiet import Quiet, quiet_line
 from .transitions import next_step
 
 LABEL_PREFIX = "baton:"
@@ -46,11 +47,15 @@ class Review:
         return f" by @{self.reviewer}{override}" + ("" if self.independent else " (self-verified)")
 
 
+STALE_LABEL = "baton:stale"
+
+
 @dataclass(frozen=True)
 class View:
     label: str
     assignee: str | None
     comment: str
+    stale: bool = False  # `baton:stale` beside the state label
 
 
 def work_line(ticket: Ticket, review: Review | None = None) -> str:
@@ -70,18 +75,25 @@ def work_line(ticket: Ticket, review: Review | None = None) -> str:
             return "Withdrawn"
 
 
-def view(ticket: Ticket, review: Review | None = None, rail: EvidenceRail | None = None) -> View:
+def view(
+    ticket: Ticket, review: Review | None = None, rail: EvidenceRail | None = None, quiet: Quiet | None = None
+) -> View:
     """The labels, assignee and status comment for a ticket: the three rails side by side, a `Mismatch:` line
-    when the runner's report and GitHub disagree, and what comes next. Without a rail (nothing recorded
-    yet) the evidence rails are at their first states."""
+    when the runner's report and GitHub disagree, a `Quiet:` line and `baton:stale` while a claim is flagged
+    stale (`quiet`), and what comes next. Without a rail (nothing recorded yet) the evidence rails are at
+    their first states."""
     rail = rail or EvidenceRail(ticket.key.number)
-    lines = [STATUS_MARKER, f"**Work:** {work_line(ticket, review)}", f"**Repository:** {repository_text(rail)}"]
+    stale = quiet is not None and ticket.state is WorkState.CLAIMED
+    lines = [STATUS_MARKER, f"**Work:** {work_line(ticket, review)}"]
+    if quiet is not None and stale:
+        lines.append(f"**Quiet:** {quiet_line(ticket, quiet)}")
+    lines.append(f"**Repository:** {repository_text(rail)}")
     mismatch = mismatch_text(rail)
     if mismatch is not None:
         lines.append(f"**Mismatch:** {mismatch}")
     lines += [f"**Deployment:** {deployment_text(rail)}", "", f"Revision {ticket.revision}. {next_step(ticket)}"]
     holds = ticket.state in (WorkState.CLAIMED, WorkState.DELIVERED)
-    return View(state_label(ticket.state), ticket.runner if holds else None, "\n".join(lines))
+    return View(state_label(ticket.state), ticket.runner if holds else None, "\n".join(lines), stale)
 
 
 # ---------------------------------------------------------------------------------------------- the check run

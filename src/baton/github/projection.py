@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from githubkit import GitHub
 from githubkit.exception import RequestFailed
 
-from baton.domain.status import CHECK_NAME, LABEL_PREFIX, LABELS, CheckView, View
+from baton.domain.status import CHECK_NAME, LABEL_PREFIX, LABELS, STALE_LABEL, CheckView, View
 
 from .client import GitHubApp
 from .refusals import describe, refused
@@ -84,7 +84,7 @@ class GitHubProjector:
         assignees = {user["login"].lower() for user in issue.get("assignees") or [] if isinstance(user, dict)}
         errors: list[RequestFailed] = []
         with _or_refused(errors):
-            self._labels(installation_id, client, owner, name, number, view.label, labels)
+            self._labels(installation_id, client, owner, name, number, view, labels)
         with _or_refused(errors):
             self._assignees(installation_id, client, owner, name, number, view.assignee, past_runners, assignees)
         comment_id = None
@@ -98,15 +98,19 @@ class GitHubProjector:
         return comment_id
 
     def _labels(
-        self, installation_id: int, client: GitHub[Any], owner: str, name: str, number: int, label: str,
+        self, installation_id: int, client: GitHub[Any], owner: str, name: str, number: int, view: View,
         labels: set[str],
     ) -> None:  # fmt: skip
-        if label not in labels:
-            self._ensure_label(installation_id, client, owner, name, label)
-            self._write(installation_id, client.rest.issues.add_labels, owner, name, number, data={"labels": [label]})
-        for stale in sorted(labels):
-            if stale.startswith(LABEL_PREFIX) and stale != label and stale in LABELS and stale != "baton:stale":
-                self._write(installation_id, client.rest.issues.remove_label, owner, name, number, stale)
+        wanted = [view.label, STALE_LABEL] if view.stale else [view.label]
+        for label in wanted:
+            if label not in labels:
+                self._ensure_label(installation_id, client, owner, name, label)
+                self._write(
+                    installation_id, client.rest.issues.add_labels, owner, name, number, data={"labels": [label]}
+                )
+        for old in sorted(labels):
+            if old.startswith(LABEL_PREFIX) and old not in wanted and old in LABELS:
+                self._write(installation_id, client.rest.issues.remove_label, owner, name, number, old)
 
     def _assignees(
         self, installation_id: int, client: GitHub[Any], owner: str, name: str, number: int, runner: str | None,

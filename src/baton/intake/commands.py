@@ -50,7 +50,17 @@ def comment_requests(intake: Intake, envelope: Envelope) -> list[Request] | None
         return None
     comment_id = number(envelope.payload, "comment", "id")
     body = text(envelope.payload, "comment", "body")
-    return _requests(intake, envelope, body, f"comment:{comment_id}", Source(comment_id))
+    requests = _requests(intake, envelope, body, f"comment:{comment_id}", Source(comment_id))
+    if not requests:  # a comment with commands is activity where they are decided
+        _runner_comment(intake, envelope)
+    return requests
+
+
+def _runner_comment(intake: Intake, envelope: Envelope) -> None:
+    """A comment of the runner on the issue without commands is activity on its claim all the same."""
+    key = envelope.ticket(issue_number(envelope.payload, "issue", "number"))
+    if key is not None and envelope.sender and intake.active(envelope):
+        intake.work.activity.record(key, "comment", by=envelope.sender, runner_only=True)
 
 
 def body_requests(intake: Intake, envelope: Envelope) -> list[Request] | None:

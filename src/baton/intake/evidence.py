@@ -6,11 +6,27 @@ from __future__ import annotations
 
 from baton.domain.evidence import stamp
 from baton.github.facts import observe
-from baton.github.webhooks import issue_number, number, text
+from baton.github.webhooks import dig, issue_number, number, text
 from baton.service.work import Outcome
 
 from .context import Intake
 from .envelope import Envelope
+
+# The pull request updates that are work on the tickets the pull request links (runner activity).
+ACTIVE_PULL_REQUEST = frozenset({"opened", "reopened", "synchronize", "ready_for_review", "edited"})
+
+
+def activity(envelope: Envelope) -> str | None:
+    """What runner activity a delivery is, on the tickets its facts reach: a push or a new branch (not a
+    deletion), or a pull request update; None for the other evidence (checks, reviews, deployments)."""
+    event = envelope.delivery.event
+    if event == "push" and dig(envelope.payload, "deleted") is not True:
+        return "push"
+    if event == "create":
+        return "branch created"
+    if event == "pull_request" and envelope.action in ACTIVE_PULL_REQUEST:
+        return f"pull request {envelope.action}"
+    return None
 
 
 def evidence(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
@@ -22,7 +38,7 @@ def evidence(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     if intake.app_id is not None and number(payload, "check_suite", "app", "id") == intake.app_id:
         return ()  # Baton's own suite is its own check run, which must not feed the rail it reports on
     sightings = observe(delivery.event, payload, repository, stamp(delivery.received_at))
-    intake.evidence.record(repository, sightings, delivery.id)
+    intake.evidence.record(repository, sightings, delivery.id, activity(envelope))
     return ()
 
 

@@ -54,6 +54,8 @@ from baton.domain.evidence import (
     subjects,
 )
 from baton.domain.model import Evidence, RepositoryKey, TicketKey
+from baton.service.activity import record_activity
+from baton.store.activity import ActivityTx
 from baton.store.due import OutboxTx
 from baton.store.evidence import EvidenceReads, EvidenceTx, StoredRail
 from baton.store.evidence_codec import fact_to_dict
@@ -63,11 +65,14 @@ CATCH_UP_ROUNDS = 8  # each round follows the subjects the previous one added
 
 
 class Unit(Protocol):
-    """What evidence code sees of a unit of work (`baton.service.unit.UnitOfWork`): the evidence and outbox
-    facets. Typed here, so no import leads from evidence to the work rail."""
+    """What evidence code sees of a unit of work (`baton.service.unit.UnitOfWork`): the evidence, activity and
+    outbox facets. Typed here, so no import leads from evidence to the work rail."""
 
     @property
     def evidence(self) -> EvidenceTx: ...
+
+    @property
+    def activity(self) -> ActivityTx: ...
 
     @property
     def outbox(self) -> OutboxTx: ...
@@ -100,8 +105,13 @@ class EvidenceService:
 
     # -- writing -------------------------------------------------------------------------------------
 
-    def record(self, repository: Repository, sightings: Sequence[Sighting], source: str) -> list[int]:
-        """Log the facts and apply each to every rail it reaches. Returns the issue numbers whose rail changed."""
+    def record(
+        self, repository: Repository, sightings: Sequence[Sighting], source: str, activity: str | None = None
+    ) -> list[int]:
+        """Log the facts and apply each to every rail it reaches. Returns the issue numbers whose rail changed.
+
+        `activity` (`push`, `pull_request`): the facts are work on the tickets they reach (a push to a linked
+        branch, an update of a linked pull request), recorded as runner activity on each of them."""
         if not sightings:
             return []
         place = repository.key
@@ -109,12 +119,17 @@ class EvidenceService:
             etx = uow.evidence
             etx.lock(place)
             changed: dict[int, int] = {}
+            active: set[int] = set()
             for sighting in sightings:
                 etx.log(place, subject(sighting.fact), sighting.fact, source)
             for sighting in sightings:
                 for ticket_id, number in sorted(self._reached(etx, place, sighting).items()):
                     if self._apply(etx, place, ticket_id, number, [sighting.fact], source):
                         changed[ticket_id] = number
+                    active.add(number)
+            if activity is not None:
+                for number in sorted(active):
+                    record_activity(uow, place.ticket(number), activity)
             shown = (repository.name, self.answer_delay, False)
             numbers = sorted(set(changed.values()))
             uow.outbox.due_all({place.ticket(n): shown for n in numbers})

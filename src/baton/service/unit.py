@@ -1,7 +1,8 @@
 """The unit of work: one transaction on one connection, seen through a facet per concern.
 
 `uow.work` reads and writes the work rail (tickets, events, operations, claim counts), `uow.evidence` the
-evidence rails and their log, `uow.outbox` marks issues due and queues answers. A use case opens one unit,
+evidence rails and their log, `uow.activity` runners' activity and stale flags (at the units' `clock`),
+`uow.outbox` marks issues due and queues answers. A use case opens one unit,
 and everything it writes commits together or not at all: a `/deliver` records its report on the evidence
 rail in the same transaction as the delivery, and every change marks its issue due in that transaction too.
 
@@ -19,7 +20,9 @@ from typing import TypeVar
 
 from sqlalchemy import Connection, Engine
 
+from baton.clock import SYSTEM, Clock
 from baton.store import WorkTx
+from baton.store.activity import ActivityTx
 from baton.store.due import OutboxTx
 from baton.store.evidence import EvidenceTx
 from baton.store.statements import settle
@@ -30,27 +33,31 @@ T = TypeVar("T")
 class UnitOfWork:
     """One open transaction. Leaving `Units.begin()` commits it, or rolls it back on an exception."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, clock: Clock = SYSTEM) -> None:
         self.connection = connection
         self.work = WorkTx(connection)
         self.evidence = EvidenceTx(connection)
+        self.activity = ActivityTx(connection, clock)
         self.outbox = OutboxTx(connection)
 
     def close(self) -> None:
         self.work.close()
+        self.activity.close()
         self.outbox.close()
 
 
 class Units:
-    """Units of work on one database. Build one per process (or per test) from an engine; nothing is global."""
+    """Units of work on one database. Build one per process (or per test) from an engine; nothing is global.
+    `clock` is the time activity is recorded at (a test moves it by hand)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock = SYSTEM) -> None:
         self.engine = engine
+        self.clock = clock
 
     @contextmanager
     def begin(self) -> Iterator[UnitOfWork]:
         with self.engine.begin() as connection:
-            uow = UnitOfWork(connection)
+            uow = UnitOfWork(connection, self.clock)
             try:
                 yield uow
             finally:

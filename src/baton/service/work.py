@@ -34,6 +34,7 @@ from baton.domain import (
     not_offered,
 )
 from baton.domain.status import LABELS, state_label
+from baton.service.activity import Activity, record_activity
 from baton.service.evidence import EvidenceService
 from baton.store import Conflict, StoredTicket
 from baton.store.due import Answer
@@ -129,6 +130,7 @@ class WorkService:
         self.units = units
         self.evidence = evidence
         self.answer_delay = answer_delay
+        self.activity = Activity(units)
 
     def open_ticket(
         self,
@@ -212,6 +214,7 @@ class WorkService:
         reacted: set[tuple[TicketKey, int | None]] = set()
         notes: dict[tuple[TicketKey, int | None], Answer] = {}
         shown: dict[TicketKey, str] = {}  # tickets whose view on GitHub changes (or /status asked to refresh it)
+        touches: list[_Touch] = []  # runner activity, recorded after the decisions (activity rows are locked last)
         for request in requests:
             issue, command, actor, policy = request.issue, request.command, request.actor, request.policy
             key = issue.key
@@ -232,6 +235,7 @@ class WorkService:
                 decision = decide(stored.ticket, command, actor, situation)
                 if isinstance(decision, Applied):
                     outcome = self._record(uow, stored, decision, command, request.operation_id, policy)
+                    touches.append(_Touch(stored, f"/{command.name}", actor.login, decision.ticket))
                     _count(held, key.repository_key, stored.ticket, decision.ticket)
                     current[key] = StoredTicket(stored.id, decision.ticket)
                 elif isinstance(decision, Noted):
@@ -242,6 +246,8 @@ class WorkService:
                 else:
                     outcome = _refusal(command.name, stored.ticket, decision)
                     reply = decision.message
+                if not isinstance(decision, Applied) and request.source is not None and actor.is_(stored.ticket.runner):
+                    touches.append(_Touch(stored, "comment", actor.login))
             if outcome.state is not None and outcome.kind != "refused":
                 shown[key] = issue.repository
             firsts[request.operation_id] = outcome.to_json()  # the same id twice in one call: a retry
@@ -257,6 +263,8 @@ class WorkService:
                 if source.ignored:
                     notes[comment] = ("reply", source.comment_id, actor.login, ignored_text(source.ignored))
             outcomes.append(outcome)
+        for touch in touches:
+            touch.record(uow)
         for (where, _), note in notes.items():  # after the comment's own answers
             answers.setdefault(where, []).append(note)
         for key in keys:
@@ -348,6 +356,28 @@ class WorkService:
         with self.units.begin() as uow:
             stored = uow.work.ticket(key)
             return [] if stored is None else uow.work.events(stored.id)
+
+
+@dataclass(frozen=True)
+class _Touch:
+    """Runner activity a decision makes: every applied command (`after`: the ticket it left), and a command of
+    the runner that changed nothing (`/status`, a refusal), which is activity on the claim all the same."""
+
+    stored: StoredTicket
+    source: str
+    by: str
+    after: Ticket | None = None
+
+    def record(self, uow: UnitOfWork) -> None:
+        before, known = self.stored.ticket, (self.stored.id, self.stored.ticket.repository)
+        if self.after is None:
+            if before.state is WorkState.CLAIMED:
+                record_activity(uow, before.key, self.source, by=self.by, known=known)
+            return
+        # A new attempt's quiet period starts; a claim that ends or moves to someone else is stale no longer,
+        # without an `activity_resumed` (its own event says enough).
+        same_claim = self.after.state is WorkState.CLAIMED and self.after.attempt == before.attempt
+        record_activity(uow, before.key, self.source, by=self.by, quietly=not same_claim, known=known)
 
 
 def _count(held: dict[tuple[RepositoryKey, str], int], place: RepositoryKey, before: Ticket, after: Ticket) -> None:

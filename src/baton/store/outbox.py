@@ -18,6 +18,7 @@ from sqlalchemy import ColumnElement, Engine, and_, case, delete, desc, func, in
 from sqlalchemy.dialects import postgresql, sqlite
 
 from baton.domain import TicketKey
+from baton.domain.quiet import Quiet
 from baton.domain.status import CheckView, Review
 
 from . import tables as t
@@ -171,6 +172,22 @@ class Outbox:
             ).scalars()
             past = sorted(set(runners))
         return stored, Review(review.reviewer, bool(review.independent), review.role) if review else None, past
+
+    def quiet(self, key: TicketKey) -> Quiet | None:
+        """How a claim flagged stale shows its quiet period; None when it is not flagged."""
+        a, tk = t.ticket_activity.c, t.tickets.c
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(a.last_activity_at)
+                .select_from(t.ticket_activity.join(t.tickets, tk.id == a.ticket_id))
+                .where(
+                    tk.installation_id == key.installation_id,
+                    tk.repository_id == key.repository_id,
+                    tk.number == key.number,
+                    a.stale_at.is_not(None),
+                )
+            ).first()
+        return None if row is None else Quiet(utc(row.last_activity_at))
 
     def items(self, key: TicketKey) -> list[Item]:
         with self.engine.connect() as connection:

@@ -133,6 +133,18 @@ runner_claims = Table(
     Column("active", Integer, nullable=False),
 )
 
+# A runner's last activity on a ticket (a comment, a push or pull request update on a linked branch, an
+# applied command), and whether the claim is flagged stale. Kept beside the ticket, never in its row: activity
+# is not a work state, and recording it moves no revision.
+ticket_activity = Table(
+    "ticket_activity",
+    metadata,
+    Column("ticket_id", ForeignKey("tickets.id"), primary_key=True),
+    Column("last_activity_at", DateTime(timezone=True), nullable=False),
+    Column("source", String(40), nullable=False),  # what the last activity was: comment, push, command, …
+    Column("stale_at", DateTime(timezone=True)),  # when the claim was flagged stale; None: it is not
+)
+
 # The webhook inbox: every accepted delivery, keyed by GitHub's `X-GitHub-Delivery`, so a redelivery
 # is recognised and a delivery whose processing failed can be processed again.
 webhook_deliveries = Table(

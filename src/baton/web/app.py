@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
+from baton.clock import SYSTEM, Clock
 from baton.intake import Configs, Directory
 from baton.runtime import Lane, Outage, Runtime
 from baton.settings import Settings
@@ -26,12 +27,14 @@ def create_app(
     directory: Directory | None = None,
     configs: Configs | None = None,
     lanes: bool = True,
+    clock: Clock = SYSTEM,
 ) -> FastAPI:
     """The application. `directory` and `configs` stand in for GitHub's API where a test needs it;
     without `lanes` no lane runs by itself: a delivery is processed right after its answer and
     nothing writes to GitHub (tests call `app.state.writer.drain()`), and deliveries kept in the spool
-    wait for `app.state.spool.drain(app.state.inbox)`."""
-    parts = assemble(settings, migrate=migrate, directory=directory, configs=configs)
+    wait for `app.state.spool.drain(app.state.inbox)`, and quiet claims for `app.state.parts.sweep.sweep()`.
+    `clock` is the time activity is recorded at and the sweep compares it with (a test moves it by hand)."""
+    parts = assemble(settings, migrate=migrate, directory=directory, configs=configs, clock=clock)
     engine = parts.engine
     pacing = AcksFirst()
     in_process = settings.worker == "inprocess" and lanes
