@@ -220,6 +220,7 @@ class WorkService:
                 outcomes.append(Outcome.from_json(first))
                 continue
             reply: str | None = None
+            thumb = False  # a reply that comes with a 👍
             stored = current[key] or self._first_sight(uow, issue, policy, request.operation_id)
             current[key] = stored
             if stored is None:
@@ -235,25 +236,30 @@ class WorkService:
                     _count(held, key.repository_key, stored.ticket, decision.ticket)
                     current[key] = StoredTicket(stored.id, decision.ticket)
                 elif isinstance(decision, Noted):
-                    outcome = _outcome(command.name, stored.ticket, kind="noted")
+                    outcome = _outcome(
+                        command.name, stored.ticket, kind="noted", code=decision.code, message=decision.message
+                    )
                     if command.name == "help":
                         usable = available(stored.ticket, actor, situation)
                         reply = f"commands you may use on #{key.number} now:\n{help_text(usable)}"
+                    elif decision.message is not None:
+                        reply, thumb = decision.message, True  # the 👍 of a claim, and what it found
                 else:
                     outcome = _refusal(command.name, stored.ticket, decision)
                     reply = decision.message
-            if outcome.state is not None and outcome.kind != "refused":
+            if outcome.state is not None and outcome.kind != "refused" and outcome.code is None:
                 shown[key] = issue.repository
             firsts[request.operation_id] = outcome.to_json()  # the same id twice in one call: a retry
             operations.append((request.operation_id, stored.id if stored else None, outcome.to_json()))
             source = request.source
             if source is not None:
-                where, item = _answer(issue, actor, source, reply)
+                where, items = _answer(issue, actor, source, reply, thumb)
                 comment = (where, source.comment_id)
-                if item is not None and not (item[0] == "reaction" and comment in reacted):
-                    answers.setdefault(where, []).append(item)
-                    if item[0] == "reaction":
-                        reacted.add(comment)
+                for item in items:
+                    if not (item[0] == "reaction" and comment in reacted):
+                        answers.setdefault(where, []).append(item)
+                        if item[0] == "reaction":
+                            reacted.add(comment)
                 if source.ignored:
                     notes[comment] = ("reply", source.comment_id, actor.login, ignored_text(source.ignored))
             outcomes.append(outcome)
@@ -371,12 +377,18 @@ def _repository_of(requests: Sequence[Request], where: TicketKey) -> str:
     raise LookupError(where)
 
 
-def _answer(issue: Issue, actor: Actor, source: Source, reply: str | None) -> tuple[TicketKey, Answer | None]:
-    """Where a command's answer goes, and what it is: its reply, else a 👍 where GitHub has reactions."""
+def _answer(
+    issue: Issue, actor: Actor, source: Source, reply: str | None, thumb: bool = False
+) -> tuple[TicketKey, list[Answer]]:
+    """Where a command's answer goes, and what it is: a 👍 where GitHub has reactions unless only a reply
+    answers it (a refusal, /help), then its reply (`thumb`: a reply that comes with the 👍)."""
     where = issue.key if source.number is None else replace(issue.key, number=source.number)
+    items: list[Answer] = []
+    if (reply is None or thumb) and source.reactable:
+        items.append(("reaction", source.comment_id, actor.login, "+1"))
     if reply is not None:
-        return where, ("reply", source.comment_id, actor.login, reply)
-    return where, ("reaction", source.comment_id, actor.login, "+1") if source.reactable else None
+        items.append(("reply", source.comment_id, actor.login, reply))
+    return where, items
 
 
 def _refusal(command: str, ticket: Ticket, refusal: Refused) -> Outcome:
