@@ -54,6 +54,7 @@ from baton.domain import (
     evolve,
     replay,
 )
+from baton.domain.misspelt import misspelt_text
 from baton.domain.model import EVIDENCE_KINDS
 from baton.service.work import Issue, Outcome
 from baton.store import make_engine, tables, upgrade
@@ -588,6 +589,12 @@ class StoredRail(RuleBasedStateMachine):
 
     def expected_outcome(self, number: int, command: Command, actor: Actor) -> Outcome:
         """What the service must answer, from the pure model (which it then advances)."""
+        if command.name not in RULES:  # changes nothing, and starts tracking nothing
+            tracked = self.model.tickets.get(number)
+            return Outcome(
+                "refused", command.name, tracked.state if tracked else None, tracked.revision if tracked else 0,
+                tracked.runner if tracked else None, code="unknown_command", message=misspelt_text([command.name]),
+            )  # fmt: skip
         if number not in self.model.tickets:
             if self.model.policy.offer != "all":
                 message = (

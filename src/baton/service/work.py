@@ -14,6 +14,7 @@ from typing import Any
 
 from baton.commands import help_text, ignored_text
 from baton.domain import (
+    RULES,
     Actor,
     Applied,
     Brief,
@@ -33,6 +34,7 @@ from baton.domain import (
     decide,
     not_offered,
 )
+from baton.domain.misspelt import misspelt_text
 from baton.domain.status import LABELS, state_label
 from baton.service.evidence import EvidenceService
 from baton.store import Conflict, StoredTicket
@@ -211,6 +213,7 @@ class WorkService:
         # A comment gets one 👍 if any of its commands is applied, and one note if it held too many to read.
         reacted: set[tuple[TicketKey, int | None]] = set()
         notes: dict[tuple[TicketKey, int | None], Answer] = {}
+        misspelt: dict[tuple[TicketKey, int | None], tuple[str, list[str]]] = {}  # one answer per comment
         shown: dict[TicketKey, str] = {}  # tickets whose view on GitHub changes (or /status asked to refresh it)
         for request in requests:
             issue, command, actor, policy = request.issue, request.command, request.actor, request.policy
@@ -221,6 +224,13 @@ class WorkService:
                 continue
             reply: str | None = None
             thumb = False  # a reply that comes with a 👍
+            if command.name not in RULES:  # misspelt: answered with the comment's others, after its own answers
+                tracked = current[key]
+                outcome = self._misspelt(request, tracked, misspelt)
+                firsts[request.operation_id] = outcome.to_json()
+                operations.append((request.operation_id, tracked.id if tracked else None, outcome.to_json()))
+                outcomes.append(outcome)
+                continue
             stored = current[key] or self._first_sight(uow, issue, policy, request.operation_id)
             current[key] = stored
             if stored is None:
@@ -263,6 +273,8 @@ class WorkService:
                 if source.ignored:
                     notes[comment] = ("reply", source.comment_id, actor.login, ignored_text(source.ignored))
             outcomes.append(outcome)
+        for (where, comment_id), (author, words) in misspelt.items():
+            answers.setdefault(where, []).append(("reply", comment_id, author, misspelt_text(words)))
         for (where, _), note in notes.items():  # after the comment's own answers
             answers.setdefault(where, []).append(note)
         for key in keys:
@@ -282,6 +294,24 @@ class WorkService:
             due[where] = (due[where][0] if where in due else _repository_of(requests, where), delay, urgent)
         uow.outbox.due_all(due)
         return outcomes
+
+    @staticmethod
+    def _misspelt(
+        request: Request,
+        stored: StoredTicket | None,
+        misspelt: dict[tuple[TicketKey, int | None], tuple[str, list[str]]],
+    ) -> Outcome:
+        """A misspelt command changes nothing and starts tracking nothing. It is answered where the issue is
+        tracked or offered (`offer: all`); on other issues, prose is left alone."""
+        word = request.command.name
+        ticket = stored.ticket if stored is not None else None
+        outcome = _outcome(word, ticket, kind="refused", code="unknown_command", message=misspelt_text([word]))
+        source = request.source
+        if source is not None and (ticket is not None or request.policy.offer == "all"):
+            where, _ = _answer(request.issue, request.actor, source, None)
+            _, words = misspelt.setdefault((where, source.comment_id), (request.actor.login, []))
+            words.append(word)
+        return outcome
 
     def reply(self, where: TicketKey, repository: str, author: str, message: str, operation_id: str) -> bool:
         """Answer a command that reached no ticket (a pull request that links none, or several), once."""
