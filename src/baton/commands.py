@@ -447,6 +447,12 @@ body and a review's body count as comments). The commands after the 20th are not
 says how many were ignored: send them again in another comment. However many of its commands are
 applied, a comment gets one 👍 (GitHub shows one per person anyway).
 
+A line that would be a command if its word were one, and whose word is a near miss of a command
+(`/claimm`, `/acept`: one letter added, removed, replaced or two swapped; two for words of seven letters
+or more), is not run: one reply per comment names the commands meant. Any other `/word` (`/frobnicate`,
+another bot's `/retest`, a path such as `/usr/bin`) is left alone, and so is a misspelling on an issue
+Baton neither tracks nor offers.
+
 A command whose text holds a control character (U+0000 to U+001F, except tab and newline: no editor
 types them, but a program may send them) is not run: it is refused with a reply, and nothing of it is
 stored. The same command without the character is taken.
