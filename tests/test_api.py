@@ -373,6 +373,43 @@ EVENTS_42 = [
 ]
 
 
+def _work(number: int, event: dict[str, Any]) -> dict[str, Any]:
+    return {"id": f"work-{number}", "rail": "work", **event, "source": None, "repository_state": None,
+            "deployment_state": None}  # fmt: skip
+
+
+def _evidence(number: int, type_: str, source: str, repository: str, data: dict[str, Any], minute: int) -> Any:
+    return {"id": f"evidence-{number}", "rail": "repository", "type": type_, "actor": None, "role": None,
+            "attempt": None, "revision": None, "operation_id": None, "source": source, "repository_state": repository,
+            "deployment_state": "not_deployed", "data": data, "created_at": at(minute)}  # fmt: skip
+
+
+def _report(reported: Evidence, minute: int) -> dict[str, Any]:
+    stamp = (T0 + timedelta(minutes=minute)).isoformat(timespec="microseconds")
+    return {"fact": {"kind": "report", "evidence": evidence(reported), "stamp": stamp}}
+
+
+OPENED_57 = {
+    "kind": "pull_request", "number": 57, "head_ref": "42-empty-state", "head_sha": SECOND_HEAD, "base_ref": "main",
+    "state": "open", "stamp": at(35), "merged": False, "merge_commit_sha": None, "draft": False,
+    "mergeable_state": None, "failing_checks": None, "links": [42], "fork": False,
+}  # fmt: skip
+
+# The whole timeline of #42: its work events and, merged in by time, what its evidence rails recorded.
+TIMELINE_42 = [
+    _work(1, EVENTS_42[0]),
+    _work(2, EVENTS_42[1]),
+    _work(3, EVENTS_42[2]),
+    _evidence(1, "report", "c-3", "branch_reported", _report(FIRST, 10), 10),
+    _work(4, EVENTS_42[3]),
+    _work(5, EVENTS_42[4]),
+    _evidence(2, "report", "c-5", "branch_reported", _report(SECOND, 30), 30),
+    _evidence(3, "pull_request", "d-35", "pull_request_open", {"fact": OPENED_57}, 35),
+    _work(6, EVENTS_42[5]),
+    _evidence(4, "acceptance", "c-6", "pull_request_open", {"revision": 6, "heads": ["5d6e7f8", SECOND_HEAD]}, 40),
+]
+
+
 # ---------------------------------------------------------------------------------------------- one ticket
 
 
@@ -494,7 +531,7 @@ def test_timestamps_are_utc_whatever_the_postgresql_session_time_zone(postgres_u
         full_life(rail)
         client = TestClient(app, headers=AUTH)
         assert client.get("/api/v1/repos/octo/shop/issues/42").json() == ACCEPTED_42
-        assert client.get("/api/v1/repos/octo/shop/issues/42/events").json() == {"events": EVENTS_42}
+        assert client.get("/api/v1/repos/octo/shop/issues/42/events").json() == {"events": TIMELINE_42, "next": None}
     finally:
         app.state.work.units.engine.dispose()
 
@@ -506,7 +543,7 @@ def test_events_are_the_whole_history_oldest_first(client: TestClient, rail: Rai
     full_life(rail)
     response = client.get("/api/v1/repos/octo/shop/issues/42/events")
     assert response.status_code == 200
-    assert response.json() == {"events": EVENTS_42}
+    assert response.json() == {"events": TIMELINE_42, "next": None}
 
 
 def test_events_belong_to_their_own_ticket_only(client: TestClient, rail: Rail) -> None:
@@ -766,7 +803,7 @@ def test_the_examples_in_docs_api_md_are_what_the_api_answers() -> None:
     assert examples == {
         "/api/v1/repos/octo/shop/issues/42": ACCEPTED_42,
         "/api/v1/tickets?repo=octo/shop": {"tickets": [t for t in EVERYTHING if t["repository"] == "octo/shop"]},
-        "/api/v1/repos/octo/shop/issues/42/events": {"events": EVENTS_42},
+        "/api/v1/repos/octo/shop/issues/42/events": {"events": TIMELINE_42, "next": None},
     }
 
 
@@ -797,7 +834,7 @@ def test_openapi_documents_the_three_routes_their_shapes_and_the_auth(client: Te
     ok = paths["/api/v1/repos/{owner}/{repo}/issues/{number}"]["get"]["responses"]["200"]
     assert ok["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/TicketOut"}
     assert set(schemas["TicketOut"]["properties"]) == set(ACCEPTED_42)
-    assert set(schemas["EventOut"]["properties"]) == set(EVENTS_42[0])
+    assert set(schemas["EventOut"]["properties"]) == set(TIMELINE_42[0])
     assert set(schemas["SummaryOut"]["properties"]) == set(EVERYTHING[0])
     assert schemas["WorkState"]["enum"] == [state.value for state in WorkState]
     assert schemas["RepositoryState"]["enum"][:2] == ["not_applicable", "unreported"]

@@ -380,7 +380,8 @@ def check_answers(
     rows: dict[str, Any], requests: tuple[Request, ...], order: list[int], outcomes: list[Outcome]
 ) -> None:
     """Each command decided (not retried) has its own operation row, its own event when applied, and its own
-    answer where it was written: a reply with the refusal or the help, else a 👍 where GitHub has reactions."""
+    answer where it was written: a reply with the refusal or the help, else a 👍 where GitHub has reactions (and
+    a reply beside it for a note that says something)."""
     expected_items: dict[Any, list[tuple[Any, ...]]] = defaultdict(list)
     expected_events: set[tuple[str, str]] = set()
     results: dict[str, dict[str, Any]] = {}
@@ -397,8 +398,11 @@ def check_answers(
             expected_items[where].append(("reply", source.comment_id, login, outcome.message, None, None))
         elif request.command.name == "help":
             expected_items[where].append(("reply", source.comment_id, login, "help", None, None))
-        elif source.reactable:
-            expected_items[where].append(("reaction", source.comment_id, login, "+1", None, None))
+        else:
+            if source.reactable:
+                expected_items[where].append(("reaction", source.comment_id, login, "+1", None, None))
+            if outcome.message is not None:  # the holder claiming again: the 👍, and what it holds
+                expected_items[where].append(("reply", source.comment_id, login, outcome.message, None, None))
         if outcome.applied:
             assert outcome.event is not None
             expected_events.add((request.operation_id, outcome.event))

@@ -114,10 +114,15 @@ def test_the_whole_life_of_a_task(stage: Stage) -> None:
     assert "accepted by @maria" in (stage.repository.check_runs[max(stage.repository.check_runs)].summary or "")
 
     # the history tells all of it, including the superseded delivery and why it was sent back
-    events = api(stage, f"/repos/octo/shop/issues/{task}/events").json()["events"]
+    events = api(stage, f"/repos/octo/shop/issues/{task}/events?rail=work").json()["events"]
     kinds = [event["type"] for event in events]
     assert kinds == ["created", "claimed", "delivered", "sent_back", "delivered", "accepted"], kinds
     assert "vanishes when the invoices request fails" in str(events[3])
+    # and the whole timeline holds what GitHub reported besides, in the order it was recorded
+    timeline = api(stage, f"/repos/octo/shop/issues/{task}/events").json()["events"]
+    assert [e for e in timeline if e["rail"] == "work"] == events
+    assert {"repository", "deployment"} <= {e["rail"] for e in timeline}
+    assert [e["created_at"] for e in timeline] == sorted(e["created_at"] for e in timeline)
     ticket = api(stage, f"/repos/octo/shop/issues/{task}").json()
     assert ticket["state"] == "accepted" and ticket["runner"] == winner and len(ticket["deliveries"]) == 2
     # one status comment on the issue, edited in place, and the pull request's refusals answered there

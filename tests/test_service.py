@@ -272,8 +272,8 @@ def test_a_repeated_applied_claim_returns_the_first_outcome_and_writes_nothing(r
         assert rail.counts() == before
         assert rail.ticket_row(1) == ticket_row
 
-    fresh = rail.do(1, Command("claim"), AGENT_A, operation_id="comment-101")
-    assert (fresh.kind, fresh.code, fresh.duplicate) == ("refused", "wrong_state", False)
+    fresh = rail.do(1, Command("claim"), AGENT_A, operation_id="comment-101")  # the holder: nothing to change
+    assert (fresh.kind, fresh.code, fresh.duplicate) == ("noted", "already_held", False)
     assert rail.counts()["operations"] == before["operations"] + 1
     assert rail.counts()["events"] == before["events"]
     rail.assert_claims_counted()

@@ -54,6 +54,7 @@ from baton.domain import (
     evolve,
     replay,
 )
+from baton.domain.misspelt import misspelt_text
 from baton.domain.model import EVIDENCE_KINDS
 from baton.service.work import Issue, Outcome
 from baton.store import make_engine, tables, upgrade
@@ -137,6 +138,7 @@ class Expected:
 
     code: str | None = None
     noted: bool = False
+    note: str | None = None  # the code a note carries (the holder claiming again)
     ticket: Ticket | None = None
     role: Role | None = None
     data: dict[str, Any] = field(default_factory=dict)
@@ -168,6 +170,9 @@ def expect(before: Ticket, command: Command, actor: Actor, policy: Policy, held:
         return Expected("unknown_command")
     if name in ("status", "help"):
         return Expected(noted=True)  # rev=N guards changes only
+    if name == "claim" and same(actor.login, before.runner) and before.state in (CLAIMED, DELIVERED):
+        # the holder's claim changes nothing, so rev=N has nothing to guard; a delivery awaits its review
+        return Expected(noted=True, note="already_held") if before.state is CLAIMED else Expected("already_delivered")
     if command.rev is not None and command.rev != before.revision:
         return Expected("stale_revision")
     sources = {
@@ -298,7 +303,9 @@ def check_decision(before: Ticket, command: Command, actor: Actor, policy: Polic
         assert decision.message
         return
     if expected.noted:
-        assert decision == Noted(command.name)
+        assert isinstance(decision, Noted), (expected, decision)
+        assert (decision.command, decision.code) == (command.name, expected.note)
+        assert (decision.message is not None) == (expected.note is not None)
         return
     assert isinstance(decision, Applied), (expected, decision)
     after, event = decision.ticket, decision.event
@@ -584,6 +591,12 @@ class StoredRail(RuleBasedStateMachine):
 
     def expected_outcome(self, number: int, command: Command, actor: Actor) -> Outcome:
         """What the service must answer, from the pure model (which it then advances)."""
+        if command.name not in RULES:  # changes nothing, and starts tracking nothing
+            tracked = self.model.tickets.get(number)
+            return Outcome(
+                "refused", command.name, tracked.state if tracked else None, tracked.revision if tracked else 0,
+                tracked.runner if tracked else None, code="unknown_command", message=misspelt_text([command.name]),
+            )  # fmt: skip
         if number not in self.model.tickets:
             if self.model.policy.offer != "all":
                 message = (
@@ -599,7 +612,10 @@ class StoredRail(RuleBasedStateMachine):
                 "applied", command.name, ticket.state, ticket.revision, ticket.runner, event=decision.event.type
             )
         if isinstance(decision, Noted):
-            return Outcome("noted", command.name, ticket.state, ticket.revision, ticket.runner)
+            return Outcome(
+                "noted", command.name, ticket.state, ticket.revision, ticket.runner,
+                code=decision.code, message=decision.message,
+            )  # fmt: skip
         assert isinstance(decision, Refused)
         return Outcome(
             "refused",

@@ -171,6 +171,16 @@ APPLIED = [
 ]  # fmt: skip
 
 REFUSED = [
+    Case("the holder claims a delivered ticket", ticket(V, attempt=2), Command("claim"), RUNNER,
+         code="already_delivered",
+         message="you delivered #42 (attempt 2, revision 19); it awaits review, so there is nothing to claim. "
+                 "A reviewer can /accept it, or /send-back it to you for a new attempt."),
+    Case("the holder claims a delivered ticket at a stale revision", ticket(V), Command("claim", rev=3), RUNNER,
+         code="already_delivered",
+         message="you delivered #42 (attempt 1, revision 19); it awaits review, so there is nothing to claim. "
+                 "A reviewer can /accept it, or /send-back it to you for a new attempt."),
+    Case("a former runner claims an accepted ticket", ticket(A), Command("claim"), RUNNER, code="wrong_state",
+         message="#42 is accepted (revision 19), not open. Pick another issue."),
     Case("claim when claimed", ticket(C), Command("claim"), OTHER, code="wrong_state",
          message="#42 is claimed by @agent-a (revision 19), not open. Pick another issue."),
     Case("claim when delivered", ticket(V), Command("claim"), OTHER, code="wrong_state",
@@ -371,6 +381,7 @@ def test_every_refusal_code_is_covered() -> None:
     assert codes >= {
         "stale_revision", "wrong_state", "not_runner", "not_reviewer", "self_review", "claim_limit",
         "missing_evidence", "not_permitted", "missing_argument", "incomplete_brief", "unknown_command",
+        "already_delivered",
     }  # fmt: skip
 
 
@@ -380,6 +391,24 @@ def test_status_and_help_note_without_change(name: str, state: WorkState) -> Non
     assert decide(ticket(state), Command(name), STRANGER, Situation()) == Noted(name)
     # rev=N guards changes; a stale one on a command that changes nothing is no reason to refuse
     assert decide(ticket(state), Command(name, rev=3), STRANGER, Situation()) == Noted(name)
+
+
+@pytest.mark.parametrize("rev", [None, 19, 3], ids=["no-rev", "current-rev", "stale-rev"])
+def test_the_holder_claiming_again_is_noted_with_what_it_holds(rev: int | None) -> None:
+    held = ticket(C, attempt=2)
+    for actor in (RUNNER, Actor("AGENT-A", Permission.READ)):
+        decision = decide(held, Command("claim", rev=rev), actor, Situation())
+        assert decision == Noted("claim", "already_held", "you already hold #42 (attempt 2, revision 19).")
+    # at its claim limit it still holds this one: nothing is counted, nothing refused
+    assert isinstance(decide(held, Command("claim"), RUNNER, Situation(active_claims=3)), Noted)
+    # someone else's claim is refused as before
+    refused = decide(held, Command("claim", rev=rev), OTHER, Situation())
+    assert isinstance(refused, Refused) and refused.code in ("wrong_state", "stale_revision")
+
+
+def test_help_leaves_out_claiming_what_one_holds() -> None:
+    assert "claim" not in names(available(ticket(C), RUNNER, Situation()))
+    assert "claim" not in names(available(ticket(V), RUNNER, Situation()))
 
 
 def test_not_offered_message() -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
+from baton.domain.misspelt import closest
 from baton.domain.model import Command, Evidence
 from baton.domain.transitions import RULES, Rule
 
@@ -29,6 +30,7 @@ _MAX_DIGITS = 18
 MAX_COMMANDS = 20
 
 _TOKEN = re.compile(r"\S+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")  # what a misspelt command may be: `/usr/bin` or `/claim.` is none
 _LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?")
 # `key: value`, with an optional `- ` or `* ` bullet; the key is checked against _EVIDENCE_KEYS.
 _EVIDENCE_LINE = re.compile(r"[ \t]*(?:[-*][ \t]+)?([A-Za-z]{1,16})[ \t]*:(.*)")
@@ -286,6 +288,27 @@ def _read(text: str, limit: int | None) -> Reading:
     return Reading(commands, ignored)
 
 
+def misspelt(text: str) -> list[str]:
+    """The words (lower-case, without the slash) of the lines that would be commands if the word were one and
+    that are near misses of a command (`baton.domain.misspelt`): `/claimm` but not `/frobnicate`, `/usr/bin`
+    or `> /claimm`. Each once, in order, at most `MAX_COMMANDS`."""
+    if "/" not in text:
+        return []
+    found: dict[str, None] = {}
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for line in _classify(lines):
+        if line.kind is not _Kind.TEXT or len(found) >= MAX_COMMANDS:
+            continue
+        indent = len(line.text) - len(line.text.lstrip(" "))
+        if indent > 3 or line.text[indent : indent + 1] != "/":
+            continue
+        token = _TOKEN.match(line.text, indent)
+        word = token.group()[1:] if token is not None else ""
+        if word.isascii() and _WORD.fullmatch(word) and closest(word) is not None:
+            found[word.lower()] = None
+    return list(found)
+
+
 # ---------------------------------------------------------------------------------------------- evidence
 
 
@@ -423,6 +446,12 @@ One comment may hold several commands: they run in order, one after the other, u
 body and a review's body count as comments). The commands after the 20th are not read, and one reply
 says how many were ignored: send them again in another comment. However many of its commands are
 applied, a comment gets one 👍 (GitHub shows one per person anyway).
+
+A line that would be a command if its word were one, and whose word is a near miss of a command
+(`/claimm`, `/acept`: one letter added, removed, replaced or two swapped; two for words of seven letters
+or more), is not run: one reply per comment names the commands meant. Any other `/word` (`/frobnicate`,
+another bot's `/retest`, a path such as `/usr/bin`) is left alone, and so is a misspelling on an issue
+Baton neither tracks nor offers.
 
 A command whose text holds a control character (U+0000 to U+001F, except tab and newline: no editor
 types them, but a program may send them) is not run: it is refused with a reply, and nothing of it is

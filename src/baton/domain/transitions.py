@@ -64,9 +64,12 @@ class Refused:
 
 @dataclass(frozen=True)
 class Noted:
-    """A command that reads or refreshes but changes no state (`/status`, `/help`)."""
+    """A command that changes no state: it reads or refreshes (`/status`, `/help`), or asks for what is so
+    already (the runner's `/claim` of what it holds), which `message` then tells, beside the 👍."""
 
     command: str
+    code: str | None = None
+    message: str | None = None
 
 
 Decision = Applied | Refused | Noted
@@ -530,8 +533,10 @@ WORK_EVENTS = frozenset(rule.event for rule in RULES.values() if rule.event)
 
 _ALL_EVIDENCE = Evidence("branch", "commit", 1, ("tests",), ("screenshot",))
 
-# The refusal codes that mean "not this person" or "not now": /help leaves such commands out.
-_NOT_FOR_YOU = frozenset({"wrong_state", "not_runner", "not_reviewer", "self_review", "not_permitted"})
+# The codes that mean "not this person", "not now" or "nothing to do": /help leaves such commands out.
+_NOT_FOR_YOU = frozenset({
+    "wrong_state", "not_runner", "not_reviewer", "self_review", "not_permitted", "already_held", "already_delivered"
+})  # fmt: skip
 
 
 # C0 control characters but tab and newline. None belongs in a note, a reason or evidence, and PostgreSQL's
@@ -562,6 +567,9 @@ def decide(ticket: Ticket, command: Command, actor: Actor, situation: Situation)
     refused = _control_character(command)
     if refused is not None:
         return refused
+    again = _claim_again(ticket, command, actor)
+    if again is not None:
+        return again
     # rev=N guards a change; a command that changes nothing (/status, /help) has nothing to guard.
     if rule.target is not None and command.rev is not None and command.rev != ticket.revision:
         return stale_revision(ticket, command.rev)
@@ -572,6 +580,23 @@ def decide(ticket: Ticket, command: Command, actor: Actor, situation: Situation)
             f"{ticket.ref} is {describe(ticket)} (revision {ticket.revision}), not {_either(rule.sources)}. {step}",
         )
     return rule.guard(ticket, command, actor, situation)
+
+
+def _claim_again(ticket: Ticket, command: Command, actor: Actor) -> Decision | None:
+    """The runner's `/claim` of the ticket it runs. Holding it is what the claim asks for: nothing changes, and
+    so `rev=N`, stale or not, has nothing to guard. A delivered ticket waits for its review instead."""
+    if command.name != "claim" or not actor.is_(ticket.runner):
+        return None
+    where = f"{ticket.ref} (attempt {ticket.attempt}, revision {ticket.revision})"
+    if ticket.state is CLAIMED:
+        return Noted("claim", "already_held", f"you already hold {where}.")
+    if ticket.state is DELIVERED:
+        return Refused(
+            "already_delivered",
+            f"you delivered {where}; it awaits review, so there is nothing to claim. "
+            "A reviewer can /accept it, or /send-back it to you for a new attempt.",
+        )
+    return None
 
 
 def stale_revision(ticket: Ticket, expected: int) -> Refused:
@@ -603,6 +628,6 @@ def available(ticket: Ticket, actor: Actor, situation: Situation) -> list[Rule]:
         if rule.name == "deliver":
             sample = replace(sample, evidence=_ALL_EVIDENCE)
         decision = decide(ticket, sample, actor, situation)
-        if not (isinstance(decision, Refused) and decision.code in _NOT_FOR_YOU):
+        if not (isinstance(decision, Refused | Noted) and decision.code in _NOT_FOR_YOU):
             usable.append(rule)
     return usable

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from baton.commands import MAX_COMMANDS, ignored_text, read
+from baton.commands import MAX_COMMANDS, ignored_text, misspelt, read
 from baton.domain import Actor, Command, Policy, TicketKey
 from baton.github.webhooks import dig, issue_number, login, number, text
 from baton.linking import linked_issues
@@ -25,20 +25,37 @@ from .envelope import Envelope
 
 
 def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: Source) -> list[Request]:
-    """The commands in `body`, on the delivery's issue, each with its actor, settings and operation id."""
+    """The commands in `body`, on the delivery's issue, each with its actor, settings and operation id; then
+    its misspelt commands, which the work service answers together."""
     key = envelope.ticket(issue_number(envelope.payload, "issue", "number"))
     author = login(envelope.payload, "issue", "user", "login")
     commands, ignored = read(body)
-    if not commands or key is None or not envelope.repository or not intake.active(envelope):
+    typos = misspelt(body)
+    if not (commands or typos) or key is None or not envelope.repository or not intake.active(envelope):
         return []
     issue = Issue(key, envelope.repository, author)
     policy = intake.policy(key.installation_id, envelope.repository, key, envelope.sender)
-    actor = intake.actor(envelope, policy, key)
+    actor = intake.actor(envelope, policy, key) if commands else _sender(envelope)
     source = replace(source, ignored=ignored)
     return [
         Request(issue, command, actor, envelope.operation(what, index), policy, source, assignee)
         for index, command in enumerate(commands)
         for assignee in [_assignee(intake, envelope, command, policy, key)]
+    ] + _misspelt(issue, typos, actor, envelope, what, policy, source)
+
+
+def _sender(envelope: Envelope) -> Actor:
+    """The sender, not looked up: a misspelt command changes nothing, so it needs no permission."""
+    return Actor(envelope.sender, is_bot=envelope.sender_is_bot)
+
+
+def _misspelt(
+    issue: Issue, typos: list[str], actor: Actor, envelope: Envelope, what: str, policy: Policy, source: Source
+) -> list[Request]:
+    """A request for each misspelt command of a comment, named as it was typed (no command has the name)."""
+    return [
+        Request(issue, Command(word), actor, envelope.operation(f"{what}:misspelt", index), policy, source)
+        for index, word in enumerate(typos)
     ]
 
 
@@ -102,7 +119,8 @@ def on_pull_request(
     `/accept #42` names one when it links several. Answers go on the pull request."""
     answer_on = envelope.ticket(issue_number(pull, "number"))
     commands, ignored = read(body)
-    if not commands or answer_on is None or not envelope.repository or not intake.active(envelope):
+    typos = misspelt(body)
+    if not (commands or typos) or answer_on is None or not envelope.repository or not intake.active(envelope):
         return ()
     repository, login = envelope.repository, envelope.sender
     links = linked_issues(text(pull, "body"), repository)
@@ -123,6 +141,14 @@ def on_pull_request(
         actor = actor or intake.actor(envelope, policy, answer_on)
         assignee = _assignee(intake, envelope, command, policy, answer_on)
         requests.append(Request(Issue(key, repository, ""), command, actor, op, policy, source, assignee))
+    # Misspelt commands are answered on a pull request that links a tracked issue (as on the first such issue),
+    # else left alone.
+    tracked = (key for key in (replace(answer_on, number=n) for n in links if typos) if intake.work.ticket(key))
+    typo_on = next(tracked, None)
+    if typo_on is not None:
+        policy = intake.policy(answer_on.installation_id, repository, answer_on, login)
+        issue = Issue(typo_on, repository, "")
+        requests += _misspelt(issue, typos, actor or _sender(envelope), envelope, what, policy, source)
     if ignored and not requests:  # no decision carries the note: it goes alone, with the id of the first ignored
         intake.work.reply(answer_on, repository, login, ignored_text(ignored), envelope.operation(what, MAX_COMMANDS))
     # One transaction for the comment's commands, as for an issue's, so it gets one 👍 at most.

@@ -14,6 +14,7 @@ from typing import Any
 
 from baton.commands import help_text, ignored_text
 from baton.domain import (
+    RULES,
     Actor,
     Applied,
     Brief,
@@ -33,6 +34,7 @@ from baton.domain import (
     decide,
     not_offered,
 )
+from baton.domain.misspelt import misspelt_text
 from baton.domain.status import LABELS, state_label
 from baton.service.activity import Activity, record_activity
 from baton.service.evidence import EvidenceService
@@ -213,6 +215,7 @@ class WorkService:
         # A comment gets one 👍 if any of its commands is applied, and one note if it held too many to read.
         reacted: set[tuple[TicketKey, int | None]] = set()
         notes: dict[tuple[TicketKey, int | None], Answer] = {}
+        misspelt: dict[tuple[TicketKey, int | None], tuple[str, list[str]]] = {}  # one answer per comment
         shown: dict[TicketKey, str] = {}  # tickets whose view on GitHub changes (or /status asked to refresh it)
         touches: list[_Touch] = []  # runner activity, recorded after the decisions (activity rows are locked last)
         for request in requests:
@@ -223,6 +226,16 @@ class WorkService:
                 outcomes.append(Outcome.from_json(first))
                 continue
             reply: str | None = None
+            thumb = False  # a reply that comes with a 👍
+            if command.name not in RULES:  # misspelt: answered with the comment's others, after its own answers
+                tracked = current[key]
+                outcome = self._misspelt(request, tracked, misspelt)
+                if tracked is not None and request.source is not None and actor.is_(tracked.ticket.runner):
+                    touches.append(_Touch(tracked, "comment", actor.login))
+                firsts[request.operation_id] = outcome.to_json()
+                operations.append((request.operation_id, tracked.id if tracked else None, outcome.to_json()))
+                outcomes.append(outcome)
+                continue
             stored = current[key] or self._first_sight(uow, issue, policy, request.operation_id)
             current[key] = stored
             if stored is None:
@@ -239,32 +252,39 @@ class WorkService:
                     _count(held, key.repository_key, stored.ticket, decision.ticket)
                     current[key] = StoredTicket(stored.id, decision.ticket)
                 elif isinstance(decision, Noted):
-                    outcome = _outcome(command.name, stored.ticket, kind="noted")
+                    outcome = _outcome(
+                        command.name, stored.ticket, kind="noted", code=decision.code, message=decision.message
+                    )
                     if command.name == "help":
                         usable = available(stored.ticket, actor, situation)
                         reply = f"commands you may use on #{key.number} now:\n{help_text(usable)}"
+                    elif decision.message is not None:
+                        reply, thumb = decision.message, True  # the 👍 of a claim, and what it found
                 else:
                     outcome = _refusal(command.name, stored.ticket, decision)
                     reply = decision.message
                 if not isinstance(decision, Applied) and request.source is not None and actor.is_(stored.ticket.runner):
                     touches.append(_Touch(stored, "comment", actor.login))
-            if outcome.state is not None and outcome.kind != "refused":
+            if outcome.state is not None and outcome.kind != "refused" and outcome.code is None:
                 shown[key] = issue.repository
             firsts[request.operation_id] = outcome.to_json()  # the same id twice in one call: a retry
             operations.append((request.operation_id, stored.id if stored else None, outcome.to_json()))
             source = request.source
             if source is not None:
-                where, item = _answer(issue, actor, source, reply)
+                where, items = _answer(issue, actor, source, reply, thumb)
                 comment = (where, source.comment_id)
-                if item is not None and not (item[0] == "reaction" and comment in reacted):
-                    answers.setdefault(where, []).append(item)
-                    if item[0] == "reaction":
-                        reacted.add(comment)
+                for item in items:
+                    if not (item[0] == "reaction" and comment in reacted):
+                        answers.setdefault(where, []).append(item)
+                        if item[0] == "reaction":
+                            reacted.add(comment)
                 if source.ignored:
                     notes[comment] = ("reply", source.comment_id, actor.login, ignored_text(source.ignored))
             outcomes.append(outcome)
         for touch in touches:
             touch.record(uow)
+        for (where, comment_id), (author, words) in misspelt.items():
+            answers.setdefault(where, []).append(("reply", comment_id, author, misspelt_text(words)))
         for (where, _), note in notes.items():  # after the comment's own answers
             answers.setdefault(where, []).append(note)
         for key in keys:
@@ -284,6 +304,24 @@ class WorkService:
             due[where] = (due[where][0] if where in due else _repository_of(requests, where), delay, urgent)
         uow.outbox.due_all(due)
         return outcomes
+
+    @staticmethod
+    def _misspelt(
+        request: Request,
+        stored: StoredTicket | None,
+        misspelt: dict[tuple[TicketKey, int | None], tuple[str, list[str]]],
+    ) -> Outcome:
+        """A misspelt command changes nothing and starts tracking nothing. It is answered where the issue is
+        tracked or offered (`offer: all`); on other issues, prose is left alone."""
+        word = request.command.name
+        ticket = stored.ticket if stored is not None else None
+        outcome = _outcome(word, ticket, kind="refused", code="unknown_command", message=misspelt_text([word]))
+        source = request.source
+        if source is not None and (ticket is not None or request.policy.offer == "all"):
+            where, _ = _answer(request.issue, request.actor, source, None)
+            _, words = misspelt.setdefault((where, source.comment_id), (request.actor.login, []))
+            words.append(word)
+        return outcome
 
     def reply(self, where: TicketKey, repository: str, author: str, message: str, operation_id: str) -> bool:
         """Answer a command that reached no ticket (a pull request that links none, or several), once."""
@@ -401,12 +439,18 @@ def _repository_of(requests: Sequence[Request], where: TicketKey) -> str:
     raise LookupError(where)
 
 
-def _answer(issue: Issue, actor: Actor, source: Source, reply: str | None) -> tuple[TicketKey, Answer | None]:
-    """Where a command's answer goes, and what it is: its reply, else a 👍 where GitHub has reactions."""
+def _answer(
+    issue: Issue, actor: Actor, source: Source, reply: str | None, thumb: bool = False
+) -> tuple[TicketKey, list[Answer]]:
+    """Where a command's answer goes, and what it is: a 👍 where GitHub has reactions unless only a reply
+    answers it (a refusal, /help), then its reply (`thumb`: a reply that comes with the 👍)."""
     where = issue.key if source.number is None else replace(issue.key, number=source.number)
+    items: list[Answer] = []
+    if (reply is None or thumb) and source.reactable:
+        items.append(("reaction", source.comment_id, actor.login, "+1"))
     if reply is not None:
-        return where, ("reply", source.comment_id, actor.login, reply)
-    return where, ("reaction", source.comment_id, actor.login, "+1") if source.reactable else None
+        items.append(("reply", source.comment_id, actor.login, reply))
+    return where, items
 
 
 def _refusal(command: str, ticket: Ticket, refusal: Refused) -> Outcome:

@@ -35,11 +35,11 @@ from baton.store.reads import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
     DeliveryRecord,
-    EventRecord,
-    Reads,
     TicketDetail,
     TicketSummary,
 )
+from baton.store.timeline import DEFAULT_LIMIT as TIMELINE_LIMIT
+from baton.store.timeline import RAILS, Cursor, Rail, TimelineEntry, TimelineReads
 
 _STATES = ", ".join(state.value for state in WorkState)
 
@@ -191,18 +191,37 @@ class TicketOut(SummaryOut):
 
 
 class EventOut(BaseModel):
-    type: str
-    actor: str
-    role: str
-    attempt: int
-    revision: int
+    id: str = Field(description="`work-N` or `evidence-N`: the entry, unique within the ticket's timeline.")
+    rail: Rail = Field(description="work (a transition or a restored label), repository or deployment (evidence).")
+    type: str = Field(
+        description="A work event (created, claimed, delivered, …, label_restored) or what the evidence rail "
+        "recorded (pull_request, branch, check, report, deployment, deployment_status, comparison, acceptance, "
+        "issue_closed, issue_reopened)."
+    )
+    actor: str | None = Field(description="Who acted; null on evidence events.")
+    role: str | None = Field(description="The role they acted in; null on evidence events.")
+    attempt: int | None = Field(description="The ticket's attempt after a work event; null on evidence events.")
+    revision: int | None = Field(description="The ticket's revision after a work event; null on evidence events.")
     operation_id: str | None = Field(description="The id of the command that caused it: its comment, its place there.")
+    source: str | None = Field(
+        default=None, description="What told Baton of an evidence event (a webhook delivery, the REST API, a "
+        "delivery's command); null on work events."
+    )  # fmt: skip
+    repository_state: RepositoryState | None = Field(
+        default=None, description="The repository rail after an evidence event; null on work events."
+    )
+    deployment_state: DeploymentState | None = Field(
+        default=None, description="The deployment rail after an evidence event; null on work events."
+    )
     data: dict[str, Any]
-    created_at: datetime
+    created_at: datetime = Field(description="When Baton recorded it: the timeline's order.")
 
 
 class EventList(BaseModel):
     events: list[EventOut]
+    next: str | None = Field(
+        default=None, description="The cursor of the next page (pass it as `after`); null on the last page."
+    )
 
 
 class WebhookDeliveryOut(BaseModel):
@@ -313,8 +332,14 @@ def _evidence(rail: EvidenceRail, updated_at: datetime | None) -> EvidenceRails:
     return EvidenceRails(repository=repository, deployment=deployment, updated_at=updated_at)
 
 
-def _event(event: EventRecord) -> EventOut:
-    return EventOut.model_validate(event, from_attributes=True)
+def _event(entry: TimelineEntry) -> EventOut:
+    return EventOut(
+        id=entry.key, rail=entry.rail, type=entry.type, actor=entry.actor, role=entry.role, attempt=entry.attempt,
+        revision=entry.revision, operation_id=entry.operation_id, source=entry.source,
+        repository_state=RepositoryState(entry.repository_state) if entry.repository_state else None,
+        deployment_state=DeploymentState(entry.deployment_state) if entry.deployment_state else None,
+        data=entry.data, created_at=entry.created_at,
+    )  # fmt: skip
 
 
 def _webhook_delivery(stored: Stored) -> WebhookDeliveryOut:
@@ -399,6 +424,25 @@ def _state(value: str | None) -> WorkState | None:
         ) from None
 
 
+def _cursor(value: str | None) -> Cursor | None:
+    """An empty `after=` means the first page; anything else must be a `next` this API gave."""
+    if not value:
+        return None
+    try:
+        return Cursor.parse(value)
+    except ValueError:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "value_error",
+                    "loc": ("query", "after"),
+                    "msg": f"Unknown cursor {value!r}: pass the `next` of the page before, or nothing for the first.",
+                    "input": value,
+                }
+            ]
+        ) from None
+
+
 def _inbox_status(value: str | None) -> str | None:
     """As `_state`: an empty `status=` means no filter; anything else must be a delivery status."""
     if not value:
@@ -419,7 +463,7 @@ def _inbox_status(value: str | None) -> str | None:
 
 
 def api_router(engine: Engine, settings: Settings) -> APIRouter:
-    reads = Reads(engine)
+    reads = TimelineReads(engine)
     # Listing only reads: on SQLite its connections take no writer lock, so it never waits behind the work.
     inbox = Inbox(engine.execution_options(**{READ_ONLY: True}))
     router = APIRouter(
@@ -467,13 +511,24 @@ def api_router(engine: Engine, settings: Settings) -> APIRouter:
     @router.get(
         "/repos/{owner}/{repo}/issues/{number}/events",
         responses={404: {"model": Problem, "description": "Baton does not track this issue."}},
-        summary="A ticket's append-only history, oldest first",
+        summary="A ticket's append-only timeline of every rail, oldest first, a page at a time",
     )
-    def get_events(owner: Owner, repo: Repo, number: Number) -> EventList:
-        history = reads.events(f"{owner}/{repo}", number)
-        if history is None:
+    def get_events(
+        owner: Owner,
+        repo: Repo,
+        number: Number,
+        rail: Annotated[
+            list[Rail] | None, Query(description="Only these rails (repeat it for several); every rail by default.")
+        ] = None,
+        after: Annotated[str | None, Query(description="The `next` cursor of the page before.")] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = TIMELINE_LIMIT,
+    ) -> EventList:
+        rails = frozenset(rail or RAILS)
+        timeline = reads.timeline(f"{owner}/{repo}", number, after=_cursor(after), limit=limit, rails=rails)
+        if timeline is None:
             raise _unknown(owner, repo, number)
-        return EventList(events=[_event(event) for event in history])
+        following = str(timeline.next) if timeline.next is not None else None
+        return EventList(events=[_event(entry) for entry in timeline.entries], next=following)
 
     @router.get(
         "/deliveries",
