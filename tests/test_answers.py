@@ -84,16 +84,29 @@ def test_several_misspelt_commands_in_one_comment_get_one_reply_beside_the_comma
     assert reply.count("not a command") + reply.count("not commands") == 1
 
 
+def test_an_unknown_word_alone_on_its_line_gets_one_reply_naming_the_closest_command(scene: Scene) -> None:
+    scene.comment("agent-a", "/claim")
+    scene.drain()
+    history, reactions, replies = events(scene), scene.reactions(), len(scene.replies())
+    scene.comment("agent-b", "/frobnicate")
+    scene.drain()
+    assert len(scene.replies()) == replies + 1
+    assert scene.replies()[-1].startswith(
+        "@agent-b `/frobnicate` is not a command; the closest is `/release`. /help lists the commands you may use."
+    )
+    assert scene.reactions() == reactions and events(scene) == history
+
+
 def test_prose_with_slashes_writes_nothing_to_github(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
     scene.drain()
     written = scene.writes()
     prose = (
-        "See /usr/bin or /etc/hosts, and/or the /api/v1 route.\n/usr/bin/env python\n/frobnicate\n/retest\n"
-        "/cc @maria\n> /claimm\n```\n/acept\n```\n`/acept` is what I typed at first"
+        "See /usr/bin or /etc/hosts, and/or the /api/v1 route.\n/usr/bin/env python\n/frobnicate the widget\n"
+        "/retest please\n/cc @maria\n> /claimm\n```\n/acept\n```\n`/acept` is what I typed at first"
     )
     scene.comment("agent-b", prose)
-    scene.comment("olivia", "/lgtm")
+    scene.comment("olivia", "/cc")
     scene.drain()
     assert scene.writes() == written
     assert scene.unsent() == 0

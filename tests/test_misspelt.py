@@ -66,19 +66,16 @@ PROSE = [
     "<!-- /claimm -->",
     "<pre>\n/acept\n</pre>",
     "I will /claimm it later",
-    "/retest",
-    "/lgtm",
-    "/hold",
     "/cc @octo/reviewers",
+    "/cc",
+    "/me",
+    "/frobnicate the widget",
+    "/retest please",
     "/assign @someone",  # a command: answered as one, not as a misspelling
     "/unassign @someone",
-    "/approve",
-    "/ok-to-test",
     "/test all",
     "/kind bug",
-    "/shrug",
     "/me waves",
-    "/frobnicate",
     "/s/foo/bar/",
     "//claimm",
     "/ claimm",
@@ -108,6 +105,15 @@ def test_near_misses_are_found_once_each_in_order(text: str, found: list[str]) -
     assert misspelt(text) == found
 
 
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [("/frobnicate", ["frobnicate"]), ("/retest", ["retest"]), ("  /LGTM  ", ["lgtm"]), ("/ok-to-test", ["ok-to-test"]),
+     ("/claim\n/frobnicate", ["frobnicate"]), ("hello\n/hold\nthanks", ["hold"])],
+)  # fmt: skip
+def test_a_line_of_nothing_but_an_unknown_word_is_answered_however_far_it_is(text: str, found: list[str]) -> None:
+    assert misspelt(text) == found
+
+
 def test_a_near_miss_is_no_command_and_leaves_the_commands_as_they_were() -> None:
     # the line stays the free text of the command before it, as any line that is no command does
     assert parse("/claim\n/acept\nnote") == [Command("claim", text="/acept\nnote")]
@@ -131,7 +137,13 @@ def test_the_answer() -> None:
         "`/claimm`, `/clam` and `/acept` are not commands; did you mean `/claim` and `/accept`? "
         "/help lists the commands you may use."
     )
-    assert misspelt_text(["frobnicate"]) == "`/frobnicate` is not a command. /help lists the commands you may use."
+    assert misspelt_text(["frobnicate"]) == (
+        "`/frobnicate` is not a command; the closest is `/release`. /help lists the commands you may use."
+    )
+    assert misspelt_text(["retest", "hold"]) == (
+        "`/retest` and `/hold` are not commands; the closest are `/release` and `/help`. "
+        "/help lists the commands you may use."
+    )
 
 
 @settings(max_examples=200, deadline=None)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
-from baton.domain.misspelt import closest
+from baton.domain.misspelt import SHORTEST, closest
 from baton.domain.model import Command, Evidence
 from baton.domain.transitions import RULES, Rule
 
@@ -290,8 +290,9 @@ def _read(text: str, limit: int | None) -> Reading:
 
 def misspelt(text: str) -> list[str]:
     """The words (lower-case, without the slash) of the lines that would be commands if the word were one and
-    that are near misses of a command (`baton.domain.misspelt`): `/claimm` but not `/frobnicate`, `/usr/bin`
-    or `> /claimm`. Each once, in order, at most `MAX_COMMANDS`."""
+    that are near misses of a command (`baton.domain.misspelt`), or that hold nothing but the word:
+    `/claimm rev=3` and `/frobnicate`, but not `/frobnicate the widget`, `/usr/bin` or `> /claimm`. Each
+    once, in order, at most `MAX_COMMANDS`."""
     if "/" not in text:
         return []
     found: dict[str, None] = {}
@@ -304,7 +305,9 @@ def misspelt(text: str) -> list[str]:
             continue
         token = _TOKEN.match(line.text, indent)
         word = token.group()[1:] if token is not None else ""
-        if word.isascii() and _WORD.fullmatch(word) and closest(word) is not None:
+        # a line of one `/word` (of four letters or more: `/cc`, `/me` are chat's) is addressed to a bot, not prose
+        alone = line.text.strip() == f"/{word}" and len(word) >= SHORTEST and word.lower() not in RULES
+        if word.isascii() and _WORD.fullmatch(word) and (alone or closest(word) is not None):
             found[word.lower()] = None
     return list(found)
 
@@ -449,9 +452,10 @@ applied, a comment gets one 👍 (GitHub shows one per person anyway).
 
 A line that would be a command if its word were one, and whose word is a near miss of a command
 (`/claimm`, `/acept`: one letter added, removed, replaced or two swapped; two for words of seven letters
-or more), is not run: one reply per comment names the commands meant. Any other `/word` (`/frobnicate`,
-another bot's `/retest`, a path such as `/usr/bin`) is left alone, and so is a misspelling on an issue
-Baton neither tracks nor offers.
+or more), is not run: one reply per comment names the commands meant. So is a line that holds nothing but
+an unknown `/word` (`/frobnicate`): the reply names the closest command. A `/word` far from every command
+in the middle of prose (`/frobnicate the widget`, a path such as `/usr/bin`) is left alone, and so is any
+unknown command on an issue Baton neither tracks nor offers.
 
 A command whose text holds a control character (U+0000 to U+001F, except tab and newline: no editor
 types them, but a program may send them) is not run: it is refused with a reply, and nothing of it is

@@ -1,11 +1,12 @@
 """Commands misspelt: the command a `/word` that is none was meant to be, when one is close enough.
 
-Comments are shared with people writing prose and with other bots' commands (`/retest`, `/lgtm`, `/cc`),
-so only a near miss of one of Baton's own commands is answered, and anything else is left alone. A word is
-a near miss when it has at least four letters and is at most one edit away from a command (two for words of
-seven letters or more), an edit being a letter added, removed, replaced, or two neighbours swapped:
-`/claimm`, `/acept`, `/relase`, `/sendback`, `/delivered` are near misses; `/hold`, `/design`, `/frobnicate`
-are not, and neither is a command with `un` before it (`/unassign`).
+Comments are shared with people writing prose, so a `/word` line is answered only when it is a near miss of
+one of Baton's own commands, or when the line holds nothing but the word (`/frobnicate`: someone addressing
+a bot); the answer then names the closest command. A word is a near miss when it has at least four letters
+and is at most one edit away from a command (two for words of seven letters or more), an edit being a letter
+added, removed, replaced, or two neighbours swapped: `/claimm`, `/acept`, `/relase`, `/sendback`,
+`/delivered` are near misses; `/hold`, `/design`, `/frobnicate` are not, and neither is a command with `un`
+before it (`/unassign`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,13 @@ def closest(word: str) -> str | None:
     return found if distance(word, found) <= limit else None
 
 
+def nearest(word: str) -> str:
+    """The command closest to `word` (without its slash), however far: of two equally near, the first in the
+    command table."""
+    word = word.lower()
+    return min(RULES, key=lambda name: distance(word, name))
+
+
 def _listed(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
@@ -54,5 +62,9 @@ def misspelt_text(words: Sequence[str]) -> str:
     meant = list(dict.fromkeys(f"`/{found}`" for found in map(closest, words) if found is not None))
     typed = _listed([f"`/{word}`" for word in words])
     are = "is not a command" if len(words) == 1 else "are not commands"
-    guess = f"; did you mean {_listed(meant)}?" if meant else "."
+    if meant:
+        guess = f"; did you mean {_listed(meant)}?"
+    else:  # none is near any command: name the closest all the same
+        near = list(dict.fromkeys(f"`/{nearest(word)}`" for word in words))
+        guess = f"; the closest {'is' if len(near) == 1 else 'are'} {_listed(near)}."
     return f"{typed} {are}{guess} /help lists the commands you may use."
