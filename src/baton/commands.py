@@ -241,7 +241,7 @@ class _Draft:
 
     def build(self) -> Command:
         text = "\n".join(line.text for line in self.body).strip()
-        return Command(self.name, self.rev, self.user, self.issue, text, _evidence(self.body))
+        return Command(self.name, self.rev, self.user, self.issue, text, _evidence(self.body), _summary(self.body))
 
 
 class Reading(NamedTuple):
@@ -342,6 +342,32 @@ def _screenshots(value: str) -> list[str]:
         return images
     url = _unwrap(value)
     return [url] if _is_url(url) else []
+
+
+def _summary(body: list[_Line]) -> str:
+    """The free text without its evidence lines (and the test output fenced under an empty `tests:`) and
+    without what HTML hides."""
+    kept: list[str] = []
+    in_output = False
+    for i, line in enumerate(body):
+        if line.kind is _Kind.HIDDEN:
+            continue
+        if line.kind is not _Kind.TEXT:
+            if not in_output:
+                kept.append(line.text)
+            if line.kind is _Kind.CLOSE:
+                in_output = False
+            continue
+        match = _EVIDENCE_LINE.match(line.text)
+        if match is None or match.group(1).lower() not in _EVIDENCE_KEYS:
+            kept.append(line.text)
+            continue
+        following = body[i + 1] if i + 1 < len(body) else None
+        key = _EVIDENCE_KEYS[match.group(1).lower()]
+        in_output = key == "tests" and not match.group(2).strip() and following is not None and (
+            following.kind is _Kind.OPEN
+        )
+    return "\n".join(kept).strip()
 
 
 def _dedent(line: str, indent: int) -> str:

@@ -47,6 +47,15 @@ class Review:
 
 
 @dataclass(frozen=True)
+class BriefChange:
+    """One `brief_changed` event, as the status comment tells it."""
+
+    revision: int
+    attempt: int
+    changes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class View:
     label: str
     assignee: str | None
@@ -70,16 +79,36 @@ def work_line(ticket: Ticket, review: Review | None = None) -> str:
             return "Withdrawn"
 
 
-def view(ticket: Ticket, review: Review | None = None, rail: EvidenceRail | None = None) -> View:
+def brief_line(ticket: Ticket, changed: Sequence[BriefChange]) -> str | None:
+    """What changed in the brief while the runner works on it (claimed or delivered, this attempt), or None."""
+    if ticket.state not in (WorkState.CLAIMED, WorkState.DELIVERED):
+        return None
+    said = [f"revision {c.revision}: {'; '.join(c.changes)}" for c in changed if c.attempt == ticket.attempt]
+    if not said:
+        return None
+    return f"changed during attempt {ticket.attempt} — " + " / ".join(said) + ". Read the issue body again."
+
+
+def view(
+    ticket: Ticket,
+    review: Review | None = None,
+    rail: EvidenceRail | None = None,
+    changed: Sequence[BriefChange] = (),
+) -> View:
     """The labels, assignee and status comment for a ticket: the three rails side by side, a `Mismatch:` line
-    when the runner's report and GitHub disagree, and what comes next. Without a rail (nothing recorded
+    when the runner's report and GitHub disagree, a `Brief:` line when the brief changed under the current
+    attempt (`changed`: the ticket's brief changes), and what comes next. Without a rail (nothing recorded
     yet) the evidence rails are at their first states."""
     rail = rail or EvidenceRail(ticket.key.number)
     lines = [STATUS_MARKER, f"**Work:** {work_line(ticket, review)}", f"**Repository:** {repository_text(rail)}"]
     mismatch = mismatch_text(rail)
     if mismatch is not None:
         lines.append(f"**Mismatch:** {mismatch}")
-    lines += [f"**Deployment:** {deployment_text(rail)}", "", f"Revision {ticket.revision}. {next_step(ticket)}"]
+    lines.append(f"**Deployment:** {deployment_text(rail)}")
+    brief = brief_line(ticket, changed)
+    if brief is not None:
+        lines.append(f"**Brief:** {brief}")
+    lines += ["", f"Revision {ticket.revision}. {next_step(ticket)}"]
     holds = ticket.state in (WorkState.CLAIMED, WorkState.DELIVERED)
     return View(state_label(ticket.state), ticket.runner if holds else None, "\n".join(lines))
 

@@ -18,10 +18,10 @@ from sqlalchemy import ColumnElement, Engine, and_, case, delete, desc, func, in
 from sqlalchemy.dialects import postgresql, sqlite
 
 from baton.domain import TicketKey
-from baton.domain.status import CheckView, Review
+from baton.domain.status import BriefChange, CheckView, Review
 
 from . import tables as t
-from .work import StoredTicket, WorkTx
+from .work import StoredTicket, WorkTx, loaded
 
 # A check-run creation not finished after this long died with its writer.
 LEASE = timedelta(seconds=60)
@@ -171,6 +171,17 @@ class Outbox:
             ).scalars()
             past = sorted(set(runners))
         return stored, Review(review.reviewer, bool(review.independent), review.role) if review else None, past
+
+    def brief_changes(self, ticket_id: int) -> list[BriefChange]:
+        """The ticket's `brief_changed` events, oldest first, as the status comment tells them."""
+        e = t.events.c
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(e.revision, e.attempt, e.data)
+                .where(e.ticket_id == ticket_id, e.type == "brief_changed")
+                .order_by(e.id)
+            ).all()
+        return [BriefChange(r.revision, r.attempt, tuple(loaded(r.data).get("changes", ()))) for r in rows]
 
     def items(self, key: TicketKey) -> list[Item]:
         with self.engine.connect() as connection:
