@@ -225,7 +225,11 @@ class WorkService:
                 outcomes.append(Outcome.from_json(first))
                 continue
             reply: str | None = None
-            stored = current[key] or self._first_sight(uow, issue, policy, request.operation_id)
+            stored = current[key]
+            if stored is None:
+                stored = self._first_sight(uow, issue, policy, request.operation_id)
+                if stored is not None:  # a new ticket is shown, whatever its first command's answer
+                    shown[key] = issue.repository
             current[key] = stored
             if stored is None:
                 refusal = not_offered(key.number, issue.repository, policy)
