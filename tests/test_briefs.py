@@ -105,8 +105,7 @@ def test_a_briefs_life_from_draft_to_accepted(scene: Scene) -> None:
     changed = history[-1]
     assert changed.type == "brief_changed" and changed.actor == "olivia" and changed.revision == 2
     assert changed.data["changes"] == [
-        "acceptance added “no invoices shows the approved empty-state copy”; "
-        "“invoices keep their list and pagination”"
+        "acceptance added “no invoices shows the approved empty-state copy”; “invoices keep their list and pagination”"
     ]
     assert replay(scene.key, scene.full_name, history).brief == scene.app.state.work.ticket(scene.key).brief
 
@@ -131,7 +130,9 @@ def test_a_briefs_life_from_draft_to_accepted(scene: Scene) -> None:
     assert reply_to(scene, "agent-a").startswith(
         f"@agent-a #{scene.number} cannot be delivered: the delivery lacks a summary, tests, 2 screenshots (0 given)."
     )
-    scene.comment("agent-a", "/deliver Empty state added.\ntests: https://ci.example/1\nscreenshot: https://s.example/390.png")
+    scene.comment(
+        "agent-a", "/deliver Empty state added.\ntests: https://ci.example/1\nscreenshot: https://s.example/390.png"
+    )
     scene.drain()
     assert reply_to(scene, "agent-a").startswith(
         f"@agent-a #{scene.number} cannot be delivered: the delivery lacks 2 screenshots (1 given)."
@@ -158,7 +159,7 @@ def test_the_briefs_owner_owns_the_task(scene: Scene) -> None:
     open_issue(scene, DRAFT_BRIEF.replace("draft: true", "owner: '@paula'\ndraft: true"))
     scene.comment("olivia", "/withdraw not needed")  # the author, no longer the task owner
     scene.drain()
-    assert f"needs its task owner (@paula)" in reply_to(scene, "olivia")
+    assert "needs its task owner (@paula)" in reply_to(scene, "olivia")
     edit(scene, DRAFT_BRIEF.replace("reviewer: rita\n", "reviewer: rita\n" + ACCEPTANCE + "owner: paula\n"))
     scene.comment("paula", "/publish")
     scene.drain()
@@ -167,7 +168,9 @@ def test_the_briefs_owner_owns_the_task(scene: Scene) -> None:
 
 
 def test_a_non_code_task_has_no_evidence_rails(scene: Scene) -> None:
-    body = "```yaml\ntask: Write the release notes\nacceptance: [every change of the release is named]\ncode: false\n```"
+    body = (
+        "```yaml\ntask: Write the release notes\nacceptance: [every change of the release is named]\ncode: false\n```"
+    )
     open_issue(scene, body + "\n\n/claim\n", by="agent-a")  # create-and-claim, from the issue's own body
     scene.comment("agent-a", "/deliver Release notes written in the wiki.")
     scene.comment("maria", "/accept")
@@ -182,18 +185,23 @@ def test_a_non_code_task_has_no_evidence_rails(scene: Scene) -> None:
 
 def test_code_evidence_the_repository_requires_is_not_asked_of_a_non_code_task(scene: Scene) -> None:
     configure(scene, "required_evidence: [branch, tests]\n")
-    open_issue(scene, "```yaml\ntask: Triage the bug reports\nacceptance: [each one labelled]\ncode: false\n```\n/claim",
-               by="agent-a")  # fmt: skip
+    body = "```yaml\ntask: Triage the bug reports\nacceptance: [each one labelled]\ncode: false\n```\n/claim"
+    open_issue(scene, body, by="agent-a")
     scene.comment("agent-a", "/deliver Labelled all twelve.")
     scene.drain()
-    assert reply_to(scene, "agent-a").startswith(f"@agent-a #{scene.number} cannot be delivered: the delivery lacks tests.")
+    assert reply_to(scene, "agent-a").startswith(
+        f"@agent-a #{scene.number} cannot be delivered: the delivery lacks tests."
+    )
     scene.comment("agent-a", "/deliver Labelled all twelve.\ntests: https://ci.example/triage")
     scene.drain()
     assert scene.labels() == {"baton:delivered"}
 
 
 def test_an_invalid_brief_is_explained_once_and_the_last_good_brief_stays(scene: Scene) -> None:
-    bad = "```yaml\ntask: Tidy the cart\nacceptance: [tidy]\nevidence: {screenshot: 0, video: 1}\nreviewer: not a login\n```"
+    bad = (
+        "```yaml\ntask: Tidy the cart\nacceptance: [tidy]\nevidence: {screenshot: 0, video: 1}\n"
+        "reviewer: not a login\n```"
+    )
     open_issue(scene, bad)
     scene.comment("maria", "/status")
     scene.drain()

@@ -104,7 +104,8 @@ def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: st
           "`max_active_claims` must be a whole number from 1 to 100, not -1"]),
     ],
     ids=["not-a-mapping", "bad-yaml", "unknown-key", "offer", "zero", "bool", "string-number", "duration",
-         "bool-text", "not-a-list", "bad-login", "bad-runners", "evidence-kind", "evidence-count", "auto-before-stale", "all-at-once"],
+         "bool-text", "not-a-list", "bad-login", "bad-runners", "evidence-kind", "evidence-count",
+         "auto-before-stale", "all-at-once"],
 )  # fmt: skip
 def test_every_problem_is_named(text: str, problems: list[str]) -> None:
     with pytest.raises(ConfigError) as raised:

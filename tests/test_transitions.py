@@ -45,8 +45,10 @@ WRITER = Actor("agent-b", Permission.WRITE)  # an agent with write access, to pu
 ADMIN_BOT = Actor("helper[bot]", Permission.ADMIN)
 CUSTOM = Actor("cora", Permission.MAINTAIN, role_name="release-manager")
 
-AGAIN = ("Send /deliver again with a line saying what was done and an evidence line for each item (`branch:`, "
-         "`commit:`, `pr:`, `tests:`, `screenshot:`).")
+AGAIN = (
+    "Send /deliver again with a line saying what was done and an evidence line for each item (`branch:`, "
+    "`commit:`, `pr:`, `tests:`, `screenshot:`)."
+)
 COMPLETE_BRIEF = Brief(scope=("src/BillingHistory.tsx",), acceptance=("no invoices: empty state",))
 
 

@@ -364,8 +364,8 @@ def _summary(body: list[_Line]) -> str:
             continue
         following = body[i + 1] if i + 1 < len(body) else None
         key = _EVIDENCE_KEYS[match.group(1).lower()]
-        in_output = key == "tests" and not match.group(2).strip() and following is not None and (
-            following.kind is _Kind.OPEN
+        in_output = (
+            key == "tests" and not match.group(2).strip() and following is not None and (following.kind is _Kind.OPEN)
         )
     return "\n".join(kept).strip()
 

@@ -44,8 +44,8 @@ from baton.github.projection import GitHubProjector, Refused
 from baton.github.refusals import describe, rate_limit, refused
 from baton.github.verify import Verifier
 from baton.service.evidence import EvidenceService
-from baton.store.budget import Budgets
 from baton.store import StoredTicket
+from baton.store.budget import Budgets
 from baton.store.outbox import MAX_ATTEMPTS, ORDINARY, URGENT, Due, Item, Outbox
 
 log = logging.getLogger("baton.writer")

@@ -225,7 +225,9 @@ def _scope(value: Any, problems: list[str]) -> tuple[tuple[str, ...], tuple[str,
     for key in value:
         if key not in SCOPE_KEYS:
             problems.append(f"`scope.{key}` is not a field of a brief's scope (known: files, excluded)")
-    return _texts("scope.files", value.get("files"), problems), _texts("scope.excluded", value.get("excluded"), problems)
+    return _texts("scope.files", value.get("files"), problems), _texts(
+        "scope.excluded", value.get("excluded"), problems
+    )
 
 
 def evidence_kinds(key: str, value: Any, problems: list[str]) -> tuple[str, ...]:
@@ -250,7 +252,7 @@ def evidence_kinds(key: str, value: Any, problems: list[str]) -> tuple[str, ...]
             problems.append(f"`{key}.{kind}` must be {what}, not {_shown(count)}")
             continue
         kinds.extend([kind] * count)
-    return tuple(kinds)
+    return tuple(sorted(kinds, key=EVIDENCE_KINDS.index))  # one order, so equal requirements compare equal
 
 
 def _person(key: str, value: Any, pattern: re.Pattern[str], what: str, problems: list[str]) -> str | None:

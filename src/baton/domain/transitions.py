@@ -213,10 +213,10 @@ def may_run(actor: Actor, policy: Policy) -> bool:
 def review_role(ticket: Ticket, actor: Actor, policy: Policy) -> Role | None:
     """The role under which this actor may review, or None.
 
-    The brief's named reviewer (a login, or a team whose active members review) and the configured reviewers review as `reviewer`. Without a configured
-    list every maintainer is a reviewer; with one, a maintainer outside it still may, but the event says
-    `repository_maintainer`, so an override never looks like an ordinary review. Bots review only when
-    named.
+    The brief's named reviewer (a login, or a team whose active members review) and the configured
+    reviewers review as `reviewer`. Without a configured list every maintainer is a reviewer; with one, a
+    maintainer outside it still may, but the event says `repository_maintainer`, so an override never
+    looks like an ordinary review. Bots review only when named.
     """
     named = ticket.brief.reviewer if ticket.brief is not None else None
     if named is not None and policy.lists(frozenset({named}), actor, by_name=actor.is_bot):

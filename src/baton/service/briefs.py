@@ -36,8 +36,7 @@ def explain(
         return False
     stays = "the last good brief stays in force" if kept is not None else "the task has no brief"
     message = (
-        f"Baton cannot use the brief in #{key.number}: {'; '.join(problems)}. Until the issue body is fixed, "
-        f"{stays}."
+        f"Baton cannot use the brief in #{key.number}: {'; '.join(problems)}. Until the issue body is fixed, {stays}."
     )
     stored = uow.work.ticket(key)
     result = {"kind": "refused", "command": "", "state": None, "revision": 0, "runner": None,
