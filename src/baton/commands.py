@@ -461,7 +461,10 @@ up to the next command, are the command's free text: a note, a reason, feedback 
 The free text may carry evidence, one `key: value` line each (a leading `- ` is fine):
 `branch:`, `commit:`, `pr:` (`#57`, `57` or the pull request's URL), `tests:` (a URL or text; leave the
 value empty and put a fenced code block on the next line to paste test output) and `screenshot:` (an
-image URL or a pasted image). Evidence lines are claims until Baton verifies them.
+image URL or a pasted image). Evidence lines are claims until Baton verifies them. A `/deliver` needs a
+summary, a line of free text that is not an evidence line, and the evidence the task's brief and the
+repository require, each kind as many times as required; a delivery that lacks any of it is refused
+with everything it lacks.
 """
 
 
