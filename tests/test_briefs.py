@@ -311,3 +311,14 @@ def test_an_edit_that_changes_nothing_of_the_brief_records_nothing(scene: Scene)
     scene.drain()
     assert events(scene) == ["created", "claimed"]
     assert scene.labels() == {"baton:claimed"}
+
+
+def test_an_edit_that_makes_a_task_a_code_task_makes_its_evidence_rails_apply(scene: Scene) -> None:
+    body = "```yaml\ntask: Write the notes\nacceptance: [written]\ncode: false\n```\n/claim"
+    open_issue(scene, body, by="agent-a")
+    scene.drain()
+    assert api(scene, "")["evidence"]["repository"]["state"] == "not_applicable"
+    edit(scene, body.replace("code: false", "code: true"), by="maria")
+    scene.drain()
+    assert api(scene, "")["evidence"]["repository"]["state"] == "unreported"
+    assert "**Brief:** changed during attempt 1 — revision 3: now a code task." in scene.status()
