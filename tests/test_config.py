@@ -34,7 +34,8 @@ allow_self_review: true
 reviewers: [rita, "@octo/reviewers"]
 runners: [agent-a, "helper[bot]"]
 maintainers: [mona, "@octo/leads", "role:release-manager"]
-required_evidence: [branch, tests, screenshot]
+required_evidence: {branch: 1, tests: 1, screenshot: 2}
+require_reviewer: true
 """
     assert parse(text) == Policy(
         offer="labeled",
@@ -46,7 +47,8 @@ required_evidence: [branch, tests, screenshot]
         reviewers=frozenset({"rita", "@octo/reviewers"}),
         runners=frozenset({"agent-a", "helper[bot]"}),
         maintainers=frozenset({"mona", "@octo/leads", "role:release-manager"}),
-        required_evidence=("branch", "tests", "screenshot"),
+        required_evidence=("branch", "tests", "screenshot", "screenshot"),
+        require_reviewer=True,
     )
 
 
@@ -69,7 +71,7 @@ def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: st
         ("offer: [unclosed\n", ["the file is not valid YAML at line 2"]),
         ("max_claims: 2\n", ["`max_claims` is not a setting (known: offer, offer_label, max_active_claims, "
                              "stale_after, auto_release_after, allow_self_review, reviewers, runners, "
-                             "maintainers, required_evidence)"]),
+                             "maintainers, required_evidence, require_reviewer)"]),
         ("offer: some\n", ["`offer` must be `all` or `labeled`, not 'some'"]),
         ("max_active_claims: 0\n", ["`max_active_claims` must be a whole number from 1 to 100, not 0"]),
         ("max_active_claims: true\n", ["`max_active_claims` must be a whole number from 1 to 100, not True"]),
@@ -86,20 +88,26 @@ def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: st
           "`runners` must be `collaborators`, `anyone` or a list of logins, org/team names or role:NAME entries, "
           "not 'everyone'"]),
         ("required_evidence: [tests, vibes]\n",
-         ["`required_evidence` must be a list of branch, commit, pr, tests, screenshot, not ['tests', 'vibes']"]),
+         ["`required_evidence` names 'vibes', which is not a kind of evidence (a list of branch, commit, pr, "
+          "tests, screenshot, or a mapping of them to counts like `screenshot: 2`)"]),
+        ("required_evidence: {screenshot: 11, branch: 2}\nrequire_reviewer: maybe\n",
+         ["`require_reviewer` must be true or false, not 'maybe'",
+          "`required_evidence.screenshot` must be a whole number from 1 to 10, not 11",
+          "`required_evidence.branch` must be 1 (a delivery reports one), not 2"]),
         ("stale_after: 2d\nauto_release_after: 1d\n",
          ["`auto_release_after` must be longer than `stale_after`: a claim is marked stale first"]),
         ("stale_after: 90s\nauto_release_after: 90s\n",
          ["`auto_release_after` must be longer than `stale_after`: a claim is marked stale first"]),
         ("offer: some\nmax_active_claims: -1\nextra: 1\n",
          ["`extra` is not a setting (known: offer, offer_label, max_active_claims, stale_after, "
-          "auto_release_after, allow_self_review, reviewers, runners, maintainers, required_evidence)",
+          "auto_release_after, allow_self_review, reviewers, runners, maintainers, required_evidence, "
+          "require_reviewer)",
           "`offer` must be `all` or `labeled`, not 'some'",
           "`max_active_claims` must be a whole number from 1 to 100, not -1"]),
     ],
     ids=["not-a-mapping", "bad-yaml", "unknown-key", "offer", "zero", "bool", "string-number", "duration",
-         "bool-text", "not-a-list", "bad-login", "bad-runners", "evidence-kind", "auto-before-stale",
-         "auto-equal-stale", "all-at-once"],
+         "bool-text", "not-a-list", "bad-login", "bad-runners", "evidence-kind", "evidence-count",
+         "auto-before-stale", "auto-equal-stale", "all-at-once"],
 )  # fmt: skip
 def test_every_problem_is_named(text: str, problems: list[str]) -> None:
     with pytest.raises(ConfigError) as raised:

@@ -61,7 +61,7 @@ def checks_table(scene: Scene) -> list[Any]:
 
 def test_the_status_comment_shows_the_three_rails_and_a_mismatch(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
-    scene.comment("agent-a", f"/deliver\nbranch: {branch(scene)}\ncommit: 0c0ffee")
+    scene.comment("agent-a", f"/deliver Done.\nbranch: {branch(scene)}\ncommit: 0c0ffee")
     pr = open_pull_request(scene)
     scene.drain()
     assert lines(scene) == [
@@ -75,7 +75,7 @@ def test_the_status_comment_shows_the_three_rails_and_a_mismatch(scene: Scene) -
 def test_merged_then_deployed_while_the_work_stays_delivered(scene: Scene) -> None:
     maria = scene.person("maria")
     scene.comment("agent-a", "/claim")
-    scene.comment("agent-a", f"/deliver\nbranch: {branch(scene)}")
+    scene.comment("agent-a", f"/deliver Done.\nbranch: {branch(scene)}")
     pr = open_pull_request(scene)
     scene.later()
     maria.merge(scene.full_name, pr, sha=MERGE)  # GitHub closes the issue too: the body says it fixes it
@@ -97,7 +97,7 @@ def test_merged_then_deployed_while_the_work_stays_delivered(scene: Scene) -> No
 def test_a_reported_branch_no_webhook_showed_is_verified_through_the_api(scene: Scene) -> None:
     there_since_before(scene, "wip", HEAD)
     scene.comment("agent-a", "/claim")
-    scene.comment("agent-a", "/deliver\nbranch: wip\ncommit: 1a2b3c4")
+    scene.comment("agent-a", "/deliver Done.\nbranch: wip\ncommit: 1a2b3c4")
     scene.drain()
     assert lines(scene)[1:] == ["**Repository:** Branch wip (head 1a2b3c4, verified)", "**Deployment:** Not deployed"]
     assert scene.reads().count(f"/repos/{scene.full_name}/branches/wip") == 1
@@ -109,7 +109,7 @@ def test_a_reported_branch_no_webhook_showed_is_verified_through_the_api(scene: 
 def test_a_reported_branch_at_another_commit_is_a_mismatch(scene: Scene) -> None:
     there_since_before(scene, "wip", NEWER)
     scene.comment("agent-a", "/claim")
-    scene.comment("agent-a", "/deliver\nbranch: wip\ncommit: 1a2b3c4")
+    scene.comment("agent-a", "/deliver Done.\nbranch: wip\ncommit: 1a2b3c4")
     scene.drain()
     assert "**Mismatch:** Reported commit 1a2b3c4 is not the head of branch wip (5e6f7a8)" in lines(scene)
     # the read API is off here: no token
@@ -119,7 +119,7 @@ def test_a_reported_branch_at_another_commit_is_a_mismatch(scene: Scene) -> None
 
 def test_a_reported_branch_github_does_not_know_stays_unverified(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
-    scene.comment("agent-a", "/deliver\nbranch: typo")
+    scene.comment("agent-a", "/deliver Done.\nbranch: typo")
     scene.drain()
     assert "**Repository:** Branch typo reported, not verified yet" in lines(scene)
     assert scene.outbox() == []
@@ -131,7 +131,7 @@ def test_a_reported_pull_request_is_read_from_the_api_and_links_the_ticket(scene
         author = scene.hub.world.account("agent-a")
         pr = scene.hub.world.add_pull_request(scene.repository, author, "wip", "Cart", "No keyword here").number
     scene.comment("agent-a", "/claim")
-    scene.comment("agent-a", f"/deliver\npr: #{pr}")
+    scene.comment("agent-a", f"/deliver Done.\npr: #{pr}")
     scene.drain()
     assert f"**Repository:** Pull request #{pr} open (head 5e6f7a8, verified)" in lines(scene)
     assert scene.runs(NEWER) == [("in_progress", None, f"Waiting for acceptance of #{scene.number}")]
@@ -186,7 +186,7 @@ def test_github_failing_while_verifying_delays_and_retries(scene: Scene) -> None
     there_since_before(scene, "wip", HEAD)
     scene.rest.inject(Fault("GET", f"^/repos/{scene.full_name}/branches/wip$", status=502))
     scene.comment("agent-a", "/claim")
-    scene.comment("agent-a", "/deliver\nbranch: wip")
+    scene.comment("agent-a", "/deliver Done.\nbranch: wip")
     scene.drain()
     [row] = scene.outbox()
     assert row.attempts == 1 and row.last_error

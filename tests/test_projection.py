@@ -40,7 +40,7 @@ def test_a_claim_is_shown_with_one_label_the_assignee_a_status_comment_and_a_thu
 def test_the_status_comment_is_edited_in_place_through_a_life(scene: Scene) -> None:
     claim = scene.comment("agent-a", "/claim")
     scene.drain()
-    deliver = scene.comment("agent-a", "/deliver\nbranch: 42-empty-state")
+    deliver = scene.comment("agent-a", "/deliver Done.\nbranch: 42-empty-state")
     scene.drain()
     assert scene.labels() == {"baton:delivered"}
     assert "**Work:** Delivered — attempt 1 by @agent-a, awaiting review" in scene.status()

@@ -204,7 +204,7 @@ def expect(before: Ticket, command: Command, actor: Actor, policy: Policy, held:
             if not (owner or maintainer):
                 return Expected("not_permitted")
             brief = before.brief or Brief()
-            if not brief.scope or not brief.acceptance:
+            if not brief.acceptance or (policy.require_reviewer and not brief.reviewer):  # scope is optional
                 return Expected("incomplete_brief")
             return applied(replace(after, state=OPEN), Role.TASK_OWNER if owner else Role.REPOSITORY_MAINTAINER)
         case "claim":
@@ -240,7 +240,7 @@ def expect(before: Ticket, command: Command, actor: Actor, policy: Policy, held:
             if not same(actor.login, before.runner):
                 return Expected("not_runner")
             required = set(policy.required_evidence) | set(before.brief.required_evidence if before.brief else ())
-            if not required <= command.evidence.kinds():
+            if not required <= command.evidence.kinds() or not command.text:  # a delivery needs a summary
                 return Expected("missing_evidence")
             return applied(
                 replace(after, state=DELIVERED, deliveries=before.deliveries + 1),

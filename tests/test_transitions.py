@@ -45,6 +45,10 @@ WRITER = Actor("agent-b", Permission.WRITE)  # an agent with write access, to pu
 ADMIN_BOT = Actor("helper[bot]", Permission.ADMIN)
 CUSTOM = Actor("cora", Permission.MAINTAIN, role_name="release-manager")
 
+AGAIN = (
+    "Send /deliver again with a line saying what was done and an evidence line for each item (`branch:`, "
+    "`commit:`, `pr:`, `tests:`, `screenshot:`)."
+)
 COMPLETE_BRIEF = Brief(scope=("src/BillingHistory.tsx",), acceptance=("no invoices: empty state",))
 
 
@@ -120,7 +124,7 @@ APPLIED = [
     Case("deliver", ticket(C), Command("deliver", text="done", evidence=FULL), RUNNER,
          state=V, runner="agent-a", attempt=1, event="delivered", role=Role.RUNNER,
          data={"delivery": 1, "text": "done", "ended": {"attempt": 1, "reason": "delivered"}}),
-    Case("deliver with the required evidence", ticket(C), Command("deliver", evidence=FULL), RUNNER,
+    Case("deliver with the required evidence", ticket(C), Command("deliver", text="done", evidence=FULL), RUNNER,
          policy=Policy(required_evidence=("tests", "screenshot")), state=V, event="delivered"),
     Case("accept by a maintainer", ticket(V), Command("accept", text="lgtm"), MAINTAINER,
          state=A, runner="agent-a", attempt=1, event="accepted", role=Role.REVIEWER,
@@ -133,6 +137,15 @@ APPLIED = [
     Case("accept by a maintainer outside the configured reviewers is an override", ticket(V),
          Command("accept"), MAINTAINER, policy=Policy(reviewers=frozenset({"agent-b"})),
          state=A, event="accepted", role=Role.REPOSITORY_MAINTAINER),
+    Case("publish without scope", ticket(D, brief=Brief(acceptance=("shown",), reviewer="rita")), Command("publish"),
+         OWNER, policy=Policy(require_reviewer=True), state=O, event="published", role=Role.TASK_OWNER, attempt=0),
+    Case("deliver a non-code task without the code evidence the repository requires",
+         ticket(C, brief=Brief(code=False, required_evidence=("screenshot",))),
+         Command("deliver", text="written", evidence=Evidence(screenshots=("https://s/1.png",))), RUNNER,
+         policy=Policy(required_evidence=("branch", "pr")), state=V, event="delivered"),
+    Case("accept by a member of the brief's reviewer team", ticket(V, brief=Brief(reviewer="octo/design")),
+         Command("accept"), replace(OTHER, teams=frozenset({"octo/design"})), state=A, event="accepted",
+         role=Role.REVIEWER),
     Case("accept by the brief's named reviewer", ticket(V, brief=Brief(reviewer="Agent-B")), Command("accept"),
          OTHER, state=A, event="accepted", role=Role.REVIEWER),
     Case("self-acceptance where allowed is recorded as not independent", ticket(V), Command("accept"),
@@ -242,12 +255,16 @@ REFUSED = [
     Case("deliver without required evidence", ticket(C), Command("deliver", evidence=Evidence(branch="b")),
          RUNNER, policy=Policy(required_evidence=("branch", "tests")),
          code="missing_evidence",
-         message="#42 requires evidence this delivery lacks: tests. "
-                 "Add lines such as `tests: …` to the comment and /deliver again."),
+         message="#42 cannot be delivered: the delivery lacks a summary, tests. " + AGAIN),
     Case("deliver without the brief's evidence", ticket(C, brief=Brief(required_evidence=("screenshot", "tests"))),
          Command("deliver"), RUNNER, code="missing_evidence",
-         message="#42 requires evidence this delivery lacks: screenshot, tests. "
-                 "Add lines such as `screenshot: …` to the comment and /deliver again."),
+         message="#42 cannot be delivered: the delivery lacks a summary, tests, screenshot. " + AGAIN),
+    Case("deliver with too few screenshots", ticket(C, brief=Brief(required_evidence=("screenshot", "screenshot"))),
+         Command("deliver", text="done", evidence=Evidence(screenshots=("https://s/1.png",))), RUNNER,
+         code="missing_evidence",
+         message="#42 cannot be delivered: the delivery lacks 2 screenshots (1 given). " + AGAIN),
+    Case("deliver nothing", ticket(C), Command("deliver"), RUNNER, code="missing_evidence",
+         message="#42 cannot be delivered: the delivery lacks a summary. " + AGAIN),
     Case("accept by a non-maintainer", ticket(V), Command("accept"), OTHER, code="not_reviewer",
          message="@agent-b cannot /accept #42: that needs a reviewer, and octo/shop lists no `reviewers:`, so its"
                  " repository maintainers review: someone with the maintain or admin role on octo/shop (@agent-b "
@@ -303,7 +320,11 @@ REFUSED = [
     Case("publish an open ticket", ticket(O), Command("publish"), OWNER, code="wrong_state",
          message="#42 is open (revision 19), not draft. An agent can /claim it."),
     Case("publish without a brief", ticket(D), Command("publish"), OWNER, code="incomplete_brief",
-         message="#42 cannot be published: its brief lacks scope, acceptance criteria. "
+         message="#42 cannot be published: its brief lacks acceptance criteria. "
+                 "Add them to the issue's brief and /publish again."),
+    Case("publish without the reviewer the repository requires", ticket(D, brief=COMPLETE_BRIEF),
+         Command("publish"), OWNER, policy=Policy(require_reviewer=True), code="incomplete_brief",
+         message="#42 cannot be published: its brief lacks a reviewer. "
                  "Add them to the issue's brief and /publish again."),
     Case("publish a brief without acceptance criteria", ticket(D, brief=Brief(scope=("a.py",))),
          Command("publish"), MAINTAINER, code="incomplete_brief",
@@ -420,7 +441,7 @@ def test_not_offered_message() -> None:
 
 
 def test_logins_compare_case_insensitively() -> None:
-    decision = decide(ticket(C), Command("deliver"), Actor("AGENT-A"), Situation())
+    decision = decide(ticket(C), Command("deliver", text="done"), Actor("AGENT-A"), Situation())
     assert isinstance(decision, Applied)
 
 

@@ -243,7 +243,7 @@ class _Draft:
 
     def build(self) -> Command:
         text = "\n".join(line.text for line in self.body).strip()
-        return Command(self.name, self.rev, self.user, self.issue, text, _evidence(self.body))
+        return Command(self.name, self.rev, self.user, self.issue, text, _evidence(self.body), _summary(self.body))
 
 
 class Reading(NamedTuple):
@@ -370,6 +370,32 @@ def _screenshots(value: str) -> list[str]:
     return [url] if _is_url(url) else []
 
 
+def _summary(body: list[_Line]) -> str:
+    """The free text without its evidence lines (and the test output fenced under an empty `tests:`) and
+    without what HTML hides."""
+    kept: list[str] = []
+    in_output = False
+    for i, line in enumerate(body):
+        if line.kind is _Kind.HIDDEN:
+            continue
+        if line.kind is not _Kind.TEXT:
+            if not in_output:
+                kept.append(line.text)
+            if line.kind is _Kind.CLOSE:
+                in_output = False
+            continue
+        match = _EVIDENCE_LINE.match(line.text)
+        if match is None or match.group(1).lower() not in _EVIDENCE_KEYS:
+            kept.append(line.text)
+            continue
+        following = body[i + 1] if i + 1 < len(body) else None
+        key = _EVIDENCE_KEYS[match.group(1).lower()]
+        in_output = (
+            key == "tests" and not match.group(2).strip() and following is not None and (following.kind is _Kind.OPEN)
+        )
+    return "\n".join(kept).strip()
+
+
 def _dedent(line: str, indent: int) -> str:
     """A fenced line without the fence's own indentation (at most `indent` spaces)."""
     kept = line.lstrip(" ")
@@ -468,7 +494,10 @@ up to the next command, are the command's free text: a note, a reason, feedback 
 The free text may carry evidence, one `key: value` line each (a leading `- ` is fine):
 `branch:`, `commit:`, `pr:` (`#57`, `57` or the pull request's URL), `tests:` (a URL or text; leave the
 value empty and put a fenced code block on the next line to paste test output) and `screenshot:` (an
-image URL or a pasted image). Evidence lines are claims until Baton verifies them.
+image URL or a pasted image). Evidence lines are claims until Baton verifies them. A `/deliver` needs a
+summary, a line of free text that is not an evidence line, and the evidence the task's brief and the
+repository require, each kind as many times as required; a delivery that lacks any of it is refused
+with everything it lacks.
 """
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import yaml
 
-from baton.domain import EVIDENCE_KINDS, Policy
+from baton.domain import Policy
+from baton.domain.brief import evidence_kinds
 
 PATH = ".github/baton.yml"
 
@@ -36,6 +37,7 @@ KEYS = (
     "runners",
     "maintainers",
     "required_evidence",
+    "require_reviewer",
 )
 
 
@@ -102,8 +104,10 @@ def parse(text: str) -> Policy:
         values["runner_access"] = values.pop("runners")
     elif "runners" in values:
         values["runners"] = frozenset(values["runners"])
-    take("required_evidence", lambda v: isinstance(v, list) and set(v) <= set(EVIDENCE_KINDS), tuple,
-         f"a list of {', '.join(EVIDENCE_KINDS)}")  # fmt: skip
+    take("require_reviewer", lambda v: isinstance(v, bool), bool, "true or false")
+    if "required_evidence" in data:
+        # a list of kinds, or a mapping of kinds to counts (`screenshot: 2`), as a brief's `evidence`
+        values["required_evidence"] = evidence_kinds("required_evidence", data["required_evidence"], problems)
 
     stale = values.get("stale_after", Policy.stale_after)
     auto = values.get("auto_release_after")

@@ -38,12 +38,13 @@ from datetime import UTC, datetime, timedelta
 from githubkit.exception import RequestError, RequestFailed
 
 from baton.domain.evidence import EvidenceRail, Repository, Subject, pull_request_head
-from baton.domain.model import TicketKey
-from baton.domain.status import Acceptance, CheckView, acceptance_check, view
+from baton.domain.model import TicketKey, WorkState
+from baton.domain.status import Acceptance, BriefChange, CheckView, acceptance_check, view
 from baton.github.projection import GitHubProjector, Refused
 from baton.github.refusals import describe, rate_limit, refused
 from baton.github.verify import Verifier
 from baton.service.evidence import EvidenceService
+from baton.store import StoredTicket
 from baton.store.budget import Budgets
 from baton.store.outbox import MAX_ATTEMPTS, ORDINARY, URGENT, Due, Item, Outbox
 
@@ -292,7 +293,7 @@ class Writer:
         where = Repository(key.repository_key, repository)
         rail = self._verified(where, key.number)
         refusal: Refused | None = None
-        shown = view(stored.ticket, review, rail, self.outbox.quiet(key))
+        shown = view(stored.ticket, review, rail, self.outbox.quiet(key), self._brief_changes(stored))
         try:
             comment_id: int | None = self.projector.show(
                 key.installation_id, repository, key.number, shown, past_runners, self.outbox.status_comment(key),
@@ -306,6 +307,12 @@ class Writer:
         if refusal is not None:
             raise refusal
         return None
+
+    def _brief_changes(self, stored: StoredTicket) -> list[BriefChange]:
+        """The brief's changes, read only while a runner works on the ticket (the status comment shows them then)."""
+        if stored.ticket.state not in (WorkState.CLAIMED, WorkState.DELIVERED):
+            return []
+        return self.outbox.brief_changes(stored.id)
 
     def _verified(self, where: Repository, number: int) -> EvidenceRail | None:
         """The ticket's rail, after recording what GitHub answers about what it cannot verify yet."""

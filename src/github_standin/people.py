@@ -187,6 +187,17 @@ class Person:
         self.hub.deliver("issues", payload)
         return issue.number
 
+    def edit_issue(self, full_name: str, number: int, body: str) -> None:
+        """Edit an issue's body; GitHub sends `issues` `edited` with the body it had before."""
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            issue = repository.issues[number]
+            before, issue.body, issue.updated_at = issue.body, body, world.now()
+            payload = shapes.issues_event("edited", repo, self._issue_json(repository, repo, issue), self.account,
+                                          changes={"body": {"from": before}},
+                                          installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("issues", payload)
+
     def comment(self, full_name: str, number: int, body: str, *, together: threading.Barrier | None = None) -> int:
         """Comment on an issue or pull request. With `together`, the webhook leaves once every party to
         the barrier is ready, beside the others, not in the line: GitHub delivers concurrently too."""

@@ -121,30 +121,43 @@ class RepositoryKey:
 
 @dataclass(frozen=True)
 class Brief:
-    """What an issue asks for (docs/design.md §5). Only the parts the work rail enforces live here."""
+    """What an issue asks for (docs/design.md §5), as `baton.domain.brief` reads it from the issue body.
+
+    `required_evidence` holds each kind once per item required (`("tests", "screenshot", "screenshot")`
+    asks for test output and two screenshots). `owner`, when set, is the task owner instead of the issue's
+    author; `reviewer` is a login or an `org/team`. `code` False: a non-code task, whose evidence rails are
+    not applicable.
+    """
 
     scope: tuple[str, ...] = ()
     excluded: tuple[str, ...] = ()
     acceptance: tuple[str, ...] = ()
     required_evidence: tuple[str, ...] = ()
     reviewer: str | None = None
+    task: str = ""
+    owner: str | None = None
+    code: bool = True
 
-    def missing(self) -> tuple[str, ...]:
-        """What `/publish` needs and the brief lacks."""
+    def missing(self, require_reviewer: bool = False) -> tuple[str, ...]:
+        """What `/publish` needs and the brief lacks: acceptance criteria, and a reviewer where the
+        repository requires one (`require_reviewer`). Scope is optional."""
         gaps = []
-        if not self.scope:
-            gaps.append("scope")
         if not self.acceptance:
             gaps.append("acceptance criteria")
+        if require_reviewer and not self.reviewer:
+            gaps.append("a reviewer")
         return tuple(gaps)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "task": self.task,
             "scope": list(self.scope),
             "excluded": list(self.excluded),
             "acceptance": list(self.acceptance),
             "required_evidence": list(self.required_evidence),
             "reviewer": self.reviewer,
+            "owner": self.owner,
+            "code": self.code,
         }
 
     @classmethod
@@ -157,6 +170,9 @@ class Brief:
             acceptance=tuple(data.get("acceptance", ())),
             required_evidence=tuple(data.get("required_evidence", ())),
             reviewer=data.get("reviewer"),
+            task=data.get("task", ""),
+            owner=data.get("owner"),
+            code=data.get("code", True),
         )
 
 
@@ -244,7 +260,9 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Command:
-    """One command line of a comment, parsed. `text` is the free text that belongs to it."""
+    """One command line of a comment, parsed. `text` is the free text that belongs to it; `summary` that
+    text without its evidence lines, as the parser found it (None: not parsed, and `text` is the summary).
+    `summary` is derived from `text`, so it takes no part in comparisons."""
 
     name: str
     rev: int | None = None
@@ -252,6 +270,11 @@ class Command:
     issue: int | None = None
     text: str = ""
     evidence: Evidence = field(default_factory=Evidence)
+    summary: str | None = field(default=None, compare=False)
+
+    def summarised(self) -> str:
+        """The free text that is not evidence."""
+        return self.text if self.summary is None else self.summary
 
 
 @dataclass(frozen=True)
@@ -264,7 +287,8 @@ class Policy:
     runners: frozenset[str] = frozenset()
     maintainers: frozenset[str] = frozenset()  # replaces "maintain or admin permission" when set
     runner_access: str = "collaborators"  # without a `runners` list: "collaborators" (read or more) or "anyone"
-    required_evidence: tuple[str, ...] = ()
+    required_evidence: tuple[str, ...] = ()  # each kind once per item required, as in `Brief`
+    require_reviewer: bool = False  # `/publish` needs a brief that names a reviewer
     offer: str = "all"
     offer_label: str = "baton"
     stale_after: int = 3 * 86400  # seconds without activity before a claim is marked stale

@@ -51,6 +51,15 @@ STALE_LABEL = "baton:stale"
 
 
 @dataclass(frozen=True)
+class BriefChange:
+    """One `brief_changed` event, as the status comment tells it."""
+
+    revision: int
+    attempt: int
+    changes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class View:
     label: str
     assignee: str | None
@@ -75,13 +84,28 @@ def work_line(ticket: Ticket, review: Review | None = None) -> str:
             return "Withdrawn"
 
 
+def brief_line(ticket: Ticket, changed: Sequence[BriefChange]) -> str | None:
+    """What changed in the brief while the runner works on it (claimed or delivered, this attempt), or None."""
+    if ticket.state not in (WorkState.CLAIMED, WorkState.DELIVERED):
+        return None
+    said = [f"revision {c.revision}: {'; '.join(c.changes)}" for c in changed if c.attempt == ticket.attempt]
+    if not said:
+        return None
+    return f"changed during attempt {ticket.attempt} — " + " / ".join(said) + ". Read the issue body again."
+
+
 def view(
-    ticket: Ticket, review: Review | None = None, rail: EvidenceRail | None = None, quiet: Quiet | None = None
+    ticket: Ticket,
+    review: Review | None = None,
+    rail: EvidenceRail | None = None,
+    quiet: Quiet | None = None,
+    changed: Sequence[BriefChange] = (),
 ) -> View:
     """The labels, assignee and status comment for a ticket: the three rails side by side, a `Mismatch:` line
     when the runner's report and GitHub disagree, a `Quiet:` line and `baton:stale` while a claim is flagged
-    stale (`quiet`), and what comes next. Without a rail (nothing recorded yet) the evidence rails are at
-    their first states."""
+    stale (`quiet`), a `Brief:` line when the brief changed under the current attempt (`changed`: the
+    ticket's brief changes), and what comes next. Without a rail (nothing recorded yet) the evidence rails
+    are at their first states."""
     rail = rail or EvidenceRail(ticket.key.number)
     stale = quiet is not None and ticket.state is WorkState.CLAIMED
     lines = [STATUS_MARKER, f"**Work:** {work_line(ticket, review)}"]
@@ -91,7 +115,11 @@ def view(
     mismatch = mismatch_text(rail)
     if mismatch is not None:
         lines.append(f"**Mismatch:** {mismatch}")
-    lines += [f"**Deployment:** {deployment_text(rail)}", "", f"Revision {ticket.revision}. {next_step(ticket)}"]
+    lines.append(f"**Deployment:** {deployment_text(rail)}")
+    brief = brief_line(ticket, changed)
+    if brief is not None:
+        lines.append(f"**Brief:** {brief}")
+    lines += ["", f"Revision {ticket.revision}. {next_step(ticket)}"]
     holds = ticket.state in (WorkState.CLAIMED, WorkState.DELIVERED)
     return View(state_label(ticket.state), ticket.runner if holds else None, "\n".join(lines), stale)
 

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
+from .brief import required, shortfall
 from .model import (
     Actor,
     AttemptEnd,
@@ -138,6 +139,8 @@ def evolve(ticket: Ticket, event: Event) -> Ticket:
             return replace(at, state=OPEN, runner=None)
         case "withdrawn":
             return replace(at, state=WITHDRAWN, runner=None)
+        case "brief_changed":
+            return replace(at, brief=Brief.from_dict(event.data["brief"]), owner=event.data["owner"])
     raise ValueError(f"not a work event: {event.type}")
 
 
@@ -170,7 +173,7 @@ def replay(key: TicketKey, repository: str, events: Iterable[Event]) -> Ticket:
                 event.data["owner"],
                 brief=Brief.from_dict(event.data.get("brief")),
             )
-        elif event.type in WORK_EVENTS:
+        elif event.type in WORK_EVENTS or event.type == "brief_changed":
             if ticket is None:
                 raise ValueError("history does not start with `created`")
             ticket = evolve(ticket, event)
@@ -213,12 +216,13 @@ def may_run(actor: Actor, policy: Policy) -> bool:
 def review_role(ticket: Ticket, actor: Actor, policy: Policy) -> Role | None:
     """The role under which this actor may review, or None.
 
-    The brief's named reviewer and the configured reviewers review as `reviewer`. Without a configured
-    list every maintainer is a reviewer; with one, a maintainer outside it still may, but the event says
-    `repository_maintainer`, so an override never looks like an ordinary review. Bots review only when
-    named.
+    The brief's named reviewer (a login, or a team whose active members review) and the configured
+    reviewers review as `reviewer`. Without a configured list every maintainer is a reviewer; with one, a
+    maintainer outside it still may, but the event says `repository_maintainer`, so an override never
+    looks like an ordinary review. Bots review only when named.
     """
-    if ticket.brief is not None and actor.is_(ticket.brief.reviewer):
+    named = ticket.brief.reviewer if ticket.brief is not None else None
+    if named is not None and policy.lists(frozenset({named}), actor, by_name=actor.is_bot):
         return Role.REVIEWER
     if policy.reviewers:
         if policy.lists(policy.reviewers, actor, by_name=actor.is_bot):
@@ -290,7 +294,7 @@ def _publish(ticket: Ticket, command: Command, actor: Actor, situation: Situatio
         role = Role.REPOSITORY_MAINTAINER
     else:
         return _needs_owner(ticket, command, actor, situation.policy)
-    gaps = (ticket.brief or Brief()).missing()
+    gaps = (ticket.brief or Brief()).missing(situation.policy.require_reviewer)
     if gaps:
         return Refused(
             "incomplete_brief",
@@ -388,15 +392,15 @@ def _deliver(ticket: Ticket, command: Command, actor: Actor, situation: Situatio
             "not_runner",
             f"{ticket.ref} is {describe(ticket)} (revision {ticket.revision}); only @{ticket.runner} can /deliver it.",
         )
-    required = dict.fromkeys(situation.policy.required_evidence)
-    if ticket.brief is not None:
-        required.update(dict.fromkeys(ticket.brief.required_evidence))
-    missing = [kind for kind in required if kind not in command.evidence.kinds()]
-    if missing:
+    gaps = shortfall(required(ticket.brief, situation.policy.required_evidence), command.evidence)
+    if not command.summarised():
+        gaps.insert(0, "a summary")
+    if gaps:
         return Refused(
             "missing_evidence",
-            f"{ticket.ref} requires evidence this delivery lacks: {', '.join(missing)}. "
-            f"Add lines such as `{missing[0]}: …` to the comment and /deliver again.",
+            f"{ticket.ref} cannot be delivered: the delivery lacks {', '.join(gaps)}. Send /deliver again with "
+            "a line saying what was done and an evidence line for each item (`branch:`, `commit:`, `pr:`, "
+            "`tests:`, `screenshot:`).",
         )
     return _apply(
         ticket,

@@ -33,9 +33,13 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
     typos = misspelt(body)
     if not (commands or typos) or key is None or not envelope.repository or not intake.active(envelope):
         return []
-    issue = Issue(key, envelope.repository, author)
+    issue = Issue(key, envelope.repository, author, text(envelope.payload, "issue", "body"))
     policy = intake.policy(key.installation_id, envelope.repository, key, envelope.sender)
-    actor = intake.actor(envelope, policy, key) if commands else _sender(envelope)
+    actor = (
+        intake.actor(envelope, policy, key, teams=_brief_teams(intake, key, commands))
+        if commands
+        else _sender(envelope)
+    )
     source = replace(source, ignored=ignored)
     return [
         Request(issue, command, actor, envelope.operation(what, index), policy, source, assignee)
@@ -138,7 +142,7 @@ def on_pull_request(
             continue
         assert key is not None
         policy = intake.policy(answer_on.installation_id, repository, answer_on, login)
-        actor = actor or intake.actor(envelope, policy, answer_on)
+        actor = actor or intake.actor(envelope, policy, answer_on, teams=_brief_teams(intake, key, commands))
         assignee = _assignee(intake, envelope, command, policy, answer_on)
         requests.append(Request(Issue(key, repository, ""), command, actor, op, policy, source, assignee))
     # Misspelt commands are answered on a pull request that links a tracked issue (as on the first such issue),
@@ -160,6 +164,16 @@ def _assignee(intake: Intake, envelope: Envelope, command: Command, policy: Poli
     if command.name != "assign" or not command.user:
         return None
     return intake.actor(envelope, policy, where, login=command.user)
+
+
+def _brief_teams(intake: Intake, key: TicketKey, commands: list[Command]) -> frozenset[str]:
+    """The team a ticket's brief names as its reviewer, when a command reviews: whether the sender is an
+    active member of it is asked with the teams the settings list."""
+    if not any(command.name in ("accept", "send-back") for command in commands):
+        return frozenset()
+    ticket = intake.work.ticket(key)
+    reviewer = ticket.brief.reviewer if ticket is not None and ticket.brief is not None else None
+    return frozenset({reviewer.lower()}) if reviewer and "/" in reviewer else frozenset()
 
 
 def _target(links: list[int], named: int | None) -> int | str:

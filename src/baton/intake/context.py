@@ -74,24 +74,30 @@ class Intake:
         return self.app_id is not None and app_id == self.app_id
 
     def actor(
-        self, envelope: Envelope, policy: Policy | None = None, where: TicketKey | None = None, login: str = ""
+        self,
+        envelope: Envelope,
+        policy: Policy | None = None,
+        where: TicketKey | None = None,
+        login: str = "",
+        teams: frozenset[str] = frozenset(),
     ) -> Actor:
         """The sender (or `login`, someone a command names), with their access to the delivery's repository
-        and their memberships of the teams `policy` lists. Teams GitHub will not show (the App lacks the
-        organisation `members: read` permission) match nobody, and that is explained once, on the issue at
-        `where`."""
+        and their memberships of the teams `policy` lists and of `teams` (a brief's reviewer team). Teams
+        GitHub will not show (the App lacks the organisation `members: read` permission) match nobody, and
+        that is explained once, on the issue at `where`."""
         installation_id = envelope.installation_id
         assert installation_id is not None
         named = bool(login)
         login = login or envelope.sender
         access = self.directory.access(installation_id, envelope.repository, login)
-        teams: set[str] = set()
+        member_of: set[str] = set()
         hidden: dict[str, list[str]] = {}
         bot = (envelope.sender_is_bot and not named) or login.lower().endswith("[bot]")
-        for team in sorted(policy.teams()) if policy is not None and not bot else ():
+        wanted = (policy.teams() if policy is not None else frozenset()) | teams
+        for team in sorted(wanted) if not bot else ():
             try:
                 if self.directory.member(installation_id, team, login):
-                    teams.add(team)
+                    member_of.add(team)
             except TeamsHidden as error:
                 hidden.setdefault(error.org.lower(), []).append(team)
         for org, entries in hidden.items() if where is not None else ():
@@ -106,7 +112,7 @@ class Intake:
                 "settings), team entries in `.github/baton.yml` match nobody.",
                 f"{installation_id}:members-permission:{org}",
             )
-        return Actor(login, access.permission, frozenset(teams), is_bot=bot, role_name=access.role_name)
+        return Actor(login, access.permission, frozenset(member_of), is_bot=bot, role_name=access.role_name)
 
     def policy(self, installation_id: int, repository: str, where: TicketKey, login: str) -> Policy:
         """The repository's settings. An invalid settings file is explained once, on the issue where

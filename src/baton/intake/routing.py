@@ -15,6 +15,7 @@ from baton.github.webhooks import Unreadable
 from baton.service.work import Outcome, Request
 from baton.store.inbox import Inbox, WebhookDelivery
 
+from .briefs import issue_edited
 from .commands import body_requests, comment_created, comment_requests, issue_opened, label_changed, review_commands
 from .context import DirectoryUnavailable, Intake
 from .envelope import Envelope
@@ -46,6 +47,7 @@ HANDLERS: dict[tuple[str, str], Handler] = {
     ("issues", "unlabeled"): label_changed,
     ("issue_comment", "created"): comment_created,
     ("issues", "opened"): issue_opened,
+    ("issues", "edited"): issue_edited,
 }
 
 # Deliveries that carry nothing but commands on one issue: read into requests, and decided with the others

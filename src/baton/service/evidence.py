@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -160,6 +160,23 @@ class EvidenceService:
             etx.append(
                 found[0], "acceptance", source, {"revision": revision, "heads": list(accepted_heads(rail))}, rail
             )
+
+    def applicability(self, uow: Unit, key: TicketKey, applicable: bool, source: str) -> bool:
+        """Make the ticket's rails applicable or not (a non-code task's are not), inside the caller's unit of
+        work, with an evidence event; the facts the rail holds stay. True when the rail changed."""
+        etx = uow.evidence
+        found = etx.ticket(key)
+        if found is None:
+            return False
+        etx.lock(key.repository_key)
+        stored = etx.rail(found[0], key.number)
+        if stored.rail.applicable == applicable:
+            return False
+        rail = replace(stored.rail, applicable=applicable)
+        if not etx.save(key.repository_key, stored, rail):
+            raise Conflict("another writer moved the rail since it was read")
+        etx.append(found[0], "applicability", source, {"applicable": applicable}, rail)
+        return True
 
     def issue_changed(self, key: TicketKey, action: str, data: dict[str, Any], source: str) -> bool:
         """The issue was closed or reopened on GitHub: an evidence event, nothing more. A merged "Fixes #42"

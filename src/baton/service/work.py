@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from baton.briefs import BriefReading, read_brief
 from baton.commands import help_text, ignored_text
 from baton.domain import (
     RULES,
@@ -41,6 +42,7 @@ from baton.service.evidence import EvidenceService
 from baton.store import Conflict, StoredTicket
 from baton.store.due import Answer
 
+from . import briefs
 from .unit import UnitOfWork, Units
 
 
@@ -51,6 +53,7 @@ class Issue:
     key: TicketKey
     repository: str  # "owner/name"
     author: str
+    body: str | None = None  # the issue's body, where it carries the brief (None: not known)
 
 
 @dataclass(frozen=True)
@@ -141,8 +144,11 @@ class WorkService:
         *,
         draft: bool = False,
         brief: Brief | None = None,
+        problems: Sequence[str] = (),
     ) -> Outcome:
-        """Start tracking an issue (as `open`, or `draft` when it waits for `/publish`)."""
+        """Start tracking an issue (as `open`, or `draft` when it waits for `/publish`), with the brief its
+        body carries (`baton.briefs.read_brief(body)` gives all three: `draft`, `brief` and `problems`, which
+        are explained once in a reply)."""
 
         def attempt(uow: UnitOfWork) -> Outcome:
             read = uow.work.read(issue.key, operation_id, issue.author)
@@ -159,9 +165,8 @@ class WorkService:
                 )
                 uow.work.record_operation(operation_id, stored.id, outcome.to_json())
                 return outcome
-            ticket, event = create(issue.key, issue.repository, issue.author, draft=draft, brief=brief)
-            ticket_id = uow.work.insert_ticket(ticket, event, operation_id)
-            outcome = _outcome("open", ticket, kind="applied", event=event.type)
+            ticket_id, ticket = self._create(uow, issue, operation_id, BriefReading(draft, brief, tuple(problems)))
+            outcome = _outcome("open", ticket, kind="applied", event="created")
             uow.work.record_operation(operation_id, ticket_id, outcome.to_json())
             return outcome
 
@@ -236,7 +241,11 @@ class WorkService:
                 operations.append((request.operation_id, tracked.id if tracked else None, outcome.to_json()))
                 outcomes.append(outcome)
                 continue
-            stored = current[key] or self._first_sight(uow, issue, policy, request.operation_id)
+            stored = current[key]
+            if stored is None:
+                stored = self._first_sight(uow, issue, policy, request.operation_id)
+                if stored is not None:  # a new ticket is shown, whatever its first command's answer
+                    shown[key] = issue.repository
             current[key] = stored
             if stored is None:
                 refusal = not_offered(key.number, issue.repository, policy)
@@ -338,11 +347,36 @@ class WorkService:
         return self.units.settle(f"operation {operation_id}", attempt)
 
     def _first_sight(self, uow: UnitOfWork, issue: Issue, policy: Policy, operation_id: str) -> StoredTicket | None:
-        """With `offer: all` the first command on an issue creates its ticket as `open`."""
+        """With `offer: all` the first command on an issue creates its ticket: `open`, or `draft` when the
+        brief in the issue's body says so (or cannot be used)."""
         if policy.offer != "all":
             return None
-        ticket, event = create(issue.key, issue.repository, issue.author)
-        return StoredTicket(uow.work.insert_ticket(ticket, event, operation_id), ticket)
+        return StoredTicket(*self._create(uow, issue, operation_id, read_brief(issue.body)))
+
+    def _create(self, uow: UnitOfWork, issue: Issue, operation_id: str, reading: BriefReading) -> tuple[int, Ticket]:
+        """Insert a ticket with the brief an issue body gave: the brief's owner is the task owner (else the
+        issue's author), a non-code task's evidence rails are not applicable, and problems are explained."""
+        brief = reading.brief
+        owner = brief.owner if brief is not None and brief.owner else issue.author
+        ticket, event = create(issue.key, issue.repository, owner, draft=reading.draft, brief=brief)
+        ticket_id = uow.work.insert_ticket(ticket, event, operation_id)
+        if brief is not None and not brief.code:
+            briefs.non_code(uow, self.evidence, ticket, operation_id)
+        briefs.explain(uow, issue.key, issue.repository, issue.author, reading.problems, None, self.answer_delay)
+        return ticket_id, ticket
+
+    def brief_edited(self, issue: Issue, editor: str, operation_id: str) -> bool:
+        """The issue's body was edited: its brief, when it changed, becomes the ticket's (an event, one
+        revision on); an invalid one is explained once. True when the ticket changed."""
+        body = issue.body or ""
+
+        def attempt(uow: UnitOfWork) -> bool:
+            return briefs.edited(
+                uow, self.evidence, issue.key, issue.repository, issue.author, body, editor, operation_id,
+                self.answer_delay,
+            )  # fmt: skip
+
+        return self.units.settle(f"operation {operation_id}", attempt)
 
     def _record(
         self,

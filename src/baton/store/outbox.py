@@ -19,10 +19,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from baton.domain import TicketKey
 from baton.domain.quiet import Quiet
-from baton.domain.status import CheckView, Review
+from baton.domain.status import BriefChange, CheckView, Review
 
 from . import tables as t
-from .work import StoredTicket, WorkTx
+from .work import StoredTicket, WorkTx, loaded
 
 # A check-run creation not finished after this long died with its writer.
 LEASE = timedelta(seconds=60)
@@ -188,6 +188,17 @@ class Outbox:
                 )
             ).first()
         return None if row is None else Quiet(utc(row.last_activity_at))
+
+    def brief_changes(self, ticket_id: int) -> list[BriefChange]:
+        """The ticket's `brief_changed` events, oldest first, as the status comment tells them."""
+        e = t.events.c
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(e.revision, e.attempt, e.data)
+                .where(e.ticket_id == ticket_id, e.type == "brief_changed")
+                .order_by(e.id)
+            ).all()
+        return [BriefChange(r.revision, r.attempt, tuple(loaded(r.data).get("changes", ()))) for r in rows]
 
     def items(self, key: TicketKey) -> list[Item]:
         with self.engine.connect() as connection:

@@ -60,7 +60,7 @@ _SQL = {
         RETURNING id""",
     "swap": """
         UPDATE tickets SET state = :state, revision = :revision, runner = :runner, attempt = :attempt,
-            deliveries = :deliveries, updated_at = :now
+            deliveries = :deliveries, owner = :owner, brief = :brief, updated_at = :now
         WHERE id = :ticket_id AND revision = :expected""",
     # Insert the runner's count at 1 or add one to it, only while it is below the limit.
     "gain_claim": """
@@ -103,9 +103,12 @@ _STATEMENTS = Statements(_SQL, many=("insert_operation",))
 _NO_LIMIT = 2**31 - 1
 
 
-def _json(value: Any) -> Any:
+def loaded(value: Any) -> Any:
     """SQLite hands JSON back as text; psycopg has already parsed it."""
     return json.loads(value) if isinstance(value, str) else value
+
+
+_json = loaded
 
 
 def _stored(row: tuple[Any, ...]) -> StoredTicket:
@@ -240,7 +243,10 @@ class WorkTx(RawTx):
         Under PostgreSQL a concurrent writer's row lock makes this wait; once that writer commits, the
         condition is checked again against its row, the revision no longer matches, and 0 rows means lost.
         """
-        cursor = self._run("swap", ticket_id=ticket_id, expected=expected_revision, **_changes(ticket))
+        brief = json.dumps(ticket.brief.to_dict()) if ticket.brief else None
+        cursor = self._run(
+            "swap", ticket_id=ticket_id, expected=expected_revision, owner=ticket.owner, brief=brief, **_changes(ticket)
+        )
         return bool(cursor.rowcount == 1)
 
     def count_claims(self, before: Ticket, after: Ticket, limit: int | None) -> bool:

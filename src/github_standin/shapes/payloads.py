@@ -127,10 +127,14 @@ def issues_event(
     sender: Account,
     *,
     label: Mapping[str, Any] | None = None,
+    changes: Mapping[str, Any] | None = None,
     installation_id: int | None = None,
 ) -> Json:
-    """`issues`: opened, closed, reopened, labeled or unlabeled (with the `label` from `label()`)."""
+    """`issues`: opened, edited (`changes`), closed, reopened, labeled or unlabeled (with the `label` from
+    `label()`)."""
     payload: Json = {"action": action, "issue": _hook_issue(issue)}
+    if action == "edited":
+        payload["changes"] = dict(changes or {})
     if label is not None:
         payload["label"] = _only(label, _HOOK_LABEL)
     return {**payload, **_context(repo, sender, installation_id)}

@@ -1,0 +1,371 @@
+"""The task brief an issue body carries (docs/design.md §5): where it is in the body, how its fields are
+checked, what a delivery must show for it, and how two briefs differ. Standard library only.
+
+A brief comes in one of two shapes:
+
+- a fenced ```` ```yaml ```` block whose first key is `task:` (parsing YAML is an adapter's job,
+  `baton.briefs`: this module finds the block and checks the mapping the adapter parsed);
+- the body of a GitHub issue form whose first field is `Task`: each field is a `### Label` heading followed
+  by its value, which `form()` reads into the same mapping.
+
+`check()` validates a mapping strictly: every problem is listed, each naming the key and what is allowed,
+and a brief with any problem gives no brief at all (the ticket keeps its last good one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .model import EVIDENCE_KINDS, Brief, Evidence
+
+# The keys a brief may hold, in the order the docs list them.
+KEYS = ("task", "scope", "acceptance", "evidence", "reviewer", "owner", "code", "draft")
+SCOPE_KEYS = ("files", "excluded")
+# Evidence a delivery reports once (one branch, one commit, one pull request), and evidence it may repeat.
+SINGLE_KINDS = ("branch", "commit", "pr")
+MAX_COUNT = 10
+# Code evidence: what a non-code task (`code: false`) never requires.
+CODE_KINDS = frozenset(SINGLE_KINDS)
+
+_LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
+_OWNER = re.compile(rf"^@?({_LOGIN}(?:\[bot\])?)$")
+_REVIEWER = re.compile(rf"^@?({_LOGIN}(?:\[bot\])?|{_LOGIN}/[A-Za-z0-9_.-]{{1,100}})$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*(ya?ml)[ \t]*$", re.IGNORECASE)
+_HEADING = re.compile(r"^ {0,3}###[ \t]+(.+?)[ \t#]*$")
+_ITEM = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?(?:\[[ xX]\][ \t]+)?(.*?)[ \t]*$")
+_NO_RESPONSE = "_no response_"  # what GitHub writes for a form field left empty
+MAX_TEXT = 2000
+MAX_ITEMS = 50
+
+# Issue form labels (lower-case) → the brief key they fill; `scope.files` and `scope.excluded` are nested.
+FORM_LABELS = {
+    "task": "task",
+    "scope": "scope.files",
+    "files": "scope.files",
+    "excluded": "scope.excluded",
+    "out of scope": "scope.excluded",
+    "acceptance": "acceptance",
+    "acceptance criteria": "acceptance",
+    "evidence": "evidence",
+    "required evidence": "evidence",
+    "reviewer": "reviewer",
+    "owner": "owner",
+    "task owner": "owner",
+    "code": "code",
+    "draft": "draft",
+}
+_YES = {"yes": True, "true": True, "no": False, "false": False}
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A brief as checked: the brief (None when there is none, or when it has problems), whether it asks
+    to start as a draft, and its problems."""
+
+    brief: Brief | None
+    draft: bool
+    problems: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------- finding
+
+
+def _lines(body: str) -> list[str]:
+    return body.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def yaml_block(body: str) -> str | None:
+    """The text of the first fenced `yaml` block whose first key is `task:`, or None."""
+    lines = _lines(body)
+    i = 0
+    while i < len(lines):
+        opened = _FENCE.match(lines[i])
+        i += 1
+        if opened is None:
+            continue
+        fence = opened.group(1)
+        block: list[str] = []
+        while i < len(lines) and not (lines[i].strip().startswith(fence) and not lines[i].strip().strip(fence[0])):
+            block.append(lines[i])
+            i += 1
+        i += 1
+        meaningful = [line for line in block if line.strip() and not line.lstrip().startswith("#")]
+        if meaningful and re.match(r"^task[ \t]*:", meaningful[0]):
+            return "\n".join(block)
+    return None
+
+
+def form(body: str) -> dict[str, Any] | None:
+    """An issue form's fields as a brief mapping, when the body's first line is the `### Task` heading;
+    else None. A label the form does not know is kept under its own name, so `check()` reports it."""
+    lines = _lines(body)
+    first = next((line for line in lines if line.strip()), "")
+    heading = _HEADING.match(first)
+    if heading is None or heading.group(1).strip().lower() != "task":
+        return None
+    fields: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in lines:
+        found = _HEADING.match(line)
+        if found is not None:
+            label = found.group(1).strip()
+            current = fields.setdefault(FORM_LABELS.get(label.lower(), label), [])
+            continue
+        if current is not None:
+            current.append(line)
+    data: dict[str, Any] = {}
+    for key, value_lines in fields.items():
+        text = "\n".join(value_lines).strip()
+        if not text or text.lower() == _NO_RESPONSE:
+            continue
+        value = _form_value(key, text)
+        if key.startswith("scope."):
+            data.setdefault("scope", {})[key.split(".", 1)[1]] = value
+        else:
+            data[key] = value
+    data.setdefault("task", "")
+    return data
+
+
+def _items(text: str) -> list[str]:
+    items = []
+    for line in text.split("\n"):
+        found = _ITEM.match(line)
+        if found is not None and found.group(1):
+            items.append(found.group(1))
+    return items
+
+
+def _form_value(key: str, text: str) -> Any:
+    if key in ("scope.files", "scope.excluded", "acceptance"):
+        return _items(text)
+    if key == "evidence":
+        counts: dict[str, Any] = {}
+        for item in _items(text):
+            for part in item.split(","):
+                kind, _, count = part.strip().partition(":")
+                if kind.strip():
+                    number = count.strip()
+                    counts[kind.strip()] = int(number) if number.isdigit() else (number or 1)
+        return counts
+    if key in ("code", "draft"):
+        return _YES.get(text.lower(), text)
+    return text
+
+
+# ---------------------------------------------------------------------------------------------- checking
+
+
+def check(data: Any) -> Checked:
+    """A parsed brief mapping, validated strictly."""
+    if not isinstance(data, dict):
+        return Checked(None, False, ("the brief must be a mapping of fields, starting with `task:`",))
+    problems: list[str] = []
+    for key in data:
+        if key not in KEYS:
+            problems.append(f"`{key}` is not a field of a brief (known: {', '.join(KEYS)})")
+    task = data.get("task")
+    if task is None:
+        task = ""
+    if not isinstance(task, str) or len(task) > MAX_TEXT:
+        problems.append(f"`task` must be text of at most {MAX_TEXT} characters, not {_shown(task)}")
+        task = ""
+    files, excluded = _scope(data.get("scope"), problems)
+    acceptance = _texts("acceptance", data.get("acceptance"), problems)
+    evidence = evidence_kinds("evidence", data.get("evidence"), problems)
+    reviewer = _person("reviewer", data.get("reviewer"), _REVIEWER, "a login or an org/team name", problems)
+    owner = _person("owner", data.get("owner"), _OWNER, "a login", problems)
+    code = _flag("code", data.get("code", True), problems)
+    draft = _flag("draft", data.get("draft", False), problems)
+    if problems:
+        return Checked(None, draft is True, tuple(problems))
+    brief = Brief(
+        task=task.strip(),
+        scope=files,
+        excluded=excluded,
+        acceptance=acceptance,
+        required_evidence=evidence,
+        reviewer=reviewer,
+        owner=owner,
+        code=code is not False,
+    )
+    return Checked(brief, draft is True)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def _texts(key: str, value: Any, problems: list[str]) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if (
+        not isinstance(value, list)
+        or len(value) > MAX_ITEMS
+        or not all(isinstance(v, str) and v.strip() and len(v) <= MAX_TEXT for v in value)
+    ):
+        problems.append(f"`{key}` must be a list of at most {MAX_ITEMS} lines of text, not {_shown(value)}")
+        return ()
+    return tuple(v.strip() for v in value)
+
+
+def _scope(value: Any, problems: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if value is None:
+        return (), ()
+    if not isinstance(value, dict):
+        problems.append(f"`scope` must be a mapping with `files` and `excluded` lists, not {_shown(value)}")
+        return (), ()
+    for key in value:
+        if key not in SCOPE_KEYS:
+            problems.append(f"`scope.{key}` is not a field of a brief's scope (known: files, excluded)")
+    return _texts("scope.files", value.get("files"), problems), _texts(
+        "scope.excluded", value.get("excluded"), problems
+    )
+
+
+def evidence_kinds(key: str, value: Any, problems: list[str]) -> tuple[str, ...]:
+    """Required evidence as a list of kinds (each once) or a mapping of kinds to counts (`screenshot: 2`),
+    as `Brief.required_evidence` holds it; each problem is added to `problems`, naming `key`."""
+    if value is None:
+        return ()
+    allowed = f"a list of {', '.join(EVIDENCE_KINDS)}, or a mapping of them to counts like `screenshot: 2`"
+    if isinstance(value, list) and all(isinstance(kind, str) for kind in value):
+        value = dict.fromkeys(value, 1)
+    if not isinstance(value, dict):
+        problems.append(f"`{key}` must be {allowed}, not {_shown(value)}")
+        return ()
+    kinds: list[str] = []
+    for kind, count in value.items():
+        if kind not in EVIDENCE_KINDS:
+            problems.append(f"`{key}` names {_shown(kind)}, which is not a kind of evidence ({allowed})")
+            continue
+        most = 1 if kind in SINGLE_KINDS else MAX_COUNT
+        if type(count) is not int or not 1 <= count <= most:
+            what = "1 (a delivery reports one)" if most == 1 else f"a whole number from 1 to {most}"
+            problems.append(f"`{key}.{kind}` must be {what}, not {_shown(count)}")
+            continue
+        kinds.extend([kind] * count)
+    return tuple(sorted(kinds, key=EVIDENCE_KINDS.index))  # one order, so equal requirements compare equal
+
+
+def _person(key: str, value: Any, pattern: re.Pattern[str], what: str, problems: list[str]) -> str | None:
+    if value is None:
+        return None
+    found = pattern.match(value) if isinstance(value, str) else None
+    if found is None:
+        problems.append(f"`{key}` must be {what} (like `@mona`), not {_shown(value)}")
+        return None
+    return found.group(1)
+
+
+def _flag(key: str, value: Any, problems: list[str]) -> bool | None:
+    if not isinstance(value, bool):
+        problems.append(f"`{key}` must be true or false, not {_shown(value)}")
+        return None
+    return value
+
+
+# ---------------------------------------------------------------------------------------------- evidence
+
+
+def required(brief: Brief | None, repository: Iterable[str]) -> Counter[str]:
+    """The evidence a delivery must show, by kind: the larger count of the brief's and the repository's.
+    A non-code task requires no code evidence (branch, commit, pull request)."""
+    counts = Counter(repository)
+    if brief is not None:
+        for kind, count in Counter(brief.required_evidence).items():
+            counts[kind] = max(counts[kind], count)
+        if not brief.code:
+            for kind in CODE_KINDS:
+                counts.pop(kind, None)
+    return counts
+
+
+def given(evidence: Evidence) -> Counter[str]:
+    return Counter(
+        {
+            "branch": int(evidence.branch is not None),
+            "commit": int(evidence.commit is not None),
+            "pr": int(evidence.pull_request is not None),
+            "tests": len(evidence.tests),
+            "screenshot": len(evidence.screenshots),
+        }
+    )
+
+
+_NAMES = {"branch": "branch", "commit": "commit", "pr": "pull request", "tests": "tests", "screenshot": "screenshot"}
+_PLURALS = {"branch": "branches", "commit": "commits", "pr": "pull requests", "tests": "test results",
+            "screenshot": "screenshots"}  # fmt: skip
+
+
+def shortfall(needed: Counter[str], evidence: Evidence) -> list[str]:
+    """What a delivery lacks, in words: `2 screenshots (1 given)`, `tests`."""
+    have = given(evidence)
+    gaps = []
+    for kind in EVIDENCE_KINDS:
+        want = needed.get(kind, 0)
+        if have[kind] >= want:
+            continue
+        if want == 1:
+            gaps.append(_NAMES[kind])
+        else:
+            gaps.append(f"{want} {_PLURALS[kind]} ({have[kind]} given)")
+    return gaps
+
+
+def counted(kinds: Iterable[str]) -> str:
+    """Required evidence in words: `branch, tests, 2 screenshots`."""
+    counts = Counter(kinds)
+    return ", ".join(
+        _NAMES[kind] if counts[kind] == 1 else f"{counts[kind]} {_PLURALS[kind]}"
+        for kind in EVIDENCE_KINDS
+        if counts[kind]
+    )
+
+
+# ---------------------------------------------------------------------------------------------- changes
+
+
+def _listed(items: Iterable[str]) -> str:
+    return "; ".join(f"“{item}”" for item in items)
+
+
+def changes(before: Brief | None, after: Brief | None) -> list[str]:
+    """How a brief changed, one phrase per field, for the event and the status comment."""
+    if before == after:
+        return []
+    if after is None:
+        return ["the brief was removed"]
+    old = before or Brief()
+    said: list[str] = [] if before is not None else ["a brief was added"]
+    if old.task != after.task:
+        said.append("task reworded")
+    for name, was, now in (
+        ("scope", old.scope, after.scope),
+        ("excluded", old.excluded, after.excluded),
+        ("acceptance", old.acceptance, after.acceptance),
+    ):
+        added = [item for item in now if item not in was]
+        removed = [item for item in was if item not in now]
+        if added:
+            said.append(f"{name} added {_listed(added)}")
+        if removed:
+            said.append(f"{name} removed {_listed(removed)}")
+    if Counter(old.required_evidence) != Counter(after.required_evidence):
+        said.append(f"evidence now {counted(after.required_evidence) or 'none'}")
+    for name, was_person, now_person in (("reviewer", old.reviewer, after.reviewer), ("owner", old.owner, after.owner)):
+        if (was_person or "").lower() != (now_person or "").lower():
+            said.append(f"{name} now {'@' + now_person if now_person else 'none'}")
+    if old.code != after.code:
+        said.append("now a code task" if after.code else "now a non-code task")
+    return said if before is not None else said[:1]
+
+
+__all__ = ["Checked", "changes", "check", "counted", "evidence_kinds", "form", "required", "shortfall", "yaml_block"]

@@ -1,0 +1,200 @@
+"""Reading a brief from an issue body: the yaml block and the issue form, checked strictly; what a delivery must
+show for it; and how two briefs differ. Pure, apart from the YAML parser."""
+
+from __future__ import annotations
+
+import pytest
+
+from baton.briefs import NO_BRIEF, BriefReading, read_brief
+from baton.domain import Brief, Evidence
+from baton.domain.brief import changes, required, shortfall
+
+
+def block(text: str) -> str:
+    return f"Some words first.\n\n```yaml\n{text}```\n\nAnd after."
+
+
+FULL = """\
+task: Add an empty state
+scope:
+  files: [src/BillingHistory.tsx]
+  excluded: [billing API]
+acceptance:
+  - no invoices shows the copy
+  - keyboard focus order sensible
+evidence: {branch: 1, tests: 1, screenshot: 2}
+reviewer: "@octo/reviewers"
+owner: olivia
+code: true
+draft: true
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "reading"),
+    [
+        (block(FULL), BriefReading(True, Brief(
+            task="Add an empty state", scope=("src/BillingHistory.tsx",), excluded=("billing API",),
+            acceptance=("no invoices shows the copy", "keyboard focus order sensible"),
+            required_evidence=("branch", "tests", "screenshot", "screenshot"), reviewer="octo/reviewers",
+            owner="olivia"), ())),
+        (block("task: Tidy\nevidence: [tests, pr]\nreviewer: rita\n"),
+         BriefReading(False, Brief(task="Tidy", required_evidence=("pr", "tests"), reviewer="rita"), ())),
+        (block("# a comment first\ntask: Docs\ncode: false\n"),
+         BriefReading(False, Brief(task="Docs", code=False), ())),
+        (block("task:\n"), BriefReading(False, Brief(), ())),
+        ("~~~yml\ntask: Tilde fences\nacceptance: one line\n~~~", BriefReading(False, Brief(
+            task="Tilde fences", acceptance=("one line",)), ())),
+        ("no brief here", NO_BRIEF),
+        ("", NO_BRIEF),
+        (None, NO_BRIEF),
+        (block("name: not a brief\ntask: second key\n"), NO_BRIEF),  # the first key must be task
+        ("```python\ntask: not yaml\n```", NO_BRIEF),
+        ("    ```yaml\n    task: indented code\n    ```", NO_BRIEF),
+    ],
+    ids=["full", "evidence-list", "comment-first", "empty-task", "tilde-yml", "none", "empty", "null", "other-first",
+         "python-block", "indented"],
+)  # fmt: skip
+def test_valid_briefs(body: str | None, reading: BriefReading) -> None:
+    assert read_brief(body) == reading
+
+
+@pytest.mark.parametrize(
+    ("text", "problems"),
+    [
+        ("task: x\ncolour: blue\n",
+         ["`colour` is not a field of a brief (known: task, scope, acceptance, evidence, reviewer, owner, code, "
+          "draft)"]),
+        ("task: [a, b]\n", ["`task` must be text of at most 2000 characters, not ['a', 'b']"]),
+        ("task: x\nscope: [a.py]\n", ["`scope` must be a mapping with `files` and `excluded` lists, not ['a.py']"]),
+        ("task: x\nscope: {files: [a.py], only: [b.py]}\n",
+         ["`scope.only` is not a field of a brief's scope (known: files, excluded)"]),
+        ("task: x\nscope: {files: [1]}\n", ["`scope.files` must be a list of at most 50 lines of text, not [1]"]),
+        ("task: x\nacceptance: {a: b}\n", ["`acceptance` must be a list of at most 50 lines of text, not {'a': 'b'}"]),
+        ("task: x\nacceptance: ['']\n", ["`acceptance` must be a list of at most 50 lines of text, not ['']"]),
+        ("task: x\nevidence: [video]\n",
+         ["`evidence` names 'video', which is not a kind of evidence (a list of branch, commit, pr, tests, screenshot, "
+          "or a mapping of them to counts like `screenshot: 2`)"]),
+        ("task: x\nevidence: tests\n",
+         ["`evidence` must be a list of branch, commit, pr, tests, screenshot, or a mapping of them to counts like "
+          "`screenshot: 2`, not 'tests'"]),
+        ("task: x\nevidence: {screenshot: 0}\n", ["`evidence.screenshot` must be a whole number from 1 to 10, not 0"]),
+        ("task: x\nevidence: {screenshot: 11}\n",
+         ["`evidence.screenshot` must be a whole number from 1 to 10, not 11"]),
+        ("task: x\nevidence: {tests: two}\n", ["`evidence.tests` must be a whole number from 1 to 10, not 'two'"]),
+        ("task: x\nevidence: {tests: true}\n", ["`evidence.tests` must be a whole number from 1 to 10, not True"]),
+        ("task: x\nevidence: {branch: 2}\n", ["`evidence.branch` must be 1 (a delivery reports one), not 2"]),
+        ("task: x\nreviewer: not a login\n",
+         ["`reviewer` must be a login or an org/team name (like `@mona`), not 'not a login'"]),
+        ("task: x\nreviewer: [rita]\n",
+         ["`reviewer` must be a login or an org/team name (like `@mona`), not ['rita']"]),
+        ("task: x\nowner: octo/team\n", ["`owner` must be a login (like `@mona`), not 'octo/team'"]),
+        ("task: x\nowner: -dash\n", ["`owner` must be a login (like `@mona`), not '-dash'"]),
+        ("task: x\ncode: no thanks\n", ["`code` must be true or false, not 'no thanks'"]),
+        ("task: x\ndraft: 1\n", ["`draft` must be true or false, not 1"]),
+        ("task: [unclosed\n", ["the brief is not valid YAML at line 1 of the block"]),
+    ],
+    ids=["unknown-key", "task-list", "scope-list", "scope-key", "scope-files", "acceptance-map", "acceptance-blank",
+         "evidence-kind", "evidence-text", "count-zero", "count-high", "count-text", "count-bool", "single-kind",
+         "reviewer", "reviewer-list", "owner-team", "owner-dash", "code", "draft", "yaml"],
+)  # fmt: skip
+def test_invalid_briefs_list_every_problem_and_give_no_brief(text: str, problems: list[str]) -> None:
+    reading = read_brief(block(text))
+    assert reading == BriefReading(True, None, tuple(problems))  # a brief nobody can read waits as a draft
+
+
+def test_every_problem_is_listed_at_once() -> None:
+    reading = read_brief(block("task: x\ncolour: blue\nevidence: {pr: 3}\ndraft: maybe\n"))
+    assert len(reading.problems) == 3
+
+
+FORM = """\
+### Task
+
+Tidy the cart
+
+### Scope
+
+- src/cart.tsx
+- src/cart.test.tsx
+
+### Out of scope
+
+* the API
+
+### Acceptance criteria
+
+- [x] tidy
+- [ ] quick
+
+### Required evidence
+
+- tests
+- screenshot: 2
+
+### Reviewer
+
+@octo/design
+
+### Task owner
+
+paula
+
+### Code
+
+no
+
+### Draft
+
+Yes
+"""
+
+
+def test_an_issue_form_reads_as_the_same_fields() -> None:
+    assert read_brief(FORM) == BriefReading(True, Brief(
+        task="Tidy the cart", scope=("src/cart.tsx", "src/cart.test.tsx"), excluded=("the API",),
+        acceptance=("tidy", "quick"), required_evidence=("tests", "screenshot", "screenshot"),
+        reviewer="octo/design", owner="paula", code=False), ())  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("body", "reading"),
+    [
+        ("### Task\n\nx\n\n### Acceptance\n\n_No response_\n", BriefReading(False, Brief(task="x"), ())),
+        ("### Task\n\nx\n\n### Colour\n\nred\n",
+         BriefReading(True, None, ("`Colour` is not a field of a brief (known: task, scope, acceptance, evidence, "
+                                   "reviewer, owner, code, draft)",))),
+        ("### Task\n\nx\n\n### Code\n\nperhaps\n",
+         BriefReading(True, None, ("`code` must be true or false, not 'perhaps'",))),
+        ("### Task\n\nx\n\n### Evidence\n\nscreenshot: lots\n",
+         BriefReading(True, None, ("`evidence.screenshot` must be a whole number from 1 to 10, not 'lots'",))),
+        ("Intro\n\n### Task\n\nx\n", NO_BRIEF),  # the form's first field is Task
+        ("### Scope\n\nx\n", NO_BRIEF),
+    ],
+    ids=["no-response", "unknown-label", "code", "count", "not-first", "no-task"],
+)  # fmt: skip
+def test_issue_forms(body: str, reading: BriefReading) -> None:
+    assert read_brief(body) == reading
+
+
+def test_required_evidence_takes_the_larger_count_and_a_non_code_task_needs_no_code_evidence() -> None:
+    brief = Brief(required_evidence=("screenshot", "screenshot", "tests"))
+    assert required(brief, ("screenshot", "branch")) == {"screenshot": 2, "tests": 1, "branch": 1}
+    assert required(Brief(code=False), ("branch", "commit", "pr", "tests")) == {"tests": 1}
+    assert required(None, ()) == {}
+    needed = required(brief, ("branch",))
+    assert shortfall(needed, Evidence(screenshots=("a",))) == ["branch", "tests", "2 screenshots (1 given)"]
+    assert shortfall(needed, Evidence("b", tests=("ok",), screenshots=("a", "b"))) == []
+
+
+def test_changes_name_what_changed() -> None:
+    before = Brief(task="x", acceptance=("a", "b"), required_evidence=("tests",), reviewer="rita")
+    after = Brief(task="y", acceptance=("b", "c"), required_evidence=("screenshot", "screenshot"), owner="paula",
+                  code=False)  # fmt: skip
+    assert changes(before, after) == [
+        "task reworded", "acceptance added “c”", "acceptance removed “a”", "evidence now 2 screenshots",
+        "reviewer now none", "owner now @paula", "now a non-code task",
+    ]  # fmt: skip
+    assert changes(before, before) == []
+    assert changes(None, before) == ["a brief was added"]
+    assert changes(before, None) == ["the brief was removed"]
