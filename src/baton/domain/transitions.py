@@ -23,7 +23,6 @@ from .model import (
     Command,
     Event,
     Evidence,
-    Permission,
     Policy,
     Role,
     Ticket,
@@ -31,6 +30,7 @@ from .model import (
     Verdict,
     WorkState,
 )
+from .roles import is_maintainer, maintainers_are, may_run, names, review_role
 
 DRAFT, OPEN, CLAIMED, DELIVERED, ACCEPTED, WITHDRAWN = (
     WorkState.DRAFT,
@@ -115,11 +115,6 @@ def _either(states: Iterable[WorkState]) -> str:
     return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} or {values[-1]}"
 
 
-def _names(names: Iterable[str]) -> str:
-    entries = sorted(name.lstrip("@") for name in names)
-    return ", ".join(name if name.startswith("role:") else f"@{name}" for name in entries)
-
-
 # ---------------------------------------------------------------------------------------------- events
 
 
@@ -194,62 +189,11 @@ def _ended(ticket: Ticket, reason: AttemptEnd) -> dict[str, object] | None:
     return None
 
 
-# ---------------------------------------------------------------------------------------------- roles
-
-
-def is_maintainer(actor: Actor, policy: Policy) -> bool:
-    """A repository maintainer: listed in `maintainers` when the repository sets it, else someone GitHub
-    gives maintain or admin permission. A bot counts only when listed by name."""
-    if policy.maintainers:
-        return policy.lists(policy.maintainers, actor, by_name=actor.is_bot)
-    return actor.permission.can_maintain and not actor.is_bot
-
-
-def may_run(actor: Actor, policy: Policy) -> bool:
-    """An eligible runner: listed in `runners` when set, else anyone with access to the repository (read or
-    more), or anyone at all with `runners: anyone`."""
-    if policy.runners:
-        return policy.lists(policy.runners, actor)
-    return policy.runner_access == "anyone" or actor.permission is not Permission.NONE
-
-
-def review_role(ticket: Ticket, actor: Actor, policy: Policy) -> Role | None:
-    """The role under which this actor may review, or None.
-
-    The brief's named reviewer (a login, or a team whose active members review) and the configured
-    reviewers review as `reviewer`. Without a configured list every maintainer is a reviewer; with one, a
-    maintainer outside it still may, but the event says `repository_maintainer`, so an override never
-    looks like an ordinary review. Bots review only when named.
-    """
-    named = ticket.brief.reviewer if ticket.brief is not None else None
-    if named is not None and policy.lists(frozenset({named}), actor, by_name=actor.is_bot):
-        return Role.REVIEWER
-    if policy.reviewers:
-        if policy.lists(policy.reviewers, actor, by_name=actor.is_bot):
-            return Role.REVIEWER
-        return Role.REPOSITORY_MAINTAINER if is_maintainer(actor, policy) else None
-    return Role.REVIEWER if is_maintainer(actor, policy) else None
-
-
-def _has(actor: Actor) -> str:
-    role = actor.role_name or actor.permission.value
-    return f"@{actor.login} has {role}" + (
-        f" (based on {actor.permission.value})" if actor.role_name and role != actor.permission.value else ""
-    )
-
-
-def _maintainers(repository: str, actor: Actor, policy: Policy) -> tuple[str, str]:
-    """Who a repository's maintainers are, and how to become one (or get one to act), for a refusal."""
-    bot = " (bots count only when listed by name)" if actor.is_bot else ""
-    if policy.maintainers:
-        who = f"someone listed in `maintainers:` of `.github/baton.yml` ({_names(policy.maintainers)}){bot}"
-        return who, "Ask one of them, or ask to be added to that list"
-    who = f"someone with the maintain or admin role on {repository} ({_has(actor)}){bot}"
-    return who, "Ask a maintainer, or ask an admin for the maintain role"
+# ---------------------------------------------------------------------------------------------- refusals
 
 
 def _not_maintainer(ticket: Ticket, command: Command, actor: Actor, policy: Policy, owner: bool = False) -> Refused:
-    who, how = _maintainers(ticket.repository, actor, policy)
+    who, how = maintainers_are(ticket.repository, actor, policy)
     needed = f"its task owner (@{ticket.owner}) or a repository maintainer" if owner else "a repository maintainer"
     return Refused(
         "not_permitted", f"@{actor.login} cannot /{command.name} {ticket.ref}: that needs {needed}, {who}. {how}."
@@ -260,11 +204,11 @@ def _not_reviewer(ticket: Ticket, command: Command, actor: Actor, policy: Policy
     if policy.reviewers:
         bot = " (bots count only when listed by name)" if actor.is_bot else ""
         who = (
-            f"someone listed in `reviewers:` of `.github/baton.yml` ({_names(policy.reviewers)}){bot}, or a "
+            f"someone listed in `reviewers:` of `.github/baton.yml` ({names(policy.reviewers)}){bot}, or a "
             "repository maintainer as an override. Ask a reviewer to look at it, or ask to be added to that list"
         )
     else:
-        maintainers, how = _maintainers(ticket.repository, actor, policy)
+        maintainers, how = maintainers_are(ticket.repository, actor, policy)
         who = (
             f"and {ticket.repository} lists no `reviewers:`, so its repository maintainers review: {maintainers}. {how}"
         )
@@ -310,7 +254,7 @@ def _claim(ticket: Ticket, command: Command, actor: Actor, situation: Situation)
         if policy.runners:
             who = (
                 f"{ticket.repository} lists its runners in `runners:` of `.github/baton.yml` "
-                f"({_names(policy.runners)}). Ask to be added to that list, or ask a maintainer to /assign it"
+                f"({names(policy.runners)}). Ask to be added to that list, or ask a maintainer to /assign it"
             )
         else:
             who = (
@@ -348,7 +292,7 @@ def _release(ticket: Ticket, command: Command, actor: Actor, situation: Situatio
     if command.user is not None and is_maintainer(actor, situation.policy):
         ended = _ended(ticket, AttemptEnd.RELEASED_BY_MAINTAINER)
         return _apply(ticket, "released", actor, Role.REPOSITORY_MAINTAINER, ticket.attempt, ended=ended)
-    who, how = _maintainers(ticket.repository, actor, situation.policy)
+    who, how = maintainers_are(ticket.repository, actor, situation.policy)
     return Refused(
         "not_runner",
         f"{ticket.ref} is {describe(ticket)} (revision {ticket.revision}); only @{ticket.runner} can "
@@ -365,7 +309,7 @@ def _assign(ticket: Ticket, command: Command, actor: Actor, situation: Situation
     if assignee is not None and not may_run(assignee, situation.policy):
         policy = situation.policy
         who = (
-            f"{ticket.repository} lists its runners in `runners:` of `.github/baton.yml` ({_names(policy.runners)})"
+            f"{ticket.repository} lists its runners in `runners:` of `.github/baton.yml` ({names(policy.runners)})"
             if policy.runners
             else f"{ticket.repository} takes runners with access to the repository (read or more), and "
             f"@{assignee.login} has none"
