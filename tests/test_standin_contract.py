@@ -119,6 +119,8 @@ REST_CASES: list[tuple[str, str, int, Any, str]] = [
     ("GET", f"{R}/contents/.github/baton.yml", 200,
      shapes.content_file(REPO, ".github/baton.yml", CONFIG_TEXT, "d" * 40), "repos/get-content"),
     ("GET", f"{R}/issues/42", 200, ISSUE, "issues/get"),
+    ("GET", f"{R}/issues", 200, [ISSUE, PR_ISSUE], "issues/list-for-repo"),
+    ("GET", f"{R}/issues", 200, [], "issues/list-for-repo"),
     ("GET", f"{R}/issues/42", 200, CLOSED_ISSUE, "issues/get"),
     ("GET", f"{R}/issues/43", 200, PR_ISSUE, "issues/get"),
     ("GET", f"{R}/issues/43", 200, MERGED_PR_ISSUE, "issues/get"),
@@ -341,8 +343,8 @@ def test_paths_github_does_not_have_are_caught(contract: Contract) -> None:
         "GET /nowhere request: GitHub has no such operation"
     ]
     # A real operation the stand-in does not serve is named, so it can be added to the contract.
-    assert contract.response_problems("GET", f"{R}/issues", 200, {}, b"[]") == [
-        "issues/list-for-repo response: not in the contract (add it to contract.OPERATIONS)"
+    assert contract.response_problems("GET", f"{R}/issues/42/events", 200, {}, b"[]") == [
+        "issues/list-events response: not in the contract (add it to contract.OPERATIONS)"
     ]
 
 
@@ -484,6 +486,9 @@ GITHUBKIT_CALLS: list[tuple[str, Callable[[GitHub[Any]], Any], Any, int]] = [
     ("content", lambda gh: gh.rest.repos.get_content("octo-org", "widgets", ".github/baton.yml"),
      shapes.content_file(REPO, ".github/baton.yml", CONFIG_TEXT, "d" * 40), 200),
     ("issue", lambda gh: gh.rest.issues.get("octo-org", "widgets", 42), ISSUE, 200),
+    ("list-issues", lambda gh: gh.rest.issues.list_for_repo(
+        "octo-org", "widgets", state="open", sort="created", direction="asc", per_page=100, page=1
+    ), [ISSUE, PR_ISSUE], 200),
     ("add-labels", lambda gh: gh.rest.issues.add_labels("octo-org", "widgets", 42, data={"labels": ["baton:claimed"]}),
      [LABEL], 200),
     ("remove-label", lambda gh: gh.rest.issues.remove_label("octo-org", "widgets", 42, "baton:claimed"), [], 200),

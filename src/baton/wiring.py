@@ -8,10 +8,12 @@ from sqlalchemy import Engine
 
 from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
 from baton.github.configs import DefaultConfigs, GitHubConfigs
+from baton.github.issues import GitHubIssues
 from baton.github.projection import GitHubProjector
 from baton.github.verify import Verifier
 from baton.intake import Configs, Directory, Intake, NoDirectory
 from baton.service.evidence import EvidenceService
+from baton.service.offering import Offering
 from baton.service.unit import Units
 from baton.service.work import WorkService
 from baton.settings import Settings
@@ -50,6 +52,7 @@ def assemble(
     evidence = work.evidence
     credentials = app_credentials(settings)
     github = GitHubApp(credentials, settings.github_api_url, settings.github_timeout) if credentials else None
+    inbox = Inbox(engine)
     intake = Intake(
         work,
         directory or (GitHubDirectory(github) if github else NoDirectory()),
@@ -57,6 +60,9 @@ def assemble(
         settings.app_id,
         Installations(engine),
         evidence,
+        Offering(work.units),
+        GitHubIssues(github) if github else None,
+        inbox,
     )
     writer = None
     if github is not None:
@@ -66,4 +72,4 @@ def assemble(
         # A writer sleeps through the spacing of its installation's writes, not through a longer wait.
         gate = Gate(budgets, outbox, patience=limits.interval + 1.0)
         writer = Writer(outbox, GitHubProjector(github, gate), budgets, gate, evidence, Verifier(github))
-    return Parts(engine, work, evidence, Inbox(engine), intake, writer)
+    return Parts(engine, work, evidence, inbox, intake, writer)

@@ -33,6 +33,7 @@ from baton.domain import (
     decide,
     not_offered,
 )
+from baton.domain.offering import offered, ticket_terms
 from baton.domain.status import LABELS, state_label
 from baton.service.evidence import EvidenceService
 from baton.store import Conflict, StoredTicket
@@ -48,6 +49,8 @@ class Issue:
     key: TicketKey
     repository: str  # "owner/name"
     author: str
+    body: str = ""  # where known: a new ticket's terms are read from it (`ticket_terms`)
+    labels: tuple[str, ...] = ()  # where known: under `offer: labeled` they say whether it is offered
 
 
 @dataclass(frozen=True)
@@ -292,10 +295,12 @@ class WorkService:
         return self.units.settle(f"operation {operation_id}", attempt)
 
     def _first_sight(self, uow: UnitOfWork, issue: Issue, policy: Policy, operation_id: str) -> StoredTicket | None:
-        """With `offer: all` the first command on an issue creates its ticket as `open`."""
-        if policy.offer != "all":
+        """The first command on an offered issue (every issue with `offer: all`, one carrying the offer label
+        with `offer: labeled`) creates its ticket, as offering would have."""
+        if not offered(policy, issue.labels):
             return None
-        ticket, event = create(issue.key, issue.repository, issue.author)
+        draft, brief = ticket_terms(issue.body)
+        ticket, event = create(issue.key, issue.repository, issue.author, draft=draft, brief=brief)
         return StoredTicket(uow.work.insert_ticket(ticket, event, operation_id), ticket)
 
     def _record(
