@@ -249,6 +249,25 @@ class Person:
             payload = _close(self.hub, repository, repo, repository.issues[number], self.account, reason)
         self.hub.deliver("issues", payload)
 
+    def reopen_issue(self, full_name: str, number: int) -> None:
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            issue = repository.issues[number]
+            issue.state, issue.state_reason, issue.closed_at, issue.updated_at = "open", "reopened", None, world.now()
+            payload = shapes.issues_event("reopened", repo, self._issue_json(repository, repo, issue), self.account,
+                                          installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("issues", payload)
+
+    def delete_issue(self, full_name: str, number: int) -> None:
+        """Delete an issue (as an admin may); GitHub sends `issues` `deleted` with the issue as it was."""
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            rendered = self._issue_json(repository, repo, repository.issues[number])
+            del repository.issues[number]
+            payload = shapes.issues_event("deleted", repo, rendered, self.account,
+                                          installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("issues", payload)
+
     # -- code ----------------------------------------------------------------------------------------
 
     def push(

@@ -16,6 +16,7 @@ from typing import Any
 
 from baton.commands import MAX_COMMANDS, ignored_text, read
 from baton.domain import Actor, Command, Policy, TicketKey
+from baton.github.issues import label_names
 from baton.github.webhooks import dig, issue_number, login, number, text
 from baton.linking import linked_issues
 from baton.service.work import Issue, Outcome, Request, Source
@@ -31,7 +32,9 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
     commands, ignored = read(body)
     if not commands or key is None or not envelope.repository or not intake.active(envelope):
         return []
-    issue = Issue(key, envelope.repository, author)
+    # The issue's body and labels: a command may be what first makes a ticket of it (`_first_sight`).
+    about = dig(envelope.payload, "issue", default={})
+    issue = Issue(key, envelope.repository, author, text(about, "body"), label_names(about))
     policy = intake.policy(key.installation_id, envelope.repository, key, envelope.sender)
     actor = intake.actor(envelope, policy, key)
     source = replace(source, ignored=ignored)
