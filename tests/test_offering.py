@@ -16,8 +16,8 @@ from baton.demo.stage import Stage
 from baton.domain import Event, Ticket, WorkState
 from baton.domain.status import LABELS
 from baton.intake import decide, process
-from standin_scene import Scene
 from keys import app_key, app_public_key
+from standin_scene import Scene
 
 
 @contextmanager
@@ -166,7 +166,8 @@ def test_a_deleted_issue_takes_its_claimed_ticket_off_the_board(database_url: st
         gone = ticket(scene)
         assert gone is not None and gone.state is WorkState.WITHDRAWN
         last = history(scene)[-1]
-        assert (last.actor, last.data["offering"], last.data["ended"]["reason"]) == ("octo-admin", "deleted", "withdrawn")
+        ended = last.data["ended"]
+        assert (last.actor, last.data["offering"], ended["reason"]) == ("octo-admin", "deleted", "withdrawn")
         assert scene.drain() == 0  # nothing left on GitHub to show it on
 
 

@@ -3,8 +3,9 @@
 An offered issue without a ticket gets an `open` one (or what `ticket_terms` makes of its body), shown on
 GitHub with `baton:open` and its status comment through the outbox; an issue that stops being offered has
 its open ticket withdrawn, with an event that says why and who did it. Each change carries an operation id
-from the delivery (or backfill) that caused it, so doing it twice changes nothing, and creating a ticket
-races safely with a command creating it: the first insert wins and the other reads what won.
+from the delivery (or backfill) that caused it, so doing it twice changes nothing (what changes nothing is
+not recorded at all), and creating a ticket races safely with a command creating it: the first insert
+wins and the other reads what won.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class Offering:
                 return _done(uow, issue, ticket_id, operation_id, CREATED)
             applied = reoffer(stored.ticket, actor)
             if applied is None or not withdrawn_by_offering(uow.work.events(stored.id)):
-                return _done(uow, issue, stored.id, operation_id, TRACKED, show=False)
+                return TRACKED  # nothing changes, and nothing is recorded
             _change(uow, stored, applied.ticket, applied.event, operation_id)
             return _done(uow, issue, stored.id, operation_id, REOFFERED)
 
@@ -75,8 +76,7 @@ class Offering:
                 return False
             stored = uow.work.ticket(issue.key)
             if stored is None or stored.ticket.state not in states:
-                uow.work.record_operation(operation_id, stored.id if stored else None, {"offering": "unchanged"})
-                return False
+                return False  # nothing changes, and nothing is recorded
             applied = withdrawal(stored.ticket, actor, cause, **words)
             _change(uow, stored, applied.ticket, applied.event, operation_id)
             _done(uow, issue, stored.id, operation_id, "withdrawn", show=show)
@@ -94,6 +94,8 @@ def _change(uow: UnitOfWork, stored: StoredTicket, after: Ticket, event: Event, 
 
 
 def _done(uow: UnitOfWork, issue: Issue, ticket_id: int, operation_id: str, result: str, *, show: bool = True) -> str:
+    """Record a change's result under its operation id (doing it again returns `DUPLICATE`), and mark the
+    issue due on GitHub unless it is gone."""
     uow.work.record_operation(operation_id, ticket_id, {"offering": result})
     if show:
         uow.outbox.due(issue.key, issue.repository)
