@@ -136,6 +136,7 @@ def test_twenty_agents_claim_at_once_one_wins_and_github_sees_at_most_six_writes
         maria = stage.person("maria", "maintain")
         agents = [stage.person(f"agent-{n:02d}", "write") for n in range(20)]
         number = maria.open_issue(stage.full_name, "A popular task")
+        wait_for(stage, number, showing("open"), "offered")  # its label and status comment come first
         _settled(stage)
         writes_before = len(stage.hub.rest.writes())
         together = threading.Barrier(20)

@@ -13,7 +13,7 @@ import pytest
 
 from baton.cli import main
 from baton.demo.stage import Stage
-from baton.domain import Event, Ticket, WorkState
+from baton.domain import Event, Ticket, TicketKey, WorkState
 from baton.domain.status import LABELS
 from baton.intake import decide, process
 from keys import app_key, app_public_key
@@ -295,3 +295,32 @@ def test_baton_backfill_offers_a_repositorys_open_issues_page_by_page_and_is_ide
 
         assert main(["backfill", "octo/elsewhere"]) == 2
         assert "no installation of the App holds octo/elsewhere" in capsys.readouterr().err
+
+
+def test_repositories_added_to_the_installation_have_their_open_issues_offered_once(database_url: str) -> None:
+    from corpus import webhook_examples
+
+    [example] = [e for e in webhook_examples()["installation_repositories"] if e["action"] == "added"][:1]
+    with staged(database_url) as scene:
+        world = scene.hub.world
+        with world.lock:
+            tools = world.add_repository(world.installations[scene.repository.installation_id], "tools")
+            old = world.add_issue(tools, "Already there", world.account("olivia")).number
+        payload = {
+            **example,
+            # the example lacks fields GitHub's schema requires (GitHub sends them, null here)
+            "installation": {**example["installation"], "id": tools.installation_id, "suspended_at": None,
+                             "suspended_by": None},
+            "requester": None,
+            "repositories_added": [{**example["repositories_added"][0], "id": tools.id, "name": "tools",
+                                    "full_name": "octo/tools"}],
+            "repositories_removed": [],
+        }  # fmt: skip
+        added = scene.hub.deliver("installation_repositories", payload)
+        scene.settle()
+        run_backfills(scene)
+        scene.hub.redeliver(added)
+        scene.settle()
+        assert run_backfills(scene) == 0  # a redelivery stores no second backfill
+        offered = scene.app.state.work.ticket(TicketKey(tools.installation_id, tools.id, old))
+        assert offered is not None and offered.state is WorkState.OPEN and offered.repository == "octo/tools"
