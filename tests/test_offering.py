@@ -297,25 +297,34 @@ def test_baton_backfill_offers_a_repositorys_open_issues_page_by_page_and_is_ide
         assert "no installation of the App holds octo/elsewhere" in capsys.readouterr().err
 
 
-def test_repositories_added_to_the_installation_have_their_open_issues_offered_once(database_url: str) -> None:
+def _add_repository(scene: Scene, name: str) -> tuple[Any, Any]:
+    """A new repository of the installation's owner (the App not on it yet), and GitHub's
+    `installation_repositories` `added` about it, to deliver."""
     from corpus import webhook_examples
 
     [example] = [e for e in webhook_examples()["installation_repositories"] if e["action"] == "added"][:1]
+    world = scene.hub.world
+    with world.lock:
+        tools = world.add_repository(world.installations[scene.repository.installation_id], name)
+    payload = {
+        **example,
+        # the example lacks fields GitHub's schema requires (GitHub sends them, null here)
+        "installation": {**example["installation"], "id": tools.installation_id, "suspended_at": None,
+                         "suspended_by": None},
+        "requester": None,
+        "repositories_added": [{**example["repositories_added"][0], "id": tools.id, "name": name,
+                                "full_name": tools.full_name}],
+        "repositories_removed": [],
+    }  # fmt: skip
+    return tools, payload
+
+
+def test_repositories_added_to_the_installation_have_their_open_issues_offered_once(database_url: str) -> None:
     with staged(database_url) as scene:
+        tools, payload = _add_repository(scene, "tools")
         world = scene.hub.world
         with world.lock:
-            tools = world.add_repository(world.installations[scene.repository.installation_id], "tools")
             old = world.add_issue(tools, "Already there", world.account("olivia")).number
-        payload = {
-            **example,
-            # the example lacks fields GitHub's schema requires (GitHub sends them, null here)
-            "installation": {**example["installation"], "id": tools.installation_id, "suspended_at": None,
-                             "suspended_by": None},
-            "requester": None,
-            "repositories_added": [{**example["repositories_added"][0], "id": tools.id, "name": "tools",
-                                    "full_name": "octo/tools"}],
-            "repositories_removed": [],
-        }  # fmt: skip
         added = scene.hub.deliver("installation_repositories", payload)
         scene.settle()
         run_backfills(scene)
@@ -324,3 +333,21 @@ def test_repositories_added_to_the_installation_have_their_open_issues_offered_o
         assert run_backfills(scene) == 0  # a redelivery stores no second backfill
         offered = scene.app.state.work.ticket(TicketKey(tools.installation_id, tools.id, old))
         assert offered is not None and offered.state is WorkState.OPEN and offered.repository == "octo/tools"
+
+
+def test_a_transferred_issue_is_withdrawn_here_and_offered_where_it_went(database_url: str) -> None:
+    with staged(database_url) as scene:
+        tools, payload = _add_repository(scene, "tools")
+        scene.hub.deliver("installation_repositories", payload)
+        open_issue(scene, "olivia", "Belongs in tools")
+        scene.comment("agent-a", "/claim")
+        moved = scene.person("maria").transfer_issue(scene.full_name, scene.number, "octo/tools")
+        scene.settle()
+        left = ticket(scene)
+        assert left is not None and left.state is WorkState.WITHDRAWN
+        last = history(scene)[-1]
+        assert (last.actor, last.data["offering"], last.data["reason"]) == (
+            "maria", "transferred", "the issue was moved to octo/tools",
+        )  # fmt: skip
+        arrived = scene.app.state.work.ticket(TicketKey(tools.installation_id, tools.id, moved))
+        assert arrived is not None and arrived.state is WorkState.OPEN and arrived.owner == "olivia"

@@ -178,6 +178,7 @@ WEBHOOK_CASES: list[tuple[str, dict[str, Any]]] = [
     ("issues", shapes.issues_event("closed", REPO, CLOSED_ISSUE, ALICE, installation_id=5)),
     ("issues", shapes.issues_event("reopened", REPO, ISSUE, ALICE)),
     ("issues", shapes.issues_event("deleted", REPO, ISSUE, ALICE, installation_id=5)),
+    ("issues", shapes.issues_event("transferred", REPO, ISSUE, ALICE, installation_id=5, moved_to=(REPO, ISSUE))),
     ("issues", shapes.issues_event("labeled", REPO, ISSUE, BOT, label=LABEL)),
     ("issues", shapes.issues_event("unlabeled", REPO, ISSUE, BOT, label=LABEL)),
     ("pull_request", shapes.pull_request_event("opened", REPO, PR, ALICE, installation_id=5)),
@@ -252,7 +253,7 @@ def test_the_webhook_shapes_cover_the_events_the_stand_in_delivers() -> None:
     delivered = {(event, payload.get("action")) for event, payload in WEBHOOK_CASES}
     wanted = {
         ("issue_comment", "created"),
-        *(("issues", a) for a in ("opened", "closed", "reopened", "labeled", "unlabeled", "deleted")),
+        *(("issues", a) for a in ("opened", "closed", "reopened", "labeled", "unlabeled", "deleted", "transferred")),
         *(
             ("pull_request", a)
             for a in ("opened", "edited", "synchronize", "closed", "reopened", "ready_for_review", "converted_to_draft")

@@ -268,6 +268,21 @@ class Person:
                                           installation_id=repository.installation_id)  # fmt: skip
         self.hub.deliver("issues", payload)
 
+    def transfer_issue(self, full_name: str, number: int, to: str) -> int:
+        """Move an issue to another repository of the same owner; GitHub sends `issues` `transferred` about
+        the old issue, naming the new one. Returns the new issue's number."""
+        world, repository, repo = self._context(full_name)
+        _, target, target_repo = self._context(to)
+        with world.lock:
+            old = repository.issues.pop(number)
+            rendered = self._issue_json(repository, repo, old)
+            new = world.add_issue(target, old.title, old.user, old.body)
+            new_json = self._issue_json(target, target_repo, new)
+            payload = shapes.issues_event("transferred", repo, rendered, self.account, moved_to=(target_repo, new_json),
+                                          installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("issues", payload)
+        return new.number
+
     # -- code ----------------------------------------------------------------------------------------
 
     def push(
