@@ -97,6 +97,19 @@ class Scene:
         self.person(login).label(self.full_name, self.number, name, add=added)
         self.settle()
 
+    def configure(self, settings: str, by: str = "maria") -> None:
+        """Someone pushes `.github/baton.yml` to the default branch: Baton reads it again at the next command."""
+        self.person(by).push(self.full_name, self.repository.default_branch, "Baton settings",
+                             files={".github/baton.yml": settings})  # fmt: skip
+        self.settle()
+
+    def unheard_issue(self, title: str, by: str = "olivia") -> int:
+        """An issue GitHub never told Baton about (opened while Baton was not installed, say): it becomes the
+        scene's issue."""
+        with self.hub.world.lock:
+            self.number = self.hub.world.add_issue(self.repository, title, self.hub.world.account(by)).number
+        return self.number
+
     def ci(self) -> CI:
         """GitHub Actions, reporting check runs."""
         return self.hub.ci("GitHub Actions")

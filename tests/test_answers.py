@@ -113,8 +113,9 @@ def test_prose_with_slashes_writes_nothing_to_github(scene: Scene) -> None:
 
 
 def test_a_misspelt_command_on_an_issue_baton_does_not_track_or_offer_is_left_alone(scene: Scene) -> None:
-    with scene.hub.world.lock:
-        scene.repository.files[".github/baton.yml"] = "offer: labeled\n"
+    scene.configure("offer: labeled\n")
+    scene.drain()  # the scene's first issue, offered when it was opened
+    scene.unheard_issue("Not labelled")
     written = scene.writes()
     scene.comment("agent-a", "/claimm")
     scene.drain()
@@ -125,6 +126,7 @@ def test_a_misspelt_command_on_an_issue_baton_does_not_track_or_offer_is_left_al
 def test_a_misspelt_command_on_an_untracked_issue_that_is_offered_is_answered_and_starts_nothing(
     scene: Scene,
 ) -> None:
+    scene.unheard_issue("Opened before Baton was installed")
     scene.comment("agent-a", "/relase")  # every issue is offered (`offer: all`, the default)
     scene.drain()
     [reply] = scene.replies()

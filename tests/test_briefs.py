@@ -44,9 +44,8 @@ def scene(database_url: str) -> Iterator[Scene]:
 
 
 def configure(scene: Scene, text: str) -> None:
-    """`.github/baton.yml` on the default branch (before Baton first reads it)."""
-    with scene.hub.world.lock:
-        scene.repository.files[".github/baton.yml"] = text
+    """`.github/baton.yml` pushed to the default branch."""
+    scene.configure(text)
 
 
 def open_issue(scene: Scene, body: str, by: str = "olivia") -> int:

@@ -141,6 +141,7 @@ def test_twenty_agents_claim_at_once_one_wins_and_github_sees_at_most_six_writes
         maria = stage.person("maria", "maintain")
         agents = [stage.person(f"agent-{n:02d}", "write") for n in range(20)]
         number = maria.open_issue(stage.full_name, "A popular task")
+        wait_for(stage, number, showing("open"), "offered")  # its label and status comment come first
         _settled(stage)
         writes_before = len(stage.hub.rest.writes())
         together = threading.Barrier(20)
@@ -164,7 +165,8 @@ def test_twenty_agents_claim_at_once_one_wins_and_github_sees_at_most_six_writes
         (reply,) = shown.replies
         losers = [agent.login for agent in agents if agent.login != winner]
         assert all(f"@{loser}" in reply for loser in losers) and f"@{winner} " not in reply.split("claimed by")[0]
-        writes = stage.hub.rest.writes()[writes_before:]
+        # creating the `baton:claimed` label is once per repository, not the race's
+        writes = [w for w in stage.hub.rest.writes()[writes_before:] if w.path != "/repos/octo/shop/labels"]
         assert len(writes) <= 6, [(w.method, w.path) for w in writes]
         assert stage.hub.all_problems() == []
     stage.app.state.work.units.engine.dispose()
@@ -173,6 +175,8 @@ def test_twenty_agents_claim_at_once_one_wins_and_github_sees_at_most_six_writes
 def test_a_state_label_removed_by_hand_comes_back(stage: Stage) -> None:
     maria, agent = stage.person("maria", "maintain"), stage.person("agent-a", "write")
     number = maria.open_issue(stage.full_name, "A task")
+    wait_for(stage, number, showing("open"), "offered")
+    _settled(stage)  # Baton's own `baton:open` has come back to it as a webhook
     agent.comment(stage.full_name, number, "/claim")
     wait_for(stage, number, showing("claimed"), "claimed")
     maria.label(stage.full_name, number, "baton:claimed", add=False)

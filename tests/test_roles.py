@@ -175,7 +175,13 @@ def _cast(scene: Scene, settings: str) -> None:
 def _prepare(scene: Scene, cell: Cell) -> None:
     """A new issue by the task owner, brought to the state the cell's command starts from."""
     state = COMMANDS[cell.command][1]
-    cell.number = scene.person(OWNER).open_issue(scene.stage.full_name, f"{cell.command} by {cell.actor}")
+    title = f"{cell.command} by {cell.actor}"
+    if state == "draft":  # an issue Baton has not offered (it heard nothing of it): its ticket starts as a draft
+        world = scene.hub.world
+        with world.lock:
+            cell.number = world.add_issue(scene.repository, title, world.account(OWNER)).number
+    else:
+        cell.number = scene.person(OWNER).open_issue(scene.stage.full_name, title)
     key = TicketKey(scene.repository.installation_id, scene.repository.id, cell.number)
     if state == "draft":
         brief = Brief(scope=("src/cart.tsx",), acceptance=("an empty state",))

@@ -119,6 +119,8 @@ REST_CASES: list[tuple[str, str, int, Any, str]] = [
     ("GET", f"{R}/contents/.github/baton.yml", 200,
      shapes.content_file(REPO, ".github/baton.yml", CONFIG_TEXT, "d" * 40), "repos/get-content"),
     ("GET", f"{R}/issues/42", 200, ISSUE, "issues/get"),
+    ("GET", f"{R}/issues", 200, [ISSUE, PR_ISSUE], "issues/list-for-repo"),
+    ("GET", f"{R}/issues", 200, [], "issues/list-for-repo"),
     ("GET", f"{R}/issues/42", 200, CLOSED_ISSUE, "issues/get"),
     ("GET", f"{R}/issues/43", 200, PR_ISSUE, "issues/get"),
     ("GET", f"{R}/issues/43", 200, MERGED_PR_ISSUE, "issues/get"),
@@ -175,6 +177,8 @@ WEBHOOK_CASES: list[tuple[str, dict[str, Any]]] = [
     ("issues", shapes.issues_event("opened", REPO, ISSUE, ALICE, installation_id=5)),
     ("issues", shapes.issues_event("closed", REPO, CLOSED_ISSUE, ALICE, installation_id=5)),
     ("issues", shapes.issues_event("reopened", REPO, ISSUE, ALICE)),
+    ("issues", shapes.issues_event("deleted", REPO, ISSUE, ALICE, installation_id=5)),
+    ("issues", shapes.issues_event("transferred", REPO, ISSUE, ALICE, installation_id=5, moved_to=(REPO, ISSUE))),
     ("issues", shapes.issues_event("labeled", REPO, ISSUE, BOT, label=LABEL)),
     ("issues", shapes.issues_event("unlabeled", REPO, ISSUE, BOT, label=LABEL)),
     ("pull_request", shapes.pull_request_event("opened", REPO, PR, ALICE, installation_id=5)),
@@ -249,7 +253,7 @@ def test_the_webhook_shapes_cover_the_events_the_stand_in_delivers() -> None:
     delivered = {(event, payload.get("action")) for event, payload in WEBHOOK_CASES}
     wanted = {
         ("issue_comment", "created"),
-        *(("issues", a) for a in ("opened", "closed", "reopened", "labeled", "unlabeled")),
+        *(("issues", a) for a in ("opened", "closed", "reopened", "labeled", "unlabeled", "deleted", "transferred")),
         *(
             ("pull_request", a)
             for a in ("opened", "edited", "synchronize", "closed", "reopened", "ready_for_review", "converted_to_draft")
@@ -341,8 +345,8 @@ def test_paths_github_does_not_have_are_caught(contract: Contract) -> None:
         "GET /nowhere request: GitHub has no such operation"
     ]
     # A real operation the stand-in does not serve is named, so it can be added to the contract.
-    assert contract.response_problems("GET", f"{R}/issues", 200, {}, b"[]") == [
-        "issues/list-for-repo response: not in the contract (add it to contract.OPERATIONS)"
+    assert contract.response_problems("GET", f"{R}/issues/42/events", 200, {}, b"[]") == [
+        "issues/list-events response: not in the contract (add it to contract.OPERATIONS)"
     ]
 
 
@@ -484,6 +488,9 @@ GITHUBKIT_CALLS: list[tuple[str, Callable[[GitHub[Any]], Any], Any, int]] = [
     ("content", lambda gh: gh.rest.repos.get_content("octo-org", "widgets", ".github/baton.yml"),
      shapes.content_file(REPO, ".github/baton.yml", CONFIG_TEXT, "d" * 40), 200),
     ("issue", lambda gh: gh.rest.issues.get("octo-org", "widgets", 42), ISSUE, 200),
+    ("list-issues", lambda gh: gh.rest.issues.list_for_repo(
+        "octo-org", "widgets", state="open", sort="created", direction="asc", per_page=100, page=1
+    ), [ISSUE, PR_ISSUE], 200),
     ("add-labels", lambda gh: gh.rest.issues.add_labels("octo-org", "widgets", 42, data={"labels": ["baton:claimed"]}),
      [LABEL], 200),
     ("remove-label", lambda gh: gh.rest.issues.remove_label("octo-org", "widgets", 42, "baton:claimed"), [], 200),

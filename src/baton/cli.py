@@ -201,6 +201,43 @@ def _db_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _backfill(args: argparse.Namespace) -> int:
+    """Offer a repository's open issues that have no ticket yet, as installing the App does."""
+    from baton.intake.offering import backfill
+
+    repository = args.repository.strip()
+    owner, _, name = repository.partition("/")
+    if not owner or not name or "/" in name:
+        print(f"baton: {args.repository!r} is not OWNER/REPO", file=sys.stderr)
+        return 2
+    parts = _assembled(Settings())
+    if parts is None:
+        return 2
+    intake = parts.intake
+    if intake.issues is None or intake.offering is None or intake.installations is None:
+        print("baton: backfill reads the issues from GitHub: set BATON_APP_ID and BATON_PRIVATE_KEY.", file=sys.stderr)
+        return 2
+    found = intake.installations.find(repository)
+    if found is None:
+        print(
+            f"baton: no installation of the App holds {repository} as far as Baton was told: install the App on "
+            "it (GitHub then tells Baton, and its open issues are offered by themselves).",
+            file=sys.stderr,
+        )
+        return 2
+    installation_id, repository_id = found
+    if not intake.installations.active(installation_id):
+        print(f"baton: the App's installation on {owner} is {intake.installations.status(installation_id)}.",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    counts = backfill(intake.offering, intake.issues, intake.configs, installation_id, repository_id, repository)
+    words = {"created": "offered", "reoffered": "offered again", "tracked": "already tracked",
+             "not offered": "not offered"}  # fmt: skip
+    said = ", ".join(f"{counts[what]} {word}" for what, word in words.items() if counts.get(what))
+    print(f"{repository}: {said or 'no open issues'}")
+    return 0
+
+
 def _docs(args: argparse.Namespace) -> int:
     from baton.docs import write_docs
 
@@ -239,6 +276,12 @@ def build_parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("replay", help="process one stored webhook delivery again, now")
     replay.add_argument("delivery", help="its X-GitHub-Delivery id, as `baton deliveries` lists it")
     replay.set_defaults(run=_replay)
+
+    backfill = commands.add_parser(
+        "backfill", help="offer a repository's open issues that have no ticket yet (as installing the App does)"
+    )
+    backfill.add_argument("repository", metavar="OWNER/REPO")
+    backfill.set_defaults(run=_backfill)
 
     demo = commands.add_parser(
         "demo", help="play the reference story against a stand-in GitHub, then keep serving the read API"

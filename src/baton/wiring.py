@@ -9,10 +9,12 @@ from sqlalchemy import Engine
 from baton.clock import SYSTEM, Clock
 from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
 from baton.github.configs import DefaultConfigs, GitHubConfigs
+from baton.github.issues import GitHubIssues
 from baton.github.projection import GitHubProjector
 from baton.github.verify import Verifier
 from baton.intake import Configs, Directory, Intake, NoDirectory
 from baton.service.evidence import EvidenceService
+from baton.service.offering import Offering
 from baton.service.quiet import Sweep
 from baton.service.unit import Units
 from baton.service.work import WorkService
@@ -60,6 +62,7 @@ def assemble(
     evidence = work.evidence
     credentials = app_credentials(settings)
     github = GitHubApp(credentials, settings.github_api_url, settings.github_timeout) if credentials else None
+    inbox = Inbox(engine)
     intake = Intake(
         work,
         directory or (GitHubDirectory(github) if github else NoDirectory()),
@@ -67,6 +70,9 @@ def assemble(
         settings.app_id,
         Installations(engine),
         evidence,
+        Offering(work),
+        GitHubIssues(github) if github else None,
+        inbox,
     )
     writer = None
     if github is not None:
@@ -77,4 +83,4 @@ def assemble(
         gate = Gate(budgets, outbox, patience=limits.interval + 1.0)
         writer = Writer(outbox, GitHubProjector(github, gate), budgets, gate, evidence, Verifier(github))
     sweep = Sweep(work.units, intake.configs, answer_delay=settings.answer_delay, installations=intake.installations)
-    return Parts(engine, work, evidence, Inbox(engine), intake, writer, sweep)
+    return Parts(engine, work, evidence, inbox, intake, writer, sweep)

@@ -260,20 +260,67 @@ class Person:
             payload = _close(self.hub, repository, repo, repository.issues[number], self.account, reason)
         self.hub.deliver("issues", payload)
 
+    def reopen_issue(self, full_name: str, number: int) -> None:
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            issue = repository.issues[number]
+            issue.state, issue.state_reason, issue.closed_at, issue.updated_at = "open", "reopened", None, world.now()
+            payload = shapes.issues_event("reopened", repo, self._issue_json(repository, repo, issue), self.account,
+                                          installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("issues", payload)
+
+    def delete_issue(self, full_name: str, number: int) -> None:
+        """Delete an issue (as an admin may); GitHub sends `issues` `deleted` with the issue as it was."""
+        world, repository, repo = self._context(full_name)
+        with world.lock:
+            rendered = self._issue_json(repository, repo, repository.issues[number])
+            del repository.issues[number]
+            payload = shapes.issues_event("deleted", repo, rendered, self.account,
+                                          installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("issues", payload)
+
+    def transfer_issue(self, full_name: str, number: int, to: str) -> int:
+        """Move an issue to another repository of the same owner; GitHub sends `issues` `transferred` about
+        the old issue, naming the new one. Returns the new issue's number."""
+        world, repository, repo = self._context(full_name)
+        _, target, target_repo = self._context(to)
+        with world.lock:
+            old = repository.issues.pop(number)
+            rendered = self._issue_json(repository, repo, old)
+            new = world.add_issue(target, old.title, old.user, old.body)
+            new_json = self._issue_json(target, target_repo, new)
+            payload = shapes.issues_event("transferred", repo, rendered, self.account, moved_to=(target_repo, new_json),
+                                          installation_id=repository.installation_id)  # fmt: skip
+        self.hub.deliver("issues", payload)
+        return new.number
+
     # -- code ----------------------------------------------------------------------------------------
 
     def push(
-        self, full_name: str, branch: str, message: str, *, base: str | None = None, sha: str | None = None
+        self,
+        full_name: str,
+        branch: str,
+        message: str,
+        *,
+        base: str | None = None,
+        sha: str | None = None,
+        files: dict[str, str] | None = None,
     ) -> str:
         """Push one commit to `branch` (creating it from `base`, the default branch, if new); `sha` chooses
-        the commit's id. Returns the commit."""
+        the commit's id; `files` (path -> text) are what it adds or changes, which the repository's files then
+        hold when the branch is the default one. Returns the commit."""
         world, repository, repo = self._context(full_name)
         with world.lock:
             start = base or repository.default_branch
             before, sha = world.add_commit(repository, branch, message, sha=sha, base=start)
             created = before is None
             moment = shapes.timestamp(world.now())
-            commit = shapes.push_commit(repo, sha, message, self.account, at=moment)
+            changed = dict(files or {})
+            added = [path for path in changed if path not in repository.files]
+            modified = [path for path in changed if path in repository.files]
+            if branch == repository.default_branch:
+                repository.files.update(changed)
+            commit = shapes.push_commit(repo, sha, message, self.account, at=moment, added=added, modified=modified)
             pushed = shapes.push_event(repo, f"refs/heads/{branch}", before or "0" * 40, sha, [commit], self.account,
                                        created=created, installation_id=repository.installation_id)  # fmt: skip
             made = shapes.create_event(repo, branch, self.account, installation_id=repository.installation_id)

@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from . import shapes
 from .contract import Contract
+from .listing import list_issues
 from .rendering import render_check_run, render_issue, render_pull_request
 from .teams import team_membership
 from .world import CheckRun, Comment, Issue, Reaction, Repository, Token, World, sha_of
@@ -585,6 +586,7 @@ _OPERATIONS: list[tuple[str, str, Callable[..., tuple[int, Json]]]] = [
     ("GET", r"/repos/([^/]+)/([^/]+)", _get_repository),
     ("GET", r"/repos/([^/]+)/([^/]+)/collaborators/([^/]+)/permission", _collaborator_permission),
     ("GET", r"/repos/([^/]+)/([^/]+)/contents/(.+)", _contents),
+    ("GET", r"/repos/([^/]+)/([^/]+)/issues", list_issues),
     ("GET", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)", _get_issue),
     ("POST", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/labels", _add_labels),
     ("DELETE", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/labels/([^/]+)", _remove_label),

@@ -33,6 +33,9 @@ class DefaultConfigs:
     def load(self, installation_id: int, repository: str) -> Loaded:
         return Loaded(Policy(), "defaults")
 
+    def forget(self, installation_id: int, repository: str) -> None:
+        return None
+
 
 class GitHubConfigs:
     def __init__(self, github: GitHubApp, ttl: float = 300.0) -> None:
@@ -68,6 +71,17 @@ class GitHubConfigs:
                 self._good[key] = loaded
             self._cache[key] = (now, loaded)
         return loaded
+
+    def forget(self, installation_id: int, repository: str) -> None:
+        """Read the settings of `repository` again at the next `load` (all of the owner's repositories for a
+        push to the organisation's `owner/.github`, their fallback). The last good settings stay known."""
+        owner, _, name = repository.lower().partition("/")
+        with self._lock:
+            for cached in list(self._cache):
+                if cached[0] == installation_id and (
+                    cached[1] == repository.lower() or (name == ".github" and cached[1].startswith(f"{owner}/"))
+                ):
+                    del self._cache[cached]
 
     def _file(self, installation_id: int, repository: str) -> str | None:
         owner, _, name = repository.partition("/")

@@ -3,7 +3,9 @@
 `envelope.py` parses a delivery's payload once; `routing.py` sends each (event, action) to its handler and
 runs the decide lane's loop; the handlers are grouped by concern: `commands.py` (comments, bodies,
 reviews, `baton:` labels), `evidence.py` (branches, pull requests, checks, deployments, issues closed or
-reopened), `installations.py`. `context.py` holds what they share: the use cases and who-is-who.
+reopened), `offering.py` (issues opened, labelled, closed, reopened, deleted or transferred, and the
+backfill of a newly installed repository's issues), `installations.py`. `context.py` holds what they
+share: the use cases and who-is-who.
 """
 
 from .context import Configs, Directory, DirectoryUnavailable, Intake, NoDirectory

@@ -16,6 +16,7 @@ from typing import Any
 
 from baton.commands import MAX_COMMANDS, ignored_text, misspelt, read
 from baton.domain import Actor, Command, Policy, TicketKey
+from baton.github.issues import label_names
 from baton.github.webhooks import dig, issue_number, login, number, text
 from baton.linking import linked_issues
 from baton.service.work import Issue, Outcome, Request, Source
@@ -33,7 +34,9 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
     typos = misspelt(body)
     if not (commands or typos) or key is None or not envelope.repository or not intake.active(envelope):
         return []
-    issue = Issue(key, envelope.repository, author, text(envelope.payload, "issue", "body"))
+    # The issue's body and labels: a command may be what first makes a ticket of it (`_first_sight`).
+    about = dig(envelope.payload, "issue", default={})
+    issue = Issue(key, envelope.repository, author, text(about, "body"), label_names(about))
     policy = intake.policy(key.installation_id, envelope.repository, key, envelope.sender)
     actor = (
         intake.actor(envelope, policy, key, teams=_brief_teams(intake, key, commands))
@@ -101,10 +104,6 @@ def comment_created(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     body = text(envelope.payload, "comment", "body")
     pull = envelope.payload.get("issue") or {}
     return on_pull_request(intake, envelope, body, pull, Source(comment_id), f"comment:{comment_id}")
-
-
-def issue_opened(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
-    return tuple(intake.work.apply_all(body_requests(intake, envelope) or []))
 
 
 def review_commands(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:

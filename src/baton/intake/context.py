@@ -5,15 +5,19 @@ which settings the repository has."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from baton.domain import Access, Actor, Policy, TicketKey
 from baton.github.client import TeamsHidden
 from baton.github.configs import DefaultConfigs, Loaded
+from baton.github.issues import OpenIssue
 from baton.github.webhooks import number
 from baton.service.evidence import EvidenceService
+from baton.service.offering import Offering
 from baton.service.work import WorkService
+from baton.store.inbox import Inbox
 from baton.store.installations import Installations
 
 from .envelope import Envelope
@@ -31,10 +35,20 @@ class Directory(Protocol):
         ...
 
 
+class IssueSource(Protocol):
+    """A repository's open issues (GitHub's list-repository-issues API, without pull requests)."""
+
+    def open_issues(self, installation_id: int, repository: str) -> Iterable[OpenIssue]: ...
+
+
 class Configs(Protocol):
     """A repository's settings (`.github/baton.yml`)."""
 
     def load(self, installation_id: int, repository: str) -> Loaded: ...
+
+    def forget(self, installation_id: int, repository: str) -> None:
+        """The file changed on GitHub: read it again at the next command (`repository` is `owner/.github`
+        for the organisation's file, which every repository of that owner falls back to)."""
 
 
 class DirectoryUnavailable(RuntimeError):
@@ -61,6 +75,9 @@ class Intake:
     app_id: int | None = None
     installations: Installations | None = None
     evidence: EvidenceService | None = None
+    offering: Offering | None = None
+    issues: IssueSource | None = None  # None: repositories' existing issues are not offered on installation
+    inbox: Inbox | None = None  # where an installation stores the backfill of its repositories
 
     def active(self, envelope: Envelope) -> bool:
         """An uninstalled or suspended installation's commands stop; its history stays."""

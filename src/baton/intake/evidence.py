@@ -4,6 +4,9 @@ path to the work state. Facts are joins, so processing one twice changes nothing
 
 from __future__ import annotations
 
+from typing import Any
+
+from baton.config import PATH
 from baton.domain.evidence import stamp
 from baton.github.facts import observe
 from baton.github.webhooks import dig, issue_number, number, text
@@ -37,6 +40,8 @@ def evidence(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
         return ()
     if intake.app_id is not None and number(payload, "check_suite", "app", "id") == intake.app_id:
         return ()  # Baton's own suite is its own check run, which must not feed the rail it reports on
+    if delivery.event == "push" and _touches_settings(payload) and envelope.installation_id is not None:
+        intake.configs.forget(envelope.installation_id, repository.name)  # a changed `.github/baton.yml` counts now
     sightings = observe(delivery.event, payload, repository, stamp(delivery.received_at))
     intake.evidence.record(repository, sightings, delivery.id, activity(envelope))
     return ()
@@ -58,3 +63,17 @@ def issue_state(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     }
     intake.evidence.issue_changed(key, action, data, envelope.delivery.id)
     return ()
+
+
+def _touches_settings(payload: dict[str, Any]) -> bool:
+    """A push to the default branch that adds, changes or removes `.github/baton.yml`."""
+    default = text(payload, "repository", "default_branch")
+    if not default or text(payload, "ref") != f"refs/heads/{default}":
+        return False
+    commits = dig(payload, "commits", default=[])
+    return any(
+        PATH in (commit.get(kind) or [])
+        for commit in (commits if isinstance(commits, list) else [])
+        if isinstance(commit, dict)
+        for kind in ("added", "modified", "removed")
+    )

@@ -1,5 +1,6 @@
 """Deliveries about the App's installations: installed, suspended, unsuspended, deleted, and the
-repositories added to or removed from one. Commands in a suspended or deleted installation stop."""
+repositories added to or removed from one. Commands in a suspended or deleted installation stop. The open
+issues of repositories an installation newly reaches are offered (`offering.backfills`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from baton.service.work import Outcome
 
 from .context import Intake
 from .envelope import Envelope
+from .offering import backfills
 
 STATUS = {"created": "active", "unsuspend": "active", "suspend": "suspended", "deleted": "deleted"}
 
@@ -33,6 +35,7 @@ def installation(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     intake.installations.record(installation_id, account, status)
     if repositories:
         intake.installations.repositories(installation_id, repositories, True)
+        backfills(intake, envelope, repositories)  # the open issues already there are offered too
     return ()
 
 
@@ -43,4 +46,6 @@ def installation_repositories(intake: Intake, envelope: Envelope) -> tuple[Outco
     added, removed = _repositories(payload, "repositories_added"), _repositories(payload, "repositories_removed")
     intake.installations.repositories(installation_id, added, True)
     intake.installations.repositories(installation_id, removed, False)
+    if envelope.action == "added":
+        backfills(intake, envelope, added)
     return ()

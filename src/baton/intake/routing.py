@@ -16,11 +16,22 @@ from baton.service.work import Outcome, Request
 from baton.store.inbox import Inbox, WebhookDelivery
 
 from .briefs import issue_edited
-from .commands import body_requests, comment_created, comment_requests, issue_opened, label_changed, review_commands
+from .commands import comment_created, comment_requests, review_commands
 from .context import DirectoryUnavailable, Intake
 from .envelope import Envelope
-from .evidence import evidence, issue_state
+from .evidence import evidence
 from .installations import STATUS, installation, installation_repositories
+from .offering import (
+    BACKFILL,
+    backfill_delivery,
+    closed,
+    deleted,
+    labels,
+    opened,
+    opened_requests,
+    reopened,
+    transferred,
+)
 
 log = logging.getLogger("baton.intake")
 
@@ -38,16 +49,19 @@ def _review_submitted(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]
 HANDLERS: dict[tuple[str, str], Handler] = {
     **{(event, action): evidence for event, kind in EVIDENCE_EVENTS.items() for action in kind.actions},
     ("pull_request_review", "submitted"): _review_submitted,
-    ("issues", "closed"): issue_state,
-    ("issues", "reopened"): issue_state,
+    ("issues", "closed"): closed,
+    ("issues", "reopened"): reopened,
+    ("issues", "deleted"): deleted,
+    ("issues", "transferred"): transferred,
     **{("installation", action): installation for action in STATUS},
     ("installation_repositories", "added"): installation_repositories,
     ("installation_repositories", "removed"): installation_repositories,
-    ("issues", "labeled"): label_changed,
-    ("issues", "unlabeled"): label_changed,
+    ("issues", "labeled"): labels,
+    ("issues", "unlabeled"): labels,
     ("issue_comment", "created"): comment_created,
-    ("issues", "opened"): issue_opened,
+    ("issues", "opened"): opened,
     ("issues", "edited"): issue_edited,
+    (BACKFILL, "repository"): backfill_delivery,
 }
 
 # Deliveries that carry nothing but commands on one issue: read into requests, and decided with the others
@@ -55,7 +69,7 @@ HANDLERS: dict[tuple[str, str], Handler] = {
 # comment on a pull request acts on the issue the pull request links).
 COMMAND_READERS: dict[tuple[str, str], Reader] = {
     ("issue_comment", "created"): comment_requests,
-    ("issues", "opened"): body_requests,
+    ("issues", "opened"): opened_requests,
 }
 
 

@@ -36,6 +36,7 @@ from baton.domain import (
     not_offered,
 )
 from baton.domain.misspelt import misspelt_text
+from baton.domain.offering import offered
 from baton.domain.status import LABELS, state_label
 from baton.service.activity import Activity, record_activity
 from baton.service.evidence import EvidenceService
@@ -53,7 +54,8 @@ class Issue:
     key: TicketKey
     repository: str  # "owner/name"
     author: str
-    body: str | None = None  # the issue's body, where it carries the brief (None: not known)
+    body: str = ""  # where known: the brief a new ticket is made with is read from it (`read_brief`)
+    labels: tuple[str, ...] = ()  # where known: under `offer: labeled` they say whether it is offered
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,7 @@ class WorkService:
                 )
                 uow.work.record_operation(operation_id, stored.id, outcome.to_json())
                 return outcome
-            ticket_id, ticket = self._create(uow, issue, operation_id, BriefReading(draft, brief, tuple(problems)))
+            ticket_id, ticket = self.new_ticket(uow, issue, operation_id, BriefReading(draft, brief, tuple(problems)))
             outcome = _outcome("open", ticket, kind="applied", event="created")
             uow.work.record_operation(operation_id, ticket_id, outcome.to_json())
             return outcome
@@ -347,13 +349,14 @@ class WorkService:
         return self.units.settle(f"operation {operation_id}", attempt)
 
     def _first_sight(self, uow: UnitOfWork, issue: Issue, policy: Policy, operation_id: str) -> StoredTicket | None:
-        """With `offer: all` the first command on an issue creates its ticket: `open`, or `draft` when the
-        brief in the issue's body says so (or cannot be used)."""
-        if policy.offer != "all":
+        """The first command on an offered issue (every issue with `offer: all`, one carrying the offer label
+        with `offer: labeled`) creates its ticket, as offering would have: `open`, or `draft` when the brief
+        in the issue's body says so (or cannot be used)."""
+        if not offered(policy, issue.labels):
             return None
-        return StoredTicket(*self._create(uow, issue, operation_id, read_brief(issue.body)))
+        return StoredTicket(*self.new_ticket(uow, issue, operation_id, read_brief(issue.body)))
 
-    def _create(self, uow: UnitOfWork, issue: Issue, operation_id: str, reading: BriefReading) -> tuple[int, Ticket]:
+    def new_ticket(self, uow: UnitOfWork, issue: Issue, operation_id: str, reading: BriefReading) -> tuple[int, Ticket]:
         """Insert a ticket with the brief an issue body gave: the brief's owner is the task owner (else the
         issue's author), a non-code task's evidence rails are not applicable, and problems are explained."""
         brief = reading.brief
@@ -368,7 +371,7 @@ class WorkService:
     def brief_edited(self, issue: Issue, editor: str, operation_id: str) -> bool:
         """The issue's body was edited: its brief, when it changed, becomes the ticket's (an event, one
         revision on); an invalid one is explained once. True when the ticket changed."""
-        body = issue.body or ""
+        body = issue.body
 
         def attempt(uow: UnitOfWork) -> bool:
             return briefs.edited(

@@ -6,7 +6,7 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, bindparam, insert, select, update
+from sqlalchemy import Engine, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from . import tables as t
@@ -86,6 +86,18 @@ class Installations:
     def status(self, installation_id: int) -> str | None:
         with self.engine.connect() as connection:
             return connection.execute(select(_i.status).where(_i.id == installation_id)).scalar()
+
+    def find(self, full_name: str) -> tuple[int, int] | None:
+        """The installation and repository id of a repository an installation holds now ("owner/name", in
+        any case), as its installation events reported it; None when none does."""
+        query = (
+            select(_r.installation_id, _r.repository_id)
+            .where(func.lower(_r.full_name) == full_name.lower(), _r.present.is_(True))
+            .order_by(_r.updated_at.desc())
+        )
+        with self.engine.connect() as connection:
+            row = connection.execute(query).first()
+        return None if row is None else (int(row.installation_id), int(row.repository_id))
 
     def present(self, installation_id: int) -> dict[str, bool]:
         with self.engine.connect() as connection:

@@ -129,14 +129,17 @@ def issues_event(
     label: Mapping[str, Any] | None = None,
     changes: Mapping[str, Any] | None = None,
     installation_id: int | None = None,
+    moved_to: tuple[Repo, Mapping[str, Any]] | None = None,
 ) -> Json:
     """`issues`: opened, edited (`changes`), closed, reopened, labeled or unlabeled (with the `label` from
-    `label()`)."""
+    `label()`), deleted, or transferred (`moved_to`: the repository and the issue it became there)."""
     payload: Json = {"action": action, "issue": _hook_issue(issue)}
     if action == "edited":
         payload["changes"] = dict(changes or {})
     if label is not None:
         payload["label"] = _only(label, _HOOK_LABEL)
+    if moved_to is not None:
+        payload["changes"] = {"new_repository": _hook_repository(moved_to[0]), "new_issue": _hook_issue(moved_to[1])}
     return {**payload, **_context(repo, sender, installation_id)}
 
 

@@ -1,0 +1,70 @@
+"""A repository's open issues, as GitHub's list-repository-issues API gives them (read-only).
+
+That API lists pull requests too (they are issues to GitHub); they carry a `pull_request` key and are
+left out here. Pages of 100 are read until one comes back short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .client import GitHubApp
+from .webhooks import dig, issue_number, login, number, text
+
+PAGE = 100
+
+
+@dataclass(frozen=True)
+class OpenIssue:
+    number: int
+    author: str
+    body: str
+    labels: tuple[str, ...]
+
+
+def open_issue(data: Any) -> OpenIssue | None:
+    """One listed item as an issue; None for a pull request or an item without a number."""
+    if not isinstance(data, dict) or data.get("pull_request") is not None:
+        return None
+    found = issue_number(data, "number")
+    if found is None or text(data, "state") not in ("", "open"):
+        return None
+    return OpenIssue(found, login(data, "user", "login"), text(data, "body"), label_names(data))
+
+
+def label_names(issue: Any) -> tuple[str, ...]:
+    """The names of an issue's labels (of the issue as a webhook or the REST API shows it)."""
+    labels = dig(issue, "labels", default=[])
+    return tuple(text(label, "name") for label in labels if text(label, "name")) if isinstance(labels, list) else ()
+
+
+class GitHubIssues:
+    def __init__(self, github: GitHubApp) -> None:
+        self.github = github
+
+    def open_issues(self, installation_id: int, repository: str) -> Iterator[OpenIssue]:
+        """The repository's open issues, oldest first, without its pull requests."""
+        owner, _, name = repository.partition("/")
+        client = self.github.installation(installation_id)
+        page = 1
+        while True:
+            response = client.rest.issues.list_for_repo(
+                owner, name, state="open", sort="created", direction="asc", per_page=PAGE, page=page
+            )
+            items: Any = response.json()
+            if not isinstance(items, list):
+                return
+            for item in items:
+                found = open_issue(item)
+                if found is not None:
+                    yield found
+            if len(items) < PAGE:
+                return
+            page += 1
+
+    def repository_id(self, installation_id: int, repository: str) -> int | None:
+        owner, _, name = repository.partition("/")
+        data = self.github.installation(installation_id).rest.repos.get(owner, name).json()
+        return number(data, "id") if isinstance(data, dict) else None

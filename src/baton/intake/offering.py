@@ -1,0 +1,214 @@
+"""Deliveries that change what a repository offers (`baton.domain.offering`): an issue opened, labelled,
+unlabelled, closed, reopened, deleted or transferred, and the App installed on repositories that already
+hold open issues.
+
+An installation (or repositories added to one) does not list the issues while GitHub waits for the answer,
+nor while the installation delivery is decided: it stores one backfill delivery per repository in the
+inbox (`baton_backfill`), keyed by the installation delivery's id, so a redelivery stores nothing new. The
+decide lane takes them like any other delivery, in whichever process is free, with the same leases and
+retries. Listing issues is a read; the tickets it creates are shown on GitHub by the writer, within the
+installation's write budget, like every other change.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from baton.domain import TicketKey
+from baton.domain.offering import CLOSED, DELETED, TRANSFERRED, UNFINISHED, UNLABELED, offered
+from baton.domain.status import LABELS
+from baton.github.issues import label_names
+from baton.github.webhooks import dig, full_name, issue_number, login, number, text
+from baton.service.offering import Offering
+from baton.service.work import Issue, Outcome, Request
+from baton.store.inbox import Incoming
+
+from .commands import body_requests, label_changed
+from .context import Configs, Intake, IssueSource
+from .envelope import Envelope
+from .evidence import issue_state
+
+BACKFILL = "baton_backfill"  # the event of the deliveries that offer a repository's existing issues
+BATON = "baton"  # the actor of what Baton does by itself
+
+
+def _issue(envelope: Envelope, where: str = "issue") -> Issue | None:
+    """The delivery's issue as offering needs it; None when a part is missing."""
+    key = envelope.ticket(issue_number(envelope.payload, where, "number"))
+    if key is None or not envelope.repository:
+        return None
+    issue = dig(envelope.payload, where, default={})
+    author = login(issue, "user", "login")
+    return Issue(key, envelope.repository, author, text(issue, "body"), label_names(issue))
+
+
+def _operation(envelope: Envelope, part: str = "") -> str:
+    return f"{envelope.installation_id}:offering:{envelope.delivery.id}{part}"
+
+
+def _offering(intake: Intake) -> Offering:
+    return intake.offering or Offering(intake.work)
+
+
+def _offer_if_offered(intake: Intake, envelope: Envelope, issue: Issue, part: str = "") -> None:
+    policy = intake.policy(issue.key.installation_id, issue.repository, issue.key, envelope.sender)
+    if offered(policy, issue.labels):
+        _offering(intake).offer(issue, envelope.sender or BATON, _operation(envelope, part))
+
+
+def opened_requests(intake: Intake, envelope: Envelope) -> list[Request] | None:
+    """A new issue's commands, decided with others (`body_requests`); None for an issue whose body holds
+    none, which `opened` offers instead. Either way one transaction creates the ticket."""
+    return body_requests(intake, envelope) or None
+
+
+def opened(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """An issue opened: its body's commands create its ticket (`/claim` there: claimed by its author), else
+    it is offered when the repository offers it."""
+    requests = body_requests(intake, envelope)
+    if requests:
+        return tuple(intake.work.apply_all(requests))
+    issue = _issue(envelope)
+    if issue is not None and intake.active(envelope) and not intake.from_baton(envelope, "issue"):
+        _offer_if_offered(intake, envelope, issue)
+    return ()
+
+
+def labels(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """A label added or removed: a `baton:` state label is put back (`label_changed`); the offer label
+    offers the issue, or withdraws its open ticket."""
+    label_changed(intake, envelope)
+    label = text(envelope.payload, "label", "name")
+    issue = _issue(envelope)
+    if issue is None or not label or label in LABELS or not intake.active(envelope):
+        return ()
+    if text(envelope.payload, "issue", "state") == "closed":
+        return ()
+    policy = intake.policy(issue.key.installation_id, issue.repository, issue.key, envelope.sender)
+    if policy.offer != "labeled" or label.lower() != policy.offer_label.lower():
+        return ()
+    if offered(policy, issue.labels):
+        _offering(intake).offer(issue, envelope.sender or BATON, _operation(envelope))
+    elif envelope.action == "unlabeled":
+        _offering(intake).withdraw(issue, envelope.sender or BATON, _operation(envelope), UNLABELED, label=label)
+    return ()
+
+
+def closed(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """An issue closed: evidence (`issue_state`), and its ticket withdrawn if nobody took it yet. A ticket
+    somebody works on stays: a merged "Fixes #N" closes the issue, and the work waits for review."""
+    issue_state(intake, envelope)
+    issue = _issue(envelope)
+    if issue is not None and intake.active(envelope):
+        _offering(intake).withdraw(issue, envelope.sender or BATON, _operation(envelope), CLOSED)
+    return ()
+
+
+def reopened(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """An issue reopened: evidence, and offered again when the repository offers it."""
+    issue_state(intake, envelope)
+    issue = _issue(envelope)
+    if issue is not None and intake.active(envelope):
+        _offer_if_offered(intake, envelope, issue)
+    return ()
+
+
+def deleted(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """An issue deleted: its ticket is withdrawn whatever state it was in but final; GitHub has nothing left
+    to show it on."""
+    issue = _issue(envelope)
+    if issue is not None:
+        _offering(intake).withdraw(
+            issue, envelope.sender or BATON, _operation(envelope), DELETED, UNFINISHED, show=False
+        )
+    return ()
+
+
+def transferred(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """An issue moved to another repository: its ticket here is withdrawn (as for a deleted issue), and the
+    issue it became is offered there, when that repository is the installation's and offers it."""
+    issue = _issue(envelope)
+    new_repository = full_name(envelope.payload, "changes", "new_repository", "full_name")
+    if issue is not None:
+        _offering(intake).withdraw(
+            issue, envelope.sender or BATON, _operation(envelope, ":from"), TRANSFERRED, UNFINISHED,
+            show=False, where=new_repository or "another repository",
+        )  # fmt: skip
+    repository_id = number(envelope.payload, "changes", "new_repository", "id")
+    moved = dig(envelope.payload, "changes", "new_issue", default={})
+    moved_number = issue_number(moved, "number")
+    if envelope.installation_id is None or repository_id is None or moved_number is None or not new_repository:
+        return ()
+    present = intake.installations.present(envelope.installation_id) if intake.installations else {}
+    if not present.get(new_repository, not present) or not intake.active(envelope):
+        return ()  # not a repository of this installation (as far as Baton was told)
+    key = TicketKey(envelope.installation_id, repository_id, moved_number)
+    new = Issue(key, new_repository, login(moved, "user", "login"), text(moved, "body"), label_names(moved))
+    _offer_if_offered(intake, envelope, new, ":to")
+    return ()
+
+
+# -- installations ----------------------------------------------------------------------------------
+
+
+def backfills(intake: Intake, envelope: Envelope, repositories: list[tuple[int, str]]) -> None:
+    """Store one backfill delivery per repository newly reached by the installation (never twice for one
+    installation delivery)."""
+    if intake.inbox is None or envelope.installation_id is None or not repositories:
+        return
+    batch = [
+        Incoming(
+            f"{envelope.delivery.id}:backfill:{repository_id}"[:100],
+            BACKFILL,
+            "repository",
+            envelope.installation_id,
+            json.dumps({
+                "installation": {"id": envelope.installation_id},
+                "repository": {"id": repository_id, "full_name": name},
+                "sender": {"login": envelope.sender or BATON},
+            }),
+        )
+        for repository_id, name in repositories
+    ]  # fmt: skip
+    intake.inbox.receive_all(batch)
+
+
+def backfill_delivery(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """A stored backfill: offer the repository's open issues."""
+    if intake.issues is None or envelope.installation_id is None or envelope.repository_id is None:
+        return ()
+    if not envelope.repository or not intake.active(envelope):
+        return ()
+    backfill(
+        _offering(intake), intake.issues, intake.configs, envelope.installation_id, envelope.repository_id,
+        envelope.repository, envelope.delivery.id,
+    )  # fmt: skip
+    return ()
+
+
+def backfill(
+    offering: Offering,
+    issues: IssueSource,
+    configs: Configs,
+    installation_id: int,
+    repository_id: int,
+    repository: str,
+    run: str | None = None,
+) -> dict[str, int]:
+    """Offer every open issue of a repository that it offers and that has no ticket yet (and put back one
+    that offering withdrew). Idempotent: an issue with a ticket is left as it is. How many issues came to
+    what: `created`, `reoffered`, `tracked` (had a ticket), `not offered`."""
+    policy = configs.load(installation_id, repository).policy
+    place = TicketKey(installation_id, repository_id, 0).repository_key
+    listed = [
+        Issue(place.ticket(found.number), repository, found.author, found.body, found.labels)
+        for found in issues.open_issues(installation_id, repository)
+    ]
+    chosen = [issue for issue in listed if offered(policy, issue.labels)]
+    operation = f"{installation_id}:backfill:{run or uuid.uuid4().hex}:{repository_id}"
+    counts = offering.offer_all(chosen, BATON, operation)
+    counts["tracked"] = counts.get("tracked", 0) + counts.pop("duplicate", 0)
+    if len(listed) > len(chosen):
+        counts["not offered"] = len(listed) - len(chosen)
+    return counts

@@ -1,0 +1,105 @@
+"""Keeping tickets in step with what a repository offers (`baton.domain.offering`), one unit of work each.
+
+An offered issue without a ticket gets an `open` one (a `draft` when the brief in its body says so), shown on
+GitHub with `baton:open` and its status comment through the outbox; an issue that stops being offered has
+its open ticket withdrawn, with an event that says why and who did it. Each change carries an operation id
+from the delivery (or backfill) that caused it, so doing it twice changes nothing (what changes nothing is
+not recorded at all), and creating a ticket races safely with a command creating it: the first insert
+wins and the other reads what won.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from baton.briefs import read_brief
+from baton.domain import Event, Ticket, WorkState
+from baton.domain.offering import reoffer, withdrawal, withdrawn_by_offering
+from baton.store import Conflict, StoredTicket
+
+from .unit import UnitOfWork, Units
+from .work import Issue, WorkService
+
+# What `offer` did: made a ticket, put a withdrawn one back, found one already there, or had done it before.
+CREATED, REOFFERED, TRACKED, DUPLICATE = "created", "reoffered", "tracked", "duplicate"
+
+
+class Offering:
+    def __init__(self, work: WorkService) -> None:
+        self.work = work
+        self.units: Units = work.units
+
+    def offer(self, issue: Issue, actor: str, operation_id: str) -> str:
+        """Make an offered issue an open ticket, or put back one offering withdrew. The caller has checked
+        that the repository offers the issue."""
+
+        def attempt(uow: UnitOfWork) -> str:
+            first = uow.work.results([operation_id]).get(operation_id)
+            if first is not None:
+                return DUPLICATE
+            stored = uow.work.ticket(issue.key)
+            if stored is None:
+                ticket_id, _ = self.work.new_ticket(uow, issue, operation_id, read_brief(issue.body))
+                return _done(uow, issue, ticket_id, operation_id, CREATED)
+            applied = reoffer(stored.ticket, actor)
+            if applied is None or not withdrawn_by_offering(uow.work.events(stored.id)):
+                return TRACKED  # nothing changes, and nothing is recorded
+            _change(uow, stored, applied.ticket, applied.event, operation_id)
+            return _done(uow, issue, stored.id, operation_id, REOFFERED)
+
+        return self.units.settle(f"operation {operation_id}", attempt)
+
+    def offer_all(self, issues: Sequence[Issue], actor: str, operation: str) -> dict[str, int]:
+        """`offer` each issue (operation ids `operation:NUMBER`); how many of each result."""
+        counts: dict[str, int] = {}
+        for issue in issues:
+            result = self.offer(issue, actor, f"{operation}:{issue.key.number}")
+            counts[result] = counts.get(result, 0) + 1
+        return counts
+
+    def withdraw(
+        self,
+        issue: Issue,
+        actor: str,
+        operation_id: str,
+        cause: str,
+        states: tuple[WorkState, ...] = (WorkState.OPEN,),
+        *,
+        show: bool = True,
+        **words: str,
+    ) -> bool:
+        """Withdraw the issue's ticket when it is in one of `states`, recording `cause`; with `show`, GitHub
+        is told (not for an issue that is gone). True when it was withdrawn now."""
+
+        def attempt(uow: UnitOfWork) -> bool:
+            if uow.work.results([operation_id]).get(operation_id) is not None:
+                return False
+            stored = uow.work.ticket(issue.key)
+            if stored is None or stored.ticket.state not in states:
+                return False  # nothing changes, and nothing is recorded
+            applied = withdrawal(stored.ticket, actor, cause, **words)
+            _change(uow, stored, applied.ticket, applied.event, operation_id)
+            _done(uow, issue, stored.id, operation_id, "withdrawn", show=show)
+            return True
+
+        return self.units.settle(f"operation {operation_id}", attempt)
+
+
+def _change(uow: UnitOfWork, stored: StoredTicket, after: Ticket, event: Event, operation_id: str) -> None:
+    if not uow.work.count_claims(stored.ticket, after, None):
+        raise Conflict("a claim count moved")
+    if not uow.work.swap(stored.id, stored.ticket.revision, after):
+        raise Conflict("lost")
+    uow.work.append(stored.id, event, operation_id)
+
+
+def _done(uow: UnitOfWork, issue: Issue, ticket_id: int, operation_id: str, result: str, *, show: bool = True) -> str:
+    """Record a change's result under its operation id (doing it again returns `DUPLICATE`), and mark the
+    issue due on GitHub unless it is gone."""
+    uow.work.record_operation(operation_id, ticket_id, {"offering": result})
+    if show:
+        uow.outbox.due(issue.key, issue.repository)
+    return result
+
+
+__all__ = ["CREATED", "DUPLICATE", "REOFFERED", "TRACKED", "Offering"]
