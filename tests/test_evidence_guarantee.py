@@ -32,6 +32,10 @@ from corpus import webhook_examples
 SECRET = "It's a Secret to Everybody"
 ROOT = Path(__file__).resolve().parents[1]
 EVENTS = (*EVIDENCE_EVENTS, "issues")
+# Of `issues`, closing and reopening are evidence about the issue. Its other actions change what the repository
+# offers (opened, labeled, unlabeled, deleted, transferred) or the brief (edited): tests/test_offering.py and
+# tests/test_briefs.py hold those.
+ISSUE_EVIDENCE = ("closed", "reopened")
 WORK_TABLES = (t.tickets, t.attempts, t.deliveries, t.reviews, t.events, t.operations)
 
 # Where the corpus's payloads happen: GitHub's example repositories. Examples without an installation get
@@ -128,6 +132,8 @@ def deliveries() -> list[tuple[str, dict[str, Any]]]:
     for event in EVENTS:
         assert corpus.get(event), f"the corpus has no example of {event}: has its layout changed?"
         for example in corpus[event]:
+            if event == "issues" and example.get("action") not in ISSUE_EVIDENCE:
+                continue
             payload = copy.deepcopy(example)
             if not isinstance(payload.get("installation"), dict):
                 payload["installation"] = {"id": INSTALLATION}

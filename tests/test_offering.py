@@ -113,24 +113,28 @@ def test_an_issue_opened_with_claim_is_created_claimed_by_its_author_in_one_tran
         assert [event.type for event in history(scene)] == ["created", "claimed"]
 
 
-def test_closing_an_open_issue_withdraws_it_and_reopening_offers_it_again(database_url: str) -> None:
+def test_closing_and_reopening_an_open_issue_is_evidence_and_changes_no_ticket(database_url: str) -> None:
     with staged(database_url) as scene:
         open_issue(scene, "olivia", "Empty state for the cart")
         scene.person("maria").close_issue(scene.full_name, scene.number, "not_planned")
-        scene.settle()
-        withdrawn = ticket(scene)
-        assert withdrawn is not None and withdrawn.state is WorkState.WITHDRAWN
-        last = history(scene)[-1]
-        assert (last.type, last.actor, last.data["offering"]) == ("withdrawn", "maria", "closed")
-        assert last.data["reason"] == "the issue was closed"
-        scene.drain()
-        assert scene.labels() == {"baton:withdrawn"}
-
         scene.person("maria").reopen_issue(scene.full_name, scene.number)
         scene.settle()
-        reopened = ticket(scene)
-        assert reopened is not None and reopened.state is WorkState.OPEN
-        assert history(scene)[-1].data["offering"] == "offered"
+        still = ticket(scene)
+        assert still is not None and still.state is WorkState.OPEN and still.revision == 1
+        assert [event.type for event in history(scene)] == ["created"]
+
+
+def test_an_issue_reopened_that_baton_never_tracked_is_offered(database_url: str) -> None:
+    with staged(database_url) as scene:
+        world = scene.hub.world
+        with world.lock:  # closed before Baton was installed: GitHub never told Baton of it
+            issue = world.add_issue(scene.repository, "Closed long ago", world.account("olivia"))
+            issue.state = "closed"
+        scene.number = issue.number
+        scene.person("maria").reopen_issue(scene.full_name, scene.number)
+        scene.settle()
+        offered = ticket(scene)
+        assert offered is not None and offered.state is WorkState.OPEN
         scene.drain()
         assert scene.labels() == {"baton:open"}
 

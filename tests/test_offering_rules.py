@@ -44,7 +44,7 @@ def test_only_a_withdrawn_ticket_is_put_back_and_replay_rebuilds_both_changes() 
     assert reoffer(_ticket(WorkState.OPEN), "maria") is None
     assert reoffer(_ticket(WorkState.CLAIMED, "agent-a", 1), "maria") is None
     ticket, created = create(KEY, "octo/shop", "olivia")
-    out = withdrawal(ticket, "maria", "closed")
+    out = withdrawal(ticket, "maria", "unlabeled", label="agents")
     back = reoffer(out.ticket, "maria")
     assert back is not None and back.ticket.state is WorkState.OPEN and back.event.type == "reopened"
     assert replay(KEY, "octo/shop", [created, out.event, back.event]) == back.ticket
@@ -52,7 +52,7 @@ def test_only_a_withdrawn_ticket_is_put_back_and_replay_rebuilds_both_changes() 
 
 def test_a_withdraw_command_is_told_apart_from_offering() -> None:
     by_hand = Event("withdrawn", "maria", Role.REPOSITORY_MAINTAINER, 2, 0, {"reason": "duplicate", "ended": None})
-    by_offering = withdrawal(_ticket(WorkState.OPEN), "maria", "closed").event
+    by_offering = withdrawal(_ticket(WorkState.OPEN), "maria", "unlabeled", label="agents").event
     assert not withdrawn_by_offering([by_hand])
     assert withdrawn_by_offering([by_hand, by_offering])
     assert not withdrawn_by_offering([by_offering, by_hand])

@@ -2,8 +2,8 @@
 
 A repository offers every open issue (`offer: all`) or only those carrying its `offer_label`
 (`offer: labeled`). An offered issue becomes an `open` ticket. An open ticket whose issue stops being
-offered (the label removed, the issue closed) is withdrawn, and comes back as `open` when it is offered
-again; a ticket somebody works on is left alone. An issue that is deleted or moved to another repository
+offered (its label removed) is withdrawn, and comes back as `open` when it is offered again; a ticket
+somebody works on is left alone. An issue that is deleted or moved to another repository
 is gone from where its ticket lives: its ticket is withdrawn in any unfinished state, and the attempt
 running on it ends.
 
@@ -20,14 +20,12 @@ from .transitions import Applied, evolve
 
 # What made offering change a ticket, as its event's `offering` datum records it.
 UNLABELED = "unlabeled"
-CLOSED = "closed"
 DELETED = "deleted"
 TRANSFERRED = "transferred"
 OFFERED = "offered"
 
 REASONS = {
     UNLABELED: "the label `{label}` was removed, so the issue is no longer offered",
-    CLOSED: "the issue was closed",
     DELETED: "the issue was deleted",
     TRANSFERRED: "the issue was moved to {where}",
     OFFERED: "the issue is offered again",

@@ -1,5 +1,5 @@
 """Deliveries that change what a repository offers (`baton.domain.offering`): an issue opened, labelled,
-unlabelled, closed, reopened, deleted or transferred, and the App installed on repositories that already
+unlabelled, reopened, deleted or transferred, and the App installed on repositories that already
 hold open issues.
 
 An installation (or repositories added to one) does not list the issues while GitHub waits for the answer,
@@ -16,7 +16,7 @@ import json
 import uuid
 
 from baton.domain import TicketKey
-from baton.domain.offering import CLOSED, DELETED, TRANSFERRED, UNFINISHED, UNLABELED, offered
+from baton.domain.offering import DELETED, TRANSFERRED, UNFINISHED, UNLABELED, offered
 from baton.domain.status import LABELS
 from baton.github.issues import label_names
 from baton.github.webhooks import dig, full_name, issue_number, login, number, text
@@ -51,10 +51,12 @@ def _offering(intake: Intake) -> Offering:
     return intake.offering or Offering(intake.work)
 
 
-def _offer_if_offered(intake: Intake, envelope: Envelope, issue: Issue, part: str = "") -> None:
+def _offer_if_offered(
+    intake: Intake, envelope: Envelope, issue: Issue, part: str = "", *, new_only: bool = False
+) -> None:
     policy = intake.policy(issue.key.installation_id, issue.repository, issue.key, envelope.sender)
     if offered(policy, issue.labels):
-        _offering(intake).offer(issue, envelope.sender or BATON, _operation(envelope, part))
+        _offering(intake).offer(issue, envelope.sender or BATON, _operation(envelope, part), new_only=new_only)
 
 
 def opened_requests(intake: Intake, envelope: Envelope) -> list[Request] | None:
@@ -95,22 +97,14 @@ def labels(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     return ()
 
 
-def closed(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
-    """An issue closed: evidence (`issue_state`), and its ticket withdrawn if nobody took it yet. A ticket
-    somebody works on stays: a merged "Fixes #N" closes the issue, and the work waits for review."""
-    issue_state(intake, envelope)
-    issue = _issue(envelope)
-    if issue is not None and intake.active(envelope):
-        _offering(intake).withdraw(issue, envelope.sender or BATON, _operation(envelope), CLOSED)
-    return ()
-
-
 def reopened(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
-    """An issue reopened: evidence, and offered again when the repository offers it."""
+    """An issue reopened: evidence (`issue_state`), and, when Baton has no ticket for it yet (it was closed
+    before Baton heard of it), offered as a new one. Closing and reopening are evidence about the issue:
+    they never change a ticket that exists."""
     issue_state(intake, envelope)
     issue = _issue(envelope)
     if issue is not None and intake.active(envelope):
-        _offer_if_offered(intake, envelope, issue)
+        _offer_if_offered(intake, envelope, issue, new_only=True)
     return ()
 
 

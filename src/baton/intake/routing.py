@@ -19,12 +19,11 @@ from .briefs import issue_edited
 from .commands import comment_created, comment_requests, review_commands
 from .context import DirectoryUnavailable, Intake
 from .envelope import Envelope
-from .evidence import evidence
+from .evidence import evidence, issue_state
 from .installations import STATUS, installation, installation_repositories
 from .offering import (
     BACKFILL,
     backfill_delivery,
-    closed,
     deleted,
     labels,
     opened,
@@ -49,7 +48,7 @@ def _review_submitted(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]
 HANDLERS: dict[tuple[str, str], Handler] = {
     **{(event, action): evidence for event, kind in EVIDENCE_EVENTS.items() for action in kind.actions},
     ("pull_request_review", "submitted"): _review_submitted,
-    ("issues", "closed"): closed,
+    ("issues", "closed"): issue_state,
     ("issues", "reopened"): reopened,
     ("issues", "deleted"): deleted,
     ("issues", "transferred"): transferred,

@@ -29,9 +29,9 @@ class Offering:
         self.work = work
         self.units: Units = work.units
 
-    def offer(self, issue: Issue, actor: str, operation_id: str) -> str:
-        """Make an offered issue an open ticket, or put back one offering withdrew. The caller has checked
-        that the repository offers the issue."""
+    def offer(self, issue: Issue, actor: str, operation_id: str, *, new_only: bool = False) -> str:
+        """Make an offered issue an open ticket, or put back one offering withdrew (unless `new_only`). The
+        caller has checked that the repository offers the issue."""
 
         def attempt(uow: UnitOfWork) -> str:
             first = uow.work.results([operation_id]).get(operation_id)
@@ -41,6 +41,8 @@ class Offering:
             if stored is None:
                 ticket_id, _ = self.work.new_ticket(uow, issue, operation_id, read_brief(issue.body))
                 return _done(uow, issue, ticket_id, operation_id, CREATED)
+            if new_only:
+                return TRACKED
             applied = reoffer(stored.ticket, actor)
             if applied is None or not withdrawn_by_offering(uow.work.events(stored.id)):
                 return TRACKED  # nothing changes, and nothing is recorded
