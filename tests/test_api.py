@@ -29,6 +29,7 @@ from baton.store import evidence as store_evidence
 from baton.store import statements
 from baton.store.reads import Reads
 from baton.store.tables import tickets
+from baton.store.timeline import TimelineReads
 from baton.web import create_app
 
 TOKEN = "t0k"
@@ -666,18 +667,18 @@ def test_an_unknown_state_is_422_listing_the_valid_states(client: TestClient, ra
 
 
 def test_reads_refuses_a_limit_outside_its_bounds(app: FastAPI) -> None:
-    reads = Reads(app.state.work.units.engine)
+    reads = TimelineReads(app.state.work.units.engine)
     assert reads.tickets(limit=1) == []
     for bad in (0, 501):
         with pytest.raises(ValueError, match="limit must be between 1 and 500"):
             reads.tickets(limit=bad)
     assert reads.ticket("octo/shop", 1) is None
-    assert reads.events("octo/shop", 1) is None
+    assert reads.timeline("octo/shop", 1) is None
 
 
 def test_reads_write_nothing(app: FastAPI, rail: Rail) -> None:
     populate(rail)
-    reads = Reads(app.state.work.units.engine)
+    reads = TimelineReads(app.state.work.units.engine)
     engine = app.state.work.units.engine
     statements: list[str] = []
 
@@ -688,7 +689,7 @@ def test_reads_write_nothing(app: FastAPI, rail: Rail) -> None:
     try:
         assert reads.ticket("octo/shop", 42) is not None
         assert len(reads.tickets(state=WorkState.CLAIMED)) == 2
-        assert reads.events("octo/shop", 42) is not None
+        assert reads.timeline("octo/shop", 42) is not None
     finally:
         event.remove(engine, "before_cursor_execute", record)
     assert set(statements) <= {"SELECT", "BEGIN", "SHOW", "SET"}, statements

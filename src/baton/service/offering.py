@@ -17,7 +17,7 @@ from baton.domain import Event, Ticket, WorkState
 from baton.domain.offering import reoffer, withdrawal, withdrawn_by_offering
 from baton.store import Conflict, StoredTicket
 
-from .unit import UnitOfWork, Units
+from .unit import UnitOfWork
 from .work import Issue, WorkService
 
 # What `offer` did: made a ticket, put a withdrawn one back, found one already there, or had done it before.
@@ -27,7 +27,6 @@ CREATED, REOFFERED, TRACKED, DUPLICATE = "created", "reoffered", "tracked", "dup
 class Offering:
     def __init__(self, work: WorkService) -> None:
         self.work = work
-        self.units: Units = work.units
 
     def offer(self, issue: Issue, actor: str, operation_id: str, *, new_only: bool = False) -> str:
         """Make an offered issue an open ticket, or put back one offering withdrew (unless `new_only`). The
@@ -49,7 +48,7 @@ class Offering:
             _change(uow, stored, applied.ticket, applied.event, operation_id)
             return _done(uow, issue, stored.id, operation_id, REOFFERED)
 
-        return self.units.settle(f"operation {operation_id}", attempt)
+        return self.work.units.settle(f"operation {operation_id}", attempt)
 
     def offer_all(self, issues: Sequence[Issue], actor: str, operation: str) -> dict[str, int]:
         """`offer` each issue (operation ids `operation:NUMBER`); how many of each result."""
@@ -84,7 +83,7 @@ class Offering:
             _done(uow, issue, stored.id, operation_id, "withdrawn", show=show)
             return True
 
-        return self.units.settle(f"operation {operation_id}", attempt)
+        return self.work.units.settle(f"operation {operation_id}", attempt)
 
 
 def _change(uow: UnitOfWork, stored: StoredTicket, after: Ticket, event: Event, operation_id: str) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from baton.domain import Policy, Ticket, WorkState
@@ -113,8 +113,7 @@ class Sweep:
             cutoff = self.units.clock.now() - timedelta(seconds=policy.stale_after)
             if not uow.activity.flag(claim.ticket_id, claim.since, cutoff):
                 return False  # flagged by another process, or activity came since the sweep read it
-            quiet = uow.activity.quiet(claim.key)
-            since = quiet[0] if quiet is not None else claim.since
+            since = _quiet_since(uow, claim)
             uow.activity.append_event(claim.ticket_id, flagged_stale(ticket, since, policy))
             assert ticket.runner is not None
             reply = ("reply", None, ticket.runner, stale_text(ticket, since, policy))
@@ -132,8 +131,7 @@ class Sweep:
             ticket = _claimed(uow, claim)
             if ticket is None:
                 return False
-            quiet = uow.activity.quiet(claim.key)
-            since = quiet[0] if quiet is not None else claim.since
+            since = _quiet_since(uow, claim)
             if self.units.clock.now() - since < after:
                 return False  # activity came since the sweep read it
             decision = auto_release(ticket, since, policy)
@@ -151,6 +149,12 @@ class Sweep:
             return True
 
         return self.units.settle(f"releasing ticket {claim.ticket_id}", attempt)
+
+
+def _quiet_since(uow: UnitOfWork, claim: QuietClaim) -> datetime:
+    """When the claim's runner was last active, as the row locked now says (the sweep's read may be older)."""
+    quiet = uow.activity.quiet(claim.key)
+    return quiet[0] if quiet is not None else claim.since
 
 
 def _claimed(uow: UnitOfWork, claim: QuietClaim) -> Ticket | None:

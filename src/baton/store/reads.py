@@ -27,7 +27,7 @@ from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, bi
 from baton.domain import WorkState
 
 from .engine import READ_ONLY
-from .tables import attempts, deliveries, events, evidence_rails, reviews, tickets
+from .tables import attempts, deliveries, evidence_rails, reviews, tickets
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
@@ -90,18 +90,6 @@ class TicketDetail:
     evidence_updated_at: datetime | None = None
 
 
-@dataclass(frozen=True)
-class EventRecord:
-    type: str
-    actor: str
-    role: str
-    attempt: int
-    revision: int
-    operation_id: str | None
-    data: dict[str, Any]
-    created_at: datetime
-
-
 def utc(value: datetime) -> datetime:
     """A stored timestamp as an aware datetime in UTC (naive ones were written in UTC)."""
     if value.tzinfo is None:
@@ -162,7 +150,6 @@ _REVIEWS = select(reviews).where(reviews.c.ticket_id == bindparam("ticket")).ord
 _RAIL = select(evidence_rails.c.rail, evidence_rails.c.updated_at).where(
     evidence_rails.c.ticket_id == bindparam("ticket")
 )
-_EVENTS = select(events).where(events.c.ticket_id == bindparam("ticket")).order_by(events.c.id)
 
 
 class Reads:
@@ -267,35 +254,12 @@ class Reads:
             query = query.order_by(name, tickets.c.repository, tickets.c.number, tickets.c.id).limit(limit)
             return [_summary(row) for row in connection.execute(query).mappings()]
 
-    def events(self, repository: str, number: int) -> list[EventRecord] | None:
-        """A ticket's history, oldest first; None when there is no such ticket."""
-        with self._connect() as connection:
-            found = self._find(connection, repository, number)
-            if found is None:
-                return None
-            ticket_id, _ = found
-            rows = connection.execute(_EVENTS, {"ticket": ticket_id})
-            return [
-                EventRecord(
-                    type=e.type,
-                    actor=e.actor,
-                    role=e.role,
-                    attempt=e.attempt,
-                    revision=e.revision,
-                    operation_id=e.operation_id,
-                    data=dict(e.data),
-                    created_at=utc(e.created_at),
-                )
-                for e in rows
-            ]
-
 
 __all__ = [
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
     "AttemptRecord",
     "DeliveryRecord",
-    "EventRecord",
     "Reads",
     "ReviewRecord",
     "TicketDetail",
