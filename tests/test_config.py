@@ -6,6 +6,7 @@ import base64
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+import httpx
 import pytest
 import respx
 
@@ -177,21 +178,32 @@ def test_the_organisations_file_is_the_fallback_then_the_defaults(github: respx.
     assert GitHubConfigs(app).load(1, "octo/shop") == Loaded(Policy(), "defaults")
 
 
-def forget(configs: GitHubConfigs, installation_id: int, repository: str) -> None:
-    """Have the next `load` read the file again, as if the cache had expired."""
-    with configs._lock:
-        configs._cache.pop((installation_id, repository.lower()), None)
-
-
 def test_settings_are_cached_and_forgotten_on_demand(github: respx.MockRouter, app: GitHubApp) -> None:
     route = github.get(REPO_FILE).respond(200, json=file("max_active_claims: 1\n"))
     configs = GitHubConfigs(app)
     configs.load(1, "octo/shop")
     configs.load(1, "Octo/Shop")
     assert route.call_count == 1
-    forget(configs, 1, "octo/shop")
+    configs.forget(1, "octo/shop")
     configs.load(1, "octo/shop")
     assert route.call_count == 2
+
+
+def test_a_read_under_way_when_the_settings_are_pushed_is_not_kept(github: respx.MockRouter, app: GitHubApp) -> None:
+    """A push (`forget`) arriving while a command reads the file: that read may have the old file, so it
+    serves its command but the next `load` reads again."""
+    configs = GitHubConfigs(app)
+
+    def pushed_meanwhile(request: httpx.Request) -> httpx.Response:
+        configs.forget(1, "octo/shop")
+        return httpx.Response(200, json=file("max_active_claims: 1\n"))
+
+    route = github.get(REPO_FILE).mock(side_effect=pushed_meanwhile)
+    assert configs.load(1, "octo/shop").policy.max_active_claims == 1
+    route.mock(side_effect=None).respond(200, json=file("max_active_claims: 2\n"))
+    assert configs.load(1, "octo/shop").policy.max_active_claims == 2  # read again
+    route.respond(200, json=file("max_active_claims: 3\n"))
+    assert configs.load(1, "octo/shop").policy.max_active_claims == 2  # that read is kept
 
 
 def test_an_invalid_file_keeps_the_last_good_settings_and_says_why(github: respx.MockRouter, app: GitHubApp) -> None:
@@ -199,7 +211,7 @@ def test_an_invalid_file_keeps_the_last_good_settings_and_says_why(github: respx
     configs = GitHubConfigs(app)
     assert configs.load(1, "octo/shop").policy.max_active_claims == 1
     route.respond(200, json=file("max_active_claims: lots\n"))
-    forget(configs, 1, "octo/shop")
+    configs.forget(1, "octo/shop")
     loaded = configs.load(1, "octo/shop")
     assert loaded.policy == Policy(max_active_claims=1)
     assert loaded.problems == ("`max_active_claims` must be a whole number from 1 to 100, not 'lots'",)

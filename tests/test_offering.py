@@ -29,10 +29,10 @@ def staged(database_url: str, settings_file: str | None = None) -> Iterator[Scen
         with stage.hub.world.lock:
             for name, (colour, description) in LABELS.items():
                 stage.hub.world.create_label(stage.repository, name, colour, description)
-            if settings_file is not None:
-                stage.repository.files[".github/baton.yml"] = settings_file
         scene = Scene(stage, 0)
         scene.settle()  # the installation, as GitHub told Baton
+        if settings_file is not None:  # pushed: what Baton read of the settings at the installation is forgotten
+            scene.configure(settings_file)
         yield scene
         assert stage.hub.all_problems() == []
 

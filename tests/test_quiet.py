@@ -32,9 +32,8 @@ def clock() -> ManualClock:
 
 def _scene(database_url: str, clock: ManualClock, settings: str) -> Iterator[Scene]:
     with opened(database_url, clock=clock) as scene:
-        with scene.hub.world.lock:
-            scene.repository.files[".github/baton.yml"] = settings
         scene.settle()
+        scene.configure(settings)  # pushed: whatever Baton read of the repository's settings before is forgotten
         yield scene
 
 

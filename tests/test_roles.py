@@ -166,10 +166,10 @@ def _cast(scene: Scene, settings: str) -> None:
             scene.hub.world.account(login, "Bot" if login.endswith("[bot]") else "User")
             scene.repository.permissions[login.lower()] = role
         scene.hub.world.join_team("octo", "qa", "tess")
-        # the setups have agent-a hold many claims at once
-        scene.repository.files[".github/baton.yml"] = "max_active_claims: 100\n" + SETTINGS[settings]
     for login, _ in ACTORS.values():
         scene.people[login] = scene.hub.person(login, kind="Bot" if login.endswith("[bot]") else "User")
+    # the setups have agent-a hold many claims at once
+    scene.configure("max_active_claims: 100\n" + SETTINGS[settings], by="ada")
 
 
 def _prepare(scene: Scene, cell: Cell) -> None:

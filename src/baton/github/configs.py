@@ -43,6 +43,7 @@ class GitHubConfigs:
         self.ttl = ttl
         self._cache: dict[tuple[int, str], tuple[float, Loaded]] = {}
         self._good: dict[tuple[int, str], Loaded] = {}
+        self._forgotten = 0  # how many times `forget` ran: a read begun before it is not cached
         self._lock = threading.Lock()
 
     def load(self, installation_id: int, repository: str) -> Loaded:
@@ -50,6 +51,7 @@ class GitHubConfigs:
         now = time.monotonic()
         with self._lock:
             cached = self._cache.get(key)
+            forgotten = self._forgotten
         if cached is not None and now - cached[0] < self.ttl:
             return cached[1]
         owner = repository.partition("/")[0]
@@ -67,9 +69,10 @@ class GitHubConfigs:
                 log.warning("%s:%s is invalid, keeping %s: %s", source, PATH, good.source, error)
             break
         with self._lock:
-            if not loaded.problems:
-                self._good[key] = loaded
-            self._cache[key] = (now, loaded)
+            if forgotten == self._forgotten:  # else a push came while reading: what was read may be old
+                if not loaded.problems:
+                    self._good[key] = loaded
+                self._cache[key] = (now, loaded)
         return loaded
 
     def forget(self, installation_id: int, repository: str) -> None:
@@ -77,6 +80,7 @@ class GitHubConfigs:
         push to the organisation's `owner/.github`, their fallback). The last good settings stay known."""
         owner, _, name = repository.lower().partition("/")
         with self._lock:
+            self._forgotten += 1
             for cached in list(self._cache):
                 if cached[0] == installation_id and (
                     cached[1] == repository.lower() or (name == ".github" and cached[1].startswith(f"{owner}/"))
