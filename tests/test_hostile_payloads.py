@@ -143,3 +143,25 @@ def test_extreme_values_in_real_payloads_never_answer_500_and_never_fail_later(
         assert stored is not None and stored.status in ("done", "ignored"), stored
         assert stored.attempts == 1, stored
     assert all(n > 0 for n in numbers), numbers
+
+
+@pytest.mark.parametrize("value", [2_147_483_648, "README.md", None, {"path": ".github/baton.yml"}])
+def test_a_push_whose_file_lists_are_not_lists_is_decided(client: TestClient, value: Any) -> None:
+    """A push to the default branch is read for a changed `.github/baton.yml`; a commit's `added`,
+    `modified` or `removed` that is not a list of paths is no such change, and no failure."""
+    pushes = [p for e, p in EXAMPLES if e == "push" and p["ref"] == f"refs/heads/{p['repository']['default_branch']}"]
+    assert pushes, "the corpus has no push to a default branch: has its layout changed?"
+    for kind in ("added", "modified", "removed"):
+        payload = copy.deepcopy(pushes[0])
+        payload["commits"][0][kind] = value
+        delivery = f"push-{kind}-{next(DELIVERIES)}"
+        body = json.dumps(payload).encode()
+        response = client.post("/webhooks/github", content=body, headers={
+            "X-GitHub-Event": "push", "X-GitHub-Delivery": delivery, "Content-Type": "application/json",
+            "X-Hub-Signature-256": signature(SECRET.encode(), body),
+        })  # fmt: skip
+        assert response.status_code == 202, response.text
+        c = t.webhook_deliveries.c
+        with client.app.state.work.units.engine.connect() as connection:  # type: ignore[attr-defined]
+            stored = connection.execute(select(c.status, c.error).where(c.id == delivery)).one()
+        assert stored.status in ("done", "ignored"), (kind, stored)

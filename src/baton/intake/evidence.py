@@ -72,8 +72,8 @@ def _touches_settings(payload: dict[str, Any]) -> bool:
         return False
     commits = dig(payload, "commits", default=[])
     return any(
-        PATH in (commit.get(kind) or [])
+        isinstance(paths, list) and PATH in paths
         for commit in (commits if isinstance(commits, list) else [])
         if isinstance(commit, dict)
-        for kind in ("added", "modified", "removed")
+        for paths in (commit.get("added"), commit.get("modified"), commit.get("removed"))
     )
