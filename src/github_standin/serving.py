@@ -16,7 +16,7 @@ class Served:
     """`with Served(app) as served:` serves `app` at `served.url` until the block ends."""
 
     def __init__(self, app: Any, *, port: int = 0, log_level: str = "warning") -> None:
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", port))
         self.port = int(self._socket.getsockname()[1])
