@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from baton.domain import Brief, WorkState, replay
+from local_http import HTTP
 from standin_scene import Scene, opened
 
 TOKEN = "brief-read-token"
@@ -61,7 +61,7 @@ def edit(scene: Scene, body: str, by: str = "olivia") -> None:
 
 
 def api(scene: Scene, path: str) -> dict:  # type: ignore[type-arg]
-    response = httpx.get(
+    response = HTTP.get(
         f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues/{scene.number}{path}",
         headers={"Authorization": f"Bearer {TOKEN}"},
         timeout=10,

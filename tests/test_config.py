@@ -14,7 +14,7 @@ from baton.config import ConfigError, duration, parse
 from baton.domain import Policy
 from baton.github.client import AppCredentials, GitHubApp
 from baton.github.configs import GitHubConfigs, Loaded
-from keys import app_key
+from keys import app_private_key
 
 API = "https://github.example.test/api/v3"
 
@@ -134,7 +134,7 @@ def test_bad_durations(text: object) -> None:
 
 @pytest.fixture(scope="module")
 def app() -> GitHubApp:
-    return GitHubApp(AppCredentials(4711, app_key()), API)
+    return GitHubApp(AppCredentials(4711, app_private_key()), API)
 
 
 @pytest.fixture

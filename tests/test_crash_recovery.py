@@ -47,6 +47,7 @@ from bench.webhook_race import (
     wait_for,
     writes,
 )
+from local_http import HTTP
 
 ISSUES, CLAIMERS, KILLS = 12, 6, 20
 STATUS_MARKER = "<!-- baton:status -->"
@@ -101,7 +102,7 @@ def send(port: int, delivery: str, body: bytes) -> int | None:
     headers = {"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": delivery,
                "X-Hub-Signature-256": signature(SECRET.encode(), body), "Content-Type": "application/json"}  # fmt: skip
     try:
-        return httpx.post(f"http://127.0.0.1:{port}/webhooks/github", content=body, headers=headers,
+        return HTTP.post(f"http://127.0.0.1:{port}/webhooks/github", content=body, headers=headers,
                           timeout=5).status_code  # fmt: skip
     except httpx.HTTPError:
         return None
@@ -176,7 +177,7 @@ def test_twenty_kill_9s_lose_no_acknowledged_delivery_and_double_nothing(
                     .where(t.events.c.type == "claimed"))
             )  # fmt: skip
             operations = connection.execute(select(func.count()).select_from(t.operations)).scalar_one()
-        shown = httpx.get(f"{api}/_standin/issues", params={"repository": REPOSITORY}).json()["issues"]
+        shown = HTTP.get(f"{api}/_standin/issues", params={"repository": REPOSITORY}).json()["issues"]
         written = [w for w in writes(api) if w["repository"] == REPOSITORY]
 
     # 0 lost: every claim decided once, every issue with exactly one runner among its claimers

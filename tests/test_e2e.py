@@ -26,6 +26,7 @@ from github_standin.contract import Contract, ContractUnavailable
 from github_standin.people import Person
 from github_standin.server import Fault
 from keys import app_key, app_public_key
+from local_http import HTTP
 
 TOKEN = "e2e-read-token"
 
@@ -44,7 +45,7 @@ def stage(database_url: str) -> Iterator[Stage]:
 
 
 def api(stage: Stage, path: str) -> httpx.Response:
-    return httpx.get(f"{stage.baton_url}/api/v1{path}", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
+    return HTTP.get(f"{stage.baton_url}/api/v1{path}", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
 
 
 @pytest.mark.long

@@ -10,7 +10,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import select, update
 
@@ -18,6 +17,7 @@ import standin_scene
 from baton.domain import WorkState
 from baton.store import tables as t
 from github_standin.server import Fault
+from local_http import HTTP
 from payloads import HEAD, LATER, MERGE, NEWER
 from standin_scene import Scene
 
@@ -113,7 +113,7 @@ def test_a_reported_branch_at_another_commit_is_a_mismatch(scene: Scene) -> None
     scene.drain()
     assert "**Mismatch:** Reported commit 1a2b3c4 is not the head of branch wip (5e6f7a8)" in lines(scene)
     # the read API is off here: no token
-    body = httpx.get(f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues/{scene.number}")
+    body = HTTP.get(f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues/{scene.number}")
     assert body.status_code == 403
 
 

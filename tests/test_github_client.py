@@ -11,7 +11,9 @@ import httpx
 import jwt
 import pytest
 import respx
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from githubkit.exception import RequestFailed
 from pydantic import SecretStr
 
@@ -62,14 +64,22 @@ def test_a_malformed_key_is_refused_without_echoing_it() -> None:
     assert "SECRETSECRET" not in str(raised.value)
 
 
+def _loaded(pem: str) -> RSAPrivateKey:
+    key = serialization.load_pem_private_key(pem.encode(), password=None)
+    assert isinstance(key, RSAPrivateKey)
+    return key
+
+
 def test_a_key_in_one_line_and_a_key_file_both_work(pem: str, tmp_path: Path) -> None:
     one_line = pem.strip().replace("\n", "\\n")
     credentials = app_credentials(settings(app_id=APP_ID, private_key=SecretStr(one_line)))
-    assert credentials is not None and credentials.private_key == pem
+    assert credentials is not None and credentials.app_id == APP_ID
+    assert credentials.private_key.private_numbers() == _loaded(pem).private_numbers()
     assert "BEGIN" not in repr(credentials)
     (tmp_path / "app.pem").write_text(pem)
     from_file = app_credentials(settings(app_id=APP_ID, private_key_path=str(tmp_path / "app.pem")))
-    assert from_file == credentials
+    assert from_file is not None and from_file.app_id == APP_ID
+    assert from_file.private_key.private_numbers() == credentials.private_key.private_numbers()
     with pytest.raises(SettingsError, match="is not a readable file"):
         app_credentials(settings(app_id=APP_ID, private_key_path=str(tmp_path / "missing.pem")))
 

@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import insert
 
@@ -33,6 +32,7 @@ from corpus import missing
 from github_standin.contract import Contract, ContractUnavailable
 from github_standin.server import Fault
 from keys import app_key, app_public_key
+from local_http import HTTP
 
 TOKEN = "lanes-read-token"
 SHOP = "octo/shop"
@@ -55,7 +55,7 @@ def stage(database_url: str) -> Iterator[Stage]:
 
 
 def ticket(stage: Stage, number: int) -> dict[str, Any]:
-    answer = httpx.get(f"{stage.baton_url}/api/v1/repos/{SHOP}/issues/{number}",
+    answer = HTTP.get(f"{stage.baton_url}/api/v1/repos/{SHOP}/issues/{number}",
                        headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)  # fmt: skip
     return dict(answer.json()) if answer.status_code == 200 else {}
 

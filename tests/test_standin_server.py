@@ -34,6 +34,7 @@ from github_standin.server import Fault, StandIn
 from github_standin.serving import Served
 from github_standin.world import World
 from keys import app_key, app_public_key
+from local_http import HTTP
 
 APP_ID = 77
 SECRET = "stand-in secret"
@@ -309,16 +310,16 @@ def test_python_m_github_standin_serves_the_prepared_world_on_127_0_0_1(tmp_path
         deadline = time.monotonic() + 30
         while True:
             try:
-                answer = httpx.get(f"http://127.0.0.1:{port}/_standin/writes")
+                answer = HTTP.get(f"http://127.0.0.1:{port}/_standin/writes")
                 break
             except httpx.TransportError:
                 assert process.poll() is None and time.monotonic() < deadline
                 time.sleep(0.05)
         assert answer.json() == {"writes": []}
-        minted = httpx.post(f"http://127.0.0.1:{port}/app/installations/7/access_tokens",
+        minted = HTTP.post(f"http://127.0.0.1:{port}/app/installations/7/access_tokens",
                             headers={"Authorization": f"Bearer {app_jwt()}"})  # fmt: skip
         auth = {"Authorization": f"token {minted.json()['token']}"}
-        issue = httpx.get(f"http://127.0.0.1:{port}/repos/octo/race/issues/2", headers=auth).json()
+        issue = HTTP.get(f"http://127.0.0.1:{port}/repos/octo/race/issues/2", headers=auth).json()
         assert (issue["number"], issue["state"], issue["user"]["login"]) == (2, "open", "octo")
     finally:
         process.terminate()

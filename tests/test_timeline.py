@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 import test_api
 from baton.domain import WorkState
 from baton.store.timeline import Cursor, evidence_rail
+from local_http import HTTP
 from payloads import MERGE
 from standin_scene import Scene, opened
 from test_api import TIMELINE_42, Rail, full_life
@@ -120,7 +120,7 @@ def test_the_timeline_after_a_claim_a_pull_request_merged_and_a_deployment(scene
     scene.drain()
 
     url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues/{scene.number}/events"
-    answer = httpx.get(url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).json()
+    answer = HTTP.get(url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).json()
     timeline = answer["events"]
     assert answer["next"] is None
     assert [e["created_at"] for e in timeline] == sorted(e["created_at"] for e in timeline)

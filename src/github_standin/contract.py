@@ -279,6 +279,10 @@ def _githubkit_adapter(spec: str) -> pydantic.TypeAdapter[Any]:
     return TypeAdapter(functools.reduce(operator.or_, members))
 
 
+# Headers no operation of GitHub's description declares, and that differ between otherwise equal requests.
+_UNDESCRIBED_HEADERS = frozenset({"authorization", "host", "content-length", "user-agent", "connection"})
+
+
 class Contract:
     """GitHub's REST description for the operations in OPERATIONS, loaded into openapi-core once a process."""
 
@@ -299,6 +303,7 @@ class Contract:
         # and tests/test_standin_contract.py runs it once.
         config = Config(spec_validator_cls=None)  # type: ignore[arg-type]  # None is openapi-core's documented "off"
         self._openapi: openapi_core.OpenAPI = OpenAPI.from_dict(subset, config=config)
+        self._checked: dict[tuple[Any, ...], tuple[str, ...]] = {}  # request -> its problems
 
     @classmethod
     def load(cls, root: Path | None = None) -> Contract:
@@ -360,7 +365,20 @@ class Contract:
     def request_problems(
         self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str], body: bytes | None
     ) -> list[str]:
-        """What is wrong with a request for GitHub (empty: nothing): parameters, query and JSON body."""
+        """What is wrong with a request for GitHub (empty: nothing): parameters, query and JSON body. Requests
+        repeat (the same label added on every claim): each distinct one is checked once."""
+        kept = tuple(sorted((k.lower(), v) for k, v in headers.items() if k.lower() not in _UNDESCRIBED_HEADERS))
+        seen = (method.upper(), path, tuple(sorted(query.items())), kept, body)
+        known = self._checked.get(seen)
+        if known is None:
+            known = self._checked[seen] = tuple(self._request_problems(method, path, query, headers, body))
+            if len(self._checked) > 10_000:
+                self._checked.clear()
+        return list(known)
+
+    def _request_problems(
+        self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str], body: bytes | None
+    ) -> list[str]:
         covered = self._covered(method, path, "request")
         if isinstance(covered, str):
             return [covered]

@@ -8,6 +8,7 @@ share tokens between apps and tests) and keeps every client it builds in a varia
 
 from __future__ import annotations
 
+import functools
 import ssl
 import threading
 import time
@@ -15,10 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from githubkit import AppAuthStrategy, GitHub
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import RequestFailed
@@ -30,7 +33,7 @@ from baton.settings import Settings, SettingsError
 @dataclass(frozen=True)
 class AppCredentials:
     app_id: int
-    private_key: str  # PEM; never logged
+    private_key: RSAPrivateKey  # loaded once: loading checks the key, which costs more than signing with it
 
     def __repr__(self) -> str:
         return f"AppCredentials(app_id={self.app_id}, private_key=<hidden>)"
@@ -58,13 +61,30 @@ def app_credentials(settings: Settings) -> AppCredentials | None:
         )
     key = key.replace("\\n", "\n").strip() + "\n"  # a PEM pasted into one env line keeps its newlines
     try:
-        jwt.encode({"iss": str(settings.app_id)}, key, algorithm="RS256")
+        loaded = _loaded(key)
+        jwt.encode({"iss": str(settings.app_id)}, loaded, algorithm="RS256")
     except Exception as error:  # whatever the library says, the answer for the user is the same
         raise SettingsError(
             f"The App's private key is not a usable RSA PEM key ({type(error).__name__}). Download a new key "
             "from the App's settings and set BATON_PRIVATE_KEY or BATON_PRIVATE_KEY_PATH."
         ) from None
-    return AppCredentials(settings.app_id, key)
+    return AppCredentials(settings.app_id, loaded)
+
+
+@functools.lru_cache(maxsize=4)
+def _loaded(pem: str) -> RSAPrivateKey:
+    """The key, loaded and checked once per process (the check costs tens of milliseconds)."""
+    key = serialization.load_pem_private_key(pem.encode(), password=None)
+    if not isinstance(key, RSAPrivateKey):
+        raise TypeError("not an RSA key")
+    return key
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The TLS settings of every call to GitHub, made once per process (loading the CA certificates costs
+    about 20 ms)."""
+    return ssl.create_default_context()
 
 
 TIMEOUT = 10.0  # seconds a call to GitHub may take (setting `BATON_GITHUB_TIMEOUT`)
@@ -97,14 +117,15 @@ class GitHubApp:
     def __init__(self, credentials: AppCredentials, base_url: str, timeout: float | None = None) -> None:
         timeout = TIMEOUT if timeout is None else timeout
         self.app = GitHub(
-            AppAuthStrategy(str(credentials.app_id), credentials.private_key),
+            # githubkit hands the key to PyJWT, which takes a loaded key as well as PEM text
+            AppAuthStrategy(str(credentials.app_id), cast(str, credentials.private_key)),
             base_url=base_url.rstrip("/") + "/",
             cache_strategy=MemCacheStrategy(),
             auto_retry=False,
             timeout=timeout,
             # githubkit opens a client per request; built each time, the TLS context (loading the CA
             # certificates) cost more than the request itself, so one transport holds it for all of them.
-            transport=_Timed(timeout, verify=ssl.create_default_context()),
+            transport=_Timed(timeout, verify=_tls()),
         )
         self._installations: dict[int, GitHub[Any]] = {}
         self._lock = threading.Lock()
