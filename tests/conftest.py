@@ -110,14 +110,16 @@ def postgres_database() -> Iterator[str]:
         yield url_of(admin, name)
 
 
-def _truncate(engine: Engine) -> None:
+def _empty(engine: Engine) -> None:
+    """Every table emptied, its ids starting from 1 again. On PostgreSQL, DELETE and a sequence restart take
+    about 12 ms where TRUNCATE takes about 100 (it makes new files for every table and index)."""
     with engine.begin() as connection:
+        for table in reversed(metadata.sorted_tables):
+            connection.execute(table.delete())
         if connection.dialect.name == "postgresql":
-            names = ", ".join(table.name for table in metadata.sorted_tables)
-            connection.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
-        else:
-            for table in reversed(metadata.sorted_tables):
-                connection.execute(table.delete())
+            query = text("SELECT sequencename FROM pg_sequences WHERE schemaname = current_schema()")
+            for sequence in connection.execute(query).scalars():
+                connection.execute(text(f'ALTER SEQUENCE "{sequence}" RESTART'))
 
 
 @pytest.fixture(scope="session")
@@ -142,7 +144,7 @@ def sqlite_url(tmp_path: Path, migrated_sqlite_file: Path) -> str:
 @pytest.fixture
 def postgres_url(postgres_database: str) -> str:
     engine = make_engine(postgres_database)
-    _truncate(engine)
+    _empty(engine)
     engine.dispose()
     return postgres_database
 
