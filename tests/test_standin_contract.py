@@ -167,6 +167,7 @@ REST_CASES: list[tuple[str, str, int, Any, str]] = [
     ("GET", "/orgs/octo-org/teams/reviewers/memberships/alice", 200,
      shapes.team_membership(f"{API}/organizations/10/team/reviewers/memberships/alice", "maintainer", "pending"),
      "teams/get-membership-for-user-in-org"),
+    ("GET", "/user", 200, shapes.authenticated_user("agent-a", 7), "users/get-authenticated"),
 ]  # fmt: skip
 
 # (event, payload): every payload the stand-in delivers

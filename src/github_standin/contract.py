@@ -73,6 +73,7 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
     ("GET", "/repos/{owner}/{repo}/labels/{name}"),
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"),
     ("GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}"),
+    ("GET", "/user"),
 )
 
 # operationId -> the type githubkit parses its 2xx answer into (names in GITHUBKIT_MODELS_MODULE; `|`
@@ -103,6 +104,7 @@ GITHUBKIT_MODELS: Mapping[str, str] = {
     "issues/get-label": "Label",
     "pulls/get": "PullRequest",
     "teams/get-membership-for-user-in-org": "TeamMembership",
+    "users/get-authenticated": "PrivateUser | PublicUser",
 }
 
 _DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "tests" / "node_modules"

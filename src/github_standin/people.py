@@ -165,6 +165,11 @@ class Person:
     def login(self) -> str:
         return self.account.login
 
+    def token(self) -> str:
+        """A new token of this person's own (a personal access token), for Baton's agent API."""
+        with self.hub.world.lock:
+            return self.hub.world.user_token(self.login)
+
     def _context(self, full_name: str) -> tuple[World, Repository, shapes.Repo]:
         world = self.hub.world
         repository = world.repository(full_name)

@@ -184,6 +184,9 @@ class StandIn:
         if method == "POST" and minting is not None:
             with self.world.lock:
                 return self._mint(int(minting.group(1)), headers)
+        if method == "GET" and path == "/user":
+            with self.world.lock:
+                return 200, self._authenticated_user(base, headers)
         membership = re.fullmatch(r"/orgs/([^/]+)/teams/([^/]+)/memberships/([^/]+)", path)
         if method == "GET" and membership is not None:
             with self.world.lock:
@@ -232,6 +235,18 @@ class StandIn:
         token = Token(f"ghs_{secrets.token_hex(18)}", installation_id, self.world.now() + timedelta(hours=1))
         self.world.tokens[token.value] = token
         return 201, shapes.installation_token(token.value, token.expires_at)
+
+    def _authenticated_user(self, base: str, headers: dict[str, str]) -> Json:
+        """Whose token this is: a person's own token names them; an installation token is refused, as GitHub
+        refuses `GET /user` to an App."""
+        scheme, _, credential = headers.get("authorization", "").partition(" ")
+        login = self.world.user_tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
+        if login is None:
+            if credential in self.world.tokens:
+                raise Answer(403, "Resource not accessible by integration")
+            raise Answer(401, "Bad credentials")
+        account = self.world.accounts[login]
+        return shapes.authenticated_user(account.login, account.id, type=account.type, api_url=base)
 
     def _repository(self, owner: str, name: str, headers: dict[str, str]) -> Repository:
         scheme, _, credential = headers.get("authorization", "").partition(" ")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import secrets
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -198,6 +199,7 @@ class World:
         self.repositories: dict[str, Repository] = {}  # lower-case "owner/name" -> repository
         self.teams: dict[tuple[str, str], dict[str, Membership]] = {}  # lower-case (org, slug) -> login -> it
         self.tokens: dict[str, Token] = {}
+        self.user_tokens: dict[str, str] = {}  # a person's own token (personal or OAuth) -> their lower-case login
         self.apps: dict[int, App] = {}  # other GitHub Apps on the repositories (a CI reporting checks)
         self.ahead = timedelta()  # how far GitHub's clock runs ahead of the wall clock (`advance`)
         self._ids = itertools.count(1000)
@@ -218,6 +220,13 @@ class World:
         if found is None:
             found = self.accounts[login.lower()] = Account(login, self.next_id(), kind)
         return found
+
+    def user_token(self, login: str) -> str:
+        """A new token of `login`'s own, as a personal access token is (`GET /user` tells whose it is)."""
+        self.account(login)
+        token = f"ghp_{secrets.token_hex(18)}"
+        self.user_tokens[token] = login.lower()
+        return token
 
     @property
     def app(self) -> App:

@@ -81,7 +81,7 @@ def _loaded(pem: str) -> RSAPrivateKey:
 
 
 @functools.cache
-def _tls() -> ssl.SSLContext:
+def tls() -> ssl.SSLContext:
     """The TLS settings of every call to GitHub, made once per process (loading the CA certificates costs
     about 20 ms)."""
     return ssl.create_default_context()
@@ -125,7 +125,7 @@ class GitHubApp:
             timeout=timeout,
             # githubkit opens a client per request; built each time, the TLS context (loading the CA
             # certificates) cost more than the request itself, so one transport holds it for all of them.
-            transport=_Timed(timeout, verify=_tls()),
+            transport=_Timed(timeout, verify=tls()),
         )
         self._installations: dict[int, GitHub[Any]] = {}
         self._lock = threading.Lock()

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from githubkit.exception import RequestFailed
+
 from .client import GitHubApp
 from .webhooks import dig, issue_number, login, number, text
 
@@ -63,6 +65,17 @@ class GitHubIssues:
             if len(items) < PAGE:
                 return
             page += 1
+
+    def issue(self, installation_id: int, repository: str, number: int) -> OpenIssue | None:
+        """One open issue; None when GitHub has none of that number (or it is a pull request, or closed)."""
+        owner, _, name = repository.partition("/")
+        try:
+            data: Any = self.github.installation(installation_id).rest.issues.get(owner, name, number).json()
+        except RequestFailed as error:
+            if error.response.status_code in (404, 410):
+                return None
+            raise
+        return open_issue(data)
 
     def repository_id(self, installation_id: int, repository: str) -> int | None:
         owner, _, name = repository.partition("/")

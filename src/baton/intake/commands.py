@@ -39,9 +39,7 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
     issue = Issue(key, envelope.repository, author, text(about, "body"), label_names(about))
     policy = intake.policy(key.installation_id, envelope.repository, key, envelope.sender)
     actor = (
-        intake.actor(envelope, policy, key, teams=_brief_teams(intake, key, commands))
-        if commands
-        else _sender(envelope)
+        intake.actor(envelope, policy, key, teams=brief_teams(intake, key, commands)) if commands else _sender(envelope)
     )
     source = replace(source, ignored=ignored)
     return [
@@ -141,7 +139,7 @@ def on_pull_request(
             continue
         assert key is not None
         policy = intake.policy(answer_on.installation_id, repository, answer_on, login)
-        actor = actor or intake.actor(envelope, policy, answer_on, teams=_brief_teams(intake, key, commands))
+        actor = actor or intake.actor(envelope, policy, answer_on, teams=brief_teams(intake, key, commands))
         assignee = _assignee(intake, envelope, command, policy, answer_on)
         requests.append(Request(Issue(key, repository, ""), command, actor, op, policy, source, assignee))
     # Misspelt commands are answered on a pull request that links a tracked issue (as on the first such issue),
@@ -165,7 +163,7 @@ def _assignee(intake: Intake, envelope: Envelope, command: Command, policy: Poli
     return intake.actor(envelope, policy, where, login=command.user)
 
 
-def _brief_teams(intake: Intake, key: TicketKey, commands: list[Command]) -> frozenset[str]:
+def brief_teams(intake: Intake, key: TicketKey, commands: list[Command]) -> frozenset[str]:
     """The team a ticket's brief names as its reviewer, when a command reviews: whether the sender is an
     active member of it is asked with the teams the settings list."""
     if not any(command.name in ("accept", "send-back") for command in commands):

@@ -40,6 +40,10 @@ class IssueSource(Protocol):
 
     def open_issues(self, installation_id: int, repository: str) -> Iterable[OpenIssue]: ...
 
+    def issue(self, installation_id: int, repository: str, number: int) -> OpenIssue | None:
+        """One open issue (None: no such open issue)."""
+        ...
+
 
 class Configs(Protocol):
     """A repository's settings (`.github/baton.yml`)."""
@@ -106,10 +110,23 @@ class Intake:
         assert installation_id is not None
         named = bool(login)
         login = login or envelope.sender
-        access = self.directory.access(installation_id, envelope.repository, login)
+        bot = (envelope.sender_is_bot and not named) or login.lower().endswith("[bot]")
+        return self.person(installation_id, envelope.repository, login, bot, policy, where, teams)
+
+    def person(
+        self,
+        installation_id: int,
+        repository: str,
+        login: str,
+        bot: bool,
+        policy: Policy | None = None,
+        where: TicketKey | None = None,
+        teams: frozenset[str] = frozenset(),
+    ) -> Actor:
+        """`login` as an actor in `repository` (see `actor`), however the command reached Baton."""
+        access = self.directory.access(installation_id, repository, login)
         member_of: set[str] = set()
         hidden: dict[str, list[str]] = {}
-        bot = (envelope.sender_is_bot and not named) or login.lower().endswith("[bot]")
         wanted = (policy.teams() if policy is not None else frozenset()) | teams
         for team in sorted(wanted) if not bot else ():
             try:
@@ -122,7 +139,7 @@ class Intake:
             listed = ", ".join(f"@{entry}" for entry in entries)
             self.work.reply(
                 where,
-                envelope.repository,
+                repository,
                 login,
                 f"Baton cannot read the members of {listed}: GitHub refuses the App the organization `members: "
                 f"read` permission on {org}. Until an owner of {org} grants it (in the App's installation "

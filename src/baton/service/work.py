@@ -110,6 +110,7 @@ class Request:
     policy: Policy
     source: Source | None = None
     assignee: Actor | None = None  # for /assign @user: that user, with their access, as the guard needs
+    via: str | None = None  # "api": the agent API, recorded on the event as its `source` (None: a comment)
 
 
 @dataclass(frozen=True)
@@ -258,6 +259,9 @@ class WorkService:
                 situation = Situation(policy, claims, assignee=request.assignee)
                 decision = decide(stored.ticket, command, actor, situation)
                 if isinstance(decision, Applied):
+                    if request.via is not None:
+                        event = decision.event
+                        decision = replace(decision, event=replace(event, data={**event.data, "source": request.via}))
                     outcome = self._record(uow, stored, decision, command, request.operation_id, policy)
                     touches.append(_Touch(stored, f"/{command.name}", actor.login, decision.ticket))
                     _count(held, key.repository_key, stored.ticket, decision.ticket)

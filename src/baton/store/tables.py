@@ -236,6 +236,19 @@ installation_repositories = Table(
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
 
+# The agent API's idempotency keys (docs/agents.md): a retry with the same key gets the first answer; the key
+# used again for another request is refused. `login` is lower-case; `status` and `body` are the answer, once given.
+api_requests = Table(
+    "api_requests",
+    metadata,
+    Column("login", String(100), primary_key=True),
+    Column("key", String(200), primary_key=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("status", Integer),
+    Column("body", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
 # The evidence rails (docs/design.md §1 and §4, docs/evidence.md): one row per ticket holding
 # `baton.domain.evidence.to_dict(rail)`. `version` rises with every change and writers compare-and-swap on it,
 # so two deliveries about one ticket never lose a fact. The two states are copied out of the JSON for queries: a

@@ -5,17 +5,20 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from baton.clock import SYSTEM, Clock
+from baton.github.identity import Identities
 from baton.intake import Configs, Directory
 from baton.runtime import Lane, Outage, Runtime
 from baton.settings import Settings
+from baton.store.api_requests import ApiRequests
 from baton.store.spool import Spool
 from baton.wiring import assemble
 
+from .agents import Refusal, agents_router
 from .api import api_router
 from .webhooks import AcksFirst, webhook_router
 
@@ -67,6 +70,7 @@ def create_app(
                 spooling.join(10)
             if runtime is not None:
                 runtime.stop()
+            identities.close()
             engine.dispose()
 
     app = FastAPI(title="Baton", version="0.1.0", lifespan=lifespan)
@@ -77,6 +81,9 @@ def create_app(
     app.state.parts = parts
     app.state.spool = spool
     app.include_router(api_router(parts.engine, settings))
+    identities = Identities(settings.github_api_url, timeout=settings.github_timeout)
+    app.include_router(agents_router(parts.intake, identities, ApiRequests(engine), settings))
+    app.add_exception_handler(Refusal, _refused)
     app.include_router(
         webhook_router(parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing, spool)
     )
@@ -95,3 +102,9 @@ def create_app(
         return JSONResponse({"status": "ok", "database": engine.dialect.name})
 
     return app
+
+
+async def _refused(request: Request, error: Exception) -> Response:
+    """A call the agent API refused before deciding it (no token, an unknown one, too many calls)."""
+    assert isinstance(error, Refusal)
+    return error.response

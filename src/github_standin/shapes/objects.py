@@ -129,6 +129,17 @@ def user(login: str, id: int, *, type: str = "User", api_url: str = API_URL, web
     }
 
 
+def authenticated_user(login: str, id: int, *, type: str = "User", api_url: str = API_URL) -> Json:
+    """The user a personal or OAuth token belongs to, as `GET /user` shows it to someone else (`public-user`)."""
+    return {
+        **user(login, id, type=type, api_url=api_url),
+        "user_view_type": "public",
+        "name": None, "company": None, "blog": "", "location": None, "email": None, "hireable": None,
+        "bio": None, "public_repos": 0, "public_gists": 0, "followers": 0, "following": 0,
+        "created_at": EPOCH, "updated_at": EPOCH,
+    }  # fmt: skip
+
+
 def _user(account: Account, repo: Repo) -> Json:
     return user(account.login, account.id, type=account.type, api_url=repo.api_url, web_url=repo.web_url)
 

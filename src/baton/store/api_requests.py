@@ -1,0 +1,52 @@
+"""The agent API's idempotency keys (`Idempotency-Key`), per login: which request a key was first used for,
+and the answer it got, so that a retry gets that answer again and changes nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from . import tables as t
+
+_c = t.api_requests.c
+
+
+@dataclass(frozen=True)
+class Remembered:
+    fingerprint: str
+    status: int | None  # None: the first request with the key has not been answered (yet, or it died)
+    body: str | None
+
+
+class ApiRequests:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def claim_key(self, login: str, key: str, fingerprint: str) -> Remembered | None:
+        """Record `key` for this request; None when it is new, else what the key was first used for."""
+        try:
+            with self.engine.begin() as connection:
+                connection.execute(
+                    insert(t.api_requests).values(
+                        login=login.lower(), key=key, fingerprint=fingerprint, created_at=datetime.now(UTC)
+                    )
+                )
+            return None
+        except IntegrityError:
+            pass
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(_c.fingerprint, _c.status, _c.body).where(_c.login == login.lower(), _c.key == key)
+            ).one()
+        return Remembered(row.fingerprint, row.status, row.body)
+
+    def answered(self, login: str, key: str, status: int, body: str) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(t.api_requests)
+                .where(_c.login == login.lower(), _c.key == key, _c.status.is_(None))
+                .values(status=status, body=body)
+            )

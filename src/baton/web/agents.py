@@ -1,0 +1,273 @@
+"""The agent API: an agent claims, releases and delivers, and a reviewer accepts, sends back or reopens, over
+HTTP with its own GitHub token, and gets the decision in the response (docs/agents.md).
+
+`Authorization: Bearer <token>`: a personal (classic or fine-grained), OAuth or user-to-server token. Baton
+asks GitHub whose it is (`github/identity.py`) and decides the call as a comment by that login would be
+decided; GitHub then shows it as it shows a comment's decision (labels, assignee, status comment), and the
+event records `source: api`. `If-Match: "<revision>"` makes the call a compare-and-swap on that revision;
+`Idempotency-Key` makes a retry get the first answer.
+"""
+
+import hashlib
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Path
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, StringConstraints
+
+from baton.domain import Command, Evidence, WorkState
+from baton.github.identity import BadToken, Identities, Identity, IdentityUnavailable
+from baton.github.webhooks import MAX_NUMBER
+from baton.intake import Intake
+from baton.intake.api import Missing, decide
+from baton.intake.context import DirectoryUnavailable
+from baton.service.work import Outcome
+from baton.settings import Settings
+from baton.store.api_requests import ApiRequests
+
+# A refusal's code -> the HTTP status and the `error` word of the answer.
+_REFUSALS: dict[str, tuple[int, str]] = {
+    "stale_revision": (412, "precondition_failed"),
+    "not_permitted": (403, "forbidden"),
+    "not_reviewer": (403, "forbidden"),
+    "self_review": (403, "forbidden"),
+    "not_offered": (404, "not_found"),
+    "missing_argument": (422, "invalid"),
+    "missing_evidence": (422, "invalid"),
+    "control_character": (422, "invalid"),
+    "incomplete_brief": (422, "invalid"),
+    "unknown_command": (422, "invalid"),
+}
+_CONFLICT = (409, "conflict")  # wrong_state, not_runner, claim_limit, already_delivered
+
+Owner = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}$")]
+Repo = Annotated[str, Path(pattern=r"^[A-Za-z0-9._-]{1,100}$")]
+Number = Annotated[int, Path(ge=1, le=MAX_NUMBER)]
+Text = Annotated[str, StringConstraints(max_length=10_000)]
+Line = Annotated[str, StringConstraints(min_length=1, max_length=2_000)]
+
+
+class Answer(BaseModel):
+    repository: str
+    issue: int
+    state: WorkState | None
+    runner: str | None
+    revision: int | None
+    attempt: int | None = None
+    url: str
+    message: str | None = None
+
+
+class Problem(BaseModel):
+    error: str = Field(description="conflict, precondition_failed, forbidden, not_found, invalid, unauthorized, "
+                       "rate_limited or unavailable")  # fmt: skip
+    code: str | None = Field(None, description="The refusal's code, as a comment's refusal would have it.")
+    state: WorkState | None = None
+    runner: str | None = None
+    revision: int | None = None
+    message: str
+
+
+class Deliver(BaseModel):
+    summary: Annotated[str, StringConstraints(min_length=1, max_length=10_000)]
+    branch: Annotated[str, StringConstraints(pattern=r"^[^\s~^:?*\[\\]{1,255}$")] | None = None
+    commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{7,40}$")] | None = None
+    pr: Annotated[int, Field(ge=1, le=MAX_NUMBER)] | None = None
+    tests: Annotated[list[Line], Field(max_length=20)] = []
+    screenshots: Annotated[list[Line], Field(max_length=20)] = []
+
+
+class Note(BaseModel):
+    note: Text = ""
+
+
+class Feedback(BaseModel):
+    feedback: Text = ""
+
+
+class Reason(BaseModel):
+    reason: Text = ""
+
+
+class Nothing(BaseModel):
+    pass
+
+
+class _Limiter:
+    """Each login's requests per minute, as a token bucket (a burst of a tenth of a minute's worth)."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.rate = per_minute / 60.0
+        self.burst = max(1.0, per_minute / 10.0)
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def wait(self, login: str) -> float:
+        """0 when `login` may go on now, else the seconds until it may."""
+        now = time.monotonic()
+        with self._lock:
+            tokens, then = self._buckets.get(login.lower(), (self.burst, now))
+            tokens = min(self.burst, tokens + (now - then) * self.rate)
+            if tokens >= 1.0:
+                self._buckets[login.lower()] = (tokens - 1.0, now)
+                return 0.0
+            self._buckets[login.lower()] = (tokens, now)
+            return (1.0 - tokens) / self.rate
+
+
+def _problem(status: int, error: str, message: str, **fields: Any) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(Problem(error=error, message=message, **fields).model_dump(mode="json"), status, headers)
+
+
+class Refusal(Exception):
+    def __init__(self, response: JSONResponse) -> None:
+        self.response = response
+
+
+def web_url(api_url: str) -> str:
+    """github.com for api.github.com; a GitHub Enterprise Server's host for its `/api/v3`; else the same."""
+    base = api_url.rstrip("/")
+    if base == "https://api.github.com":
+        return "https://github.com"
+    return base.removesuffix("/api/v3")
+
+
+def agents_router(intake: Intake, identities: Identities, requests: ApiRequests, settings: Settings) -> APIRouter:
+    router = APIRouter(prefix="/api/v1", tags=["agents"])
+    limiter = _Limiter(settings.api_requests_per_minute)
+    site = web_url(settings.github_api_url)
+
+    def caller(authorization: Annotated[str | None, Header()] = None) -> Identity:
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Refusal(_problem(401, "unauthorized", "Send your GitHub token: `Authorization: Bearer <token>`."))
+        try:
+            identity = identities.who(token.strip())
+        except BadToken as error:
+            raise Refusal(_problem(401, "unauthorized", f"{error}.")) from None
+        except IdentityUnavailable as error:
+            raise Refusal(_problem(503, "unavailable", f"{error}; try again shortly.")) from None
+        wait = limiter.wait(identity.login)
+        if wait:
+            seconds = max(1, int(wait + 0.999))
+            said = f"@{identity.login} sends too many requests: retry in {seconds} s."
+            response = _problem(429, "rate_limited", said)
+            response.headers["Retry-After"] = str(seconds)
+            raise Refusal(response)
+        return identity
+
+    Caller = Annotated[Identity, Depends(caller)]
+
+    def act(
+        command: Callable[[], Command],
+        owner: str,
+        repo: str,
+        number: int,
+        identity: Identity,
+        if_match: str | None,
+        key: str | None,
+        body: dict[str, Any],
+    ) -> JSONResponse:
+        repository = f"{owner}/{repo}"
+        rev = None
+        if if_match is not None:
+            found = re.fullmatch(r'\s*(?:W/)?"?(\d{1,18})"?\s*', if_match)
+            if found is None:
+                return _problem(422, "invalid", 'If-Match takes a ticket revision in quotes, as in `If-Match: "19"`.')
+            rev = int(found.group(1))
+        name = command().name
+        fingerprint = hashlib.sha256(json.dumps([name, repository.lower(), number, rev, body],
+                                                sort_keys=True).encode()).hexdigest()  # fmt: skip
+        operation = f"api:{identity.login.lower()}:{uuid.uuid4().hex}"
+        if key is not None:
+            if not 1 <= len(key) <= 200:
+                return _problem(422, "invalid", "Idempotency-Key takes 1 to 200 characters.")
+            first = requests.claim_key(identity.login, key, fingerprint)
+            if first is not None and first.fingerprint != fingerprint:
+                return _problem(422, "invalid", f"Idempotency-Key {key!r} was used for another request.")
+            if first is not None and first.status is not None and first.body is not None:
+                return JSONResponse(json.loads(first.body), first.status)
+            operation = f"api:{identity.login.lower()}:key:{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+        try:
+            made = command()
+            asked = Command(made.name, rev=rev, text=made.text, evidence=made.evidence, summary=made.summary)
+            ticket_key, outcome = decide(intake, repository, number, asked, identity.login, identity.is_bot, operation)
+        except Missing as error:
+            return _problem(404, "not_found", error.message)
+        except DirectoryUnavailable as error:
+            return _problem(503, "unavailable", f"{error}; try again shortly.")
+        response = _answer(outcome, repository, number, site, intake, ticket_key)
+        if key is not None:
+            requests.answered(identity.login, key, response.status_code, bytes(response.body).decode())
+        return response
+
+    IfMatch = Annotated[str | None, Header(alias="If-Match")]
+    Key = Annotated[str | None, Header(alias="Idempotency-Key")]
+    issue_path = "/repos/{owner}/{repo}/issues/{number}"
+    answers: dict[int | str, dict[str, Any]] = {
+        code: {"model": Problem} for code in (401, 403, 404, 409, 412, 422, 429, 503)
+    }
+
+    @router.post(f"{issue_path}/claim", response_model=Answer, responses=answers, summary="Claim the task")
+    def claim(owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
+              key: Key = None, body: Nothing | None = None) -> JSONResponse:  # fmt: skip
+        return act(lambda: Command("claim"), owner, repo, number, identity, if_match, key, {})
+
+    @router.post(f"{issue_path}/release", response_model=Answer, responses=answers, summary="Release the task")
+    def release(owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
+                key: Key = None, body: Nothing | None = None) -> JSONResponse:  # fmt: skip
+        return act(lambda: Command("release"), owner, repo, number, identity, if_match, key, {})
+
+    @router.post(f"{issue_path}/deliver", response_model=Answer, responses=answers,
+                 summary="Deliver the task with its evidence")  # fmt: skip
+    def deliver(owner: Owner, repo: Repo, number: Number, body: Deliver, identity: Caller,
+                if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
+        evidence = Evidence(body.branch, body.commit, body.pr, tuple(body.tests), tuple(body.screenshots))
+        made = Command("deliver", text=body.summary, evidence=evidence, summary=body.summary)
+        return act(lambda: made, owner, repo, number, identity, if_match, key, body.model_dump())
+
+    @router.post(f"{issue_path}/accept", response_model=Answer, responses=answers, summary="Accept the delivery")
+    def accept(owner: Owner, repo: Repo, number: Number, identity: Caller, body: Note | None = None,
+               if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
+        note = body.note if body else ""
+        return act(lambda: Command("accept", text=note), owner, repo, number, identity, if_match, key, {"note": note})
+
+    @router.post(f"{issue_path}/send-back", response_model=Answer, responses=answers,
+                 summary="Send the delivery back to its runner")  # fmt: skip
+    def send_back(owner: Owner, repo: Repo, number: Number, identity: Caller, body: Feedback | None = None,
+                  if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
+        text = body.feedback if body else ""
+        return act(lambda: Command("send-back", text=text), owner, repo, number, identity, if_match, key,
+                   {"feedback": text})  # fmt: skip
+
+    @router.post(f"{issue_path}/reopen", response_model=Answer, responses=answers, summary="Reopen accepted work")
+    def reopen(owner: Owner, repo: Repo, number: Number, identity: Caller, body: Reason | None = None,
+               if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
+        text = body.reason if body else ""
+        return act(lambda: Command("reopen", text=text), owner, repo, number, identity, if_match, key,
+                   {"reason": text})  # fmt: skip
+
+    return router
+
+
+def _answer(outcome: Outcome, repository: str, number: int, site: str, intake: Intake, key: Any) -> JSONResponse:
+    url = f"{site}/{repository}/issues/{number}"
+    if outcome.kind == "refused":
+        status, error = _REFUSALS.get(outcome.code or "", _CONFLICT)
+        return _problem(status, error, outcome.message or "refused", code=outcome.code, state=outcome.state,
+                        runner=outcome.runner, revision=outcome.revision if outcome.state else None)  # fmt: skip
+    ticket = intake.work.ticket(key)
+    attempt = ticket.attempt if ticket is not None else None
+    answer = Answer(repository=repository, issue=number, state=outcome.state, runner=outcome.runner,
+                    revision=outcome.revision, attempt=attempt, url=url, message=outcome.message)  # fmt: skip
+    return JSONResponse(answer.model_dump(mode="json"), 200)
+
+
+__all__ = ["Refusal", "agents_router", "web_url"]

@@ -1,0 +1,153 @@
+"""The agent API over real sockets: Baton and the stand-in GitHub each serve HTTP on 127.0.0.1, and agents call
+Baton with tokens of their own, which the stand-in's `GET /user` tells apart (docs/agents.md)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import select, text
+
+from baton.store import tables as t
+from local_http import HTTP
+from standin_scene import Scene, opened
+
+
+@pytest.fixture
+def scene(database_url: str) -> Iterator[Scene]:
+    with opened(database_url) as made:
+        made.settle()
+        yield made
+
+
+class Agent:
+    """Someone calling the agent API with a token of their own."""
+
+    def __init__(self, scene: Scene, login: str, permission: str = "read") -> None:
+        self.scene, self.login = scene, login
+        person = scene.stage.person(login, permission)
+        self.token = person.token()
+
+    def post(self, action: str, number: int | None = None, body: Any = None, **headers: str) -> httpx.Response:
+        where = f"/api/v1/repos/{self.scene.full_name}/issues/{number or self.scene.number}/{action}"
+        sent = {"Authorization": f"Bearer {self.token}", **{k.replace("_", "-"): v for k, v in headers.items()}}
+        return HTTP.post(f"{self.scene.stage.baton_url}{where}", json=body, headers=sent)
+
+
+def test_a_claim_is_answered_in_the_response_and_shown_on_github_as_a_comments_would_be(scene: Scene) -> None:
+    agent = Agent(scene, "agent-a")
+    answer = agent.post("claim")
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert (body["state"], body["runner"], body["attempt"]) == ("claimed", "agent-a", 1)
+    assert body["repository"] == scene.full_name and body["issue"] == scene.number
+    assert body["url"].endswith(f"/{scene.full_name}/issues/{scene.number}")
+    scene.drain()
+    assert "baton:claimed" in scene.labels() and scene.assignees() == ["agent-a"]
+    assert "@agent-a" in scene.status()
+    assert scene.replies() == []  # nothing to answer: the answer was the response
+    history = scene.app.state.work.history(scene.key)
+    assert history[-1].type == "claimed" and history[-1].data.get("source") == "api"
+
+    again = agent.post("claim")  # the holder claiming again: the same 200, and nothing changes
+    assert again.status_code == 200 and again.json()["revision"] == body["revision"]
+
+    other = Agent(scene, "agent-b").post("claim")
+    assert other.status_code == 409
+    refused = other.json()
+    assert (refused["error"], refused["state"], refused["runner"], refused["revision"]) == (
+        "conflict", "claimed", "agent-a", body["revision"])  # fmt: skip
+    assert "@agent-a" in refused["message"] and f"#{scene.number}" in refused["message"]
+
+
+def test_if_match_is_a_compare_and_swap_on_the_revision(scene: Scene) -> None:
+    agent = Agent(scene, "agent-a")
+    revision = scene.app.state.work.ticket(scene.key).revision
+    stale = agent.post("claim", If_Match=f'"{revision + 5}"')
+    assert stale.status_code == 412
+    assert stale.json()["error"] == "precondition_failed" and stale.json()["revision"] == revision
+    assert agent.post("claim", If_Match="nineteen").status_code == 422
+    won = agent.post("claim", If_Match=f'"{revision}"')
+    assert won.status_code == 200 and won.json()["revision"] == revision + 1
+
+
+def test_an_idempotency_key_gives_a_retry_the_first_answer_and_refuses_another_request(scene: Scene) -> None:
+    agent = Agent(scene, "agent-a")
+    first = agent.post("claim", Idempotency_Key="try-1")
+    assert first.status_code == 200
+    agent.post("release")  # the ticket moves on; the retry still gets the first answer
+    retry = agent.post("claim", Idempotency_Key="try-1")
+    assert (retry.status_code, retry.json()) == (first.status_code, first.json())
+    assert scene.app.state.work.ticket(scene.key).state.value == "open"
+    other = agent.post("release", Idempotency_Key="try-1")
+    assert other.status_code == 422 and "another request" in other.json()["message"]
+    assert Agent(scene, "agent-b").post("claim", Idempotency_Key="try-1").status_code == 200  # keys are per login
+
+
+def test_every_error_status(scene: Scene) -> None:
+    agent, reader = Agent(scene, "agent-a"), Agent(scene, "reed")
+    url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues/{scene.number}/claim"
+    assert HTTP.post(url).status_code == 401
+    unknown = HTTP.post(url, headers={"Authorization": "Bearer ghp_not-a-token"})
+    assert unknown.status_code == 401 and unknown.json()["error"] == "unauthorized"
+    assert agent.post("claim", 999_999).status_code == 404  # GitHub has no such issue
+    deliver = agent.post("deliver", body={"summary": ""})
+    assert deliver.status_code == 422
+    assert agent.post("claim").status_code == 200
+    missing = agent.post("deliver", body={"summary": "done", "branch": "a b"})
+    assert missing.status_code == 422
+    forbidden = reader.post("accept", body={"note": "fine"})
+    assert forbidden.status_code in (403, 409), forbidden.text
+    delivered = agent.post("deliver", body={"summary": "The empty state is done.", "branch": "empty-state"})
+    assert delivered.status_code == 200 and delivered.json()["state"] == "delivered"
+    refused = reader.post("accept", body={"note": "fine"})
+    assert refused.status_code == 403 and refused.json()["error"] == "forbidden", refused.text
+    maria = Agent(scene, "maria", "maintain")
+    accepted = maria.post("accept", body={"note": "Looks right."})
+    assert accepted.status_code == 200 and accepted.json()["state"] == "accepted"
+
+
+def test_calls_beyond_the_rate_get_429_with_retry_after(scene: Scene) -> None:
+    agent = Agent(scene, "agent-a")
+    statuses = Counter(agent.post("claim").status_code for _ in range(80))
+    assert statuses[200] >= 1 and statuses[429] >= 1, statuses
+    limited = agent.post("claim")
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
+
+
+def test_twenty_agents_at_once_one_wins_and_nineteen_are_told_who(scene: Scene) -> None:
+    agents = [Agent(scene, f"agent-{n:02d}") for n in range(20)]
+    together = threading.Barrier(len(agents))
+    answers: dict[str, httpx.Response] = {}
+
+    def claim(agent: Agent) -> None:
+        together.wait()
+        answers[agent.login] = agent.post("claim")
+
+    threads = [threading.Thread(target=claim, args=(agent,)) for agent in agents]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    statuses = Counter(answer.status_code for answer in answers.values())
+    assert statuses == Counter({200: 1, 409: 19}), statuses
+    winner = next(login for login, answer in answers.items() if answer.status_code == 200)
+    assert all(f"@{winner}" in a.json()["message"] for a in answers.values() if a.status_code == 409)
+
+
+def test_no_token_reaches_the_logs_or_the_database(scene: Scene, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    agent = Agent(scene, "agent-a")
+    assert agent.post("claim", Idempotency_Key="k").status_code == 200
+    assert agent.post("deliver", body={"summary": "done", "branch": "x"}).status_code == 200
+    assert agent.token not in caplog.text
+    with scene.app.state.work.units.engine.connect() as connection:
+        for table in t.metadata.sorted_tables:
+            for row in connection.execute(select(table)):
+                assert agent.token not in repr(tuple(row)), table.name
+        assert connection.execute(text("SELECT 1")).scalar() == 1
