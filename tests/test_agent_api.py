@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import select, text
 
 from baton.store import tables as t
+from github_standin.server import Fault
 from local_http import HTTP
 from standin_scene import Scene, opened
 
@@ -151,3 +152,37 @@ def test_no_token_reaches_the_logs_or_the_database(scene: Scene, caplog: pytest.
             for row in connection.execute(select(table)):
                 assert agent.token not in repr(tuple(row)), table.name
         assert connection.execute(text("SELECT 1")).scalar() == 1
+
+
+def test_known_identities_keep_working_while_github_cannot_say_whose_a_token_is(scene: Scene) -> None:
+    known, new = Agent(scene, "agent-a"), Agent(scene, "agent-b")
+    assert known.post("claim").status_code == 200  # its identity is now known
+    scene.rest.inject(Fault("GET", r"^/user$", status=502, times=100))
+    assert known.post("release").status_code == 200  # no need to ask GitHub
+    unavailable = new.post("claim")
+    assert unavailable.status_code == 503 and unavailable.json()["error"] == "unavailable"
+    assert new.token not in unavailable.text
+
+
+def test_the_tasks_open_for_claiming_oldest_first_and_a_tickets_status_with_an_agents_token(scene: Scene) -> None:
+    olivia = scene.person("olivia")
+    second = olivia.open_issue(scene.full_name, "Second", "```yaml\ntask: Add a footer\nacceptance: [a footer]\n```")
+    scene.settle()
+    agent = Agent(scene, "agent-a")
+    listed = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name},
+                      headers={"Authorization": f"Bearer {agent.token}"})  # fmt: skip
+    assert listed.status_code == 200, listed.text
+    tasks = listed.json()["tasks"]
+    assert [task["issue"] for task in tasks] == [scene.number, second]
+    assert tasks[1]["title"] == "Add a footer" and tasks[1]["brief"]["acceptance"] == ["a footer"]
+    assert all(task["state"] == "open" and task["url"].endswith(f"/issues/{task['issue']}") for task in tasks)
+    assert agent.post("claim", second).status_code == 200
+    left = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name},
+                    headers={"Authorization": f"Bearer {agent.token}"}).json()["tasks"]  # fmt: skip
+    assert [task["issue"] for task in left] == [scene.number]
+    status = HTTP.get(f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues/{second}",
+                      headers={"Authorization": f"Bearer {agent.token}"})  # fmt: skip
+    assert status.status_code == 200 and status.json()["runner"] == "agent-a"
+    anonymous = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name},
+                         headers={"Authorization": "Bearer ghp_nobody"})  # fmt: skip
+    assert anonymous.status_code == 401

@@ -9,6 +9,7 @@ event records `source: api`. `If-Match: "<revision>"` makes the call a compare-a
 """
 
 import hashlib
+import hmac
 import json
 import re
 import threading
@@ -17,11 +18,11 @@ import uuid
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Path
+from fastapi import APIRouter, Depends, Header, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, StringConstraints
 
-from baton.domain import Command, Evidence, WorkState
+from baton.domain import Command, Evidence, Permission, TicketKey, WorkState
 from baton.github.identity import BadToken, Identities, Identity, IdentityUnavailable
 from baton.github.webhooks import MAX_NUMBER
 from baton.intake import Intake
@@ -30,6 +31,7 @@ from baton.intake.context import DirectoryUnavailable
 from baton.service.work import Outcome
 from baton.settings import Settings
 from baton.store.api_requests import ApiRequests
+from baton.store.reads import Reads
 
 # A refusal's code -> the HTTP status and the `error` word of the answer.
 _REFUSALS: dict[str, tuple[int, str]] = {
@@ -72,6 +74,21 @@ class Problem(BaseModel):
     runner: str | None = None
     revision: int | None = None
     message: str
+
+
+class Task(BaseModel):
+    repository: str
+    issue: int
+    title: str | None = Field(description="The brief's task line, when the issue has a brief.")
+    url: str
+    state: WorkState
+    revision: int
+    created_at: str
+    brief: dict[str, Any] | None
+
+
+class Tasks(BaseModel):
+    tasks: list[Task]
 
 
 class Deliver(BaseModel):
@@ -137,6 +154,19 @@ def web_url(api_url: str) -> str:
     if base == "https://api.github.com":
         return "https://github.com"
     return base.removesuffix("/api/v3")
+
+
+def readers(intake: Intake, identities: Identities) -> Callable[[str, str], bool]:
+    """Whether a person's GitHub token may read a repository's tickets: where GitHub lets them read it."""
+
+    def may_read(token: str, repository: str) -> bool:
+        login = identities.who(token).login
+        found = intake.installations.find(repository) if intake.installations is not None else None
+        if found is None:
+            return False
+        return intake.directory.access(found[0], repository, login).permission is not Permission.NONE
+
+    return may_read
 
 
 def agents_router(intake: Intake, identities: Identities, requests: ApiRequests, settings: Settings) -> APIRouter:
@@ -253,6 +283,43 @@ def agents_router(intake: Intake, identities: Identities, requests: ApiRequests,
         text = body.reason if body else ""
         return act(lambda: Command("reopen", text=text), owner, repo, number, identity, if_match, key,
                    {"reason": text})  # fmt: skip
+
+    may_read = readers(intake, identities)
+    listing = Reads(intake.work.units.engine)
+    read_token = settings.api_token.get_secret_value() if settings.api_token else ""
+
+    @router.get("/tasks", response_model=Tasks, responses={code: {"model": Problem} for code in (401, 404, 422, 429)},
+                summary="The tasks a repository offers for claiming, oldest first")  # fmt: skip
+    def tasks(
+        repo: Annotated[
+            str, Query(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$", description='"owner/name".')
+        ],
+        authorization: Annotated[str | None, Header()] = None,
+        state: WorkState = WorkState.OPEN,
+        limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    ) -> JSONResponse:
+        token = (authorization or "").partition(" ")[2].strip()
+        if not (read_token and hmac.compare_digest(token.encode(), read_token.encode())):
+            caller(authorization)  # an agent: known to GitHub, and within its rate
+            try:
+                readable = may_read(token, repo)
+            except DirectoryUnavailable as error:
+                return _problem(503, "unavailable", f"{error}; try again shortly.")
+            if not readable:
+                return _problem(404, "not_found", f"Baton is not installed on {repo}, or you cannot read it.")
+        found = intake.installations.find(repo) if intake.installations is not None else None
+        listed: list[Task] = []
+        if found is not None:
+            for summary in listing.tickets(repository=repo, state=state, limit=limit):
+                ticket = intake.work.ticket(TicketKey(found[0], found[1], summary.number))
+                brief = ticket.brief.to_dict() if ticket is not None and ticket.brief is not None else None
+                listed.append(Task(repository=summary.repository, issue=summary.number,
+                                   title=brief["task"] or None if brief else None,
+                                   url=f"{site}/{summary.repository}/issues/{summary.number}", state=summary.state,
+                                   revision=summary.revision, created_at=summary.created_at.isoformat(),
+                                   brief=brief))  # fmt: skip
+        listed.sort(key=lambda task: (task.created_at, task.issue))
+        return JSONResponse(Tasks(tasks=listed).model_dump(mode="json"))
 
     return router
 

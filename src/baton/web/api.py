@@ -1,17 +1,20 @@
 """The read API: tickets and their history, and the webhook inbox, behind a bearer token (docs/api.md).
 
 Every route needs `Authorization: Bearer <BATON_API_TOKEN>`. Without a configured token the API is
-off (403), so a fresh install never serves its board to the whole network by accident.
+off (403), so a fresh install never serves its board to the whole network by accident. One ticket and its
+history are also read with a person's own GitHub token, where that person may read the repository on GitHub
+(the agent API's callers, docs/agents.md).
 """
 
 from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
+from contextlib import suppress
 from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Query, status
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AfterValidator, BaseModel, Field
@@ -355,10 +358,23 @@ _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 _bearer = HTTPBearer(auto_error=False, description="The value of BATON_API_TOKEN.")
 
 
-def _authorizer(settings: Settings) -> Callable[[HTTPAuthorizationCredentials | None], None]:
-    def authorize(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
+Readers = Callable[[str, str], bool]  # (a person's GitHub token, "owner/name") -> whether they may read it
+
+
+def _authorizer(settings: Settings, readers: Readers | None) -> Callable[..., None]:
+    def authorize(
+        request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    ) -> None:
         # Never logged and never put into a response.
         expected = settings.api_token.get_secret_value() if settings.api_token else ""
+        owner, repo = request.path_params.get("owner"), request.path_params.get("repo")
+        presented_token = credentials.credentials if credentials is not None else ""
+        if readers is not None and owner and repo and presented_token and presented_token != expected:
+            # A ticket of one repository: an agent's own GitHub token reads it where its person may read the
+            # repository on GitHub.
+            with suppress(Exception):  # not a person's token, or GitHub cannot say: the read token's rules
+                if readers(presented_token, f"{owner}/{repo}"):
+                    return
         if not expected:
             raise HTTPException(
                 status.HTTP_403_FORBIDDEN,
@@ -462,14 +478,14 @@ def _inbox_status(value: str | None) -> str | None:
     )
 
 
-def api_router(engine: Engine, settings: Settings) -> APIRouter:
+def api_router(engine: Engine, settings: Settings, readers: Readers | None = None) -> APIRouter:
     reads = TimelineReads(engine)
     # Listing only reads: on SQLite its connections take no writer lock, so it never waits behind the work.
     inbox = Inbox(engine.execution_options(**{READ_ONLY: True}))
     router = APIRouter(
         prefix="/api/v1",
         tags=["read"],
-        dependencies=[Depends(_authorizer(settings))],
+        dependencies=[Depends(_authorizer(settings, readers))],
         responses={
             401: {"model": Problem, "description": "Missing or invalid bearer token."},
             403: {"model": Problem, "description": "The read API is disabled (BATON_API_TOKEN is unset)."},

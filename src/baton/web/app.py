@@ -18,7 +18,7 @@ from baton.store.api_requests import ApiRequests
 from baton.store.spool import Spool
 from baton.wiring import assemble
 
-from .agents import Refusal, agents_router
+from .agents import Refusal, agents_router, readers
 from .api import api_router
 from .webhooks import AcksFirst, webhook_router
 
@@ -80,8 +80,9 @@ def create_app(
     app.state.writer = parts.writer
     app.state.parts = parts
     app.state.spool = spool
-    app.include_router(api_router(parts.engine, settings))
     identities = Identities(settings.github_api_url, timeout=settings.github_timeout)
+    # Only with an App: who a token belongs to, and what it may read, is asked of GitHub.
+    app.include_router(api_router(parts.engine, settings, readers(parts.intake, identities) if parts.writer else None))
     app.include_router(agents_router(parts.intake, identities, ApiRequests(engine), settings))
     app.add_exception_handler(Refusal, _refused)
     app.include_router(
