@@ -4,6 +4,9 @@ Baton with tokens of their own, which the stand-in's `GET /user` tells apart (do
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -186,3 +189,26 @@ def test_the_tasks_open_for_claiming_oldest_first_and_a_tickets_status_with_an_a
     anonymous = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name},
                          headers={"Authorization": "Bearer ghp_nobody"})  # fmt: skip
     assert anonymous.status_code == 401
+
+
+def _baton(scene: Scene, token: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "GH_", "GITHUB_"))},
+           "BATON_URL": scene.stage.baton_url, "GITHUB_TOKEN": token}  # fmt: skip
+    return subprocess.run([sys.executable, "-m", "baton.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+
+
+def test_the_baton_command_exits_0_on_a_win_1_on_a_refusal_naming_the_holder_and_2_on_a_bad_token(
+    scene: Scene,
+) -> None:
+    winner, loser = Agent(scene, "agent-a"), Agent(scene, "agent-b")
+    won = _baton(scene, winner.token, "next", scene.full_name)
+    assert won.returncode == 0, won.stderr
+    assert f"{scene.full_name}#{scene.number}" in won.stdout
+    lost = _baton(scene, loser.token, "claim", f"{scene.full_name}#{scene.number}")
+    assert lost.returncode == 1 and "@agent-a" in lost.stderr, lost.stderr
+    assert _baton(scene, loser.token, "next", scene.full_name).returncode == 1  # none left
+    refused = _baton(scene, "ghp_nobody", "claim", f"{scene.full_name}#{scene.number}")
+    assert refused.returncode == 2 and "ghp_nobody" not in refused.stderr + refused.stdout
+    for result in (won, lost, refused):
+        assert winner.token not in result.stdout + result.stderr and loser.token not in result.stdout + result.stderr
