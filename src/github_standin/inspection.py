@@ -11,6 +11,8 @@ people's comments on GitHub without a webhook (it delivers its own). Off unless 
 - `POST /_standin/comments` with `{"repository": "owner/name", "comments": [{"issue": 1, "login":
   "agent-a", "body": "/claim"}, ...]}`: the comments, as those people wrote them; answers their ids in
   order.
+- `POST /_standin/tokens` with `{"logins": ["agent-a", ...]}`: a new token of each person's own (as a personal
+  access token is), for Baton's agent API; answers `{"tokens": {"agent-a": "ghp_…"}}`.
 """
 
 from __future__ import annotations
@@ -93,7 +95,14 @@ def inspection_app(stand_in: StandIn) -> Starlette:
                 ids.append(world.add_comment(repository, int(comment["issue"]), author, str(comment["body"])).id)
         return JSONResponse({"ids": ids}, status_code=201)
 
+    async def tokens(request: Request) -> JSONResponse:
+        data: Any = await request.json()
+        with world.lock:
+            made = {str(login): world.user_token(str(login)) for login in data["logins"]}
+        return JSONResponse({"tokens": made}, status_code=201)
+
     return Starlette(routes=[
+        Route(f"{PREFIX}tokens", tokens, methods=["POST"]),
         Route(f"{PREFIX}writes", writes, methods=["GET"]),
         Route(f"{PREFIX}issues", issues, methods=["GET"]),
         Route(f"{PREFIX}comments", comments, methods=["POST"]),

@@ -1,0 +1,201 @@
+"""Agent API race: 20 agents claim one issue at the same instant over HTTP, each with its own GitHub token,
+per round; the answer is in the response.
+
+Starts `baton serve` with the settings a user gets by default (SQLite, one process; or PostgreSQL with two
+`baton serve` processes, the agents spread over them), with GitHub replaced by the stand-in GitHub in a
+process of its own, all on 127.0.0.1. GitHub tells Baton it was installed on `octo/race` (a signed
+`installation` webhook); Baton offers its open issues. Each agent gets a token of its own from the stand-in
+and calls once before the race, so Baton knows whose token it is (identities are cached); then, per round,
+the agents (threads, one kept-alive socket each, requests built before the barrier) wait on one barrier and
+post `POST /api/v1/repos/octo/race/issues/N/claim` together. Printed per run:
+
+- rounds with exactly one 200 and nineteen 409s naming the winner,
+- claim latency p50/p99 (the HTTP round trip, every claim of every round),
+- claims answered per second: every claim sent, from the first round's start to the last round's end,
+- the per-login rate Baton allowed (its default, which the race stays under).
+
+Usage (from the repository root):
+
+    python bench/api_race.py                          # SQLite, then PostgreSQL (2 serve)
+    python bench/api_race.py --database sqlite --agents 20 --rounds 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from baton.demo.stage import key_pair
+from baton.github.webhooks import signature
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `bench` is a package here
+from bench.claim_race import scratch_postgres
+from bench.webhook_race import APP_ID, REPOSITORY, REPOSITORY_ID, SECRET, TOKEN, baton, stand_in
+
+POSTGRES = os.environ.get("BATON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def install(port: int, api: str) -> None:
+    """GitHub tells Baton the App was installed on octo/race (what it does on a real installation)."""
+    body = json.dumps({
+        "action": "created",
+        "installation": {"id": 1, "account": {"login": "octo", "id": 1, "type": "Organization"}, "app_id": APP_ID},
+        "repositories": [{"id": REPOSITORY_ID, "name": "race", "full_name": REPOSITORY, "private": False}],
+        "sender": {"login": "octo-admin", "id": 2, "type": "User"},
+    }).encode()  # fmt: skip
+    answer = httpx.post(f"http://127.0.0.1:{port}/webhooks/github", content=body, headers={
+        "X-GitHub-Event": "installation", "X-GitHub-Delivery": "bench-install", "Content-Type": "application/json",
+        "X-Hub-Signature-256": signature(SECRET.encode(), body)})  # fmt: skip
+    answer.raise_for_status()
+
+
+def offered(port: int, count: int, timeout: float = 120.0) -> None:
+    """Wait until Baton offers `count` tasks on octo/race."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = httpx.get(f"http://127.0.0.1:{port}/api/v1/tasks", params={"repo": REPOSITORY, "limit": 100},
+                           headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+        if answer.status_code == 200 and len(answer.json()["tasks"]) >= count:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"Baton offered {answer.text[:200]} after {timeout} s")
+        time.sleep(0.2)
+
+
+def exchange(connection: socket.socket, answers: Any, raw: bytes) -> tuple[int, bytes]:
+    """One request on a kept-alive socket: its status and body."""
+    connection.sendall(raw)
+    status = int(answers.readline().split()[1])
+    length = 0
+    while (line := answers.readline()) not in (b"\r\n", b""):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return status, answers.read(length)
+
+
+def claim_request(port: int, token: str, number: int) -> bytes:
+    return (
+        f"POST /api/v1/repos/{REPOSITORY}/issues/{number}/claim HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Length: 0\r\n\r\n"
+    ).encode()
+
+
+@contextmanager
+def database(kind: str) -> Iterator[str]:
+    if kind == "sqlite":
+        folder = Path(f"/tmp/baton-api-race-{os.getpid()}")
+        folder.mkdir(exist_ok=True)
+        path = folder / "baton.db"
+        for leftover in folder.glob("baton.db*"):
+            leftover.unlink()
+        try:
+            yield f"sqlite:///{path}"
+        finally:
+            for leftover in folder.glob("baton.db*"):
+                leftover.unlink()
+            folder.rmdir()
+    else:
+        with scratch_postgres(POSTGRES) as url:
+            yield url
+
+
+def run(kind: str, *, agents: int, rounds: int, serves: int) -> dict[str, Any]:
+    key, public_key = key_pair()
+    with ExitStack() as stack:
+        url = stack.enter_context(database(kind))
+        api = stack.enter_context(stand_in(public_key, issues=rounds))
+        ports, _ = stack.enter_context(baton(url, api, key, serves=serves, workers=0, overrides={}))
+        install(ports[0], api)
+        offered(ports[0], rounds)
+        logins = [f"agent-{n:02d}" for n in range(agents)]
+        tokens = httpx.post(f"{api}/_standin/tokens", json={"logins": logins}).json()["tokens"]
+        for index, login in enumerate(logins):  # Baton learns whose each token is before the race
+            base = f"http://127.0.0.1:{ports[index % len(ports)]}"
+            warm = httpx.get(f"{base}/api/v1/tasks", params={"repo": REPOSITORY},
+                             headers={"Authorization": f"Bearer {tokens[login]}"})  # fmt: skip
+            warm.raise_for_status()
+        go, done = threading.Barrier(agents + 1), threading.Barrier(agents + 1)
+        answers: list[tuple[int, str, int, bytes, float]] = []  # round, login, status, body, seconds
+        failures: list[BaseException] = []
+
+        def agent(index: int) -> None:
+            login, port = logins[index], ports[index % len(ports)]
+            try:
+                with socket.create_connection(("127.0.0.1", port)) as connection:
+                    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    reader = connection.makefile("rb")
+                    for r in range(rounds):
+                        raw = claim_request(port, tokens[login], r + 1)
+                        go.wait()
+                        start = time.perf_counter()
+                        status, body = exchange(connection, reader, raw)
+                        answers.append((r, login, status, body, time.perf_counter() - start))
+                        done.wait()
+            except BaseException as error:
+                failures.append(error)
+                go.abort()
+                done.abort()
+
+        threads = [threading.Thread(target=agent, args=(i,)) for i in range(agents)]
+        for thread in threads:
+            thread.start()
+        began = time.perf_counter()
+        for _ in range(rounds):
+            go.wait()
+            done.wait()
+        elapsed = time.perf_counter() - began
+        for thread in threads:
+            thread.join()
+        if failures:
+            raise failures[0]
+
+    right = 0
+    for r in range(rounds):
+        mine = [a for a in answers if a[0] == r]
+        statuses = Counter(a[2] for a in mine)
+        winners = [a[1] for a in mine if a[2] == 200]
+        named = winners and all(f"@{winners[0]}".encode() in a[3] for a in mine if a[2] == 409)
+        right += statuses == Counter({200: 1, 409: agents - 1}) and bool(named)
+    latencies = sorted(a[4] for a in answers)
+    return {
+        "engine": kind, "serve": serves, "rounds": rounds, "right": right,
+        "p50": statistics.median(latencies) * 1000, "p99": latencies[int(len(latencies) * 0.99) - 1] * 1000,
+        "claims/s": len(answers) / elapsed,
+    }  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--agents", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=50)
+    parser.add_argument("--serves", type=int, default=2, help="baton serve processes for the PostgreSQL run")
+    args = parser.parse_args(argv)
+    kinds = ["sqlite", "postgresql"] if args.database == "both" else [args.database]
+    results = [run(kind, agents=args.agents, rounds=args.rounds, serves=1 if kind == "sqlite" else args.serves)
+               for kind in kinds]  # fmt: skip
+    print(f"{args.agents} agents x {args.rounds} rounds over the agent API, Baton's defaults "
+          f"(BATON_API_REQUESTS_PER_MINUTE=600 per login)")  # fmt: skip
+    print(f"{'engine':<11} {'serve':>5} {'one 200 + 409s naming it':>25} {'claim p50':>10} {'claim p99':>10} "
+          f"{'claims/s':>9}")  # fmt: skip
+    for result in results:
+        print(f"{result['engine']:<11} {result['serve']:>5} {result['right']:>18}/{result['rounds']:<6} "
+              f"{result['p50']:>8.1f}ms {result['p99']:>8.1f}ms {result['claims/s']:>9.0f}")  # fmt: skip
+    return 0 if all(r["right"] == r["rounds"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
