@@ -1,0 +1,195 @@
+"""An agent's side of Baton's HTTP API: claim, release and deliver a task, list the open tasks, read a ticket.
+
+Synchronous, one `httpx.Client` per process. The agent authenticates with its own GitHub token, which this
+module sends in the `Authorization` header and nowhere else: it is never logged, printed or put in an error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+TIMEOUT = 10.0
+TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
+
+# GitHub's own rules: an owner is letters, digits and single hyphens; a repository name adds '.' and '_'.
+_OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
+_NAME = r"[A-Za-z0-9._-]{1,100}"
+_REPOSITORY = re.compile(rf"({_OWNER})/({_NAME})")
+_ISSUE = re.compile(rf"({_OWNER})/({_NAME})#([0-9]{{1,10}})")
+_LARGEST_ISSUE = 2_147_483_647
+
+
+class UsageError(Exception):
+    """Something the person running the command must fix: an argument, a variable, a missing token."""
+
+
+class Unreachable(Exception):
+    """Baton gave no HTTP answer: it could not be reached, or did not answer in time."""
+
+
+def parse_repository(text: str) -> str:
+    """`OWNER/REPO`, checked, as `owner/repo` text."""
+    found = _REPOSITORY.fullmatch(text.strip())
+    if found is None or found.group(2) in (".", ".."):
+        raise UsageError(f"{text!r} is not OWNER/REPO (for example octo/shop)")
+    return f"{found.group(1)}/{found.group(2)}"
+
+
+def parse_issue(text: str) -> tuple[str, int]:
+    """`OWNER/REPO#N` as (`owner/repo`, N)."""
+    found = _ISSUE.fullmatch(text.strip())
+    if found is None or found.group(2) in (".", ".."):
+        raise UsageError(f"{text!r} is not OWNER/REPO#N (for example octo/shop#42)")
+    number = int(found.group(3))
+    if not 1 <= number <= _LARGEST_ISSUE:
+        raise UsageError(f"{text!r}: an issue number goes from 1 to {_LARGEST_ISSUE}")
+    return f"{found.group(1)}/{found.group(2)}", number
+
+
+def base_url(environ: Mapping[str, str] | None = None) -> str:
+    """Baton's address from BATON_URL."""
+    value = (os.environ if environ is None else environ).get("BATON_URL", "").strip()
+    if not value:
+        raise UsageError("BATON_URL is not set: set it to Baton's address, for example http://127.0.0.1:8000")
+    if not value.startswith(("http://", "https://")):
+        raise UsageError(f"BATON_URL must start with http:// or https:// (it is {value!r})")
+    return value.rstrip("/")
+
+
+@dataclass(frozen=True)
+class Token:
+    """The agent's GitHub token and where it came from (said in errors; the value never is)."""
+
+    value: str = field(repr=False)
+    source: str
+
+    def __str__(self) -> str:
+        return f"the token from {self.source}"
+
+
+def find_token(environ: Mapping[str, str] | None = None) -> Token:
+    """GITHUB_TOKEN, else GH_TOKEN, else what `gh auth token` prints, if the GitHub CLI is installed."""
+    environ = os.environ if environ is None else environ
+    for name in TOKEN_VARIABLES:
+        value = environ.get(name, "").strip()
+        if value:
+            return Token(value, name)
+    gh = shutil.which("gh", path=environ.get("PATH"))
+    if gh is not None:
+        try:
+            done = subprocess.run([gh, "auth", "token"], capture_output=True, text=True, timeout=TIMEOUT, check=False)
+        except (OSError, subprocess.SubprocessError):
+            done = None
+        if done is not None and done.returncode == 0 and done.stdout.strip():
+            return Token(done.stdout.strip(), "`gh auth token`")
+    raise UsageError(
+        "no GitHub token: set GITHUB_TOKEN or GH_TOKEN to your GitHub token, or log in with `gh auth login`"
+    )
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Baton's HTTP answer: the status code, the JSON body (an object; empty when there was none), and for
+    429 the `Retry-After` header."""
+
+    status: int
+    body: dict[str, Any]
+    retry_after: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200
+
+    @property
+    def message(self) -> str | None:
+        """The server's sentence for a person, when it gave one."""
+        message = self.body.get("message")
+        return message if isinstance(message, str) and message else None
+
+
+class AgentClient:
+    """Baton's agent API, one call per method. Every method returns an `Answer` whatever the status code,
+    and raises `Unreachable` when there is no answer."""
+
+    def __init__(self, base_url: str, token: str, *, timeout: float = TIMEOUT) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            timeout=timeout,
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json", "User-Agent": "baton-cli"},
+        )
+
+    def __repr__(self) -> str:
+        return f"AgentClient({self.base_url!r})"
+
+    def __enter__(self) -> AgentClient:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def claim(self, repo: str, number: int, rev: int | None = None, idempotency_key: str | None = None) -> Answer:
+        headers = {}
+        if rev is not None:
+            headers["If-Match"] = f'"{rev}"'
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
+        return self._call("POST", f"{_issue_path(repo, number)}/claim", json={}, headers=headers)
+
+    def release(self, repo: str, number: int) -> Answer:
+        return self._call("POST", f"{_issue_path(repo, number)}/release", json={})
+
+    def deliver(
+        self,
+        repo: str,
+        number: int,
+        summary: str,
+        branch: str | None = None,
+        commit: str | None = None,
+        pr: int | None = None,
+        tests: Sequence[str] = (),
+        screenshots: Sequence[str] = (),
+    ) -> Answer:
+        body = {"summary": summary, "branch": branch, "commit": commit, "pr": pr, "tests": list(tests),
+                "screenshots": list(screenshots)}  # fmt: skip
+        return self._call("POST", f"{_issue_path(repo, number)}/deliver", json=body)
+
+    def tasks(self, repo: str, state: str = "open") -> Answer:
+        return self._call("GET", "/api/v1/tasks", params={"repo": repo, "state": state})
+
+    def status(self, repo: str, number: int) -> Answer:
+        return self._call("GET", _issue_path(repo, number))
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Answer:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TimeoutException:
+            raise Unreachable(f"Baton at {self.base_url} did not answer within {self._http.timeout.read} s") from None
+        except httpx.HTTPError as error:
+            said = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise Unreachable(f"cannot reach Baton at {self.base_url}: {said}") from None
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            body = {}
+        return Answer(response.status_code, body, response.headers.get("Retry-After"))
+
+
+def _issue_path(repo: str, number: int) -> str:
+    owner, _, name = repo.partition("/")
+    return f"/api/v1/repos/{quote(owner, safe='')}/{quote(name, safe='')}/issues/{int(number)}"
