@@ -526,6 +526,20 @@ def _add_agent_commands(commands: Any) -> None:
     status.set_defaults(run=_status)
 
 
+def _mcp(args: argparse.Namespace) -> int:
+    """The agent API as an MCP server on stdin and stdout (imported here: `baton serve` does not load it)."""
+    from baton.agent import UsageError, base_url, find_token
+    from baton.mcp import serve
+
+    try:
+        url, token = base_url(), find_token()
+    except UsageError as error:
+        print(f"baton mcp: {error}", file=sys.stderr)
+        return 2
+    serve(url, token.value)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="baton", description="One agent per task; delivered is not accepted.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -570,6 +584,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--port", type=int, default=8000, help="Baton's port on 127.0.0.1 (default 8000; 0: any)")
     demo.add_argument("--database", help="database URL (default: a new SQLite file in a temporary directory)")
     demo.set_defaults(run=_demo)
+
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the agent API's tools to a coding assistant over MCP (stdio)",
+        description="Serve Baton's agent API as MCP tools on stdin and stdout (list_tasks, claim_task, "
+        "deliver_task, release_task, task_status), for a coding assistant that starts this command. "
+        "Reads Baton's address from BATON_URL and the agent's GitHub token from GITHUB_TOKEN, else GH_TOKEN, "
+        "else `gh auth token`.",
+    )
+    mcp.set_defaults(run=_mcp)
 
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True)
