@@ -116,12 +116,17 @@ def test_every_error_status(scene: Scene) -> None:
     assert accepted.status_code == 200 and accepted.json()["state"] == "accepted"
 
 
-def test_calls_beyond_the_rate_get_429_with_retry_after(scene: Scene) -> None:
-    agent = Agent(scene, "agent-a")
-    statuses = Counter(agent.post("claim").status_code for _ in range(80))
-    assert statuses[200] >= 1 and statuses[429] >= 1, statuses
-    limited = agent.post("claim")
-    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
+def test_calls_beyond_the_rate_get_429_with_retry_after(database_url: str) -> None:
+    # BATON_API_REQUESTS_PER_MINUTE=60: a burst of 6, then one a second
+    with opened(database_url, api_requests_per_minute=60) as scene:
+        scene.settle()
+        agent, other = Agent(scene, "agent-a"), Agent(scene, "agent-b")
+        statuses = Counter(agent.post("claim").status_code for _ in range(20))
+        assert statuses[200] >= 6 and statuses[429] >= 1, statuses
+        limited = agent.post("claim")
+        assert limited.status_code == 429 and 1 <= int(limited.headers["Retry-After"]) <= 2
+        assert limited.json()["error"] == "rate_limited" and "@agent-a" in limited.json()["message"]
+        assert other.post("claim").status_code == 409  # the rate is per login: agent-b is refused, not limited
 
 
 def test_twenty_agents_at_once_one_wins_and_nineteen_are_told_who(scene: Scene) -> None:

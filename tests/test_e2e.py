@@ -132,6 +132,7 @@ def test_the_whole_life_of_a_task(stage: Stage) -> None:
     assert any(f"#{pull}" in line for line in said)
 
 
+@pytest.mark.long
 def test_twenty_agents_claim_at_once_one_wins_and_github_sees_at_most_six_writes(database_url: str) -> None:
     try:
         Contract.load()
@@ -216,6 +217,7 @@ def test_a_redelivered_webhook_changes_nothing(stage: Stage) -> None:
     assert api(stage, f"/repos/octo/shop/issues/{number}").json()["revision"] == 2
 
 
+@pytest.mark.long
 def test_faults_in_github_delay_updates_but_never_lose_or_double_them(stage: Stage) -> None:
     maria, agent = stage.person("maria", "maintain"), stage.person("agent-a", "write")
     number = maria.open_issue(stage.full_name, "A task")

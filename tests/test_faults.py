@@ -193,6 +193,7 @@ def _status(engine: Engine, delivery: str) -> tuple[str, int]:
     return (found[0].status, found[0].attempts) if found else ("absent", 0)
 
 
+@pytest.mark.long
 @pytest.mark.postgres
 def test_a_delivery_held_by_a_killed_worker_is_taken_back_within_seconds_and_decided_once(
     postgres_url: str, tmp_path: Path, figure: Callable[[str], None]
@@ -270,6 +271,7 @@ def test_the_first_delivery_after_the_servers_connections_were_closed_is_stored(
         engine.dispose()
 
 
+@pytest.mark.long
 @pytest.mark.postgres
 def test_a_worker_says_once_that_the_database_is_unreachable_and_once_that_it_is_back(
     database: Database, tmp_path: Path, figure: Callable[[str], None]
@@ -300,6 +302,7 @@ def test_a_worker_says_once_that_the_database_is_unreachable_and_once_that_it_is
 # -- 12. webhooks while the database is unreachable ----------------------------------------------------------
 
 
+@pytest.mark.long
 @pytest.mark.postgres
 def test_deliveries_received_while_the_database_is_unreachable_are_spooled_then_decided_once(
     database: Database, tmp_path: Path, figure: Callable[[str], None], caplog: pytest.LogCaptureFixture

@@ -128,6 +128,7 @@ def test_the_thumbs_up_goes_first_then_the_reply_then_label_assignee_and_status(
     stage.app.state.work.units.engine.dispose()
 
 
+@pytest.mark.long
 def test_a_thumbs_up_on_another_issue_goes_before_what_is_left_of_the_first(database_url: str) -> None:
     with open_stage(database_url, write_interval=0.4) as stage:
         owner, agent_a, agent_b = stage.person("olivia", "admin"), stage.person("agent-a"), stage.person("agent-b")
@@ -154,6 +155,7 @@ def test_a_thumbs_up_on_another_issue_goes_before_what_is_left_of_the_first(data
     stage.app.state.work.units.engine.dispose()
 
 
+@pytest.mark.long
 def test_a_delivery_failing_for_a_passing_reason_is_tried_again_until_decided(stage: Stage) -> None:
     owner, agent = stage.person("olivia", "admin"), stage.person("agent-a", "write")
     number = owner.open_issue(SHOP, "Flaky")

@@ -141,6 +141,7 @@ def test_a_rate_limited_permission_lookup_delays_the_delivery_and_never_fails_it
     stage.app.state.work.units.engine.dispose()
 
 
+@pytest.mark.long
 def test_a_delivery_rate_limited_on_its_permission_lookup_waits_as_long_as_github_asks(database_url: str) -> None:
     """Not the lane's own 2, 4, 8 s backoff: GitHub's Retry-After (8 s here, where the backoff says 2)."""
     with open_stage(database_url) as stage:
@@ -320,6 +321,7 @@ def converged(scene: Scene, numbers: list[int]) -> bool:
     return all(shown(scene, n) == wanted(scene, n) for n in numbers)
 
 
+@pytest.mark.long
 def test_under_every_kind_of_github_fault_each_issues_projection_converges(
     database_url: str, figure: Callable[[str], None]
 ) -> None:
