@@ -217,3 +217,30 @@ def test_the_baton_command_exits_0_on_a_win_1_on_a_refusal_naming_the_holder_and
     assert refused.returncode == 2 and "ghp_nobody" not in refused.stderr + refused.stdout
     for result in (won, lost, refused):
         assert winner.token not in result.stdout + result.stderr and loser.token not in result.stdout + result.stderr
+
+
+def test_create_and_claim_opens_an_issue_that_is_never_open_for_anyone_else(scene: Scene) -> None:
+    agent = Agent(scene, "agent-a")
+    url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues"
+    made = HTTP.post(url, json={"title": "Totals in the footer", "body": "The cart's footer shows totals."},
+                     headers={"Authorization": f"Bearer {agent.token}"})  # fmt: skip
+    assert made.status_code == 201, made.text
+    body = made.json()
+    number = body["issue"]
+    assert (body["state"], body["runner"], body["attempt"]) == ("claimed", "agent-a", 1)
+    scene.drain()  # the App's issue came back as an `issues` webhook: Baton's own, it offers nothing
+    work = scene.app.state.work
+    key = scene.key.__class__(scene.key.installation_id, scene.key.repository_id, number)
+    ticket = work.ticket(key)
+    assert ticket is not None and (ticket.state.value, ticket.owner, ticket.revision) == ("claimed", "agent-a", 2)
+    assert [event.type for event in work.history(key)] == ["created", "claimed"]
+    with scene.hub.world.lock:
+        issue = scene.repository.issues[number]
+        assert (issue.title, issue.user.login) == ("Totals in the footer", "baton[bot]")
+        assert issue.labels == ["baton:claimed"] and issue.assignees == ["agent-a"]
+
+    nobody = Agent(scene, "nobody", "none")
+    refused = HTTP.post(url, json={"title": "Not mine to run"}, headers={"Authorization": f"Bearer {nobody.token}"})
+    assert refused.status_code == 403 and refused.json()["code"] == "not_permitted", refused.text
+    with scene.hub.world.lock:
+        assert max(scene.repository.issues) == number  # no issue was opened for a refusal

@@ -121,6 +121,8 @@ REST_CASES: list[tuple[str, str, int, Any, str]] = [
     ("GET", f"{R}/issues/42", 200, ISSUE, "issues/get"),
     ("GET", f"{R}/issues", 200, [ISSUE, PR_ISSUE], "issues/list-for-repo"),
     ("GET", f"{R}/issues", 200, [], "issues/list-for-repo"),
+    ("POST", f"{R}/issues", 201, shapes.issue(REPO, 44, 504, "Totals in the footer", BOT, body="task: totals", app=APP),
+     "issues/create"),
     ("GET", f"{R}/issues/42", 200, CLOSED_ISSUE, "issues/get"),
     ("GET", f"{R}/issues/43", 200, PR_ISSUE, "issues/get"),
     ("GET", f"{R}/issues/43", 200, MERGED_PR_ISSUE, "issues/get"),

@@ -29,6 +29,7 @@ def render_issue(world: World, repository: Repository, repo: shapes.Repo, issue:
         updated_at=shapes.timestamp(issue.updated_at),
         closed_at=shapes.timestamp(issue.closed_at) if issue.closed_at else None, pull_request=issue.pull_request,
         merged_at=shapes.timestamp(pull.merged_at) if pull is not None and pull.merged_at else None,
+        app=world.app_of(issue.app_id) if issue.app_id is not None else None,
     )  # fmt: skip
 
 

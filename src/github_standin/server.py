@@ -461,6 +461,23 @@ def _get_comment(c: _Context, comment_id: str) -> tuple[int, Json]:
     return 200, c.comment(c.find_comment(comment_id))
 
 
+def _create_issue(c: _Context) -> tuple[int, Json]:
+    """The App opens an issue (its installation token): by `baton[bot]`, performed via the App."""
+    title = c.field("title", str)
+    body = c.data.get("body") if isinstance(c.data, dict) else None
+    labels = c.data.get("labels") if isinstance(c.data, dict) else None
+    issue = c.world.add_issue(c.repository, title, c.world.bot, body if isinstance(body, str) else "")
+    issue.app_id = c.world.app_id
+    for name in labels if isinstance(labels, list) else []:
+        if isinstance(name, str) and c.repository.label(name) is not None and name not in issue.labels:
+            issue.labels.append(name)
+    answer = c.issue(issue)
+    if c.stand_in.notify is not None:
+        c.notify("issues", shapes.issues_event("opened", c.repo, answer, c.world.bot,
+                                               installation_id=c.repository.installation_id))  # fmt: skip
+    return 201, answer
+
+
 def _create_comment(c: _Context, number: str) -> tuple[int, Json]:
     issue = c.find_issue(number)
     body = c.field("body", str)
@@ -602,6 +619,7 @@ _OPERATIONS: list[tuple[str, str, Callable[..., tuple[int, Json]]]] = [
     ("GET", r"/repos/([^/]+)/([^/]+)/collaborators/([^/]+)/permission", _collaborator_permission),
     ("GET", r"/repos/([^/]+)/([^/]+)/contents/(.+)", _contents),
     ("GET", r"/repos/([^/]+)/([^/]+)/issues", list_issues),
+    ("POST", r"/repos/([^/]+)/([^/]+)/issues", _create_issue),
     ("GET", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)", _get_issue),
     ("POST", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/labels", _add_labels),
     ("DELETE", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/labels/([^/]+)", _remove_label),

@@ -67,6 +67,7 @@ class Issue:
     labels: list[str] = field(default_factory=list)  # names, in the order they were added
     assignees: list[str] = field(default_factory=list)
     pull_request: bool = False
+    app_id: int | None = None  # the App that opened it, through an installation token
 
 
 @dataclass

@@ -77,6 +77,16 @@ class GitHubIssues:
             raise
         return open_issue(data)
 
+    def create(self, installation_id: int, repository: str, title: str, body: str, labels: list[str]) -> OpenIssue:
+        """Open an issue as the App; it is returned as GitHub made it."""
+        owner, _, name = repository.partition("/")
+        client = self.github.installation(installation_id)
+        data: Any = client.rest.issues.create(owner, name, title=title, body=body, labels=labels).json()
+        made = open_issue(data)
+        if made is None:
+            raise RuntimeError(f"GitHub answered the new issue of {repository} with no issue")
+        return made
+
     def repository_id(self, installation_id: int, repository: str) -> int | None:
         owner, _, name = repository.partition("/")
         data = self.github.installation(installation_id).rest.repos.get(owner, name).json()

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from baton.domain import Command, TicketKey
+from baton.domain import Command, Refused, Situation, TicketKey, create
+from baton.domain import decide as decide_command
 from baton.service.work import Issue, Outcome, Request
 
 from .commands import brief_teams
@@ -24,15 +25,20 @@ class Missing(Exception):
     message: str
 
 
+def _installed(intake: Intake, repository: str, number: int | None = None) -> tuple[int, int]:
+    installations = intake.installations
+    found = installations.find(repository) if installations is not None else None
+    if found is None or installations is None or not installations.active(found[0]):
+        raise Missing(f"Baton is not installed on {repository}" + (f", or it has no issue #{number} there." if number
+                                                                     else "."))  # fmt: skip
+    return found
+
+
 def decide(
     intake: Intake, repository: str, number: int, command: Command, login: str, is_bot: bool, operation_id: str
 ) -> tuple[TicketKey, Outcome]:
     """Decide `command` by `login` on `repository#number`. Raises `Missing`."""
-    installations = intake.installations
-    found = installations.find(repository) if installations is not None else None
-    if found is None or installations is None or not installations.active(found[0]):
-        raise Missing(f"Baton is not installed on {repository}, or it has no issue #{number} there.")
-    installation_id, repository_id = found
+    installation_id, repository_id = _installed(intake, repository, number)
     key = TicketKey(installation_id, repository_id, number)
     issue = Issue(key, repository, "")
     if intake.work.ticket(key) is None:  # first use: read it from GitHub, as a first comment would carry it
@@ -44,4 +50,30 @@ def decide(
     teams = brief_teams(intake, key, [command])
     actor = intake.person(installation_id, repository, login, is_bot, policy, key, teams)
     request = Request(issue, command, actor, operation_id, policy, via="api")
+    return key, intake.work.apply_all([request])[0]
+
+
+def create_and_claim(
+    intake: Intake, repository: str, title: str, body: str, login: str, is_bot: bool, operation_id: str
+) -> tuple[TicketKey | None, Outcome | Refused]:
+    """Open an issue through the App and claim it for `login` at once: its ticket is made claimed, never open.
+    The caller is its task owner. Whether `login` may claim it is decided first, so that an issue is opened only
+    for someone who may run it. Raises `Missing`.
+
+    GitHub's `issues` `opened` webhook about it is Baton's own (`performed_via_github_app`) and offers nothing;
+    under `offer: labeled` the issue gets the offer label, as an offered issue has."""
+    installation_id, repository_id = _installed(intake, repository)
+    if intake.issues is None:
+        raise Missing(f"Baton cannot open issues on {repository}: it runs without a GitHub App.")
+    policy = intake.configs.load(installation_id, repository).policy
+    actor = intake.person(installation_id, repository, login, is_bot, policy)
+    would_be, _ = create(TicketKey(installation_id, repository_id, 0), repository, login)
+    first = decide_command(would_be, Command("claim"), actor, Situation(policy))
+    if isinstance(first, Refused):
+        return None, first
+    labels = [policy.offer_label] if policy.offer == "labeled" else []
+    made = intake.issues.create(installation_id, repository, title, body, labels)
+    key = TicketKey(installation_id, repository_id, made.number)
+    issue = Issue(key, repository, login, made.body, made.labels or tuple(labels))
+    request = Request(issue, Command("claim"), actor, operation_id, policy, via="api")
     return key, intake.work.apply_all([request])[0]

@@ -44,6 +44,10 @@ class IssueSource(Protocol):
         """One open issue (None: no such open issue)."""
         ...
 
+    def create(self, installation_id: int, repository: str, title: str, body: str, labels: list[str]) -> OpenIssue:
+        """Open an issue as the App."""
+        ...
+
 
 class Configs(Protocol):
     """A repository's settings (`.github/baton.yml`)."""

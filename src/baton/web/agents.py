@@ -22,11 +22,11 @@ from fastapi import APIRouter, Depends, Header, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, StringConstraints
 
-from baton.domain import Command, Evidence, Permission, TicketKey, WorkState
+from baton.domain import Command, Evidence, Permission, Refused, TicketKey, WorkState
 from baton.github.identity import BadToken, Identities, Identity, IdentityUnavailable
 from baton.github.webhooks import MAX_NUMBER
 from baton.intake import Intake
-from baton.intake.api import Missing, decide
+from baton.intake.api import Missing, create_and_claim, decide
 from baton.intake.context import DirectoryUnavailable
 from baton.service.work import Outcome
 from baton.settings import Settings
@@ -98,6 +98,11 @@ class Deliver(BaseModel):
     pr: Annotated[int, Field(ge=1, le=MAX_NUMBER)] | None = None
     tests: Annotated[list[Line], Field(max_length=20)] = []
     screenshots: Annotated[list[Line], Field(max_length=20)] = []
+
+
+class NewIssue(BaseModel):
+    title: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    body: Text = ""
 
 
 class Note(BaseModel):
@@ -283,6 +288,41 @@ def agents_router(intake: Intake, identities: Identities, requests: ApiRequests,
         text = body.reason if body else ""
         return act(lambda: Command("reopen", text=text), owner, repo, number, identity, if_match, key,
                    {"reason": text})  # fmt: skip
+
+    @router.post("/repos/{owner}/{repo}/issues", status_code=201, response_model=Answer, responses=answers,
+                 summary="Open an issue and claim it: it is never open for anyone else")  # fmt: skip
+    def create_and_claim_issue(
+        owner: Owner, repo: Repo, body: NewIssue, identity: Caller, key: Key = None
+    ) -> JSONResponse:
+        repository = f"{owner}/{repo}"
+        fingerprint = hashlib.sha256(json.dumps(["open", repository.lower(), body.model_dump()],
+                                                sort_keys=True).encode()).hexdigest()  # fmt: skip
+        operation = f"api:{identity.login.lower()}:{uuid.uuid4().hex}"
+        if key is not None:
+            first = requests.claim_key(identity.login, key, fingerprint)
+            if first is not None and first.fingerprint != fingerprint:
+                return _problem(422, "invalid", f"Idempotency-Key {key!r} was used for another request.")
+            if first is not None and first.status is not None and first.body is not None:
+                return JSONResponse(json.loads(first.body), first.status)
+            operation = f"api:{identity.login.lower()}:key:{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+        try:
+            made, outcome = create_and_claim(intake, repository, body.title, body.body, identity.login,
+                                             identity.is_bot, operation)  # fmt: skip
+        except Missing as error:
+            return _problem(404, "not_found", error.message)
+        except DirectoryUnavailable as error:
+            return _problem(503, "unavailable", f"{error}; try again shortly.")
+        if made is None or not isinstance(outcome, Outcome):
+            assert isinstance(outcome, Refused)
+            status, word = _REFUSALS.get(outcome.code, _CONFLICT)
+            response = _problem(status, word, outcome.message.replace("#0 ", "a new issue "), code=outcome.code)
+        else:
+            response = _answer(outcome, repository, made.number, site, intake, made)
+            if response.status_code == 200:
+                response.status_code = 201
+        if key is not None:
+            requests.answered(identity.login, key, response.status_code, bytes(response.body).decode())
+        return response
 
     may_read = readers(intake, identities)
     listing = Reads(intake.work.units.engine)

@@ -313,10 +313,11 @@ def issue(
     merged_at: str | None = None,
     author_association: str = "NONE",
     reactions: Mapping[str, int] | None = None,
+    app: App | None = None,
 ) -> Json:
     """An issue (`issue`), or a pull request seen as an issue when `pull_request` (GitHub's issues API).
 
-    `labels` are objects from `label()`.
+    `labels` are objects from `label()`; `app` the App that opened it, if one did.
     """
     api = f"{repo.api}/issues/{number}"
     result: Json = {
@@ -345,7 +346,7 @@ def issue(
         "updated_at": updated_at or closed_at or created_at,
         "author_association": author_association,
         "timeline_url": f"{api}/timeline",
-        "performed_via_github_app": None,
+        "performed_via_github_app": _app(app, repo) if app is not None else None,
         "reactions": _rollup(f"{api}/reactions", reactions),
     }
     if pull_request:
