@@ -24,6 +24,7 @@ from baton.clock import SYSTEM, Clock
 from baton.store import WorkTx
 from baton.store.activity import ActivityTx
 from baton.store.due import OutboxTx
+from baton.store.engine import READ_ONLY
 from baton.store.evidence import EvidenceTx
 from baton.store.statements import settle
 
@@ -53,10 +54,21 @@ class Units:
     def __init__(self, engine: Engine, clock: Clock = SYSTEM) -> None:
         self.engine = engine
         self.clock = clock
+        self._reader = engine.execution_options(**{READ_ONLY: True})
 
     @contextmanager
     def begin(self) -> Iterator[UnitOfWork]:
         with self.engine.begin() as connection:
+            uow = UnitOfWork(connection, self.clock)
+            try:
+                yield uow
+            finally:
+                uow.close()
+
+    @contextmanager
+    def read(self) -> Iterator[UnitOfWork]:
+        """A unit that only reads: on SQLite it reads a snapshot and waits for no writer."""
+        with self._reader.begin() as connection:
             uow = UnitOfWork(connection, self.clock)
             try:
                 yield uow

@@ -427,12 +427,12 @@ class WorkService:
         return True
 
     def ticket(self, key: TicketKey) -> Ticket | None:
-        with self.units.begin() as uow:
+        with self.units.read() as uow:
             stored = uow.work.ticket(key)
             return stored.ticket if stored else None
 
     def history(self, key: TicketKey) -> list[Any]:
-        with self.units.begin() as uow:
+        with self.units.read() as uow:
             stored = uow.work.ticket(key)
             return [] if stored is None else uow.work.events(stored.id)
 

@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Path, Query
@@ -200,48 +201,51 @@ def agents_router(intake: Intake, identities: Identities, requests: ApiRequests,
 
     Caller = Annotated[Identity, Depends(caller)]
 
-    def act(
-        command: Callable[[], Command],
-        owner: str,
-        repo: str,
-        number: int,
-        identity: Identity,
-        if_match: str | None,
-        key: str | None,
-        body: dict[str, Any],
+    def once(
+        identity: Identity, key: str | None, request: list[Any], answer: Callable[[str], JSONResponse]
     ) -> JSONResponse:
-        repository = f"{owner}/{repo}"
-        rev = None
-        if if_match is not None:
-            found = re.fullmatch(r'\s*(?:W/)?"?(\d{1,18})"?\s*', if_match)
-            if found is None:
-                return _problem(422, "invalid", 'If-Match takes a ticket revision in quotes, as in `If-Match: "19"`.')
-            rev = int(found.group(1))
-        name = command().name
-        fingerprint = hashlib.sha256(json.dumps([name, repository.lower(), number, rev, body],
-                                                sort_keys=True).encode()).hexdigest()  # fmt: skip
-        operation = f"api:{identity.login.lower()}:{uuid.uuid4().hex}"
-        if key is not None:
-            if not 1 <= len(key) <= 200:
-                return _problem(422, "invalid", "Idempotency-Key takes 1 to 200 characters.")
-            first = requests.claim_key(identity.login, key, fingerprint)
-            if first is not None and first.fingerprint != fingerprint:
-                return _problem(422, "invalid", f"Idempotency-Key {key!r} was used for another request.")
-            if first is not None and first.status is not None and first.body is not None:
-                return JSONResponse(json.loads(first.body), first.status)
-            operation = f"api:{identity.login.lower()}:key:{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+        """`answer(operation_id)`, or with an Idempotency-Key the first answer that key got for this same request."""
+        if key is None:
+            return answer(f"api:{identity.login.lower()}:{uuid.uuid4().hex}")
+        if not 1 <= len(key) <= 200:
+            return _problem(422, "invalid", "Idempotency-Key takes 1 to 200 characters.")
+        fingerprint = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+        first = requests.claim_key(identity.login, key, fingerprint)
+        if first is not None and first.fingerprint != fingerprint:
+            return _problem(422, "invalid", f"Idempotency-Key {key!r} was used for another request.")
+        if first is not None and first.status is not None and first.body is not None:
+            return JSONResponse(json.loads(first.body), first.status)
+        # The operation id is the key's: a retry racing the first request is decided once.
+        response = answer(f"api:{identity.login.lower()}:key:{hashlib.sha256(key.encode()).hexdigest()[:32]}")
+        requests.answered(identity.login, key, response.status_code, bytes(response.body).decode())
+        return response
+
+    def unavailable(work: Callable[[], JSONResponse]) -> JSONResponse:
+        """`work()`, or what to say when it cannot find the issue or read the caller's role now."""
         try:
-            made = command()
-            asked = Command(made.name, rev=rev, text=made.text, evidence=made.evidence, summary=made.summary)
-            ticket_key, outcome = decide(intake, repository, number, asked, identity.login, identity.is_bot, operation)
+            return work()
         except Missing as error:
             return _problem(404, "not_found", error.message)
         except DirectoryUnavailable as error:
             return _problem(503, "unavailable", f"{error}; try again shortly.")
-        response = _answer(outcome, repository, number, site, intake, ticket_key)
-        if key is not None:
-            requests.answered(identity.login, key, response.status_code, bytes(response.body).decode())
-        return response
+
+    def act(
+        command: Command, owner: str, repo: str, number: int, identity: Identity, if_match: str | None,
+        key: str | None, body: dict[str, Any],
+    ) -> JSONResponse:  # fmt: skip
+        repository = f"{owner}/{repo}"
+        if if_match is not None:
+            found = re.fullmatch(r'\s*(?:W/)?"?(\d{1,18})"?\s*', if_match)
+            if found is None:
+                return _problem(422, "invalid", 'If-Match takes a ticket revision in quotes, as in `If-Match: "19"`.')
+            command = replace(command, rev=int(found.group(1)))
+
+        def answer(operation: str) -> JSONResponse:
+            where, outcome = decide(intake, repository, number, command, identity.login, identity.is_bot, operation)
+            return _answer(outcome, repository, number, site, intake, where)
+
+        request = [command.name, repository.lower(), number, command.rev, body]
+        return once(identity, key, request, lambda operation: unavailable(lambda: answer(operation)))
 
     IfMatch = Annotated[str | None, Header(alias="If-Match")]
     Key = Annotated[str | None, Header(alias="Idempotency-Key")]
@@ -253,12 +257,12 @@ def agents_router(intake: Intake, identities: Identities, requests: ApiRequests,
     @router.post(f"{issue_path}/claim", response_model=Answer, responses=answers, summary="Claim the task")
     def claim(owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
               key: Key = None, body: Nothing | None = None) -> JSONResponse:  # fmt: skip
-        return act(lambda: Command("claim"), owner, repo, number, identity, if_match, key, {})
+        return act(Command("claim"), owner, repo, number, identity, if_match, key, {})
 
     @router.post(f"{issue_path}/release", response_model=Answer, responses=answers, summary="Release the task")
     def release(owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
                 key: Key = None, body: Nothing | None = None) -> JSONResponse:  # fmt: skip
-        return act(lambda: Command("release"), owner, repo, number, identity, if_match, key, {})
+        return act(Command("release"), owner, repo, number, identity, if_match, key, {})
 
     @router.post(f"{issue_path}/deliver", response_model=Answer, responses=answers,
                  summary="Deliver the task with its evidence")  # fmt: skip
@@ -266,27 +270,27 @@ def agents_router(intake: Intake, identities: Identities, requests: ApiRequests,
                 if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
         evidence = Evidence(body.branch, body.commit, body.pr, tuple(body.tests), tuple(body.screenshots))
         made = Command("deliver", text=body.summary, evidence=evidence, summary=body.summary)
-        return act(lambda: made, owner, repo, number, identity, if_match, key, body.model_dump())
+        return act(made, owner, repo, number, identity, if_match, key, body.model_dump())
 
     @router.post(f"{issue_path}/accept", response_model=Answer, responses=answers, summary="Accept the delivery")
     def accept(owner: Owner, repo: Repo, number: Number, identity: Caller, body: Note | None = None,
                if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
         note = body.note if body else ""
-        return act(lambda: Command("accept", text=note), owner, repo, number, identity, if_match, key, {"note": note})
+        return act(Command("accept", text=note), owner, repo, number, identity, if_match, key, {"note": note})
 
     @router.post(f"{issue_path}/send-back", response_model=Answer, responses=answers,
                  summary="Send the delivery back to its runner")  # fmt: skip
     def send_back(owner: Owner, repo: Repo, number: Number, identity: Caller, body: Feedback | None = None,
                   if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
         text = body.feedback if body else ""
-        return act(lambda: Command("send-back", text=text), owner, repo, number, identity, if_match, key,
+        return act(Command("send-back", text=text), owner, repo, number, identity, if_match, key,
                    {"feedback": text})  # fmt: skip
 
     @router.post(f"{issue_path}/reopen", response_model=Answer, responses=answers, summary="Reopen accepted work")
     def reopen(owner: Owner, repo: Repo, number: Number, identity: Caller, body: Reason | None = None,
                if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
         text = body.reason if body else ""
-        return act(lambda: Command("reopen", text=text), owner, repo, number, identity, if_match, key,
+        return act(Command("reopen", text=text), owner, repo, number, identity, if_match, key,
                    {"reason": text})  # fmt: skip
 
     @router.post("/repos/{owner}/{repo}/issues", status_code=201, response_model=Answer, responses=answers,
@@ -295,34 +299,21 @@ def agents_router(intake: Intake, identities: Identities, requests: ApiRequests,
         owner: Owner, repo: Repo, body: NewIssue, identity: Caller, key: Key = None
     ) -> JSONResponse:
         repository = f"{owner}/{repo}"
-        fingerprint = hashlib.sha256(json.dumps(["open", repository.lower(), body.model_dump()],
-                                                sort_keys=True).encode()).hexdigest()  # fmt: skip
-        operation = f"api:{identity.login.lower()}:{uuid.uuid4().hex}"
-        if key is not None:
-            first = requests.claim_key(identity.login, key, fingerprint)
-            if first is not None and first.fingerprint != fingerprint:
-                return _problem(422, "invalid", f"Idempotency-Key {key!r} was used for another request.")
-            if first is not None and first.status is not None and first.body is not None:
-                return JSONResponse(json.loads(first.body), first.status)
-            operation = f"api:{identity.login.lower()}:key:{hashlib.sha256(key.encode()).hexdigest()[:32]}"
-        try:
+
+        def answer(operation: str) -> JSONResponse:
             made, outcome = create_and_claim(intake, repository, body.title, body.body, identity.login,
                                              identity.is_bot, operation)  # fmt: skip
-        except Missing as error:
-            return _problem(404, "not_found", error.message)
-        except DirectoryUnavailable as error:
-            return _problem(503, "unavailable", f"{error}; try again shortly.")
-        if made is None or not isinstance(outcome, Outcome):
-            assert isinstance(outcome, Refused)
-            status, word = _REFUSALS.get(outcome.code, _CONFLICT)
-            response = _problem(status, word, outcome.message.replace("#0 ", "a new issue "), code=outcome.code)
-        else:
+            if made is None or isinstance(outcome, Refused):
+                assert isinstance(outcome, Refused)
+                status, word = _REFUSALS.get(outcome.code, _CONFLICT)
+                return _problem(status, word, outcome.message.replace("#0 ", "a new issue "), code=outcome.code)
             response = _answer(outcome, repository, made.number, site, intake, made)
             if response.status_code == 200:
                 response.status_code = 201
-        if key is not None:
-            requests.answered(identity.login, key, response.status_code, bytes(response.body).decode())
-        return response
+            return response
+
+        request = ["open", repository.lower(), body.model_dump()]
+        return once(identity, key, request, lambda operation: unavailable(lambda: answer(operation)))
 
     may_read = readers(intake, identities)
     listing = Reads(intake.work.units.engine)
@@ -350,8 +341,12 @@ def agents_router(intake: Intake, identities: Identities, requests: ApiRequests,
         found = intake.installations.find(repo) if intake.installations is not None else None
         listed: list[Task] = []
         if found is not None:
-            for summary in listing.tickets(repository=repo, state=state, limit=limit):
-                ticket = intake.work.ticket(TicketKey(found[0], found[1], summary.number))
+            summaries = listing.tickets(repository=repo, state=state, limit=limit)
+            with intake.work.units.read() as uow:  # their briefs, in one statement
+                stored = uow.work.tickets([TicketKey(found[0], found[1], one.number) for one in summaries])
+            for summary in summaries:
+                held = stored.get(TicketKey(found[0], found[1], summary.number))
+                ticket = held.ticket if held is not None else None
                 brief = ticket.brief.to_dict() if ticket is not None and ticket.brief is not None else None
                 listed.append(Task(repository=summary.repository, issue=summary.number,
                                    title=brief["task"] or None if brief else None,
