@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
+from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
@@ -82,12 +82,14 @@ def create_app(
     app.state.spool = spool
     identities = Identities(settings.github_api_url, timeout=settings.github_timeout)
     # Only with an App: who a token belongs to, and what it may read, is asked of GitHub.
-    app.include_router(api_router(parts.engine, settings, readers(parts.intake, identities) if parts.writer else None))
-    app.include_router(agents_router(parts.intake, identities, ApiRequests(engine), settings))
+    routers = [
+        api_router(parts.engine, settings, readers(parts.intake, identities) if parts.writer else None),
+        agents_router(parts.intake, identities, ApiRequests(engine), settings),
+        webhook_router(parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing, spool),
+    ]
+    for router in routers:
+        _adopt(app, router)
     app.add_exception_handler(Refusal, _refused)
-    app.include_router(
-        webhook_router(parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing, spool)
-    )
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
@@ -103,6 +105,13 @@ def create_app(
         return JSONResponse({"status": "ok", "database": engine.dialect.name})
 
     return app
+
+
+def _adopt(app: FastAPI, router: APIRouter) -> None:
+    """The router's routes become the app's own, as if declared on it. Each route is complete already (its
+    path, dependencies and answers); `include_router` would work out every route's parameters and answers a
+    second time, on the first request (about 25 ms of CPU for each app, which every test pays)."""
+    app.router.routes.extend(router.routes)
 
 
 async def _refused(request: Request, error: Exception) -> Response:
