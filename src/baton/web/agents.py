@@ -8,6 +8,7 @@ event records `source: api`. `If-Match: "<revision>"` makes the call a compare-a
 `Idempotency-Key` makes a retry get the first answer.
 """
 
+import functools
 import hashlib
 import hmac
 import json
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Path, Query
+from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, StringConstraints
 
@@ -175,22 +176,31 @@ def readers(intake: Intake, identities: Identities) -> Callable[[str, str], bool
     return may_read
 
 
-def agents_router(intake: Intake, identities: Identities, requests: ApiRequests, settings: Settings) -> APIRouter:
-    router = APIRouter(prefix="/api/v1", tags=["agents"])
-    limiter = _Limiter(settings.api_requests_per_minute)
-    site = web_url(settings.github_api_url)
+class AgentApi:
+    """One app's agent API: its services, its callers' rate and the answers it gives. The routes
+    (`agents_router`) are made once per process and find it on the app (`app.state.agent_api`)."""
 
-    def caller(authorization: Annotated[str | None, Header()] = None) -> Identity:
+    def __init__(self, intake: Intake, identities: Identities, requests: ApiRequests, settings: Settings) -> None:
+        self.intake = intake
+        self.identities = identities
+        self.requests = requests
+        self.limiter = _Limiter(settings.api_requests_per_minute)
+        self.site = web_url(settings.github_api_url)
+        self.may_read = readers(intake, identities)
+        self.listing = Reads(intake.work.units.engine)
+        self.read_token = settings.api_token.get_secret_value() if settings.api_token else ""
+
+    def caller(self, authorization: str | None) -> Identity:
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Refusal(_problem(401, "unauthorized", "Send your GitHub token: `Authorization: Bearer <token>`."))
         try:
-            identity = identities.who(token.strip())
+            identity = self.identities.who(token.strip())
         except BadToken as error:
             raise Refusal(_problem(401, "unauthorized", f"{error}.")) from None
         except IdentityUnavailable as error:
             raise Refusal(_problem(503, "unavailable", f"{error}; try again shortly.")) from None
-        wait = limiter.wait(identity.login)
+        wait = self.limiter.wait(identity.login)
         if wait:
             seconds = max(1, int(wait + 0.999))
             said = f"@{identity.login} sends too many requests: retry in {seconds} s."
@@ -199,38 +209,38 @@ def agents_router(intake: Intake, identities: Identities, requests: ApiRequests,
             raise Refusal(response)
         return identity
 
-    Caller = Annotated[Identity, Depends(caller)]
-
     def once(
-        identity: Identity, key: str | None, request: list[Any], answer: Callable[[str], JSONResponse]
+        self, identity: Identity, key: str | None, request: list[Any], answer: Callable[[str], JSONResponse]
     ) -> JSONResponse:
-        """`answer(operation_id)`, or with an Idempotency-Key the first answer that key got for this same request."""
+        """`answer(operation_id)`, or with an Idempotency-Key the first answer that key got for this same request;
+        `answer` is called where the issue can be found and the caller's role read now, else 404 or 503."""
         if key is None:
-            return answer(f"api:{identity.login.lower()}:{uuid.uuid4().hex}")
+            return self._unavailable(answer, f"api:{identity.login.lower()}:{uuid.uuid4().hex}")
         if not 1 <= len(key) <= 200:
             return _problem(422, "invalid", "Idempotency-Key takes 1 to 200 characters.")
         fingerprint = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
-        first = requests.claim_key(identity.login, key, fingerprint)
+        first = self.requests.claim_key(identity.login, key, fingerprint)
         if first is not None and first.fingerprint != fingerprint:
             return _problem(422, "invalid", f"Idempotency-Key {key!r} was used for another request.")
         if first is not None and first.status is not None and first.body is not None:
             return JSONResponse(json.loads(first.body), first.status)
         # The operation id is the key's: a retry racing the first request is decided once.
-        response = answer(f"api:{identity.login.lower()}:key:{hashlib.sha256(key.encode()).hexdigest()[:32]}")
-        requests.answered(identity.login, key, response.status_code, bytes(response.body).decode())
+        operation = f"api:{identity.login.lower()}:key:{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+        response = self._unavailable(answer, operation)
+        self.requests.answered(identity.login, key, response.status_code, bytes(response.body).decode())
         return response
 
-    def unavailable(work: Callable[[], JSONResponse]) -> JSONResponse:
-        """`work()`, or what to say when it cannot find the issue or read the caller's role now."""
+    @staticmethod
+    def _unavailable(answer: Callable[[str], JSONResponse], operation: str) -> JSONResponse:
         try:
-            return work()
+            return answer(operation)
         except Missing as error:
             return _problem(404, "not_found", error.message)
         except DirectoryUnavailable as error:
             return _problem(503, "unavailable", f"{error}; try again shortly.")
 
     def act(
-        command: Command, owner: str, repo: str, number: int, identity: Identity, if_match: str | None,
+        self, command: Command, owner: str, repo: str, number: int, identity: Identity, if_match: str | None,
         key: str | None, body: dict[str, Any],
     ) -> JSONResponse:  # fmt: skip
         repository = f"{owner}/{repo}"
@@ -241,108 +251,44 @@ def agents_router(intake: Intake, identities: Identities, requests: ApiRequests,
             command = replace(command, rev=int(found.group(1)))
 
         def answer(operation: str) -> JSONResponse:
-            where, outcome = decide(intake, repository, number, command, identity.login, identity.is_bot, operation)
-            return _answer(outcome, repository, number, site, intake, where)
+            where, outcome = decide(self.intake, repository, number, command, identity.login, identity.is_bot,
+                                    operation)  # fmt: skip
+            return _answer(outcome, repository, number, self.site, self.intake, where)
 
         request = [command.name, repository.lower(), number, command.rev, body]
-        return once(identity, key, request, lambda operation: unavailable(lambda: answer(operation)))
+        return self.once(identity, key, request, answer)
 
-    IfMatch = Annotated[str | None, Header(alias="If-Match")]
-    Key = Annotated[str | None, Header(alias="Idempotency-Key")]
-    issue_path = "/repos/{owner}/{repo}/issues/{number}"
-    answers: dict[int | str, dict[str, Any]] = {
-        code: {"model": Problem} for code in (401, 403, 404, 409, 412, 422, 429, 503)
-    }
-
-    @router.post(f"{issue_path}/claim", response_model=Answer, responses=answers, summary="Claim the task")
-    def claim(owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
-              key: Key = None, body: Nothing | None = None) -> JSONResponse:  # fmt: skip
-        return act(Command("claim"), owner, repo, number, identity, if_match, key, {})
-
-    @router.post(f"{issue_path}/release", response_model=Answer, responses=answers, summary="Release the task")
-    def release(owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
-                key: Key = None, body: Nothing | None = None) -> JSONResponse:  # fmt: skip
-        return act(Command("release"), owner, repo, number, identity, if_match, key, {})
-
-    @router.post(f"{issue_path}/deliver", response_model=Answer, responses=answers,
-                 summary="Deliver the task with its evidence")  # fmt: skip
-    def deliver(owner: Owner, repo: Repo, number: Number, body: Deliver, identity: Caller,
-                if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
-        evidence = Evidence(body.branch, body.commit, body.pr, tuple(body.tests), tuple(body.screenshots))
-        made = Command("deliver", text=body.summary, evidence=evidence, summary=body.summary)
-        return act(made, owner, repo, number, identity, if_match, key, body.model_dump())
-
-    @router.post(f"{issue_path}/accept", response_model=Answer, responses=answers, summary="Accept the delivery")
-    def accept(owner: Owner, repo: Repo, number: Number, identity: Caller, body: Note | None = None,
-               if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
-        note = body.note if body else ""
-        return act(Command("accept", text=note), owner, repo, number, identity, if_match, key, {"note": note})
-
-    @router.post(f"{issue_path}/send-back", response_model=Answer, responses=answers,
-                 summary="Send the delivery back to its runner")  # fmt: skip
-    def send_back(owner: Owner, repo: Repo, number: Number, identity: Caller, body: Feedback | None = None,
-                  if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
-        text = body.feedback if body else ""
-        return act(Command("send-back", text=text), owner, repo, number, identity, if_match, key,
-                   {"feedback": text})  # fmt: skip
-
-    @router.post(f"{issue_path}/reopen", response_model=Answer, responses=answers, summary="Reopen accepted work")
-    def reopen(owner: Owner, repo: Repo, number: Number, identity: Caller, body: Reason | None = None,
-               if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
-        text = body.reason if body else ""
-        return act(Command("reopen", text=text), owner, repo, number, identity, if_match, key,
-                   {"reason": text})  # fmt: skip
-
-    @router.post("/repos/{owner}/{repo}/issues", status_code=201, response_model=Answer, responses=answers,
-                 summary="Open an issue and claim it: it is never open for anyone else")  # fmt: skip
-    def create_and_claim_issue(
-        owner: Owner, repo: Repo, body: NewIssue, identity: Caller, key: Key = None
-    ) -> JSONResponse:
-        repository = f"{owner}/{repo}"
-
+    def create_and_claim(self, repository: str, issue: NewIssue, identity: Identity, key: str | None) -> JSONResponse:
         def answer(operation: str) -> JSONResponse:
-            made, outcome = create_and_claim(intake, repository, body.title, body.body, identity.login,
+            made, outcome = create_and_claim(self.intake, repository, issue.title, issue.body, identity.login,
                                              identity.is_bot, operation)  # fmt: skip
             if made is None or isinstance(outcome, Refused):
                 assert isinstance(outcome, Refused)
                 status, word = _REFUSALS.get(outcome.code, _CONFLICT)
                 return _problem(status, word, outcome.message.replace("#0 ", "a new issue "), code=outcome.code)
-            response = _answer(outcome, repository, made.number, site, intake, made)
+            response = _answer(outcome, repository, made.number, self.site, self.intake, made)
             if response.status_code == 200:
                 response.status_code = 201
             return response
 
-        request = ["open", repository.lower(), body.model_dump()]
-        return once(identity, key, request, lambda operation: unavailable(lambda: answer(operation)))
+        return self.once(identity, key, ["open", repository.lower(), issue.model_dump()], answer)
 
-    may_read = readers(intake, identities)
-    listing = Reads(intake.work.units.engine)
-    read_token = settings.api_token.get_secret_value() if settings.api_token else ""
-
-    @router.get("/tasks", response_model=Tasks, responses={code: {"model": Problem} for code in (401, 404, 422, 429)},
-                summary="The tasks a repository offers for claiming, oldest first")  # fmt: skip
-    def tasks(
-        repo: Annotated[
-            str, Query(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$", description='"owner/name".')
-        ],
-        authorization: Annotated[str | None, Header()] = None,
-        state: WorkState = WorkState.OPEN,
-        limit: Annotated[int, Query(ge=1, le=100)] = 50,
-    ) -> JSONResponse:
+    def tasks(self, repo: str, authorization: str | None, state: WorkState, limit: int) -> JSONResponse:
         token = (authorization or "").partition(" ")[2].strip()
-        if not (read_token and hmac.compare_digest(token.encode(), read_token.encode())):
-            caller(authorization)  # an agent: known to GitHub, and within its rate
+        if not (self.read_token and hmac.compare_digest(token.encode(), self.read_token.encode())):
+            self.caller(authorization)  # an agent: known to GitHub, and within its rate
             try:
-                readable = may_read(token, repo)
+                readable = self.may_read(token, repo)
             except DirectoryUnavailable as error:
                 return _problem(503, "unavailable", f"{error}; try again shortly.")
             if not readable:
                 return _problem(404, "not_found", f"Baton is not installed on {repo}, or you cannot read it.")
-        found = intake.installations.find(repo) if intake.installations is not None else None
+        installations = self.intake.installations
+        found = installations.find(repo) if installations is not None else None
         listed: list[Task] = []
         if found is not None:
-            summaries = listing.tickets(repository=repo, state=state, limit=limit)
-            with intake.work.units.read() as uow:  # their briefs, in one statement
+            summaries = self.listing.tickets(repository=repo, state=state, limit=limit)
+            with self.intake.work.units.read() as uow:  # their briefs, in one statement
                 stored = uow.work.tickets([TicketKey(found[0], found[1], one.number) for one in summaries])
             for summary in summaries:
                 held = stored.get(TicketKey(found[0], found[1], summary.number))
@@ -350,11 +296,97 @@ def agents_router(intake: Intake, identities: Identities, requests: ApiRequests,
                 brief = ticket.brief.to_dict() if ticket is not None and ticket.brief is not None else None
                 listed.append(Task(repository=summary.repository, issue=summary.number,
                                    title=brief["task"] or None if brief else None,
-                                   url=f"{site}/{summary.repository}/issues/{summary.number}", state=summary.state,
-                                   revision=summary.revision, created_at=summary.created_at.isoformat(),
-                                   brief=brief))  # fmt: skip
+                                   url=f"{self.site}/{summary.repository}/issues/{summary.number}",
+                                   state=summary.state, revision=summary.revision,
+                                   created_at=summary.created_at.isoformat(), brief=brief))  # fmt: skip
         listed.sort(key=lambda task: (task.created_at, task.issue))
         return JSONResponse(Tasks(tasks=listed).model_dump(mode="json"))
+
+
+def _agent_api(request: Request) -> AgentApi:
+    api: AgentApi = request.app.state.agent_api
+    return api
+
+
+def _caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Identity:
+    return _agent_api(request).caller(authorization)
+
+
+Api = Annotated[AgentApi, Depends(_agent_api)]
+Caller = Annotated[Identity, Depends(_caller)]
+IfMatch = Annotated[str | None, Header(alias="If-Match")]
+Key = Annotated[str | None, Header(alias="Idempotency-Key")]
+
+
+@functools.cache
+def agents_router() -> APIRouter:
+    """The agent API's routes, made once per process: working out a route's parameters and answers costs
+    about a millisecond, and every app (every test's) would pay it again. Each call finds its app's
+    `AgentApi` on the app."""
+    router = APIRouter(prefix="/api/v1", tags=["agents"])
+    issue_path = "/repos/{owner}/{repo}/issues/{number}"
+    answers: dict[int | str, dict[str, Any]] = {
+        code: {"model": Problem} for code in (401, 403, 404, 409, 412, 422, 429, 503)
+    }
+
+    @router.post(f"{issue_path}/claim", response_model=Answer, responses=answers, summary="Claim the task")
+    def claim(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
+              key: Key = None, body: Nothing | None = None) -> JSONResponse:  # fmt: skip
+        return api.act(Command("claim"), owner, repo, number, identity, if_match, key, {})
+
+    @router.post(f"{issue_path}/release", response_model=Answer, responses=answers, summary="Release the task")
+    def release(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
+                key: Key = None, body: Nothing | None = None) -> JSONResponse:  # fmt: skip
+        return api.act(Command("release"), owner, repo, number, identity, if_match, key, {})
+
+    @router.post(f"{issue_path}/deliver", response_model=Answer, responses=answers,
+                 summary="Deliver the task with its evidence")  # fmt: skip
+    def deliver(api: Api, owner: Owner, repo: Repo, number: Number, body: Deliver, identity: Caller,
+                if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
+        evidence = Evidence(body.branch, body.commit, body.pr, tuple(body.tests), tuple(body.screenshots))
+        made = Command("deliver", text=body.summary, evidence=evidence, summary=body.summary)
+        return api.act(made, owner, repo, number, identity, if_match, key, body.model_dump())
+
+    @router.post(f"{issue_path}/accept", response_model=Answer, responses=answers, summary="Accept the delivery")
+    def accept(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, body: Note | None = None,
+               if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
+        note = body.note if body else ""
+        return api.act(Command("accept", text=note), owner, repo, number, identity, if_match, key, {"note": note})
+
+    @router.post(f"{issue_path}/send-back", response_model=Answer, responses=answers,
+                 summary="Send the delivery back to its runner")  # fmt: skip
+    def send_back(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller,
+                  body: Feedback | None = None, if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
+        text = body.feedback if body else ""
+        return api.act(Command("send-back", text=text), owner, repo, number, identity, if_match, key,
+                       {"feedback": text})  # fmt: skip
+
+    @router.post(f"{issue_path}/reopen", response_model=Answer, responses=answers, summary="Reopen accepted work")
+    def reopen(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, body: Reason | None = None,
+               if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
+        text = body.reason if body else ""
+        return api.act(Command("reopen", text=text), owner, repo, number, identity, if_match, key,
+                       {"reason": text})  # fmt: skip
+
+    @router.post("/repos/{owner}/{repo}/issues", status_code=201, response_model=Answer, responses=answers,
+                 summary="Open an issue and claim it: it is never open for anyone else")  # fmt: skip
+    def create_and_claim_issue(
+        api: Api, owner: Owner, repo: Repo, body: NewIssue, identity: Caller, key: Key = None
+    ) -> JSONResponse:
+        return api.create_and_claim(f"{owner}/{repo}", body, identity, key)
+
+    @router.get("/tasks", response_model=Tasks, responses={code: {"model": Problem} for code in (401, 404, 422, 429)},
+                summary="The tasks a repository offers for claiming, oldest first")  # fmt: skip
+    def tasks(
+        api: Api,
+        repo: Annotated[
+            str, Query(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$", description='"owner/name".')
+        ],
+        authorization: Annotated[str | None, Header()] = None,
+        state: WorkState = WorkState.OPEN,
+        limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    ) -> JSONResponse:
+        return api.tasks(repo, authorization, state, limit)
 
     return router
 
@@ -372,4 +404,4 @@ def _answer(outcome: Outcome, repository: str, number: int, site: str, intake: I
     return JSONResponse(answer.model_dump(mode="json"), 200)
 
 
-__all__ = ["Refusal", "agents_router", "web_url"]
+__all__ = ["AgentApi", "Refusal", "agents_router", "web_url"]

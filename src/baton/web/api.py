@@ -8,6 +8,7 @@ history are also read with a person's own GitHub token, where that person may re
 
 from __future__ import annotations
 
+import functools
 import hmac
 from collections.abc import Callable
 from contextlib import suppress
@@ -361,38 +362,51 @@ _bearer = HTTPBearer(auto_error=False, description="The value of BATON_API_TOKEN
 Readers = Callable[[str, str], bool]  # (a person's GitHub token, "owner/name") -> whether they may read it
 
 
-def _authorizer(settings: Settings, readers: Readers | None) -> Callable[..., None]:
-    def authorize(
-        request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-    ) -> None:
-        # Never logged and never put into a response.
-        expected = settings.api_token.get_secret_value() if settings.api_token else ""
-        owner, repo = request.path_params.get("owner"), request.path_params.get("repo")
-        presented_token = credentials.credentials if credentials is not None else ""
-        if readers is not None and owner and repo and presented_token and presented_token != expected:
-            # A ticket of one repository: an agent's own GitHub token reads it where its person may read the
-            # repository on GitHub.
-            with suppress(Exception):  # not a person's token, or GitHub cannot say: the read token's rules
-                if readers(presented_token, f"{owner}/{repo}"):
-                    return
-        if not expected:
-            raise HTTPException(
-                status.HTTP_403_FORBIDDEN,
-                "The read API is disabled: no API token is configured. Set BATON_API_TOKEN to enable it, "
-                "then send the token as `Authorization: Bearer <token>`.",
-            )
-        if credentials is None:
-            raise HTTPException(
-                status.HTTP_401_UNAUTHORIZED,
-                "Missing API token: send it as `Authorization: Bearer <token>`.",
-                headers=_UNAUTHORIZED,
-            )
-        # Starlette decodes header bytes as latin-1: encoding back gives the bytes the client sent.
-        presented = credentials.credentials.encode("latin-1")
-        if not hmac.compare_digest(presented, expected.encode("utf-8")):
-            raise HTTPException(status.HTTP_401_UNAUTHORIZED, "Invalid API token.", headers=_UNAUTHORIZED)
+class ReadApi:
+    """One app's read API: what it reads from, its token and who else may read a ticket. The routes
+    (`api_router`) are made once per process and find it on the app (`app.state.read_api`)."""
 
-    return authorize
+    def __init__(self, engine: Engine, settings: Settings, readers: Readers | None = None) -> None:
+        self.reads = TimelineReads(engine)
+        # Listing only reads: on SQLite its connections take no writer lock, so it never waits behind the work.
+        self.inbox = Inbox(engine.execution_options(**{READ_ONLY: True}))
+        self.token = settings.api_token.get_secret_value() if settings.api_token else ""
+        self.readers = readers
+
+
+def _read_api(request: Request) -> ReadApi:
+    api: ReadApi = request.app.state.read_api
+    return api
+
+
+def _authorize(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
+    api = _read_api(request)
+    # Never logged and never put into a response.
+    expected, readers = api.token, api.readers
+    owner, repo = request.path_params.get("owner"), request.path_params.get("repo")
+    presented_token = credentials.credentials if credentials is not None else ""
+    if readers is not None and owner and repo and presented_token and presented_token != expected:
+        # A ticket of one repository: an agent's own GitHub token reads it where its person may read the
+        # repository on GitHub.
+        with suppress(Exception):  # not a person's token, or GitHub cannot say: the read token's rules
+            if readers(presented_token, f"{owner}/{repo}"):
+                return
+    if not expected:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            "The read API is disabled: no API token is configured. Set BATON_API_TOKEN to enable it, "
+            "then send the token as `Authorization: Bearer <token>`.",
+        )
+    if credentials is None:
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "Missing API token: send it as `Authorization: Bearer <token>`.",
+            headers=_UNAUTHORIZED,
+        )
+    # Starlette decodes header bytes as latin-1: encoding back gives the bytes the client sent.
+    presented = credentials.credentials.encode("latin-1")
+    if not hmac.compare_digest(presented, expected.encode("utf-8")):
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "Invalid API token.", headers=_UNAUTHORIZED)
 
 
 # ---------------------------------------------------------------------------------------------- routes
@@ -478,14 +492,17 @@ def _inbox_status(value: str | None) -> str | None:
     )
 
 
-def api_router(engine: Engine, settings: Settings, readers: Readers | None = None) -> APIRouter:
-    reads = TimelineReads(engine)
-    # Listing only reads: on SQLite its connections take no writer lock, so it never waits behind the work.
-    inbox = Inbox(engine.execution_options(**{READ_ONLY: True}))
+Api = Annotated[ReadApi, Depends(_read_api)]
+
+
+@functools.cache
+def api_router() -> APIRouter:
+    """The read API's routes, made once per process (every app would otherwise work out each route's
+    parameters and answers again); each call finds its app's `ReadApi` on the app."""
     router = APIRouter(
         prefix="/api/v1",
         tags=["read"],
-        dependencies=[Depends(_authorizer(settings, readers))],
+        dependencies=[Depends(_authorize)],
         responses={
             401: {"model": Problem, "description": "Missing or invalid bearer token."},
             403: {"model": Problem, "description": "The read API is disabled (BATON_API_TOKEN is unset)."},
@@ -497,8 +514,8 @@ def api_router(engine: Engine, settings: Settings, readers: Readers | None = Non
         responses={404: {"model": Problem, "description": "Baton does not track this issue."}},
         summary="One ticket: work state, attempts, deliveries, reviews and both evidence rails",
     )
-    def get_ticket(owner: Owner, repo: Repo, number: Number) -> TicketOut:
-        detail = reads.ticket(f"{owner}/{repo}", number)
+    def get_ticket(api: Api, owner: Owner, repo: Repo, number: Number) -> TicketOut:
+        detail = api.reads.ticket(f"{owner}/{repo}", number)
         if detail is None:
             raise _unknown(owner, repo, number)
         return _ticket(detail)
@@ -508,6 +525,7 @@ def api_router(engine: Engine, settings: Settings, readers: Readers | None = Non
         summary="Tickets, filtered, by repository then issue number",
     )
     def list_tickets(
+        api: Api,
         repo: Annotated[str | None, Query(description='"owner/name" (any case).'), Printable] = None,
         state: Annotated[
             str | None,
@@ -516,7 +534,7 @@ def api_router(engine: Engine, settings: Settings, readers: Readers | None = Non
         runner: Annotated[str | None, Query(description="The runner's login (any case)."), Printable] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
     ) -> TicketList:
-        found = reads.tickets(
+        found = api.reads.tickets(
             repository=repo or None,
             state=_state(state),
             runner=runner.lstrip("@") if runner else None,
@@ -530,6 +548,7 @@ def api_router(engine: Engine, settings: Settings, readers: Readers | None = Non
         summary="A ticket's append-only timeline of every rail, oldest first, a page at a time",
     )
     def get_events(
+        api: Api,
         owner: Owner,
         repo: Repo,
         number: Number,
@@ -540,7 +559,7 @@ def api_router(engine: Engine, settings: Settings, readers: Readers | None = Non
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = TIMELINE_LIMIT,
     ) -> EventList:
         rails = frozenset(rail or RAILS)
-        timeline = reads.timeline(f"{owner}/{repo}", number, after=_cursor(after), limit=limit, rails=rails)
+        timeline = api.reads.timeline(f"{owner}/{repo}", number, after=_cursor(after), limit=limit, rails=rails)
         if timeline is None:
             raise _unknown(owner, repo, number)
         following = str(timeline.next) if timeline.next is not None else None
@@ -551,13 +570,14 @@ def api_router(engine: Engine, settings: Settings, readers: Readers | None = Non
         summary="Stored webhook deliveries, newest first: what failed and why, what waits to be tried again",
     )
     def list_deliveries(
+        api: Api,
         status: Annotated[
             str | None,
             Query(description=f"One of {_STATUSES}.", json_schema_extra={"enum": list(_INBOX_STATUSES)}),
         ] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = INBOX_DEFAULT_LIMIT,
     ) -> WebhookDeliveryList:
-        found = inbox.listed(_inbox_status(status), limit)
+        found = api.inbox.listed(_inbox_status(status), limit)
         return WebhookDeliveryList(deliveries=[_webhook_delivery(stored) for stored in found])
 
     return router

@@ -18,8 +18,8 @@ from baton.store.api_requests import ApiRequests
 from baton.store.spool import Spool
 from baton.wiring import assemble
 
-from .agents import Refusal, agents_router, readers
-from .api import api_router
+from .agents import AgentApi, Refusal, agents_router, readers
+from .api import ReadApi, api_router
 from .webhooks import AcksFirst, webhook_router
 
 
@@ -82,9 +82,11 @@ def create_app(
     app.state.spool = spool
     identities = Identities(settings.github_api_url, timeout=settings.github_timeout)
     # Only with an App: who a token belongs to, and what it may read, is asked of GitHub.
+    app.state.read_api = ReadApi(engine, settings, readers(parts.intake, identities) if parts.writer else None)
+    app.state.agent_api = AgentApi(parts.intake, identities, ApiRequests(engine), settings)
     routers = [
-        api_router(parts.engine, settings, readers(parts.intake, identities) if parts.writer else None),
-        agents_router(parts.intake, identities, ApiRequests(engine), settings),
+        api_router(),
+        agents_router(),
         webhook_router(parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing, spool),
     ]
     for router in routers:
@@ -110,7 +112,7 @@ def create_app(
 def _adopt(app: FastAPI, router: APIRouter) -> None:
     """The router's routes become the app's own, as if declared on it. Each route is complete already (its
     path, dependencies and answers); `include_router` would work out every route's parameters and answers a
-    second time, on the first request (about 25 ms of CPU for each app, which every test pays)."""
+    second time for each app, on its first request (about 25 ms of CPU, which every test's app pays)."""
     app.router.routes.extend(router.routes)
 
 
