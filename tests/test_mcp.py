@@ -1,5 +1,6 @@
-"""`baton mcp`: the agent API's tools over MCP's stdio transport. Each agent's server is a `baton mcp` process of
-its own, driven by the MCP SDK's client, calling Baton (and Baton the stand-in GitHub) over real sockets."""
+"""The agent API's tools over MCP, driven by the MCP SDK's client: over stdio, where each agent's server is a
+`baton mcp` process of its own, and over streamable HTTP at Baton's own `/mcp`, each agent sending its token.
+Both call Baton (and Baton the stand-in GitHub) over real sockets."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx2
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
+from local_http import HTTP
 from standin_scene import Scene, opened
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,18 +37,31 @@ def scene(sqlite_url: str) -> Iterator[Scene]:
         yield made
 
 
+@pytest.fixture(params=["stdio", "http"])
+def transport(request: pytest.FixtureRequest) -> str:
+    """`baton mcp` over stdio, or `baton serve`'s own `/mcp` over streamable HTTP."""
+    chosen: str = request.param
+    return chosen
+
+
 @asynccontextmanager
-async def baton_mcp(url: str, token: str) -> AsyncIterator[Client]:
-    """`baton mcp` started as an assistant starts it, with BATON_URL and GITHUB_TOKEN, and a session with it."""
+async def baton_mcp(url: str, token: str, transport: str = "stdio") -> AsyncIterator[Client]:
+    """A session with Baton's tools: `baton mcp` started as an assistant starts it, with BATON_URL and GITHUB_TOKEN;
+    or Baton's `/mcp` at `url`, with the token in every request."""
+    if transport == "http":
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+            yield client
+        return
     server = StdioServerParameters(command=sys.executable, args=["-m", "baton.cli", "mcp"], cwd=ROOT,
                                    env={"BATON_URL": url, "GITHUB_TOKEN": token})  # fmt: skip
     async with Client(server, read_timeout_seconds=30) as client:
         yield client
 
 
-def run(url: str, token: str, session: Callable[[Client], Awaitable[T]]) -> T:
+def run(url: str, token: str, session: Callable[[Client], Awaitable[T]], transport: str = "stdio") -> T:
     async def main() -> T:
-        async with baton_mcp(url, token) as client:
+        async with baton_mcp(url, token, transport) as client:
             return await session(client)
 
     return asyncio.run(main())
@@ -83,12 +100,13 @@ def test_the_five_tools_with_typed_described_inputs() -> None:
     assert {"type": "integer", "minimum": 0} in schemas["claim_task"]["properties"]["revision"]["anyOf"]
 
 
-def test_one_agent_claims_and_the_other_is_told_who_holds_it(scene: Scene) -> None:
+def test_one_agent_claims_and_the_other_is_told_who_holds_it(scene: Scene, transport: str) -> None:
     url, where = scene.stage.baton_url, {"repo": scene.full_name, "number": scene.number}
     revision = scene.app.state.work.ticket(scene.key).revision
 
     async def both() -> tuple[CallToolResult, CallToolResult, CallToolResult]:
-        async with baton_mcp(url, token(scene, "agent-a")) as a, baton_mcp(url, token(scene, "agent-b")) as b:
+        a_token, b_token = token(scene, "agent-a"), token(scene, "agent-b")
+        async with baton_mcp(url, a_token, transport) as a, baton_mcp(url, b_token, transport) as b:
             won = await a.call_tool("claim_task", where)
             lost = await b.call_tool("claim_task", where)
             again = await a.call_tool("claim_task", {**where, "revision": revision + 7})
@@ -112,7 +130,7 @@ def test_one_agent_claims_and_the_other_is_told_who_holds_it(scene: Scene) -> No
     assert scene.assignees() == ["agent-a"]
 
 
-def test_release_then_claim_and_deliver_then_a_second_delivery_is_refused(scene: Scene) -> None:
+def test_release_then_claim_and_deliver_then_a_second_delivery_is_refused(scene: Scene, transport: str) -> None:
     url, where = scene.stage.baton_url, {"repo": scene.full_name, "number": scene.number}
 
     async def story(client: Client) -> list[CallToolResult]:
@@ -126,7 +144,9 @@ def test_release_then_claim_and_deliver_then_a_second_delivery_is_refused(scene:
         said.append(await client.call_tool("release_task", where))
         return said
 
-    claimed, released, claimed_again, delivered, twice, late_release = run(url, token(scene, "agent-a"), story)
+    claimed, released, claimed_again, delivered, twice, late_release = run(
+        url, token(scene, "agent-a"), story, transport
+    )
     assert not claimed.is_error and not released.is_error, (text(claimed), text(released))
     assert (released.structured_content or {})["state"] == "open" and "released" in text(released)
     assert (claimed_again.structured_content or {})["attempt"] == 2
@@ -143,7 +163,7 @@ def test_release_then_claim_and_deliver_then_a_second_delivery_is_refused(scene:
     assert history[-1].type == "delivered" and history[-1].data.get("source") == "api"
 
 
-def test_task_status_tells_the_state_the_holder_and_the_revision(scene: Scene) -> None:
+def test_task_status_tells_the_state_the_holder_and_the_revision(scene: Scene, transport: str) -> None:
     url, where = scene.stage.baton_url, {"repo": scene.full_name, "number": scene.number}
     agent = token(scene, "agent-a")
 
@@ -152,7 +172,7 @@ def test_task_status_tells_the_state_the_holder_and_the_revision(scene: Scene) -
         unknown = {**where, "number": 99999}
         return await client.call_tool("task_status", where), await client.call_tool("task_status", unknown)
 
-    status, unknown = run(url, agent, story)
+    status, unknown = run(url, agent, story, transport)
     assert not status.is_error, text(status)
     body = status.structured_content or {}
     assert (body["state"], body["runner"]) == ("claimed", "agent-a")
@@ -160,7 +180,7 @@ def test_task_status_tells_the_state_the_holder_and_the_revision(scene: Scene) -
     assert unknown.is_error
 
 
-def test_list_tasks_lists_the_open_tasks_oldest_first(scene: Scene) -> None:
+def test_list_tasks_lists_the_open_tasks_oldest_first(scene: Scene, transport: str) -> None:
     url = scene.stage.baton_url
     agent = token(scene, "agent-a")
     second = scene.person("olivia").open_issue(scene.full_name, "Totals in the footer")
@@ -171,7 +191,7 @@ def test_list_tasks_lists_the_open_tasks_oldest_first(scene: Scene) -> None:
         await client.call_tool("claim_task", {"repo": scene.full_name, "number": scene.number})
         return before, await client.call_tool("list_tasks", {"repo": scene.full_name})
 
-    before, after = run(url, agent, story)
+    before, after = run(url, agent, story, transport)
     assert not before.is_error, text(before)
     assert [task["issue"] for task in (before.structured_content or {})["tasks"]] == [scene.number, second]
     assert text(before).startswith(f"2 open tasks in {scene.full_name}: #{scene.number} ")
@@ -215,3 +235,22 @@ def test_baton_mcp_says_what_it_lacks_and_serving_does_not_load_it() -> None:
     code = "import sys, baton.cli, baton.web; print(' '.join(sorted(sys.modules)))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert not [name for name in loaded if name.split(".")[0] == "mcp" or name in ("baton.mcp", "baton.agent")]
+
+
+def test_baton_serves_mcp_at_slash_mcp_only_to_a_token_github_accepts(scene: Scene) -> None:
+    url = scene.stage.baton_url
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                             "clientInfo": {"name": "test", "version": "1"}}}  # fmt: skip
+    headers = {"Accept": "application/json, text/event-stream"}
+    missing = HTTP.post(f"{url}/mcp", json=initialize, headers=headers)
+    assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
+    assert missing.json()["error"] == "unauthorized" and "Authorization: Bearer" in missing.json()["message"]
+    refused = HTTP.post(f"{url}/mcp", json=initialize, headers={**headers, "Authorization": "Bearer ghp_no-such"})
+    assert refused.status_code == 401 and refused.json()["error"] == "unauthorized"
+    assert "ghp_no-such" not in refused.text
+
+    listed = run(url, token(scene, "agent-a"), lambda client: client.list_tools(), "http")
+    assert {tool.name for tool in listed.tools} == TOOLS
+    claim = next(tool for tool in listed.tools if tool.name == "claim_task")
+    assert set(claim.input_schema["properties"]) == {"repo", "number", "revision"}  # the call's context is no input

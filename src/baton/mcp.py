@@ -5,15 +5,18 @@ open tasks, claim, deliver, release, read a task's status. A tool answers with t
 structured content and one line saying what happened; a refusal (any answer but 200) is a tool error carrying
 Baton's message, which names the holder when someone else holds the task.
 
-Served over stdio: the assistant starts `baton mcp` and talks to it on its stdin and stdout.
+Served over stdio (the assistant starts `baton mcp` and talks to it on its stdin and stdout, and the tools call
+BATON_URL with the agent's GITHUB_TOKEN), and by `baton serve` itself at `/mcp` over streamable HTTP
+(`baton.web.mcp_http`: each call carries the agent's token, and the tools call the server they arrived at).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
@@ -97,21 +100,27 @@ def _revision(body: dict[str, Any]) -> str:
     return f"revision {body['revision']}" if body.get("revision") is not None else "no revision"
 
 
-def build_server(client: AgentClient) -> MCPServer:
-    """An MCP server whose tools call the agent API through `client`."""
+Clients = Callable[[Context], AbstractContextManager[AgentClient]]
+"""The agent API client a tool call uses, for the call's context: the one of `baton mcp`, or one per HTTP call
+with that call's token."""
+
+
+def build_server(clients: Clients) -> MCPServer:
+    """An MCP server whose tools call the agent API through the client `clients` gives each call."""
     server: MCPServer = MCPServer("baton", instructions=INSTRUCTIONS, log_level="WARNING")
 
-    def call(repo: str, act: Callable[[str], Answer]) -> tuple[str, Answer] | CallToolResult:
-        """`act(repository)` -> its answer, or the error result for a bad name or an unreachable Baton."""
+    def call(ctx: Context, repo: str, act: Callable[[AgentClient, str], Answer]) -> tuple[str, Answer] | CallToolResult:
+        """`act(client, repository)` -> its answer, or the error result for a bad name or an unreachable Baton."""
         try:
             repository = parse_repository(repo)
-            return repository, act(repository)
+            with clients(ctx) as client:
+                return repository, act(client, repository)
         except (UsageError, Unreachable) as error:
             return _text(str(error), None, error=True)
 
     @server.tool(description=LIST_TASKS)
-    def list_tasks(repo: Repository) -> CallToolResult:
-        made = call(repo, lambda repository: client.tasks(repository, state="open"))
+    def list_tasks(repo: Repository, ctx: Context) -> CallToolResult:
+        made = call(ctx, repo, lambda client, repository: client.tasks(repository, state="open"))
         if isinstance(made, CallToolResult):
             return made
         repository, answer = made
@@ -124,8 +133,8 @@ def build_server(client: AgentClient) -> MCPServer:
         return _text(f"{len(tasks)} open task{'s' if len(tasks) != 1 else ''} in {repository}: {listed}", answer.body)
 
     @server.tool(description=CLAIM_TASK)
-    def claim_task(repo: Repository, number: Number, revision: Revision = None) -> CallToolResult:
-        made = call(repo, lambda repository: client.claim(repository, number, rev=revision))
+    def claim_task(repo: Repository, number: Number, ctx: Context, revision: Revision = None) -> CallToolResult:
+        made = call(ctx, repo, lambda client, repository: client.claim(repository, number, rev=revision))
         if isinstance(made, CallToolResult):
             return made
         repository, answer = made
@@ -139,6 +148,7 @@ def build_server(client: AgentClient) -> MCPServer:
         repo: Repository,
         number: Number,
         summary: Summary,
+        ctx: Context,
         branch: Annotated[str | None, Field(description="The branch holding the work.")] = None,
         commit: Annotated[str | None, Field(description="The commit SHA (7 to 40 hex digits).")] = None,
         pr: Annotated[int | None, Field(description="The pull request's number.", ge=1)] = None,
@@ -146,8 +156,13 @@ def build_server(client: AgentClient) -> MCPServer:
         tests: Annotated[Lines, Field(description="Test evidence: links to test runs, or test output.")] = [],  # noqa: B006
         screenshots: Annotated[Lines, Field(description="Links to screenshots.")] = [],  # noqa: B006
     ) -> CallToolResult:
-        made = call(repo, lambda repository: client.deliver(repository, number, summary, branch=branch, commit=commit,
-                                                            pr=pr, tests=tests, screenshots=screenshots))  # fmt: skip
+        made = call(
+            ctx,
+            repo,
+            lambda client, repository: client.deliver(
+                repository, number, summary, branch=branch, commit=commit, pr=pr, tests=tests, screenshots=screenshots
+            ),
+        )
         if isinstance(made, CallToolResult):
             return made
         repository, answer = made
@@ -155,8 +170,8 @@ def build_server(client: AgentClient) -> MCPServer:
         return _answered(answer, line)
 
     @server.tool(description=RELEASE_TASK)
-    def release_task(repo: Repository, number: Number) -> CallToolResult:
-        made = call(repo, lambda repository: client.release(repository, number))
+    def release_task(repo: Repository, number: Number, ctx: Context) -> CallToolResult:
+        made = call(ctx, repo, lambda client, repository: client.release(repository, number))
         if isinstance(made, CallToolResult):
             return made
         repository, answer = made
@@ -164,8 +179,8 @@ def build_server(client: AgentClient) -> MCPServer:
         return _answered(answer, line)
 
     @server.tool(description=TASK_STATUS)
-    def task_status(repo: Repository, number: Number) -> CallToolResult:
-        made = call(repo, lambda repository: client.status(repository, number))
+    def task_status(repo: Repository, number: Number, ctx: Context) -> CallToolResult:
+        made = call(ctx, repo, lambda client, repository: client.status(repository, number))
         if isinstance(made, CallToolResult):
             return made
         repository, answer = made
@@ -180,7 +195,7 @@ def build_server(client: AgentClient) -> MCPServer:
 def serve(url: str, token: str) -> None:
     """Serve the tools over stdio until the client closes stdin."""
     with AgentClient(url, token) as client:
-        build_server(client).run("stdio")
+        build_server(lambda _: nullcontext(client)).run("stdio")
 
 
-__all__ = ["build_server", "serve"]
+__all__ = ["Clients", "build_server", "serve"]

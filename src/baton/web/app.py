@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
+from starlette.routing import Route
 
 from baton.clock import SYSTEM, Clock
 from baton.github.identity import Identities
@@ -20,6 +22,7 @@ from baton.wiring import assemble
 
 from .agents import AgentApi, Refusal, agents_router, readers
 from .api import ReadApi, api_router
+from .mcp_http import McpEndpoint
 from .webhooks import AcksFirst, webhook_router
 
 
@@ -62,9 +65,12 @@ def create_app(
             runtime.start()
         if spooling is not None:
             spooling.start()
+        mcp_running = asyncio.create_task(mcp.run())
         try:
             yield
         finally:
+            mcp.stop()
+            await mcp_running
             if spooling is not None:
                 spooling.stop()
                 spooling.join(10)
@@ -91,6 +97,8 @@ def create_app(
     ]
     for router in routers:
         _adopt(app, router)
+    mcp = McpEndpoint(app.state.agent_api)
+    app.router.routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
     app.add_exception_handler(Refusal, _refused)
 
     @app.get("/healthz")
