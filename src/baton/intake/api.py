@@ -50,7 +50,7 @@ def decide(
     teams = brief_teams(intake, key, [command])
     actor = intake.person(installation_id, repository, login, is_bot, policy, key, teams)
     request = Request(issue, command, actor, operation_id, policy, via="api")
-    return key, intake.work.apply_all([request])[0]
+    return key, intake.work.apply_together(request)
 
 
 def create_and_claim(

@@ -8,7 +8,7 @@ seen before, the first outcome comes back with `duplicate=True` and nothing is d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,6 +44,7 @@ from baton.store import Conflict, StoredTicket
 from baton.store.due import Answer
 
 from . import briefs
+from .together import Together
 from .unit import UnitOfWork, Units
 
 
@@ -69,6 +70,9 @@ class Outcome:
     message: str | None = None
     event: str | None = None
     duplicate: bool = False
+    # The ticket's attempt after the decision, for an answer that tells it (the agent API's). Like `duplicate` it
+    # describes this answer, not the result: never stored (a replayed outcome has None) and never compared.
+    attempt: int | None = field(default=None, compare=False)
 
     @property
     def applied(self) -> bool:
@@ -86,7 +90,7 @@ class Outcome:
         return cls(**{**data, "state": state, "duplicate": True})
 
 
-_STORED_FIELDS = tuple(field.name for field in fields(Outcome) if field.name != "duplicate")
+_STORED_FIELDS = tuple(field.name for field in fields(Outcome) if field.name not in ("duplicate", "attempt"))
 
 
 def _outcome(command: str, ticket: Ticket | None, **fields: Any) -> Outcome:
@@ -95,6 +99,7 @@ def _outcome(command: str, ticket: Ticket | None, **fields: Any) -> Outcome:
         state=ticket.state if ticket else None,
         revision=ticket.revision if ticket else 0,
         runner=ticket.runner if ticket else None,
+        attempt=ticket.attempt if ticket else None,
         **fields,
     )
 
@@ -139,6 +144,7 @@ class WorkService:
         self.evidence = evidence
         self.answer_delay = answer_delay
         self.activity = Activity(units)
+        self._together: Together[Request, Outcome] = Together(self.apply_all)
 
     def open_ticket(
         self,
@@ -202,6 +208,12 @@ class WorkService:
         # everything back; the next round reads what won.
         what = f"operation {requests[0].operation_id}" if requests else "nothing"
         return self.units.settle(what, lambda uow: self._decide_all(uow, requests))
+
+    def apply_together(self, request: Request) -> Outcome:
+        """Decide `request` in one transaction with the requests that arrive while another is being decided
+        (`apply_all`): an API caller waits for its own decision, and twenty claims arriving at once cost two
+        transactions, not twenty."""
+        return self._together.run(request)
 
     def _decide_all(self, uow: UnitOfWork, requests: Sequence[Request]) -> list[Outcome]:
         if not requests:

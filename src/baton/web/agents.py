@@ -397,8 +397,10 @@ def _answer(outcome: Outcome, repository: str, number: int, site: str, intake: I
         status, error = _REFUSALS.get(outcome.code or "", _CONFLICT)
         return _problem(status, error, outcome.message or "refused", code=outcome.code, state=outcome.state,
                         runner=outcome.runner, revision=outcome.revision if outcome.state else None)  # fmt: skip
-    ticket = intake.work.ticket(key)
-    attempt = ticket.attempt if ticket is not None else None
+    attempt = outcome.attempt
+    if attempt is None:  # a replayed outcome: the ticket as it is now
+        ticket = intake.work.ticket(key)
+        attempt = ticket.attempt if ticket is not None else None
     answer = Answer(repository=repository, issue=number, state=outcome.state, runner=outcome.runner,
                     revision=outcome.revision, attempt=attempt, url=url, message=outcome.message)  # fmt: skip
     return JSONResponse(answer.model_dump(mode="json"), 200)
