@@ -603,3 +603,9 @@ def test_sqlite_connections_use_wal_and_a_busy_timeout(sqlite_url: str) -> None:
                 assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
     finally:
         engine.dispose()
+
+
+def test_the_newest_migration_read_from_the_files_is_alembics() -> None:
+    from baton.store.migrate import _alembic_head
+
+    assert head() == _alembic_head() is not None
