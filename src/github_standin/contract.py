@@ -307,7 +307,7 @@ class Contract:
         # and tests/test_standin_contract.py runs it once.
         config = Config(spec_validator_cls=None)  # type: ignore[arg-type]  # None is openapi-core's documented "off"
         self._openapi: openapi_core.OpenAPI = OpenAPI.from_dict(subset, config=config)
-        self._checked: dict[tuple[Any, ...], tuple[str, ...]] = {}  # request -> its problems
+        self._checked: dict[tuple[Any, ...], tuple[str, ...]] = {}  # a request or an answer -> its problems
 
     @classmethod
     def load(cls, root: Path | None = None) -> Contract:
@@ -415,7 +415,19 @@ class Contract:
     def response_problems(
         self, method: str, path: str, status: int, headers: Mapping[str, str], body: bytes
     ) -> list[str]:
-        """What is wrong with GitHub's (the stand-in's) answer to `METHOD path`; for 2xx, githubkit's view too."""
+        """What is wrong with GitHub's (the stand-in's) answer to `METHOD path`; for 2xx, githubkit's view too.
+        Answers repeat (the same permission, the same labels): each distinct one is checked once."""
+        seen = (method.upper(), path, status, tuple(sorted(headers.items())), body)
+        known = self._checked.get(seen)
+        if known is None:
+            known = self._checked[seen] = tuple(self._response_problems(method, path, status, headers, body))
+            if len(self._checked) > 10_000:
+                self._checked.clear()
+        return list(known)
+
+    def _response_problems(
+        self, method: str, path: str, status: int, headers: Mapping[str, str], body: bytes
+    ) -> list[str]:
         from openapi_core.templating.responses.exceptions import ResponseNotFound
         from werkzeug.datastructures import Headers
 
