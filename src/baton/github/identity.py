@@ -41,13 +41,19 @@ class Identities:
         self._known: dict[str, tuple[float, Identity]] = {}
         self._lock = threading.Lock()
 
-    def who(self, token: str) -> Identity:
+    def known(self, token: str) -> Identity | None:
+        """The identity kept for `token`, without asking GitHub (None: it must be asked)."""
         digest = hashlib.sha256(token.encode()).hexdigest()
-        now = time.monotonic()
         with self._lock:
             known = self._known.get(digest)
-        if known is not None and now - known[0] < self.ttl:
-            return known[1]
+        return known[1] if known is not None and time.monotonic() - known[0] < self.ttl else None
+
+    def who(self, token: str) -> Identity:
+        kept = self.known(token)
+        if kept is not None:
+            return kept
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        now = time.monotonic()
         try:
             answer = self._http.get(self._url, headers={
                 "Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json", "User-Agent": "baton",

@@ -17,9 +17,10 @@ _r = t.installation_repositories.c
 _STATUS = select(_i.status).where(_i.id == bindparam("installation"))  # asked once per delivery: built once
 
 
-# How long an installation's status is taken as read. Asking once per delivery cost more than deciding the
-# delivery; an installation suspended through another process stops here within this time (at once when
-# this process recorded it).
+# How long an installation's status, and where a repository is installed, are taken as read. Asking once per
+# delivery cost more than deciding the delivery (and once per agent API call, more than deciding the call); an
+# installation suspended or a repository removed through another process counts here within this time (at once
+# when this process recorded it).
 STATUS_TTL = 1.0
 
 
@@ -27,6 +28,7 @@ class Installations:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._known: dict[int, tuple[float, bool]] = {}
+        self._found: dict[str, tuple[float, tuple[int, int] | None]] = {}
         self._lock = threading.Lock()
 
     def record(self, installation_id: int, account: str, status: str) -> None:
@@ -57,6 +59,13 @@ class Installations:
                 continue
 
     def repositories(self, installation_id: int, repositories: list[tuple[int, str]], present: bool) -> None:
+        try:
+            self._repositories(installation_id, repositories, present)
+        finally:
+            with self._lock:
+                self._found.clear()
+
+    def _repositories(self, installation_id: int, repositories: list[tuple[int, str]], present: bool) -> None:
         now = datetime.now(UTC)
         with self.engine.begin() as connection:
             for repository_id, full_name in repositories:
@@ -90,14 +99,24 @@ class Installations:
     def find(self, full_name: str) -> tuple[int, int] | None:
         """The installation and repository id of a repository an installation holds now ("owner/name", in
         any case), as its installation events reported it; None when none does."""
+        name, now = full_name.lower(), time.monotonic()
+        with self._lock:
+            known = self._found.get(name)
+        if known is not None and now - known[0] < STATUS_TTL:
+            return known[1]
         query = (
             select(_r.installation_id, _r.repository_id)
-            .where(func.lower(_r.full_name) == full_name.lower(), _r.present.is_(True))
+            .where(func.lower(_r.full_name) == name, _r.present.is_(True))
             .order_by(_r.updated_at.desc())
         )
-        with self.engine.connect() as connection:
+        with one_statement(self.engine, reads=True) as connection:
             row = connection.execute(query).first()
-        return None if row is None else (int(row.installation_id), int(row.repository_id))
+        found = None if row is None else (int(row.installation_id), int(row.repository_id))
+        with self._lock:
+            if len(self._found) > 10_000:
+                self._found.clear()
+            self._found[name] = (now, found)
+        return found
 
     def present(self, installation_id: int) -> dict[str, bool]:
         with self.engine.connect() as connection:

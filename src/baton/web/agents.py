@@ -23,6 +23,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, StringConstraints
+from starlette.concurrency import run_in_threadpool
 
 from baton.domain import Command, Evidence, Permission, Refused, TicketKey, WorkState
 from baton.github.identity import BadToken, Identities, Identity, IdentityUnavailable
@@ -191,15 +192,22 @@ class AgentApi:
         self.read_token = settings.api_token.get_secret_value() if settings.api_token else ""
 
     def caller(self, authorization: str | None) -> Identity:
-        scheme, _, token = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise Refusal(_problem(401, "unauthorized", "Send your GitHub token: `Authorization: Bearer <token>`."))
+        """Who sends `authorization`, asking GitHub when the token is not known; raises `Refusal`."""
+        token = _token(authorization)
         try:
-            identity = self.identities.who(token.strip())
+            identity = self.identities.who(token)
         except BadToken as error:
             raise Refusal(_problem(401, "unauthorized", f"{error}.")) from None
         except IdentityUnavailable as error:
             raise Refusal(_problem(503, "unavailable", f"{error}; try again shortly.")) from None
+        return self._within_rate(identity)
+
+    def known_caller(self, authorization: str | None) -> Identity | None:
+        """`caller` for a token Baton knows already, without waiting on anything; None when GitHub must be asked."""
+        identity = self.identities.known(_token(authorization))
+        return None if identity is None else self._within_rate(identity)
+
+    def _within_rate(self, identity: Identity) -> Identity:
         wait = self.limiter.wait(identity.login)
         if wait:
             seconds = max(1, int(wait + 0.999))
@@ -303,13 +311,25 @@ class AgentApi:
         return JSONResponse(Tasks(tasks=listed).model_dump(mode="json"))
 
 
-def _agent_api(request: Request) -> AgentApi:
+def _token(authorization: str | None) -> str:
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Refusal(_problem(401, "unauthorized", "Send your GitHub token: `Authorization: Bearer <token>`."))
+    return token.strip()
+
+
+# The two dependencies are coroutines: FastAPI runs a plain function in a worker thread, and handing each call
+# over to a thread and back cost more than the rest of what they do. Only a token Baton does not know yet waits
+# (on GitHub), in a thread.
+async def _agent_api(request: Request) -> AgentApi:
     api: AgentApi = request.app.state.agent_api
     return api
 
 
-def _caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Identity:
-    return _agent_api(request).caller(authorization)
+async def _caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Identity:
+    api = await _agent_api(request)
+    known = api.known_caller(authorization)
+    return known if known is not None else await run_in_threadpool(api.caller, authorization)
 
 
 Api = Annotated[AgentApi, Depends(_agent_api)]
