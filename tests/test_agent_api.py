@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -244,3 +244,91 @@ def test_create_and_claim_opens_an_issue_that_is_never_open_for_anyone_else(scen
     assert refused.status_code == 403 and refused.json()["code"] == "not_permitted", refused.text
     with scene.hub.world.lock:
         assert max(scene.repository.issues) == number  # no issue was opened for a refusal
+
+
+def _status(response: Callable[[], httpx.Response]) -> int | None:
+    """The answer's status; None when the connection ended without one."""
+    try:
+        return response().status_code
+    except httpx.HTTPError:
+        return None
+
+
+def test_a_create_and_claim_retried_after_baton_stopped_midway_claims_the_issue_it_opened(scene: Scene) -> None:
+    agent = Agent(scene, "agent-a")
+    url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues"
+    headers = {"Authorization": f"Bearer {agent.token}", "Idempotency-Key": "footer-1"}
+    new = {"title": "Totals in the footer", "body": "The cart's footer shows totals."}
+    work = scene.app.state.work
+    real = work.apply_all
+
+    def stopped(*_: Any, **__: Any) -> Any:  # GitHub opened the issue; Baton stops before recording the claim
+        raise RuntimeError("Baton stopped")
+
+    with scene.hub.world.lock:
+        before = max(scene.repository.issues)
+    work.apply_all = stopped
+    try:
+        # on a connection of its own: the one the failure ends is not used again
+        assert _status(lambda: HTTP.post(url, json=new, headers={**headers, "Connection": "close"})) in (None, 500)
+    finally:
+        work.apply_all = real
+    with scene.hub.world.lock:
+        assert max(scene.repository.issues) == before + 1  # opened on GitHub, not claimed
+
+    retried = HTTP.post(url, json=new, headers=headers)
+    assert retried.status_code == 201, retried.text
+    assert (retried.json()["issue"], retried.json()["state"], retried.json()["runner"]) == (
+        before + 1, "claimed", "agent-a")  # fmt: skip
+    again = HTTP.post(url, json=new, headers=headers)
+    assert (again.status_code, again.json()) == (201, retried.json())
+    with scene.hub.world.lock:
+        assert max(scene.repository.issues) == before + 1  # no second issue
+    key = scene.key.__class__(scene.key.installation_id, scene.key.repository_id, before + 1)
+    assert [event.type for event in work.history(key)] == ["created", "claimed"]
+
+
+def test_a_create_and_claim_github_did_not_open_is_503_and_a_retry_opens_it(scene: Scene) -> None:
+    agent = Agent(scene, "agent-a")
+    url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues"
+    headers = {"Authorization": f"Bearer {agent.token}", "Idempotency-Key": "footer-2"}
+    new = {"title": "Totals in the footer"}
+    scene.rest.inject(Fault("POST", f"^/repos/{scene.full_name}/issues$", status=502))
+    with scene.hub.world.lock:
+        before = max(scene.repository.issues)
+    failed = HTTP.post(url, json=new, headers=headers)
+    assert failed.status_code == 503 and "GitHub answered 502" in failed.json()["message"], failed.text
+    opened = HTTP.post(url, json=new, headers=headers)  # the key decided nothing: tried afresh
+    assert opened.status_code == 201, opened.text
+    with scene.hub.world.lock:
+        assert max(scene.repository.issues) == before + 1
+
+
+def test_a_create_and_claim_retried_while_the_first_may_still_be_opening_is_told_to_wait(
+    scene: Scene, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = Agent(scene, "agent-a")
+    url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues"
+    headers = {"Authorization": f"Bearer {agent.token}", "Idempotency-Key": "footer-3"}
+    new = {"title": "Totals in the footer"}
+    issues = scene.app.state.parts.intake.issues
+    real = issues.create
+
+    def died(*_: Any, **__: Any) -> Any:  # Baton stops while GitHub is opening the issue, or before it asked
+        raise RuntimeError("Baton stopped")
+
+    with scene.hub.world.lock:
+        before = max(scene.repository.issues)
+    issues.create = died
+    try:
+        # on a connection of its own: the one the failure ends is not used again
+        assert _status(lambda: HTTP.post(url, json=new, headers={**headers, "Connection": "close"})) in (None, 500)
+    finally:
+        issues.create = real
+    waiting = HTTP.post(url, json=new, headers=headers)
+    assert waiting.status_code == 409 and "still under way" in waiting.json()["message"], waiting.text
+    monkeypatch.setattr("baton.web.agents.UNDER_WAY", 0.0)  # long enough ago: nothing is opening it any more
+    opened = HTTP.post(url, json=new, headers=headers)
+    assert opened.status_code == 201, opened.text
+    with scene.hub.world.lock:
+        assert max(scene.repository.issues) == before + 1

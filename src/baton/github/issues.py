@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from githubkit.exception import RequestFailed
 
 from .client import GitHubApp
@@ -24,6 +25,10 @@ class OpenIssue:
     author: str
     body: str
     labels: tuple[str, ...]
+
+
+class NotOpened(RuntimeError):
+    """GitHub did not open the issue Baton asked for (it refused, failed or could not be reached)."""
 
 
 def open_issue(data: Any) -> OpenIssue | None:
@@ -78,13 +83,18 @@ class GitHubIssues:
         return open_issue(data)
 
     def create(self, installation_id: int, repository: str, title: str, body: str, labels: list[str]) -> OpenIssue:
-        """Open an issue as the App; it is returned as GitHub made it."""
+        """Open an issue as the App; it is returned as GitHub made it. Raises `NotOpened`."""
         owner, _, name = repository.partition("/")
         client = self.github.installation(installation_id)
-        data: Any = client.rest.issues.create(owner, name, title=title, body=body, labels=labels).json()
+        try:
+            data: Any = client.rest.issues.create(owner, name, title=title, body=body, labels=labels).json()
+        except RequestFailed as error:
+            raise NotOpened(f"GitHub answered {error.response.status_code} when asked to open it") from None
+        except httpx.HTTPError as error:
+            raise NotOpened(f"GitHub could not be reached ({type(error).__name__})") from None
         made = open_issue(data)
         if made is None:
-            raise RuntimeError(f"GitHub answered the new issue of {repository} with no issue")
+            raise NotOpened("GitHub's answer holds no issue")
         return made
 
     def repository_id(self, installation_id: int, repository: str) -> int | None:

@@ -8,6 +8,7 @@ from GitHub and tracked on first use, as a first comment on it would make it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from baton.domain import Command, Refused, Situation, TicketKey, create
@@ -54,11 +55,15 @@ def decide(
 
 
 def create_and_claim(
-    intake: Intake, repository: str, title: str, body: str, login: str, is_bot: bool, operation_id: str
-) -> tuple[TicketKey | None, Outcome | Refused]:
+    intake: Intake, repository: str, title: str, body: str, login: str, is_bot: bool, operation_id: str, *,
+    opened: int | None = None, on_open: Callable[[int], None] | None = None,
+) -> tuple[TicketKey | None, Outcome | Refused]:  # fmt: skip
     """Open an issue through the App and claim it for `login` at once: its ticket is made claimed, never open.
     The caller is its task owner. Whether `login` may claim it is decided first, so that an issue is opened only
     for someone who may run it. Raises `Missing`.
+
+    `on_open(number)` is told as soon as GitHub opened the issue; a retry of a request that got that far but no
+    further (Baton stopped) passes it as `opened`, and that issue is claimed instead of another being opened.
 
     GitHub's `issues` `opened` webhook about it is Baton's own (`performed_via_github_app`) and offers nothing;
     under `offer: labeled` the issue gets the offer label, as an offered issue has."""
@@ -72,7 +77,15 @@ def create_and_claim(
     if isinstance(first, Refused):
         return None, first
     labels = [policy.offer_label] if policy.offer == "labeled" else []
-    made = intake.issues.create(installation_id, repository, title, body, labels)
+    if opened is None:
+        made = intake.issues.create(installation_id, repository, title, body, labels)
+        if on_open is not None:
+            on_open(made.number)
+    else:
+        found = intake.issues.issue(installation_id, repository, opened)
+        if found is None:
+            raise Missing(f"The issue this request opened, {repository}#{opened}, is no longer open.")
+        made = found
     key = TicketKey(installation_id, repository_id, made.number)
     issue = Issue(key, repository, login, made.body, made.labels or tuple(labels))
     request = Request(issue, Command("claim"), actor, operation_id, policy, via="api")

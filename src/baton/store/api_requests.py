@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from . import tables as t
@@ -19,6 +19,8 @@ class Remembered:
     fingerprint: str
     status: int | None  # None: the first request with the key has not been answered (yet, or it died)
     body: str | None
+    issue: int | None = None  # the issue a create-and-claim with the key opened
+    created_at: datetime | None = None
 
 
 class ApiRequests:
@@ -39,9 +41,29 @@ class ApiRequests:
             pass
         with self.engine.connect() as connection:
             row = connection.execute(
-                select(_c.fingerprint, _c.status, _c.body).where(_c.login == login.lower(), _c.key == key)
+                select(_c.fingerprint, _c.status, _c.body, _c.issue, _c.created_at).where(
+                    _c.login == login.lower(), _c.key == key
+                )
             ).one()
-        return Remembered(row.fingerprint, row.status, row.body)
+        created = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)
+        return Remembered(row.fingerprint, row.status, row.body, row.issue, created)
+
+    def release(self, login: str, key: str) -> None:
+        """Forget `key`, whose first request decided nothing (Baton could not ask GitHub): a retry is tried
+        afresh. A key whose request opened an issue is kept, so that a retry claims that issue."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                delete(t.api_requests).where(
+                    _c.login == login.lower(), _c.key == key, _c.status.is_(None), _c.issue.is_(None)
+                )
+            )
+
+    def opened(self, login: str, key: str, number: int) -> None:
+        """The create-and-claim request with `key` opened issue `number` on GitHub."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(t.api_requests).where(_c.login == login.lower(), _c.key == key).values(issue=number)
+            )
 
     def answered(self, login: str, key: str, status: int, body: str) -> None:
         with self.engine.begin() as connection:

@@ -247,6 +247,7 @@ api_requests = Table(
     Column("status", Integer),
     Column("body", Text),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("issue", Integer),  # the issue a create-and-claim opened, once GitHub opened it
 )
 
 # The evidence rails (docs/design.md §1 and §4, docs/evidence.md): one row per ticket holding

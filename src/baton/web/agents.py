@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
@@ -27,13 +28,14 @@ from starlette.concurrency import run_in_threadpool
 
 from baton.domain import Command, Evidence, Permission, Refused, TicketKey, WorkState
 from baton.github.identity import BadToken, Identities, Identity, IdentityUnavailable
+from baton.github.issues import NotOpened
 from baton.github.webhooks import MAX_NUMBER
 from baton.intake import Intake
 from baton.intake.api import Missing, create_and_claim, decide
 from baton.intake.context import DirectoryUnavailable
 from baton.service.work import Outcome
 from baton.settings import Settings
-from baton.store.api_requests import ApiRequests
+from baton.store.api_requests import ApiRequests, Remembered
 from baton.store.reads import Reads
 
 # A refusal's code -> the HTTP status and the `error` word of the answer.
@@ -50,6 +52,9 @@ _REFUSALS: dict[str, tuple[int, str]] = {
     "unknown_command": (422, "invalid"),
 }
 _CONFLICT = (409, "conflict")  # wrong_state, not_runner, claim_limit, already_delivered
+# Seconds an unanswered create-and-claim request is taken as still under way (opening its issue on GitHub,
+# which waits at most BATON_GITHUB_TIMEOUT): after that, a retry with its key opens the issue afresh.
+UNDER_WAY = 30.0
 
 Owner = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}$")]
 Repo = Annotated[str, Path(pattern=r"^[A-Za-z0-9._-]{1,100}$")]
@@ -218,10 +223,16 @@ class AgentApi:
         return identity
 
     def once(
-        self, identity: Identity, key: str | None, request: list[Any], answer: Callable[[str], JSONResponse]
+        self,
+        identity: Identity,
+        key: str | None,
+        request: list[Any],
+        answer: Callable[[str], JSONResponse],
+        resume: Callable[[Remembered], Callable[[str], JSONResponse] | JSONResponse] | None = None,
     ) -> JSONResponse:
         """`answer(operation_id)`, or with an Idempotency-Key the first answer that key got for this same request;
-        `answer` is called where the issue can be found and the caller's role read now, else 404 or 503."""
+        `answer` is called where the issue can be found and the caller's role read now, else 404 or 503. With
+        `resume`, a retry of a first request that was never answered is answered as `resume(first)` says."""
         if key is None:
             return self._unavailable(answer, f"api:{identity.login.lower()}:{uuid.uuid4().hex}")
         if not 1 <= len(key) <= 200:
@@ -232,10 +243,18 @@ class AgentApi:
             return _problem(422, "invalid", f"Idempotency-Key {key!r} was used for another request.")
         if first is not None and first.status is not None and first.body is not None:
             return JSONResponse(json.loads(first.body), first.status)
+        if first is not None and resume is not None:
+            resumed = resume(first)
+            if isinstance(resumed, JSONResponse):
+                return resumed
+            answer = resumed
         # The operation id is the key's: a retry racing the first request is decided once.
         operation = f"api:{identity.login.lower()}:key:{hashlib.sha256(key.encode()).hexdigest()[:32]}"
         response = self._unavailable(answer, operation)
-        self.requests.answered(identity.login, key, response.status_code, bytes(response.body).decode())
+        if response.status_code >= 500:  # nothing was decided (GitHub could not be asked): a retry tries again
+            self.requests.release(identity.login, key)
+        else:
+            self.requests.answered(identity.login, key, response.status_code, bytes(response.body).decode())
         return response
 
     @staticmethod
@@ -246,6 +265,8 @@ class AgentApi:
             return _problem(404, "not_found", error.message)
         except DirectoryUnavailable as error:
             return _problem(503, "unavailable", f"{error}; try again shortly.")
+        except NotOpened as error:
+            return _problem(503, "unavailable", f"The issue was not opened: {error}; try again shortly.")
 
     def act(
         self, command: Command, owner: str, repo: str, number: int, identity: Identity, if_match: str | None,
@@ -267,9 +288,13 @@ class AgentApi:
         return self.once(identity, key, request, answer)
 
     def create_and_claim(self, repository: str, issue: NewIssue, identity: Identity, key: str | None) -> JSONResponse:
-        def answer(operation: str) -> JSONResponse:
+        def opening(number: int) -> None:  # kept with the key at once: a retry claims this issue, opens no other
+            if key is not None:
+                self.requests.opened(identity.login, key, number)
+
+        def answer(operation: str, opened: int | None = None) -> JSONResponse:
             made, outcome = create_and_claim(self.intake, repository, issue.title, issue.body, identity.login,
-                                             identity.is_bot, operation)  # fmt: skip
+                                             identity.is_bot, operation, opened=opened, on_open=opening)  # fmt: skip
             if made is None or isinstance(outcome, Refused):
                 assert isinstance(outcome, Refused)
                 status, word = _REFUSALS.get(outcome.code, _CONFLICT)
@@ -279,7 +304,17 @@ class AgentApi:
                 response.status_code = 201
             return response
 
-        return self.once(identity, key, ["open", repository.lower(), issue.model_dump()], answer)
+        def resume(first: Remembered) -> Callable[[str], JSONResponse] | JSONResponse:
+            """A retry of a first request that was never answered: claim the issue it opened; while it may still
+            be opening one, say so rather than open a second."""
+            if first.issue is not None:
+                return lambda operation: answer(operation, first.issue)
+            if first.created_at is not None and (datetime.now(UTC) - first.created_at).total_seconds() < UNDER_WAY:
+                return _problem(409, "conflict", f"A request with Idempotency-Key {key!r} is still under way: "
+                                f"retry in a few seconds for its answer.")  # fmt: skip
+            return answer
+
+        return self.once(identity, key, ["open", repository.lower(), issue.model_dump()], answer, resume)
 
     def tasks(self, repo: str, authorization: str | None, state: WorkState, limit: int) -> JSONResponse:
         token = (authorization or "").partition(" ")[2].strip()
