@@ -22,7 +22,7 @@ import functools
 import json
 import re
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -373,9 +373,13 @@ class Contract:
         repeat (the same label added on every claim): each distinct one is checked once."""
         kept = tuple(sorted((k.lower(), v) for k, v in headers.items() if k.lower() not in _UNDESCRIBED_HEADERS))
         seen = (method.upper(), path, tuple(sorted(query.items())), kept, body)
+        return self._once(seen, lambda: self._request_problems(method, path, query, headers, body))
+
+    def _once(self, seen: tuple[Any, ...], problems: Callable[[], list[str]]) -> list[str]:
+        """`problems()` of a request or answer, worked out the first time it is `seen`."""
         known = self._checked.get(seen)
         if known is None:
-            known = self._checked[seen] = tuple(self._request_problems(method, path, query, headers, body))
+            known = self._checked[seen] = tuple(problems())
             if len(self._checked) > 10_000:
                 self._checked.clear()
         return list(known)
@@ -418,12 +422,7 @@ class Contract:
         """What is wrong with GitHub's (the stand-in's) answer to `METHOD path`; for 2xx, githubkit's view too.
         Answers repeat (the same permission, the same labels): each distinct one is checked once."""
         seen = (method.upper(), path, status, tuple(sorted(headers.items())), body)
-        known = self._checked.get(seen)
-        if known is None:
-            known = self._checked[seen] = tuple(self._response_problems(method, path, status, headers, body))
-            if len(self._checked) > 10_000:
-                self._checked.clear()
-        return list(known)
+        return self._once(seen, lambda: self._response_problems(method, path, status, headers, body))
 
     def _response_problems(
         self, method: str, path: str, status: int, headers: Mapping[str, str], body: bytes
