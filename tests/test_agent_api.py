@@ -182,7 +182,13 @@ def test_the_tasks_open_for_claiming_oldest_first_and_a_tickets_status_with_an_a
     assert listed.status_code == 200, listed.text
     tasks = listed.json()["tasks"]
     assert [task["issue"] for task in tasks] == [scene.number, second]
-    assert tasks[1]["title"] == "Add a footer" and tasks[1]["brief"]["acceptance"] == ["a footer"]
+    assert tasks[1]["title"] == "Second" and tasks[1]["brief"]["acceptance"] == ["a footer"]  # the issue's title
+    olivia.edit_issue(scene.full_name, second, title="Totals in the footer")
+    scene.settle()
+    renamed = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name},
+                       headers={"Authorization": f"Bearer {agent.token}"}).json()["tasks"]  # fmt: skip
+    assert [task["title"] for task in renamed] == [scene.issue.title, "Totals in the footer"]
+    assert renamed[1]["revision"] == tasks[1]["revision"]  # a new title is no work: the revision stays
     assert all(task["state"] == "open" and task["url"].endswith(f"/issues/{task['issue']}") for task in tasks)
     assert agent.post("claim", second).status_code == 200
     left = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name},

@@ -201,15 +201,21 @@ class Person:
         self.hub.deliver("issues", payload)
         return issue.number
 
-    def edit_issue(self, full_name: str, number: int, body: str) -> None:
-        """Edit an issue's body; GitHub sends `issues` `edited` with the body it had before."""
+    def edit_issue(self, full_name: str, number: int, body: str | None = None, *, title: str | None = None) -> None:
+        """Edit an issue's body, its title or both; GitHub sends `issues` `edited` with what they were before."""
         world, repository, repo = self._context(full_name)
         with world.lock:
             issue = repository.issues[number]
-            before, issue.body, issue.updated_at = issue.body, body, world.now()
+            changes: dict[str, dict[str, str]] = {}
+            if body is not None:
+                changes["body"] = {"from": issue.body}
+                issue.body = body
+            if title is not None:
+                changes["title"] = {"from": issue.title}
+                issue.title = title
+            issue.updated_at = world.now()
             payload = shapes.issues_event("edited", repo, self._issue_json(repository, repo, issue), self.account,
-                                          changes={"body": {"from": before}},
-                                          installation_id=repository.installation_id)  # fmt: skip
+                                          changes=changes, installation_id=repository.installation_id)  # fmt: skip
         self.hub.deliver("issues", payload)
 
     def comment(self, full_name: str, number: int, body: str, *, together: threading.Barrier | None = None) -> int:

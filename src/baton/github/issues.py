@@ -25,6 +25,7 @@ class OpenIssue:
     author: str
     body: str
     labels: tuple[str, ...]
+    title: str = ""
 
 
 class NotOpened(RuntimeError):
@@ -38,7 +39,7 @@ def open_issue(data: Any) -> OpenIssue | None:
     found = issue_number(data, "number")
     if found is None or text(data, "state") not in ("", "open"):
         return None
-    return OpenIssue(found, login(data, "user", "login"), text(data, "body"), label_names(data))
+    return OpenIssue(found, login(data, "user", "login"), text(data, "body"), label_names(data), text(data, "title"))
 
 
 def label_names(issue: Any) -> tuple[str, ...]:

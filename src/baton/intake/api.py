@@ -46,7 +46,7 @@ def decide(
         read = intake.issues.issue(installation_id, repository, number) if intake.issues is not None else None
         if read is None:
             raise Missing(f"{repository} has no open issue #{number}.")
-        issue = Issue(key, repository, read.author, read.body, read.labels)
+        issue = Issue(key, repository, read.author, read.body, read.labels, read.title)
     policy = intake.policy(installation_id, repository, key, login)
     teams = brief_teams(intake, key, [command])
     actor = intake.person(installation_id, repository, login, is_bot, policy, key, teams)
@@ -87,6 +87,6 @@ def create_and_claim(
             raise Missing(f"The issue this request opened, {repository}#{opened}, is no longer open.")
         made = found
     key = TicketKey(installation_id, repository_id, made.number)
-    issue = Issue(key, repository, login, made.body, made.labels or tuple(labels))
+    issue = Issue(key, repository, login, made.body, made.labels or tuple(labels), made.title or title)
     request = Request(issue, Command("claim"), actor, operation_id, policy, via="api")
     return key, intake.work.apply_all([request])[0]

@@ -36,7 +36,7 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
         return []
     # The issue's body and labels: a command may be what first makes a ticket of it (`_first_sight`).
     about = dig(envelope.payload, "issue", default={})
-    issue = Issue(key, envelope.repository, author, text(about, "body"), label_names(about))
+    issue = Issue(key, envelope.repository, author, text(about, "body"), label_names(about), text(about, "title"))
     policy = intake.policy(key.installation_id, envelope.repository, key, envelope.sender)
     actor = (
         intake.actor(envelope, policy, key, teams=brief_teams(intake, key, commands)) if commands else _sender(envelope)

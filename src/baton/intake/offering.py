@@ -40,7 +40,7 @@ def _issue(envelope: Envelope, where: str = "issue") -> Issue | None:
         return None
     issue = dig(envelope.payload, where, default={})
     author = login(issue, "user", "login")
-    return Issue(key, envelope.repository, author, text(issue, "body"), label_names(issue))
+    return Issue(key, envelope.repository, author, text(issue, "body"), label_names(issue), text(issue, "title"))
 
 
 def _operation(envelope: Envelope, part: str = "") -> str:
@@ -138,7 +138,14 @@ def transferred(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     if not present.get(new_repository, not present) or not intake.active(envelope):
         return ()  # not a repository of this installation (as far as Baton was told)
     key = TicketKey(envelope.installation_id, repository_id, moved_number)
-    new = Issue(key, new_repository, login(moved, "user", "login"), text(moved, "body"), label_names(moved))
+    new = Issue(
+        key,
+        new_repository,
+        login(moved, "user", "login"),
+        text(moved, "body"),
+        label_names(moved),
+        text(moved, "title"),
+    )
     _offer_if_offered(intake, envelope, new, ":to")
     return ()
 
@@ -196,7 +203,7 @@ def backfill(
     policy = configs.load(installation_id, repository).policy
     place = TicketKey(installation_id, repository_id, 0).repository_key
     listed = [
-        Issue(place.ticket(found.number), repository, found.author, found.body, found.labels)
+        Issue(place.ticket(found.number), repository, found.author, found.body, found.labels, found.title)
         for found in issues.open_issues(installation_id, repository)
     ]
     chosen = [issue for issue in listed if offered(policy, issue.labels)]

@@ -57,6 +57,7 @@ class Issue:
     author: str
     body: str = ""  # where known: the brief a new ticket is made with is read from it (`read_brief`)
     labels: tuple[str, ...] = ()  # where known: under `offer: labeled` they say whether it is offered
+    title: str | None = None  # where known: kept on a new ticket, for the tasks an agent lists
 
 
 @dataclass(frozen=True)
@@ -378,11 +379,16 @@ class WorkService:
         brief = reading.brief
         owner = brief.owner if brief is not None and brief.owner else issue.author
         ticket, event = create(issue.key, issue.repository, owner, draft=reading.draft, brief=brief)
-        ticket_id = uow.work.insert_ticket(ticket, event, operation_id)
+        ticket_id = uow.work.insert_ticket(ticket, event, operation_id, issue.title)
         if brief is not None and not brief.code:
             briefs.non_code(uow, self.evidence, ticket, operation_id)
         briefs.explain(uow, issue.key, issue.repository, issue.author, reading.problems, None, self.answer_delay)
         return ticket_id, ticket
+
+    def retitled(self, key: TicketKey, title: str) -> None:
+        """The issue's title changed on GitHub: the ticket keeps the new one (no event: it is not work)."""
+        with self.units.begin() as uow:
+            uow.work.retitle(key, title)
 
     def brief_edited(self, issue: Issue, editor: str, operation_id: str) -> bool:
         """The issue's body was edited: its brief, when it changed, becomes the ticket's (an event, one

@@ -44,6 +44,7 @@ class TicketSummary:
     attempt: int  # the current attempt's number; 0 before the first claim
     created_at: datetime
     updated_at: datetime
+    title: str | None = None  # the issue's, as GitHub last told it
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ _SUMMARY_COLUMNS = (
     tickets.c.owner,
     tickets.c.runner,
     tickets.c.attempt,
+    tickets.c.title,
     tickets.c.created_at,
     tickets.c.updated_at,
 )
@@ -124,6 +126,7 @@ def _summary(row: RowMapping) -> TicketSummary:
         owner=row["owner"],
         runner=row["runner"],
         attempt=row["attempt"],
+        title=row["title"],
         created_at=utc(row["created_at"]),
         updated_at=utc(row["updated_at"]),
     )

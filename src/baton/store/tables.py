@@ -45,6 +45,7 @@ tickets = Table(
     Column("attempt", Integer, nullable=False),
     Column("deliveries", Integer, nullable=False),
     Column("brief", JSON),
+    Column("title", Text),  # the title, as GitHub last told it (None: not told)
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("installation_id", "repository_id", "number"),

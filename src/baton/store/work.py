@@ -39,6 +39,8 @@ _TICKET_COLUMNS = (
 )
 
 # Written with `:name` parameters; PostgreSQL's driver gets them as `%(name)s`.
+TITLE_LENGTH = 1024  # characters of an issue's title kept (GitHub allows 256)
+
 _SQL = {
     "read": f"""
         SELECT {_TICKET_COLUMNS}, o.result, rc.active
@@ -54,10 +56,15 @@ _SQL = {
             AND t.number = :number""",
     "insert_ticket": """
         INSERT INTO tickets (installation_id, repository_id, number, repository, state, revision, owner,
-            runner, attempt, deliveries, brief, created_at, updated_at)
+            runner, attempt, deliveries, brief, title, created_at, updated_at)
         VALUES (:installation_id, :repository_id, :number, :repository, :state, :revision, :owner,
-            :runner, :attempt, :deliveries, :brief, :now, :now)
+            :runner, :attempt, :deliveries, :brief, :title, :now, :now)
         RETURNING id""",
+    # The issue's title as GitHub last told it: no revision, it is not part of the work rail.
+    "retitle": """
+        UPDATE tickets SET title = :title
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number
+            AND (title IS NULL OR title <> :title)""",
     "swap": """
         UPDATE tickets SET state = :state, revision = :revision, runner = :runner, attempt = :attempt,
             deliveries = :deliveries, owner = :owner, brief = :brief, updated_at = :now
@@ -221,8 +228,8 @@ class WorkTx(RawTx):
             [{"operation_id": o, "ticket_id": t, "result": json.dumps(r), "now": now} for o, t, r in records],
         )
 
-    def insert_ticket(self, ticket: Ticket, created: Event, operation_id: str | None) -> int:
-        """Raises `Conflict` when the ticket was created concurrently."""
+    def insert_ticket(self, ticket: Ticket, created: Event, operation_id: str | None, title: str | None = None) -> int:
+        """Raises `Conflict` when the ticket was created concurrently. `title`: the issue's, where known."""
         brief = json.dumps(ticket.brief.to_dict()) if ticket.brief else None
         ticket_id = int(
             self._run(
@@ -232,10 +239,15 @@ class WorkTx(RawTx):
                 repository=ticket.repository,
                 owner=ticket.owner,
                 brief=brief,
+                title=title[:TITLE_LENGTH] if title else None,
             ).fetchone()[0]
         )
         self.append(ticket_id, created, operation_id)
         return ticket_id
+
+    def retitle(self, key: TicketKey, title: str) -> None:
+        """The issue's title changed on GitHub (or was first told)."""
+        self._run("retitle", **_key(key), title=title[:TITLE_LENGTH])
 
     def swap(self, ticket_id: int, expected_revision: int, ticket: Ticket) -> bool:
         """The compare-and-swap: True when this transaction moved the ticket from `expected_revision`.

@@ -87,7 +87,7 @@ class Problem(BaseModel):
 class Task(BaseModel):
     repository: str
     issue: int
-    title: str | None = Field(description="The brief's task line, when the issue has a brief.")
+    title: str | None = Field(description="The issue's title (else the brief's task line, where it has one).")
     url: str
     state: WorkState
     revision: int
@@ -338,7 +338,7 @@ class AgentApi:
                 ticket = held.ticket if held is not None else None
                 brief = ticket.brief.to_dict() if ticket is not None and ticket.brief is not None else None
                 listed.append(Task(repository=summary.repository, issue=summary.number,
-                                   title=brief["task"] or None if brief else None,
+                                   title=summary.title or (brief["task"] or None if brief else None),
                                    url=f"{self.site}/{summary.repository}/issues/{summary.number}",
                                    state=summary.state, revision=summary.revision,
                                    created_at=summary.created_at.isoformat(), brief=brief))  # fmt: skip
