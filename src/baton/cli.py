@@ -542,6 +542,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="baton", description="One agent per task; delivered is not accepted.")
+    parser.add_argument("--version", action="version", version=f"baton {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the web service (migrations are applied at start)")
@@ -607,9 +608,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("baton")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    result: int = args.run(args)
+    try:
+        result: int = args.run(args)
+    except Exception as error:
+        from baton.store.engine import unusable
+
+        said = unusable(error)
+        if said is None:
+            raise
+        print(f"baton: {said}", file=sys.stderr)
+        return 2
     return result
 
 

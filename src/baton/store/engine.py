@@ -24,6 +24,40 @@ def normalise_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+_URL_EXAMPLES = "sqlite:///./baton.db or postgresql://user@host:5432/baton"
+
+
+def unusable(error: BaseException) -> str | None:
+    """One line a person can act on for an error that says BATON_DATABASE_URL cannot be used (a URL that is not
+    one, a database Baton does not speak, a server that does not answer, a database or folder that does not
+    exist); None for any other error."""
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+
+    if isinstance(error, NoSuchModuleError) or (
+        isinstance(error, ModuleNotFoundError) and error.__traceback__ is not None and _from_dialect(error)
+    ):
+        return f"BATON_DATABASE_URL names a database Baton does not use ({error}): use {_URL_EXAMPLES}"
+    if isinstance(error, ArgumentError) and "URL" in str(error):
+        return f"BATON_DATABASE_URL is not a database URL: use {_URL_EXAMPLES}"
+    if isinstance(error, OperationalError) and error.orig is not None:
+        said = str(error.orig).strip().splitlines()[0] if str(error.orig).strip() else type(error.orig).__name__
+        said = said.removeprefix("connection failed: ")
+        if "unable to open database file" in said:
+            said += " (does its folder exist, and may Baton write there?)"
+        return f"cannot use the database in BATON_DATABASE_URL: {said}"
+    return None
+
+
+def _from_dialect(error: ModuleNotFoundError) -> bool:
+    """Whether a missing module was wanted by a SQLAlchemy dialect (the database's driver is not installed)."""
+    frame = error.__traceback__
+    while frame is not None:
+        if "sqlalchemy/dialects" in frame.tb_frame.f_code.co_filename.replace("\\", "/"):
+            return True
+        frame = frame.tb_next
+    return False
+
+
 def make_engine(url: str, **kwargs: Any) -> Engine:
     url = normalise_url(url)
     if make_url(url).get_backend_name() == "sqlite":

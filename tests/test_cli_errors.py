@@ -1,0 +1,69 @@
+"""A `baton` command given a database it cannot use says so in one line and exits 2, with no traceback: a URL
+that is not one, a database Baton does not use, a server that does not answer, a database or a folder that does
+not exist. `baton --version` tells the version."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from baton.cli import main
+from conftest import scratch_database
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _said(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, url: str) -> tuple[int, str]:
+    monkeypatch.setenv("BATON_DATABASE_URL", url)
+    status = main(["refused"])
+    return status, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [("notaurl", "is not a database URL"),
+     ("mysql://baton@127.0.0.1/baton", "names a database Baton does not use"),
+     ("frobdb://somewhere/baton", "names a database Baton does not use"),
+     ("sqlite:////nonexistent/folder/baton.db", "does its folder exist"),
+     ("postgresql://postgres@127.0.0.1:9/baton", "Connection refused")],  # the discard port: nothing answers
+    ids=["not-a-url", "mysql", "unknown-scheme", "missing-folder", "unreachable"],
+)  # fmt: skip
+def test_a_database_baton_cannot_use_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, url: str, words: str
+) -> None:
+    status, said = _said(capsys, monkeypatch, url)
+    assert status == 2
+    assert said.startswith("baton: ") and said.count("\n") == 1 and words in said, said
+    assert "sqlite:///./baton.db or postgresql://" in said or "cannot use the database" in said
+
+
+@pytest.mark.postgres
+def test_a_postgresql_database_that_does_not_exist_is_named(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with scratch_database("baton_cli") as (admin, _):  # the server answers (or the test says why not)
+        missing = admin.url.set(database="baton_no_such_database").render_as_string(hide_password=False)
+        status, said = _said(capsys, monkeypatch, missing)
+    assert status == 2 and said.count("\n") == 1
+    assert 'database "baton_no_such_database" does not exist' in said, said
+
+
+def test_baton_serve_with_a_missing_sqlite_folder_says_so_in_one_line(tmp_path: Path) -> None:
+    env = {name: value for name, value in os.environ.items() if not name.startswith("BATON_")}
+    env["BATON_DATABASE_URL"] = f"sqlite:///{tmp_path}/missing/baton.db"
+    done = subprocess.run([sys.executable, "-m", "baton.cli", "serve", "--port", "0"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.startswith("baton: cannot use the database"), done.stderr
+    assert done.stderr.strip().count("\n") == 0
+
+
+def test_baton_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == "baton 0.1.0"
