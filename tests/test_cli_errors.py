@@ -67,3 +67,32 @@ def test_baton_version(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out.strip() == "baton 0.1.0"
+
+
+def test_a_setting_baton_cannot_read_is_named_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BATON_PORT", "eighty")
+    monkeypatch.setenv("BATON_WORKER", "sometimes")
+    assert main(["refused"]) == 2
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and said.startswith("baton: "), said
+    assert "BATON_PORT='eighty': Input should be a valid integer" in said
+    assert "BATON_WORKER='sometimes': Input should be 'inprocess' or 'external'" in said
+
+
+def test_a_database_never_migrated_is_told_how_to_migrate(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    status, said = _said(capsys, monkeypatch, f"sqlite:///{tmp_path}/new.db")
+    assert status == 2 and said.count("\n") == 1 and "`baton db upgrade`" in said, said
+
+
+def test_baton_docs_where_there_is_no_docs_folder_says_where_to_run_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["docs"]) == 2
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and "there is no folder 'docs' here" in said, said
+    assert list(tmp_path.iterdir()) == []  # nothing written

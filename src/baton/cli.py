@@ -240,8 +240,14 @@ def _backfill(args: argparse.Namespace) -> int:
 
 
 def _docs(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from baton.docs import write_docs
 
+    if not Path(args.directory).is_dir():
+        print(f"baton docs: there is no folder {args.directory!r} here: run it at the top of Baton's repository, "
+              "or name the docs folder (`baton docs path/to/docs`)", file=sys.stderr)  # fmt: skip
+        return 2
     for path in write_docs(args.directory):
         print(f"wrote {path}")
     return 0
@@ -622,14 +628,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result: int = args.run(args)
     except Exception as error:
-        from baton.store.engine import unusable
+        said = _unusable_settings(error)
+        if said is None:
+            from baton.store.engine import unusable
 
-        said = unusable(error)
+            said = unusable(error)
         if said is None:
             raise
         print(f"baton: {said}", file=sys.stderr)
         return 2
     return result
+
+
+def _unusable_settings(error: BaseException) -> str | None:
+    """One line naming each setting Baton cannot read (a port that is no number, a choice it does not offer)."""
+    from pydantic import ValidationError
+
+    if not isinstance(error, ValidationError) or error.title != Settings.__name__:
+        return None
+    from pydantic import SecretStr
+
+    bad = []
+    for problem in error.errors(include_url=False):
+        field = Settings.model_fields.get(str(problem["loc"][0])) if problem["loc"] else None
+        secret = field is not None and SecretStr in getattr(field.annotation, "__args__", (field.annotation,))
+        shown = "" if secret else f"={problem.get('input')!r}"  # a secret's value is never printed
+        bad.append(f"BATON_{'_'.join(str(part) for part in problem['loc']).upper()}{shown}: {problem['msg']}")
+    return "; ".join(bad)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,8 @@ def unusable(error: BaseException) -> str | None:
         said = said.removeprefix("connection failed: ")
         if "unable to open database file" in said:
             said += " (does its folder exist, and may Baton write there?)"
+        if "no such table" in said or ("relation" in said and "does not exist" in said):
+            said += " (the database was never migrated: `baton db upgrade`, or start `baton serve` once)"
         return f"cannot use the database in BATON_DATABASE_URL: {said}"
     return None
 
