@@ -96,3 +96,23 @@ def test_baton_docs_where_there_is_no_docs_folder_says_where_to_run_it(
     said = capsys.readouterr().err
     assert said.count("\n") == 1 and "there is no folder 'docs' here" in said, said
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_baton_serve_without_an_app_starts_and_says_once_that_webhooks_are_off(tmp_path: Path) -> None:
+    env = {name: value for name, value in os.environ.items() if not name.startswith("BATON_")}
+    env["BATON_DATABASE_URL"] = f"sqlite:///{tmp_path}/baton.db"
+    serving = subprocess.Popen([sys.executable, "-m", "baton.cli", "serve", "--port", "0"], env=env, cwd=ROOT,
+                               stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)  # fmt: skip
+    try:
+        assert serving.stderr is not None
+        lines = []
+        for line in serving.stderr:  # uvicorn says it runs once it is up, after Baton's own line
+            lines.append(line)
+            if "Uvicorn running on" in line:
+                break
+    finally:
+        serving.terminate()
+        serving.wait(30)
+    ours = [line for line in lines if line.startswith("baton:")]
+    assert len(ours) == 1 and "webhooks are off" in ours[0], lines
+    assert any("Uvicorn running on" in line for line in lines), lines

@@ -101,6 +101,14 @@ def test_serve_stops_at_start_with_one_clear_line(
     assert main(["serve"]) == 2
     assert "BATON_WEBHOOK_SECRET is set but the App is not" in capsys.readouterr().err
 
+    monkeypatch.delenv("BATON_WEBHOOK_SECRET")  # the App without its webhook secret
+    monkeypatch.setenv("BATON_APP_ID", str(APP_ID))
+    monkeypatch.setenv("BATON_PRIVATE_KEY_PATH", str(tmp_path / "app.pem"))
+    (tmp_path / "app.pem").write_text(app_key())
+    assert main(["serve"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("baton: the App is set but BATON_WEBHOOK_SECRET is not") and "\n" not in err
+
 
 # -- tokens and permissions ----------------------------------------------------------------------
 

@@ -30,7 +30,16 @@ def _serve(args: argparse.Namespace) -> int:
                 "BATON_WEBHOOK_SECRET is set but the App is not: set BATON_APP_ID and BATON_PRIVATE_KEY "
                 "(or BATON_PRIVATE_KEY_PATH), or unset the secret to run without GitHub."
             )
+        if credentials is not None and settings.webhook_secret is None:
+            raise SettingsError(
+                "the App is set but BATON_WEBHOOK_SECRET is not: set it to the App's webhook secret (GitHub signs "
+                "every webhook with it, and Baton takes none it cannot check)."
+            )
         app = create_app(settings)
+        if credentials is None:
+            unset = "BATON_APP_ID, BATON_PRIVATE_KEY or BATON_PRIVATE_KEY_PATH, BATON_WEBHOOK_SECRET"
+            print(f"baton: no GitHub App is set ({unset}): webhooks are off, and commands cannot be decided",
+                  file=sys.stderr)  # fmt: skip
     except SettingsError as error:
         print(f"baton: {error}", file=sys.stderr)
         return 2
