@@ -555,47 +555,60 @@ def _mcp(args: argparse.Namespace) -> int:
     return 0
 
 
+# The settings each operator's command reads (as BATON_<NAME>, or from a `.env` file).
+APP_READS = ("DATABASE_URL", "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "GITHUB_API_URL", "GITHUB_TIMEOUT")
+WORKER_READS = (*APP_READS, "ANSWER_DELAY", "WRITE_INTERVAL", "WRITES_PER_MINUTE", "WRITES_PER_HOUR", "WRITERS")
+SERVE_READS = (*WORKER_READS, "WEBHOOK_SECRET", "API_TOKEN", "API_REQUESTS_PER_MINUTE", "WORKER", "SPOOL_DIR",
+               "HOST", "PORT")  # fmt: skip
+
+
+def _operator(commands: Any, name: str, does: str, reads: Sequence[str]) -> argparse.ArgumentParser:
+    """A command for the people who run Baton: its help says what it does and which settings it reads."""
+    said = ", ".join(f"BATON_{variable}" for variable in reads)
+    epilog = f"reads {said} (or a .env file)" if reads else "reads no setting"
+    made: argparse.ArgumentParser = commands.add_parser(
+        name, help=does, description=does[0].upper() + does[1:] + ".", epilog=epilog
+    )
+    return made
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="baton", description="One agent per task; delivered is not accepted.")
     parser.add_argument("--version", action="version", version=f"baton {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run the web service (migrations are applied at start)")
+    serve = _operator(commands, "serve", "run the web service (migrations are applied at start)", SERVE_READS)
     serve.add_argument("--host", help="bind address (default BATON_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default BATON_PORT or 8000)")
     serve.add_argument("--access-log", action="store_true", help="log a line for every HTTP request")
     serve.set_defaults(run=_serve)
 
-    worker = commands.add_parser(
-        "worker", help="decide webhook deliveries and write to GitHub (with BATON_WORKER=external)"
-    )
+    worker = _operator(commands, "worker", "decide webhook deliveries and write to GitHub (with "
+                       "BATON_WORKER=external)", WORKER_READS)  # fmt: skip
     worker.set_defaults(run=_worker)
 
-    deliveries = commands.add_parser("deliveries", help="list stored webhook deliveries, newest first")
+    deliveries = _operator(commands, "deliveries", "list stored webhook deliveries, newest first", ("DATABASE_URL",))
     deliveries.add_argument("--failed", action="store_true", help="only those that failed for good")
     deliveries.add_argument("--status", choices=["pending", "processing", "done", "ignored", "failed"])
     deliveries.add_argument("--limit", type=int, default=50)
     deliveries.set_defaults(run=_deliveries)
 
-    refused = commands.add_parser(
-        "refused", help="list what GitHub was never shown: answers dropped, issues waiting for their next change"
-    )
+    refused = _operator(commands, "refused", "list what GitHub was never shown: answers dropped, issues waiting "
+                        "for their next change", ("DATABASE_URL",))  # fmt: skip
     refused.add_argument("--limit", type=int, default=50)
     refused.set_defaults(run=_refused)
 
-    replay = commands.add_parser("replay", help="process one stored webhook delivery again, now")
+    replay = _operator(commands, "replay", "process one stored webhook delivery again, now", APP_READS)
     replay.add_argument("delivery", help="its X-GitHub-Delivery id, as `baton deliveries` lists it")
     replay.set_defaults(run=_replay)
 
-    backfill = commands.add_parser(
-        "backfill", help="offer a repository's open issues that have no ticket yet (as installing the App does)"
-    )
+    backfill = _operator(commands, "backfill", "offer a repository's open issues that have no ticket yet (as "
+                         "installing the App does)", APP_READS)  # fmt: skip
     backfill.add_argument("repository", metavar="OWNER/REPO")
     backfill.set_defaults(run=_backfill)
 
-    demo = commands.add_parser(
-        "demo", help="play the reference story against a stand-in GitHub, then keep serving the read API"
-    )
+    demo = _operator(commands, "demo", "play the reference story against a stand-in GitHub, then keep serving the "
+                     "read API", ())  # fmt: skip
     demo.add_argument("--once", action="store_true", help="exit after the story")
     demo.add_argument("--port", type=int, default=8000, help="Baton's port on 127.0.0.1 (default 8000; 0: any)")
     demo.add_argument("--database", help="database URL (default: a new SQLite file in a temporary directory)")
@@ -611,11 +624,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp.set_defaults(run=_mcp)
 
-    db = commands.add_parser("db", help="database maintenance")
+    db = commands.add_parser("db", help="database maintenance", description="Database maintenance.")
     db_commands = db.add_subparsers(dest="db_command", required=True)
-    db_commands.add_parser("upgrade", help="apply migrations").set_defaults(run=_db_upgrade)
+    _operator(db_commands, "upgrade", "apply migrations", ("DATABASE_URL",)).set_defaults(run=_db_upgrade)
 
-    docs = commands.add_parser("docs", help="regenerate docs/commands.md and docs/state-machine.md")
+    docs = _operator(commands, "docs", "regenerate docs/commands.md and docs/state-machine.md", ())
     docs.add_argument("directory", nargs="?", default="docs")
     docs.set_defaults(run=_docs)
 

@@ -1,6 +1,7 @@
-"""A `baton` command given a database it cannot use says so in one line and exits 2, with no traceback: a URL
-that is not one, a database Baton does not use, a server that does not answer, a database or a folder that does
-not exist. `baton --version` tells the version."""
+"""The `baton` commands for the people who run Baton. Each one's help says what it does and which settings it
+reads. Given a database it cannot use (a URL that is not one, a database Baton does not use, a server that does
+not answer, a database or a folder that does not exist, one never migrated) or a setting it cannot read, it says
+so in one line and exits 2, with no traceback. `baton --version` tells the version."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from baton.cli import main
+from baton.cli import SERVE_READS, build_parser, main
+from baton.settings import Settings
 from conftest import scratch_database
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,3 +118,20 @@ def test_baton_serve_without_an_app_starts_and_says_once_that_webhooks_are_off(t
     ours = [line for line in lines if line.startswith("baton:")]
     assert len(ours) == 1 and "webhooks are off" in ours[0], lines
     assert any("Uvicorn running on" in line for line in lines), lines
+
+
+def test_each_operators_command_says_what_it_does_and_which_settings_it_reads() -> None:
+    parser = build_parser()
+    commands = next(action for action in parser._actions if action.dest == "command").choices
+    operators = ["serve", "worker", "deliveries", "refused", "replay", "backfill", "demo", "docs"]
+    fields = {name.upper() for name in Settings.model_fields}
+    assert set(SERVE_READS) == fields  # serving reads every setting there is
+    for name in operators:
+        helped = commands[name].format_help()
+        description, epilog = commands[name].description, commands[name].epilog
+        assert description and description in " ".join(helped.split()), name
+        assert epilog is not None and epilog.startswith("reads "), name
+        named = {word.removeprefix("BATON_").strip(",") for word in epilog.split() if word.startswith("BATON_")}
+        assert named <= fields, (name, named - fields)
+    upgrade = next(action for action in commands["db"]._actions if action.dest == "db_command").choices["upgrade"]
+    assert upgrade.epilog == "reads BATON_DATABASE_URL (or a .env file)"
