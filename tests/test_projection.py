@@ -103,17 +103,20 @@ def test_twenty_claimants_cost_at_most_six_writes(scene: Scene) -> None:
     ids=["500", "502", "timeout", "secondary-rate-limit"],
 )  # fmt: skip
 def test_github_failing_delays_but_never_loses_or_doubles(scene: Scene, fault: dict[str, Any]) -> None:
-    scene.rest.inject(Fault("POST", f"^{scene.path}/labels$", **fault))
+    injected = Fault("POST", f"^{scene.path}/labels$", **fault)
+    scene.rest.inject(injected)
     claim = scene.comment("agent-a", "/claim")
     before = datetime.now(UTC)
     scene.drain()
-    [row] = scene.outbox()
-    assert row.attempts == (0 if fault.get("retry_after") else 1)  # a rate limit is no fault of the issue's
-    assert row.last_error
-    # tried again later than the failure, which came during drain() (a busy machine's drain can outlast the wait)
-    assert row.due_at.replace(tzinfo=row.due_at.tzinfo or UTC) > before
-    scene.due_now()
-    scene.drain()
+    rows = scene.outbox()
+    if rows:  # not tried again yet: on a busy machine the drain can outlast the wait, and try it again itself
+        [row] = rows
+        assert row.attempts == (0 if fault.get("retry_after") else 1)  # a rate limit is no fault of the issue's
+        assert row.last_error
+        assert row.due_at.replace(tzinfo=row.due_at.tzinfo or UTC) > before  # later than the failure
+        scene.due_now()
+        scene.drain()
+    assert injected.times == 0  # GitHub failed (or was too slow) once, and the labels were written all the same
     assert scene.labels() == {"baton:claimed"}
     assert scene.assignees() == ["agent-a"]
     assert scene.reactions() == [(claim, "+1")]
