@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -252,33 +252,35 @@ def test_create_and_claim_opens_an_issue_that_is_never_open_for_anyone_else(scen
         assert max(scene.repository.issues) == number  # no issue was opened for a refusal
 
 
-def _status(response: Callable[[], httpx.Response]) -> int | None:
-    """The answer's status; None when the connection ended without one."""
-    try:
-        return response().status_code
-    except httpx.HTTPError:
-        return None
+def _posted_as_baton_stops(
+    monkeypatch: pytest.MonkeyPatch, target: object, name: str, url: str, body: dict[str, Any], headers: dict[str, str]
+) -> None:
+    """POST `body` while `target.name` fails as a Baton that stops there would: no answer, or a 500."""
+
+    def stopped(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("Baton stopped")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(target, name, stopped)
+        try:  # on a connection of its own: the one the failure ends is not used again
+            status: int | None = HTTP.post(url, json=body, headers={**headers, "Connection": "close"}).status_code
+        except httpx.HTTPError:
+            status = None
+    assert status in (None, 500)
 
 
-def test_a_create_and_claim_retried_after_baton_stopped_midway_claims_the_issue_it_opened(scene: Scene) -> None:
+def test_a_create_and_claim_retried_after_baton_stopped_midway_claims_the_issue_it_opened(
+    scene: Scene, monkeypatch: pytest.MonkeyPatch
+) -> None:
     agent = Agent(scene, "agent-a")
     url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues"
     headers = {"Authorization": f"Bearer {agent.token}", "Idempotency-Key": "footer-1"}
     new = {"title": "Totals in the footer", "body": "The cart's footer shows totals."}
     work = scene.app.state.work
-    real = work.apply_all
-
-    def stopped(*_: Any, **__: Any) -> Any:  # GitHub opened the issue; Baton stops before recording the claim
-        raise RuntimeError("Baton stopped")
-
     with scene.hub.world.lock:
         before = max(scene.repository.issues)
-    work.apply_all = stopped
-    try:
-        # on a connection of its own: the one the failure ends is not used again
-        assert _status(lambda: HTTP.post(url, json=new, headers={**headers, "Connection": "close"})) in (None, 500)
-    finally:
-        work.apply_all = real
+    # GitHub opens the issue; Baton stops before recording the claim
+    _posted_as_baton_stops(monkeypatch, work, "apply_all", url, new, headers)
     with scene.hub.world.lock:
         assert max(scene.repository.issues) == before + 1  # opened on GitHub, not claimed
 
@@ -317,20 +319,10 @@ def test_a_create_and_claim_retried_while_the_first_may_still_be_opening_is_told
     url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues"
     headers = {"Authorization": f"Bearer {agent.token}", "Idempotency-Key": "footer-3"}
     new = {"title": "Totals in the footer"}
-    issues = scene.app.state.parts.intake.issues
-    real = issues.create
-
-    def died(*_: Any, **__: Any) -> Any:  # Baton stops while GitHub is opening the issue, or before it asked
-        raise RuntimeError("Baton stopped")
-
     with scene.hub.world.lock:
         before = max(scene.repository.issues)
-    issues.create = died
-    try:
-        # on a connection of its own: the one the failure ends is not used again
-        assert _status(lambda: HTTP.post(url, json=new, headers={**headers, "Connection": "close"})) in (None, 500)
-    finally:
-        issues.create = real
+    # Baton stops while GitHub is opening the issue, or before it asked
+    _posted_as_baton_stops(monkeypatch, scene.app.state.parts.intake.issues, "create", url, new, headers)
     waiting = HTTP.post(url, json=new, headers=headers)
     assert waiting.status_code == 409 and "still under way" in waiting.json()["message"], waiting.text
     monkeypatch.setattr("baton.web.agents.UNDER_WAY", 0.0)  # long enough ago: nothing is opening it any more
