@@ -207,6 +207,12 @@ class AgentApi:
             raise Refusal(_problem(503, "unavailable", f"{error}; try again shortly.")) from None
         return self._within_rate(identity)
 
+    async def identify(self, authorization: str | None) -> Identity:
+        """`caller`, without leaving the event loop for a token Baton knows: only asking GitHub waits, in a thread
+        (handing every call to a thread and back cost more than the rest of what this does)."""
+        known = self.known_caller(authorization)
+        return known if known is not None else await run_in_threadpool(self.caller, authorization)
+
     def known_caller(self, authorization: str | None) -> Identity | None:
         """`caller` for a token Baton knows already, without waiting on anything; None when GitHub must be asked."""
         identity = self.identities.known(_token(authorization))
@@ -353,18 +359,14 @@ def _token(authorization: str | None) -> str:
     return token.strip()
 
 
-# The two dependencies are coroutines: FastAPI runs a plain function in a worker thread, and handing each call
-# over to a thread and back cost more than the rest of what they do. Only a token Baton does not know yet waits
-# (on GitHub), in a thread.
+# The two dependencies are coroutines: FastAPI runs a plain function in a worker thread (`AgentApi.identify`).
 async def _agent_api(request: Request) -> AgentApi:
     api: AgentApi = request.app.state.agent_api
     return api
 
 
 async def _caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Identity:
-    api = await _agent_api(request)
-    known = api.known_caller(authorization)
-    return known if known is not None else await run_in_threadpool(api.caller, authorization)
+    return await (await _agent_api(request)).identify(authorization)
 
 
 Api = Annotated[AgentApi, Depends(_agent_api)]

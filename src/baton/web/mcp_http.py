@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from .agents import AgentApi, Refusal
@@ -28,14 +28,6 @@ if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
     from baton.agent import AgentClient
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", []):
-        if key == name:
-            text: str = value.decode("latin-1")
-            return text
-    return None
 
 
 def _local_url(scope: Scope) -> str:
@@ -109,7 +101,7 @@ class McpEndpoint:
         if scope["type"] != "http":
             return
         try:
-            await run_in_threadpool(self.agent_api.caller, _header(scope, b"authorization"))
+            await self.agent_api.identify(Headers(scope=scope).get("authorization"))
         except Refusal as refused:
             await refused.response(scope, receive, send)
             return
