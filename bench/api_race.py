@@ -45,7 +45,7 @@ from baton.github.webhooks import signature
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `bench` is a package here
 from bench.claim_race import scratch_postgres
-from bench.webhook_race import APP_ID, REPOSITORY, REPOSITORY_ID, SECRET, TOKEN, baton, stand_in
+from bench.webhook_race import APP_ID, HTTP, REPOSITORY, REPOSITORY_ID, SECRET, TOKEN, baton, stand_in
 
 POSTGRES = os.environ.get("BATON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -68,7 +68,7 @@ def offered(port: int, count: int, timeout: float = 120.0) -> None:
     """Wait until Baton offers `count` tasks on octo/race."""
     deadline = time.monotonic() + timeout
     while True:
-        answer = httpx.get(f"http://127.0.0.1:{port}/api/v1/repos/{REPOSITORY}/issues/{count}",
+        answer = HTTP.get(f"http://127.0.0.1:{port}/api/v1/repos/{REPOSITORY}/issues/{count}",
                            headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip  # the last one offered
         if answer.status_code == 200 and answer.json()["state"] == "open":
             return

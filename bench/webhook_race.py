@@ -61,6 +61,9 @@ TOKEN = "bench-read-token"
 APP_ID = 1
 INSTALLATION, REPOSITORY_ID, REPOSITORY = 1, 4242, "octo/race"
 CLAIM_LIMIT = Policy().max_active_claims  # a repository's default
+# One client for the bench's own calls (and the tests that share these helpers): building one per call loads
+# the CA certificates each time, about 20 ms of CPU, which a loop polling every 0.1 s pays again and again.
+HTTP = httpx.Client(timeout=60)
 
 
 def repository_of(installation: int) -> str:
@@ -103,7 +106,7 @@ def claims(api: str, who: list[tuple[int, int]], installation: int = INSTALLATIO
     """`/claim` comments on the stand-in, as people wrote them before their webhooks leave: for each
     (round, claimer), agent-<claimer> on issue round + 1 of the installation's repository. Their ids."""
     comments = [{"issue": r + 1, "login": f"agent-{c:02d}", "body": "/claim"} for r, c in who]
-    answer = httpx.post(f"{api}/_standin/comments", json={"repository": repository_of(installation),
+    answer = HTTP.post(f"{api}/_standin/comments", json={"repository": repository_of(installation),
                                                           "comments": comments}, timeout=60)  # fmt: skip
     answer.raise_for_status()
     return dict(zip(who, answer.json()["ids"], strict=True))
@@ -112,14 +115,14 @@ def claims(api: str, who: list[tuple[int, int]], installation: int = INSTALLATIO
 def writes(api: str) -> list[dict[str, Any]]:
     """Baton's writes as the stand-in received them, in order: at, installation, method, path, repository,
     issue."""
-    return list(httpx.get(f"{api}/_standin/writes", timeout=60).json()["writes"])
+    return list(HTTP.get(f"{api}/_standin/writes").json()["writes"])
 
 
 def wait_for(url: str) -> None:
     deadline = time.monotonic() + 30
     while True:
         try:
-            if httpx.get(url).status_code == 200:
+            if HTTP.get(url, timeout=5).status_code == 200:
                 return
         except httpx.HTTPError:
             if time.monotonic() > deadline:

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, Engine, select, text
 from sqlalchemy.engine import make_url
 
 from baton.domain import (
@@ -198,13 +198,14 @@ def snapshot(engine: Engine) -> dict[str, Any]:
         }
 
 
+# Every table's row count in one statement, written once: building (and keying for the statement cache) a
+# select over every table on each call cost more than running it.
+COUNTS = text(" UNION ALL ".join(f"SELECT '{name}', count(*) FROM \"{name}\"" for name in tables.metadata.tables))
+
+
 def counts(connection: Connection) -> dict[str, int]:
     """Every table's row count, in one statement."""
-    names = [table.name for table in tables.metadata.sorted_tables]
-    found = connection.execute(
-        select(*(select(func.count()).select_from(table).scalar_subquery() for table in tables.metadata.sorted_tables))
-    ).one()
-    return {name: int(count) for name, count in zip(names, found, strict=True)}
+    return {name: int(count) for name, count in connection.execute(COUNTS)}
 
 
 def count_rows(engine: Engine) -> dict[str, int]:

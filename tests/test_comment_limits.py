@@ -5,7 +5,6 @@ code blocks run nothing. On SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -67,10 +66,8 @@ def operations(hub: Hub) -> int:
 def test_eight_thousand_claims_and_releases_are_read_up_to_the_limit_and_answered_once(hub: Hub) -> None:
     body = "/claim\n/release\n" * 4000
     assert len(body) <= 65_536  # GitHub takes it
-    started = time.monotonic()
     assert hub.post("issue_comment", comment("agent-a", body, comment_id=11), delivery="d-big").status_code == 202
     hub.post("issue_comment", comment("agent-b", "/claim", number=43, comment_id=12), delivery="d-next")
-    elapsed = time.monotonic() - started
 
     assert hub.inbox("d-big")[0] == "done" and hub.inbox("d-next")[0] == "done"
     assert hub.ticket(43).runner == "agent-b"  # the other issue was decided right after
@@ -81,7 +78,6 @@ def test_eight_thousand_claims_and_releases_are_read_up_to_the_limit_and_answere
         (11, f"{ONLY_THE_FIRST}: the other 7980 commands in this one were ignored. Send them in another comment.")
     ]
     assert items_on(hub, 43, "reaction") == [(12, "+1")]
-    assert elapsed < 5, elapsed  # a minute on SQLite when every command was decided
 
 
 def test_ten_thousand_help_lines_are_answered_with_one_reply(hub: Hub) -> None:
@@ -172,12 +168,10 @@ def test_on_github_a_long_comment_gets_one_thumbs_up_and_one_note(stage: Stage) 
     first, second = olivia.open_issue(stage.full_name, "One"), olivia.open_issue(stage.full_name, "Two")
     agent_a, agent_b = stage.person("agent-a"), stage.person("agent-b")
 
-    started = time.monotonic()
     big = agent_a.comment(stage.full_name, first, "/claim\n/release\n" * 4000)
     claim = agent_b.comment(stage.full_name, second, "/claim")
     wait_for(stage, second, lambda s: s.reactions.get(claim) == ("+1",) and s.assignees == ("agent-b",),
              "the other issue's 👍 and assignee", timeout=20)  # fmt: skip
-    assert time.monotonic() - started < 10
 
     shown = wait_for(stage, first, lambda s: bool(s.replies) and s.status is not None, "the note", timeout=20)
     assert shown.reactions == {big: ("+1",)}

@@ -102,7 +102,8 @@ def hostile(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     for _ in range(draw(st.integers(1, 4))):
         path = draw(st.sampled_from(READ_FIRST) | st.sampled_from(anywhere)) if anywhere else READ_FIRST[0]
         remove = draw(st.integers(0, 9)) == 0
-        _replace(payload, path, draw(st.sampled_from(EXTREMES)), remove)
+        # a copy: a value put in twice must not become part of itself, nor change EXTREMES for later cases
+        _replace(payload, path, copy.deepcopy(draw(st.sampled_from(EXTREMES))), remove)
     return event, payload
 
 

@@ -29,7 +29,7 @@ from hypothesis.stateful import (
     multiple,
     rule,
 )
-from sqlalchemy import func, literal, select, union_all
+from sqlalchemy import select
 
 from baton.domain import (
     RULES,
@@ -59,6 +59,7 @@ from baton.domain.model import EVIDENCE_KINDS
 from baton.service.work import Issue, Outcome
 from baton.store import make_engine, tables, upgrade
 from baton.wiring import work_service
+from test_batch import counts
 
 REPO = "octo/shop"
 OWNER = "olivia"
@@ -553,12 +554,8 @@ class StoredRail(RuleBasedStateMachine):
 
     def counts(self) -> dict[str, int]:
         """Every table's row count, read in one statement."""
-        everything = union_all(*(
-            select(literal(table.name).label("name"), func.count().label("rows")).select_from(table)
-            for table in tables.metadata.sorted_tables
-        ))  # fmt: skip
         with self.store.engine.connect() as connection:
-            return {row.name: int(row.rows) for row in connection.execute(everything)}
+            return counts(connection)
 
     @initialize(
         target=operations,

@@ -18,6 +18,8 @@ from urllib.parse import quote
 
 import httpx
 
+from baton import tls
+
 TIMEOUT = 10.0
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
 
@@ -126,6 +128,7 @@ class AgentClient:
         self._http = httpx.Client(
             base_url=self.base_url,
             timeout=timeout,
+            verify=tls.context(),
             headers={"Authorization": f"Bearer {token}", "Accept": "application/json", "User-Agent": "baton-cli"},
         )
 

@@ -9,7 +9,6 @@ share tokens between apps and tests) and keeps every client it builds in a varia
 from __future__ import annotations
 
 import functools
-import ssl
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +25,7 @@ from githubkit import AppAuthStrategy, GitHub
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import RequestFailed
 
+from baton import tls
 from baton.domain.model import Access, Permission
 from baton.settings import Settings, SettingsError
 
@@ -80,13 +80,6 @@ def _loaded(pem: str) -> RSAPrivateKey:
     return key
 
 
-@functools.cache
-def tls() -> ssl.SSLContext:
-    """The TLS settings of every call to GitHub, made once per process (loading the CA certificates costs
-    about 20 ms)."""
-    return ssl.create_default_context()
-
-
 TIMEOUT = 10.0  # seconds a call to GitHub may take (setting `BATON_GITHUB_TIMEOUT`)
 
 
@@ -125,7 +118,7 @@ class GitHubApp:
             timeout=timeout,
             # githubkit opens a client per request; built each time, the TLS context (loading the CA
             # certificates) cost more than the request itself, so one transport holds it for all of them.
-            transport=_Timed(timeout, verify=tls()),
+            transport=_Timed(timeout, verify=tls.context()),
         )
         self._installations: dict[int, GitHub[Any]] = {}
         self._lock = threading.Lock()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from .client import tls
+from baton import tls
 
 TTL = 300.0  # seconds an identity is taken as known
 
@@ -37,7 +37,7 @@ class Identities:
     def __init__(self, api_url: str, *, ttl: float = TTL, timeout: float = 10.0) -> None:
         self._url = api_url.rstrip("/") + "/user"
         self.ttl = ttl
-        self._http = httpx.Client(timeout=timeout, verify=tls())
+        self._http = httpx.Client(timeout=timeout, verify=tls.context())
         self._known: dict[str, tuple[float, Identity]] = {}
         self._lock = threading.Lock()
 
