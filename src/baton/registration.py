@@ -354,6 +354,7 @@ def serve(setup: Setup, host: str, port: int) -> int:
     listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listening.bind((host, port))
+        listening.listen(16)  # a browser that comes before the server runs waits in the queue
     except OSError as error:
         listening.close()
         raise SetupError(f"cannot serve on {host}:{port}: {error.strerror}; choose another --port") from None
