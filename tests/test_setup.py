@@ -5,6 +5,7 @@ then work: a `baton serve` run from the .env accepts the new App's webhooks and 
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat
@@ -256,18 +257,24 @@ def test_a_code_that_cannot_be_exchanged_writes_nothing_and_says_why_in_one_line
     assert not [secret for secret in _secrets_of(app, "") if secret in out + err + shown.text]
 
 
-def test_an_organisation_registers_the_app_on_its_own_settings(
+def test_an_organisation_registers_the_app_on_its_own_settings_and_force_replaces_an_app_set_up_before(
     github: tuple[Hub, str], setups: list[Run], tmp_path: Path
 ) -> None:
     hub, github_url = github
-    run = _start(setups, tmp_path / "baton", github_url, "https://baton.example.org", "--org", "octo-org")
+    folder = tmp_path / "baton"
+    folder.mkdir()
+    (folder / ".env").write_text("BATON_APP_ID=5\nBATON_WEBHOOK_SECRET=old\n")  # an App set up before
+    (folder / "app.pem").write_text("the old App's key")
+    run = _start(setups, folder, github_url, "https://baton.example.org", "--org", "octo-org", "--force")
     form = run.form()
     assert form.action.startswith(f"{github_url}/organizations/octo-org/settings/apps/new?state=")
     assert HTTP.get(_register(form)).status_code == 200
     assert run.finished()[0] == 0
-    owner = _only_app(hub).app.owner
-    assert (owner.login, owner.type) == ("octo-org", "Organization")
-    assert _env_values(tmp_path / "baton" / ".env")["BATON_APP_ID"] == str(_only_app(hub).app.id)
+    app = _only_app(hub)
+    assert (app.app.owner.login, app.app.owner.type) == ("octo-org", "Organization")
+    values = _env_values(folder / ".env")
+    assert (values["BATON_APP_ID"], values["BATON_WEBHOOK_SECRET"]) == (str(app.app.id), app.webhook_secret)
+    assert (folder / "app.pem").read_text().startswith("-----BEGIN")
 
 
 def test_an_app_set_up_already_is_kept_unless_forced(
@@ -281,6 +288,13 @@ def test_an_app_set_up_already_is_kept_unless_forced(
     assert (tmp_path / ".env").read_text() == "BATON_APP_ID=5\n"
     assert main(["setup", "--url", "ftp://baton.example.org"]) == 2
     assert "is not an http(s) address" in capsys.readouterr().err
+    assert main(["setup", "--url", "https://baton.example.org", "--env-file", "missing/.env"]) == 2
+    assert "there is no folder" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.StringIO())  # no terminal to ask on
+    assert main(["setup", "--force"]) == 2
+    assert "give Baton's public address with --url" in capsys.readouterr().err
+    assert (tmp_path / ".env").read_text() == "BATON_APP_ID=5\n" and sorted(p.name for p in tmp_path.iterdir()) == [
+        ".env"]  # fmt: skip
 
 
 def test_the_package_carries_app_yml_itself_and_posts_it_with_this_batons_addresses() -> None:
