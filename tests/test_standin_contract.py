@@ -112,6 +112,10 @@ CONFIG_TEXT = "reviewers:\n  - alice\nclaim_limit: 2\n" * 5
 # (method, concrete path, status, answer, the operation GitHub calls it)
 REST_CASES: list[tuple[str, str, int, Any, str]] = [
     ("POST", "/app/installations/5/access_tokens", 201, TOKEN, "apps/create-installation-access-token"),
+    ("POST", "/app-manifests/5e1c0de/conversions", 201, shapes.app_from_manifest(
+        APP, description=None, external_url="https://baton.example.org/", created_at=shapes.EPOCH, credentials={
+            "client_id": "Iv23liabc", "client_secret": "c" * 40, "webhook_secret": "w" * 40, "pem": "-----BEGIN…"}),
+     "apps/create-from-manifest"),
     ("GET", f"{R}/collaborators/alice/permission", 200,
      shapes.collaborator_permission(REPO, ALICE, "write", "write"), "repos/get-collaborator-permission-level"),
     ("GET", f"{R}/collaborators/nobody/permission", 200,

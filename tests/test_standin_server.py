@@ -360,3 +360,39 @@ def test_protection_other_apps_check_runs_chosen_commits_and_the_clock(
     assert [p["number"] for p in told[1]["check_run"]["pull_requests"]] == [pull]
     assert told[1]["check_run"]["check_suite"]["head_branch"] == "7-work"
     assert hub.all_problems() == []
+
+
+def test_an_app_registered_from_a_manifest_gets_its_credentials_once_within_the_hour(hub: Hub) -> None:
+    manifest = {"name": "Baton", "url": "https://baton.example.org/", "redirect_url": "http://127.0.0.1:1/callback",
+                "hook_attributes": {"url": "https://baton.example.org/webhooks/github"},
+                "default_events": ["issues"], "default_permissions": {"issues": "write"}}  # fmt: skip
+    with client(hub) as http:
+        made = http.post("/organizations/octo/settings/apps/new?state=s1", data={"manifest": json.dumps(manifest)},
+                         follow_redirects=False)  # fmt: skip
+        assert made.status_code == 302, made.text
+        assert made.headers["location"].startswith("http://127.0.0.1:1/callback?code=")
+        assert made.headers["location"].endswith("&state=s1")
+        code = made.headers["location"].split("code=")[1].split("&")[0]
+        refused = http.post("/settings/apps/new", data={"manifest": json.dumps({**manifest, "url": "nowhere"})})
+        assert refused.status_code == 422 and "url" in refused.text
+        converted = http.post(f"/api/v3/app-manifests/{code}/conversions")  # as a GitHub Enterprise Server's API
+        assert converted.status_code == 201, converted.text
+        app = converted.json()
+        assert app["owner"]["login"] == "octo" and app["html_url"] == f"http://github.test/apps/{app['slug']}"
+        assert app["events"] == ["issues"] and app["permissions"]["issues"] == "write"
+        assert http.post(f"/app-manifests/{code}/conversions").status_code == 404  # used
+        assert http.post("/app-manifests/unknown/conversions").status_code == 404
+        with hub.world.lock:
+            installation = hub.world.install("octo-two", app_id=app["id"]).id
+        mint = f"/app/installations/{installation}/access_tokens"
+        own = {"Authorization": f"Bearer {app_jwt(app['pem'], iss=str(app['id']))}"}
+        assert http.post(mint, headers=own).status_code == 201
+        assert http.post(mint, headers={"Authorization": f"Bearer {app_jwt()}"}).status_code == 404  # another App's
+        baton_installation = next(iter(hub.world.installations))
+        assert http.post(f"/app/installations/{baton_installation}/access_tokens", headers=own).status_code == 404
+
+        again = http.post("/settings/apps/new", data={"manifest": json.dumps(manifest)}, follow_redirects=False)
+        later = again.headers["location"].split("code=")[1]
+        hub.world.advance(timedelta(hours=1))
+        assert http.post(f"/app-manifests/{later}/conversions").status_code == 404  # expired
+    assert hub.all_problems() == []

@@ -248,6 +248,14 @@ def _backfill(args: argparse.Namespace) -> int:
     return 0
 
 
+def _setup(args: argparse.Namespace) -> int:
+    import os
+
+    from baton.registration import run
+
+    return run(args, os.environ)
+
+
 def _docs(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -560,6 +568,8 @@ APP_READS = ("DATABASE_URL", "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "GITHU
 WORKER_READS = (*APP_READS, "ANSWER_DELAY", "WRITE_INTERVAL", "WRITES_PER_MINUTE", "WRITES_PER_HOUR", "WRITERS")
 SERVE_READS = (*WORKER_READS, "WEBHOOK_SECRET", "API_TOKEN", "API_REQUESTS_PER_MINUTE", "WORKER", "SPOOL_DIR",
                "HOST", "PORT")  # fmt: skip
+# `baton setup` writes these to a .env (GITHUB_API_URL only for a GitHub Enterprise Server).
+SETUP_WRITES = ("APP_ID", "WEBHOOK_SECRET", "CLIENT_ID", "CLIENT_SECRET", "PRIVATE_KEY_PATH", "GITHUB_API_URL")
 
 
 def _operator(commands: Any, name: str, does: str, reads: Sequence[str]) -> argparse.ArgumentParser:
@@ -627,6 +637,25 @@ def build_parser() -> argparse.ArgumentParser:
     db = commands.add_parser("db", help="database maintenance", description="Database maintenance.")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     _operator(db_commands, "upgrade", "apply migrations", ("DATABASE_URL",)).set_defaults(run=_db_upgrade)
+
+    setup = _operator(commands, "setup", "register Baton's GitHub App through GitHub's App-manifest flow: serve a "
+                      "page whose form creates the App on GitHub, then write its id, webhook secret and OAuth client "
+                      "to a .env file and its private key to a key file", ())  # fmt: skip
+    written = ", ".join(f"BATON_{name}" for name in SETUP_WRITES)
+    setup.epilog = ("reads BATON_GITHUB_API_URL from the environment (GitHub's REST API, without --github-api-url); "
+                    f"writes {written} to the .env file (the last for GitHub Enterprise Server only)")  # fmt: skip
+    setup.add_argument("--url", help="Baton's public address, where GitHub sends webhooks (asked for if not given)")
+    setup.add_argument("--org", help="register the App for this organisation (default: your own account)")
+    setup.add_argument("--github-url", default="https://github.com",
+                       help="GitHub's web address (default https://github.com), or a GHES one")  # fmt: skip
+    setup.add_argument("--github-api-url", help="GitHub's REST API (default: api.github.com, or GHES's /api/v3)")
+    setup.add_argument("--env-file", default=".env", help="the .env file to add the App to (default ./.env)")
+    setup.add_argument("--key-file", default="baton-app.private-key.pem",
+                       help="where the App's private key goes (default ./baton-app.private-key.pem)")  # fmt: skip
+    setup.add_argument("--force", action="store_true", help="replace the App already set up in those files")
+    setup.add_argument("--host", default="127.0.0.1", help="bind address of the setup page (default 127.0.0.1)")
+    setup.add_argument("--port", type=int, default=8001, help="its port (default 8001; 0: any)")
+    setup.set_defaults(run=_setup)
 
     docs = _operator(commands, "docs", "regenerate docs/commands.md and docs/state-machine.md", ())
     docs.add_argument("directory", nargs="?", default="docs")

@@ -25,6 +25,9 @@ class Settings(BaseSettings):
     app_id: int | None = None
     private_key: SecretStr | None = None
     private_key_path: str | None = None
+    # The App's OAuth client, written by `baton setup`, for signing in with GitHub.
+    client_id: str | None = None
+    client_secret: SecretStr | None = None
     github_api_url: str = "https://api.github.com"
     github_timeout: float = 10.0  # seconds a call to GitHub may take before it is given up and tried later
     api_token: SecretStr | None = None  # the read API answers 403 while this is unset

@@ -44,6 +44,8 @@ class Delivery:
     body: bytes
     status: int | None = None  # Baton's answer
     answer: str = ""
+    # where it goes and what signs it, for an App other than the hub's (one registered from a manifest)
+    to: tuple[str | None, str] | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -96,6 +98,19 @@ class Hub:
         with self.world.lock:
             self.world.join_team(org, slug, login, state=state)
 
+    def installed(self, installation_id: int, sender: str) -> Delivery:
+        """GitHub tells the installation's App that `sender` installed it on the installation's repositories:
+        `installation` created, to the App's own hook, signed with its own secret; returns once answered."""
+        with self.world.lock:
+            installation = self.world.installations[installation_id]
+            app = self.world.app_of(installation.app_id)
+            registered = self.world.registered.get(app.id)
+            held = [self.repo(r) for r in self.world.repositories.values() if r.installation_id == installation_id]
+            payload = shapes.installation_event(installation_id, app, installation.account, self.world.account(sender),
+                                                held, api_url=self.api_url)  # fmt: skip
+        to = (registered.hook_url, registered.webhook_secret) if registered is not None else None
+        return self.deliver("installation", payload, to=to)
+
     def repo(self, repository: Repository) -> shapes.Repo:
         return repository.shape(self.api_url)
 
@@ -113,9 +128,13 @@ class Hub:
             self.deliveries.append(delivery)
         return delivery
 
-    def deliver(self, event: str, payload: dict[str, Any], *, wait: bool = True) -> Delivery:
-        """Send Baton a webhook (after the ones before it); with `wait`, return once Baton answered."""
+    def deliver(
+        self, event: str, payload: dict[str, Any], *, wait: bool = True, to: tuple[str | None, str] | None = None
+    ) -> Delivery:
+        """Send Baton a webhook (after the ones before it); with `wait`, return once Baton answered. `to`: the
+        hook URL and webhook secret of another App than the hub's."""
         delivery = self._record(event, payload)
+        delivery.to = to
         answered = threading.Event()
         self._line.put((delivery, answered))
         if wait:
@@ -131,7 +150,7 @@ class Hub:
 
     def redeliver(self, delivery: Delivery) -> Delivery:
         """GitHub's "Redeliver": the same delivery id and body, sent again."""
-        again = Delivery(delivery.id, delivery.event, delivery.body)
+        again = Delivery(delivery.id, delivery.event, delivery.body, to=delivery.to)
         answered = threading.Event()
         self._line.put((again, answered))
         answered.wait(30)
@@ -150,12 +169,13 @@ class Hub:
                 answered.set()
 
     def _post(self, delivery: Delivery) -> None:
-        if self.hook_url is None:
+        url, secret = delivery.to or (self.hook_url, self.secret)
+        if url is None:
             return
         try:
-            response = self._http.post(self.hook_url, content=delivery.body, headers={
+            response = self._http.post(url, content=delivery.body, headers={
                 "X-GitHub-Event": delivery.event, "X-GitHub-Delivery": delivery.id,
-                "X-Hub-Signature-256": _signed(self.secret, delivery.body),
+                "X-Hub-Signature-256": _signed(secret, delivery.body),
                 "Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/stand-in",
             })  # fmt: skip
             delivery.status, delivery.answer = response.status_code, response.text

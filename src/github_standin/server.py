@@ -34,6 +34,7 @@ from starlette.routing import Route
 from . import shapes
 from .contract import Contract
 from .listing import list_issues
+from .registration import conversion, registration_page
 from .rendering import render_check_run, render_issue, render_pull_request
 from .teams import team_membership
 from .world import CheckRun, Comment, Issue, Reaction, Repository, Token, World, sha_of
@@ -42,6 +43,7 @@ Json = Any
 Notify = Callable[[str, dict[str, Any]], None]  # a webhook for Baton: (event, payload)
 
 DOCS = "https://docs.github.com/rest"
+API_PREFIX = "/api/v3"  # where a GitHub Enterprise Server serves its REST API
 
 
 class Answer(Exception):
@@ -105,9 +107,16 @@ class StandIn:
     faults: list[Fault] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.app = Starlette(
-            routes=[Route("/{path:path}", self._handle, methods=["GET", "POST", "PATCH", "PUT", "DELETE"])]
-        )
+        async def registering(request: Request) -> Response:
+            return await registration_page(self.world, request)
+
+        # GitHub's web pages first (the App-manifest flow), then the REST API, also under /api/v3 as a GitHub
+        # Enterprise Server serves it beside its pages.
+        self.app = Starlette(routes=[
+            Route("/settings/apps/new", registering, methods=["POST"]),
+            Route("/organizations/{org}/settings/apps/new", registering, methods=["POST"]),
+            Route("/{path:path}", self._handle, methods=["GET", "POST", "PATCH", "PUT", "DELETE"]),
+        ])  # fmt: skip
 
     def inject(self, fault: Fault) -> None:
         with self.world.lock:
@@ -127,6 +136,9 @@ class StandIn:
         arrived = time.time()
         # The raw, percent-encoded path: a label named "a/b" is one segment, as on GitHub.
         method, path = request.method, request.scope.get("raw_path", request.url.path.encode()).decode()
+        web = str(request.base_url).rstrip("/")
+        prefix = API_PREFIX if path.startswith(f"{API_PREFIX}/") else ""
+        path = path.removeprefix(prefix)
         body = await request.body()
         query = dict(request.query_params)
         headers = dict(request.headers)
@@ -144,7 +156,7 @@ class StandIn:
                     if operation is None:
                         raise Answer(404, "Not Found")
                     raise Answer(422, "Invalid request.\n\n" + "\n".join(problems), errors=problems)
-            status, answer = self._dispatch(request, method, path, query, headers, body)
+            status, answer = self._dispatch(web, prefix, method, path, query, headers, body)
             extra: dict[str, str] = {}
         except Answer as error:
             status, answer, extra = error.status, error.body, error.headers
@@ -177,9 +189,17 @@ class StandIn:
         return 0.0, None
 
     def _dispatch(
-        self, request: Request, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes
-    ) -> tuple[int, Json]:
-        base = str(request.base_url).rstrip("/")
+        self, web: str, prefix: str, method: str, path: str, query: dict[str, str], headers: dict[str, str],
+        body: bytes,
+    ) -> tuple[int, Json]:  # fmt: skip
+        base = f"{web}{prefix}"
+        converting = re.fullmatch(r"/app-manifests/([^/]+)/conversions", path)
+        if method == "POST" and converting is not None:
+            with self.world.lock:
+                status, answer = conversion(self.world, unquote(converting.group(1)), base, web)
+            if status >= 400:
+                raise Answer(status, "Not Found")
+            return status, answer
         minting = re.fullmatch(r"/app/installations/([0-9]+)/access_tokens", path)
         if method == "POST" and minting is not None:
             with self.world.lock:
@@ -218,17 +238,18 @@ class StandIn:
         if scheme.lower() != "bearer" or not credential:
             raise Answer(401, "A JSON web token could not be decoded")
         try:
-            claims = jwt.decode(
-                credential, self.world.app_public_key, algorithms=["RS256"], options={"require": ["exp", "iat", "iss"]}
-            )
+            # The issuer names the App, whose key then verifies the token (Baton's, or one made from a manifest).
+            issuer = str(jwt.decode(credential, options={"verify_signature": False}).get("iss"))
+            key = self.world.public_key(int(issuer)) if issuer.isdigit() else None
+            if key is None:
+                raise Answer(401, "'Issuer' claim ('iss') must be an Integer matching the App's id")
+            claims = jwt.decode(credential, key, algorithms=["RS256"], options={"require": ["exp", "iat", "iss"]})
         except jwt.PyJWTError as error:
             raise Answer(401, f"A JSON web token could not be decoded: {error}") from None
-        if str(claims["iss"]) != str(self.world.app_id):
-            raise Answer(401, "'Issuer' claim ('iss') must be an Integer matching the App's id")
         if int(claims["exp"]) - int(claims["iat"]) > 660:
             raise Answer(401, "'Expiration time' claim ('exp') is too far in the future")
         installation = self.world.installations.get(installation_id)
-        if installation is None or installation.app_id != self.world.app_id:
+        if installation is None or installation.app_id != int(issuer):
             raise Answer(404, "Not Found")
         if installation.suspended:
             raise Answer(403, "This installation has been suspended")

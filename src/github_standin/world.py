@@ -180,6 +180,22 @@ class Membership:
 
 
 @dataclass
+class RegisteredApp:
+    """An App made through the App-manifest flow (registration.py): GitHub keeps the public half of its key,
+    to verify its JWTs, and hands its credentials out once, for the code it gave the browser."""
+
+    app: App
+    public_key: str  # PEM
+    webhook_secret: str
+    client_id: str
+    client_secret: str
+    hook_url: str | None  # where its webhooks go
+    url: str  # its homepage
+    description: str | None
+    created_at: datetime
+
+
+@dataclass
 class Token:
     value: str
     installation_id: int
@@ -202,6 +218,10 @@ class World:
         self.tokens: dict[str, Token] = {}
         self.user_tokens: dict[str, str] = {}  # a person's own token (personal or OAuth) -> their lower-case login
         self.apps: dict[int, App] = {}  # other GitHub Apps on the repositories (a CI reporting checks)
+        self.registered: dict[int, RegisteredApp] = {}  # Apps made from a manifest, by id (also in `apps`)
+        # one-time codes of the App-manifest flow -> (the App, its private key, when the code expires)
+        self.manifest_codes: dict[str, tuple[int, str, datetime]] = {}
+        self.web_login = "octocat"  # who is signed in on GitHub's web pages (the App-manifest flow)
         self.ahead = timedelta()  # how far GitHub's clock runs ahead of the wall clock (`advance`)
         self._ids = itertools.count(1000)
 
@@ -251,9 +271,19 @@ class World:
         """The App's own account, as GitHub shows it on what the App writes."""
         return self.account(f"{self.app_slug}[bot]", "Bot")
 
-    def install(self, owner: str, *, kind: str = "Organization", id: int | None = None) -> Installation:
-        """The App installed on `owner`'s account; `id` chooses the installation's id (else a fresh one)."""
-        installation = Installation(id or self.next_id(), self.account(owner, kind), self.app_id)
+    def public_key(self, app_id: int) -> str | None:
+        """The public half of an App's key (Baton's, or one registered from a manifest), to verify its JWTs."""
+        if app_id == self.app_id:
+            return self.app_public_key
+        registered = self.registered.get(app_id)
+        return registered.public_key if registered is not None else None
+
+    def install(
+        self, owner: str, *, kind: str = "Organization", id: int | None = None, app_id: int | None = None
+    ) -> Installation:
+        """The App (Baton's, else the one `app_id` names) installed on `owner`'s account; `id` chooses the
+        installation's id (else a fresh one)."""
+        installation = Installation(id or self.next_id(), self.account(owner, kind), app_id or self.app_id)
         self.installations[installation.id] = installation
         return installation
 

@@ -22,6 +22,7 @@ from baton.wiring import assemble
 
 from .agents import AgentApi, Refusal, agents_router, readers
 from .api import ReadApi, api_router
+from .home import home_router
 from .mcp_http import McpEndpoint
 from .webhooks import AcksFirst, webhook_router
 
@@ -91,6 +92,7 @@ def create_app(
     app.state.read_api = ReadApi(engine, settings, readers(parts.intake, identities) if parts.writer else None)
     app.state.agent_api = AgentApi(parts.intake, identities, ApiRequests(engine), settings)
     routers = [
+        home_router(settings),
         api_router(),
         agents_router(),
         webhook_router(parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing, spool),

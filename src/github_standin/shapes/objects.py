@@ -161,6 +161,31 @@ def _app(app: App, repo: Repo) -> Json:
     }
 
 
+def app_from_manifest(
+    app: App, *, description: str | None, external_url: str, created_at: str, credentials: Mapping[str, str],
+    api_url: str = API_URL, web_url: str = WEB_URL,
+) -> Json:  # fmt: skip
+    """An App just made from a manifest, with its `client_id`, `client_secret`, `webhook_secret` and `pem`, as
+    the code's conversion answers it (once)."""
+    owner = app.owner
+    return {
+        "id": app.id,
+        "slug": app.slug,
+        "node_id": _node_id("Integration", app.id),
+        "client_id": credentials["client_id"],
+        "owner": user(owner.login, owner.id, type=owner.type, api_url=api_url, web_url=web_url),
+        "name": app.name,
+        "description": description,
+        "external_url": external_url,
+        "html_url": f"{web_url.rstrip('/')}/apps/{app.slug}",
+        "created_at": created_at,
+        "updated_at": created_at,
+        "permissions": dict(app.permissions),
+        "events": list(app.events),
+        **{key: credentials[key] for key in ("client_secret", "webhook_secret", "pem")},
+    }
+
+
 def _repository_core(repo: Repo) -> Json:
     """The fields every representation of a repository has: REST's and the webhooks'."""
     api, html = repo.api, repo.html
