@@ -15,14 +15,20 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from baton.cli import main
 from baton.clock import ManualClock
 from baton.domain import Policy
 from baton.github.routes import operation
 from baton.github.webhooks import signature
+from baton.settings import Settings
 from baton.store.outbox import Outbox
+from baton.web import create_app
+from baton.web.webhooks import MAX_BODY
 from github_standin.server import RATE_LIMIT
+from github_standin.serving import Served
 from keys import app_key
 from local_http import HTTP
 from standin_scene import Scene, opened
@@ -270,3 +276,54 @@ def test_baton_serve_logs_json_lines_and_its_github_calls_at_debug(sqlite_url: s
     text = log.read_text()
     assert not [secret for secret in secrets if secret in text]
     assert "authorization" not in text.lower()
+
+
+def test_a_log_setting_baton_cannot_use_is_named_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("BATON_DATABASE_URL", f"sqlite:///{tmp_path}/baton.db")
+    monkeypatch.setenv("BATON_LOG_FORMAT", "xml")
+    monkeypatch.setenv("BATON_LOG_LEVEL", "loud")
+    for command in ("serve", "worker"):
+        assert main([command]) == 2
+        said = capsys.readouterr().err
+        assert said.count("\n") == 1 and said.startswith("baton: "), said
+        assert "BATON_LOG_FORMAT='xml': Input should be 'text' or 'json'" in said, said
+        assert "BATON_LOG_LEVEL='LOUD'" in said, said
+    assert not (tmp_path / "baton.db").exists()  # nothing started
+
+
+def test_a_delivery_too_large_and_one_while_webhooks_are_off_are_counted(tmp_path: Path) -> None:
+    with opened(f"sqlite:///{tmp_path}/baton.db") as scene:
+        assert post(scene, "huge", b" " * (MAX_BODY + 1)) == 413
+        scene.settle()
+        samples = scrape(scene.stage.baton_url)
+        sent = len(scene.hub.deliveries)
+    assert value(samples, "baton_webhook_deliveries_total", event="unverified", outcome="too_large") == 1
+    assert value(samples, "baton_webhook_ack_seconds_count") == sent  # the 202s alone are timed
+    without_app = create_app(Settings(database_url=f"sqlite:///{tmp_path}/alone.db", spool_dir=str(tmp_path / "s")))
+    with Served(without_app) as served:
+        assert HTTP.post(f"{served.url}/webhooks/github", content=b"{}").status_code == 503
+        samples = scrape(served.url)
+    assert value(samples, "baton_webhook_deliveries_total", event="unverified", outcome="disabled") == 1
+    assert value(samples, "baton_database_up") == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "named"),
+    [
+        ("POST", "/repos/octo/shop/issues/7/labels", "POST /repos/{owner}/{repo}/issues/{issue_number}/labels"),
+        ("DELETE", "/repos/octo/shop/issues/7/labels/baton%3Aopen",
+         "DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}"),
+        ("GET", "/repos/octo/shop/issues/comments/55", "GET /repos/{owner}/{repo}/issues/comments/{comment_id}"),
+        ("GET", "/repos/octo/shop/issues/7/comments", "GET /repos/{owner}/{repo}/issues/{issue_number}/comments"),
+        ("GET", "/repos/octo/shop/contents/.github/baton.yml", "GET /repos/{owner}/{repo}/contents/{path}"),
+        ("POST", "/app/installations/1000/access_tokens", "POST /app/installations/{installation_id}/access_tokens"),
+        # near misses: a number where a name goes, a method the route does not take, a route Baton never calls
+        ("GET", "/repos/octo/shop/issues/seven", "GET other"),
+        ("PUT", "/repos/octo/shop/issues/7/labels", "PUT other"),
+        ("GET", "/repos/octo/shop/issues/7/timeline", "GET other"),
+    ],
+)  # fmt: skip
+def test_a_call_to_github_is_named_by_its_route(method: str, path: str, named: str) -> None:
+    assert operation(method, path) == named

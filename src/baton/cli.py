@@ -576,6 +576,8 @@ def _mcp(args: argparse.Namespace) -> int:
 APP_READS = ("DATABASE_URL", "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "GITHUB_API_URL", "GITHUB_TIMEOUT")
 WORKER_READS = (*APP_READS, "ANSWER_DELAY", "WRITE_INTERVAL", "WRITES_PER_MINUTE", "WRITES_PER_HOUR", "WRITERS",
                 "LOG_LEVEL", "LOG_FORMAT")  # fmt: skip
+# `baton worker` alone: where it serves its metrics (`baton serve` has them at its own /metrics).
+WORKER_COMMAND_READS = (*WORKER_READS, "METRICS_PORT", "HOST")
 SERVE_READS = (*WORKER_READS, "WEBHOOK_SECRET", "API_TOKEN", "API_REQUESTS_PER_MINUTE", "WORKER", "SPOOL_DIR",
                "HOST", "PORT")  # fmt: skip
 
@@ -602,7 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_serve)
 
     worker = _operator(commands, "worker", "decide webhook deliveries and write to GitHub (with "
-                       "BATON_WORKER=external)", (*WORKER_READS, "METRICS_PORT", "HOST"))  # fmt: skip
+                       "BATON_WORKER=external)", WORKER_COMMAND_READS)  # fmt: skip
     worker.set_defaults(run=_worker)
 
     deliveries = _operator(commands, "deliveries", "list stored webhook deliveries, newest first", ("DATABASE_URL",))
