@@ -196,6 +196,13 @@ def secrets_of(stage: Any) -> list[str]:
     return [stage.settings.webhook_secret.get_secret_value(), *key_lines, *tokens]
 
 
+def delivery_of(stage: Any, comment_id: int) -> Any:
+    """The webhook that told Baton of a comment (others, caused by Baton's own writes, may come in between)."""
+    with stage.hub.world.lock:
+        return next(d for d in stage.hub.deliveries
+                    if d.event == "issue_comment" and json.loads(d.body)["comment"]["id"] == comment_id)  # fmt: skip
+
+
 def running_at(log: Path) -> str | None:
     """Where `baton serve` listens, once uvicorn says so."""
     said = [line["message"] for line in lines_of(log) if "Uvicorn running on" in line["message"]]
@@ -219,8 +226,7 @@ def test_a_worker_serves_the_metrics_of_its_own_decisions_and_logs_them_as_json(
                          "the worker to say where its metrics are")  # fmt: skip
             worker = f"http://127.0.0.1:{port}"
             number = stage.person("olivia", "admin").open_issue(SHOP, "A task")
-            stage.person("agent-a", "write").comment(SHOP, number, "/claim")
-            claim = stage.hub.deliveries[-1]
+            claim = delivery_of(stage, stage.person("agent-a", "write").comment(SHOP, number, "/claim"))
             samples = until(
                 lambda: (found := scrape(worker))
                 and value(found, "baton_decisions_total", command="claim", result="applied", source="webhook")
@@ -259,8 +265,7 @@ def test_baton_serve_logs_json_lines_and_its_github_calls_at_debug(sqlite_url: s
             running = until(lambda: running_at(log), 60, "baton serve to start")
             stage.hub.hook_url = f"{running}/webhooks/github"
             number = stage.person("olivia", "admin").open_issue(SHOP, "A task")
-            stage.person("agent-a", "write").comment(SHOP, number, "/claim")
-            claim = stage.hub.deliveries[-1]
+            claim = delivery_of(stage, stage.person("agent-a", "write").comment(SHOP, number, "/claim"))
             assert claim.status == 202, claim.answer
             until(lambda: any(r.content == "+1" for r in stage.repository.reactions.get(number, [])), 60, "the 👍")
         secrets = secrets_of(stage)

@@ -108,8 +108,8 @@ class StandIn:
     faults: list[Fault] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._reset = int(time.time()) + 3600  # when the rate-limit window would end
-        self._used: dict[int, int] = {}  # calls made with each installation's tokens
+        self._reset = int(time.time()) + 3600  # when the first rate-limit window ends
+        self._used: dict[int, tuple[int, int]] = {}  # each installation's calls in its window, and which window
         self.app = Starlette(
             routes=[Route("/{path:path}", self._handle, methods=["GET", "POST", "PATCH", "PUT", "DELETE"])]
         )
@@ -167,10 +167,14 @@ class StandIn:
 
     def _rate_limit(self, installation: int) -> dict[str, str]:
         """GitHub's rate-limit headers on an installation's call: 5,000 an hour, one fewer for each call its
-        tokens made (the window never resets here)."""
-        used = self._used[installation] = self._used.get(installation, 0) + 1
-        return {"x-ratelimit-limit": str(RATE_LIMIT), "x-ratelimit-remaining": str(max(0, RATE_LIMIT - used)),
-                "x-ratelimit-used": str(used), "x-ratelimit-reset": str(self._reset),
+        tokens made. The window never runs out here (faults make rate limits): its last call starts the next."""
+        used, window = self._used.get(installation, (0, 0))
+        used += 1
+        if used >= RATE_LIMIT:
+            used, window = 1, window + 1
+        self._used[installation] = (used, window)
+        return {"x-ratelimit-limit": str(RATE_LIMIT), "x-ratelimit-remaining": str(RATE_LIMIT - used),
+                "x-ratelimit-used": str(used), "x-ratelimit-reset": str(self._reset + 3600 * window),
                 "x-ratelimit-resource": "core"}  # fmt: skip
 
     def _fault(self, method: str, path: str, body: bytes) -> tuple[float, Answer | None]:
