@@ -281,7 +281,7 @@ def test_a_worker_says_once_that_the_database_is_unreachable_and_once_that_it_is
     worker = _worker(database.url, "http://127.0.0.1:9", tmp_path, "worker")
     log = tmp_path / "worker.log"
     try:
-        until(lambda: b"baton worker:" in log.read_bytes(), 30, "the worker to start")
+        until(lambda: b"deciding webhook deliveries" in log.read_bytes(), 30, "the worker to start")
         time.sleep(1)
         with database.down():
             time.sleep(6)

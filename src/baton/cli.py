@@ -19,10 +19,12 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from baton.github.client import app_credentials
+    from baton.logs import configure
     from baton.settings import SettingsError
     from baton.web import create_app
 
     settings = Settings()
+    configure(settings)
     try:
         credentials = app_credentials(settings)
         if settings.webhook_secret is not None and credentials is None:
@@ -50,8 +52,9 @@ def _serve(args: argparse.Namespace) -> int:
     # full garbage collection that walks it all would stall every request for tens of milliseconds.
     gc.freeze()
     # A line per request costs a sixth of a webhook's acknowledgement; it is there when asked for.
-    uvicorn.run(app, host=args.host or settings.host, port=args.port or settings.port, log_level="info",
-                access_log=args.access_log)  # fmt: skip
+    # No log_config: uvicorn's lines go through Baton's handler (`baton.logs`), in its format.
+    uvicorn.run(app, host=args.host or settings.host, port=args.port or settings.port, log_config=None,
+                log_level=settings.log_level.lower(), access_log=args.access_log)  # fmt: skip
     return 0
 
 
@@ -68,30 +71,44 @@ def _assembled(settings: Settings) -> Parts | None:
 
 
 def _worker(args: argparse.Namespace) -> int:
+    import logging
     import signal
     import threading
 
+    from baton.logs import configure
     from baton.runtime import Runtime
 
     settings = Settings()
+    configure(settings)
+    log = logging.getLogger("baton.worker")
     parts = _assembled(settings)
     if parts is None:
         return 2
     if parts.writer is None:
         print("baton: the worker needs the App: set BATON_APP_ID and BATON_PRIVATE_KEY.", file=sys.stderr)
+        parts.engine.dispose()
         return 2
+    metrics_server = None
+    if settings.metrics_port is not None:
+        try:
+            metrics_server = parts.metrics.serve(settings.host, settings.metrics_port)
+        except OSError as error:
+            print(f"baton: cannot serve metrics on {settings.host}:{settings.metrics_port} (BATON_METRICS_PORT): "
+                  f"{error.strerror}", file=sys.stderr)  # fmt: skip
+            parts.engine.dispose()
+            return 2
+        port = metrics_server.server_port
+        log.info("metrics at http://%s:%d/metrics", settings.host, port, extra={"host": settings.host, "port": port})
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     lanes = Runtime(parts, writers=settings.writers)
-    print(
-        f"baton worker: deciding webhook deliveries; {settings.writers} threads writing to GitHub; "
-        "sweeping quiet claims",
-        flush=True,
-    )
+    log.info("deciding webhook deliveries; %d threads writing to GitHub; sweeping quiet claims", settings.writers)
     lanes.start()
     stop.wait()
     lanes.stop()
+    if metrics_server is not None:
+        metrics_server.shutdown()
     parts.engine.dispose()
     return 0
 
@@ -565,7 +582,10 @@ def _mcp(args: argparse.Namespace) -> int:
 
 # The settings each operator's command reads (as BATON_<NAME>, or from a `.env` file).
 APP_READS = ("DATABASE_URL", "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "GITHUB_API_URL", "GITHUB_TIMEOUT")
-WORKER_READS = (*APP_READS, "ANSWER_DELAY", "WRITE_INTERVAL", "WRITES_PER_MINUTE", "WRITES_PER_HOUR", "WRITERS")
+WORKER_READS = (*APP_READS, "ANSWER_DELAY", "WRITE_INTERVAL", "WRITES_PER_MINUTE", "WRITES_PER_HOUR", "WRITERS",
+                "LOG_LEVEL", "LOG_FORMAT")  # fmt: skip
+# `baton worker` alone: where it serves its metrics (`baton serve` has them at its own /metrics).
+WORKER_COMMAND_READS = (*WORKER_READS, "METRICS_PORT", "HOST")
 SERVE_READS = (*WORKER_READS, "WEBHOOK_SECRET", "API_TOKEN", "API_REQUESTS_PER_MINUTE", "WORKER", "SPOOL_DIR",
                "HOST", "PORT")  # fmt: skip
 # `baton setup` writes these to a .env (GITHUB_API_URL only for a GitHub Enterprise Server).
@@ -594,7 +614,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_serve)
 
     worker = _operator(commands, "worker", "decide webhook deliveries and write to GitHub (with "
-                       "BATON_WORKER=external)", WORKER_READS)  # fmt: skip
+                       "BATON_WORKER=external)", WORKER_COMMAND_READS)  # fmt: skip
     worker.set_defaults(run=_worker)
 
     deliveries = _operator(commands, "deliveries", "list stored webhook deliveries, newest first", ("DATABASE_URL",))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -42,3 +42,14 @@ class Settings(BaseSettings):
     spool_dir: str = "./baton-spool"  # deliveries received while the database is unreachable wait here
     host: str = "127.0.0.1"
     port: int = 8000
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"  # Baton's own loggers (and uvicorn's)
+    log_format: Literal["text", "json"] = "text"  # json: one object per line, the fields as keys
+    metrics_port: int | None = None  # `baton worker` serves /metrics on BATON_HOST:this port (unset: none)
+
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _any_case(cls, value: object, info: ValidationInfo) -> object:
+        """`debug` is DEBUG, `JSON` is json: the choices are the same words in any case."""
+        if not isinstance(value, str):
+            return value
+        return value.upper() if info.field_name == "log_level" else value.lower()

@@ -13,11 +13,12 @@ from baton.github.issues import GitHubIssues
 from baton.github.projection import GitHubProjector
 from baton.github.verify import Verifier
 from baton.intake import Configs, Directory, Intake, NoDirectory
+from baton.metrics import Metrics
 from baton.service.evidence import EvidenceService
 from baton.service.offering import Offering
 from baton.service.quiet import Sweep
 from baton.service.unit import Units
-from baton.service.work import WorkService
+from baton.service.work import Decided, WorkService
 from baton.settings import Settings
 from baton.store import make_engine, upgrade
 from baton.store.budget import Budgets, Limits
@@ -36,13 +37,16 @@ class Parts:
     intake: Intake
     writer: Writer | None  # None without GitHub: the outbox keeps what it would say until then
     sweep: Sweep  # quiet claims: flagged stale, released under `auto_release_after`
+    metrics: Metrics  # this process's counts, and the database's figures read at each scrape
 
 
-def work_service(engine: Engine, answer_delay: float = 2.0, clock: Clock = SYSTEM) -> WorkService:
+def work_service(
+    engine: Engine, answer_delay: float = 2.0, clock: Clock = SYSTEM, decided: Decided | None = None
+) -> WorkService:
     """The work service and the evidence service it records `/deliver` reports with, on one database, both
-    recording activity at `clock`'s time."""
+    recording activity at `clock`'s time; `decided` hears of every command decided."""
     units = Units(engine, clock)
-    return WorkService(units, EvidenceService(units, answer_delay), answer_delay)
+    return WorkService(units, EvidenceService(units, answer_delay), answer_delay, decided)
 
 
 def assemble(
@@ -58,10 +62,11 @@ def assemble(
     engine = make_engine(settings.database_url)
     if migrate:
         upgrade(engine)
-    work = work_service(engine, settings.answer_delay, clock)
+    metrics = Metrics(engine)
+    work = work_service(engine, settings.answer_delay, clock, metrics.decided)
     evidence = work.evidence
     credentials = app_credentials(settings)
-    github = GitHubApp(credentials, settings.github_api_url, settings.github_timeout) if credentials else None
+    github = GitHubApp(credentials, settings.github_api_url, settings.github_timeout, metrics) if credentials else None
     inbox = Inbox(engine)
     intake = Intake(
         work,
@@ -73,6 +78,7 @@ def assemble(
         Offering(work),
         GitHubIssues(github) if github else None,
         inbox,
+        metrics,
     )
     writer = None
     if github is not None:
@@ -83,4 +89,4 @@ def assemble(
         gate = Gate(budgets, outbox, patience=limits.interval + 1.0)
         writer = Writer(outbox, GitHubProjector(github, gate), budgets, gate, evidence, Verifier(github))
     sweep = Sweep(work.units, intake.configs, answer_delay=settings.answer_delay, installations=intake.installations)
-    return Parts(engine, work, evidence, inbox, intake, writer, sweep)
+    return Parts(engine, work, evidence, inbox, intake, writer, sweep, metrics)

@@ -61,6 +61,9 @@ def invalid(resource: str, field: str, code: str) -> Answer:
     return Answer(422, "Validation Failed", errors=[{"resource": resource, "field": field, "code": code}])
 
 
+RATE_LIMIT = 5000  # an installation's requests an hour, as GitHub reports it
+
+
 @dataclass
 class Fault:
     """Answer the next `times` calls matching `method` and `path` (a regular expression over the path) and,
@@ -107,6 +110,9 @@ class StandIn:
     faults: list[Fault] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self._reset = int(time.time()) + 3600  # when the first rate-limit window ends
+        self._used: dict[int, tuple[int, int]] = {}  # each installation's calls in its window, and which window
+
         async def registering(request: Request) -> Response:
             return await registration_page(self.world, request)
 
@@ -162,13 +168,27 @@ class StandIn:
             status, answer, extra = error.status, error.body, error.headers
         content = b"" if answer is None else json.dumps(answer).encode()
         response_headers = {"content-type": "application/json; charset=utf-8", **extra} if content else extra
-        if self.contract is not None and operation is not None:
-            self.problems.extend(self.contract.response_problems(method, path, status, response_headers, content))
         with self.world.lock:
             token = self.world.tokens.get(headers.get("authorization", "").partition(" ")[2])
             installation = token.installation_id if token is not None else None
             self.calls.append(Call(method, path, status, operation, arrived, installation))
+            if installation is not None and "x-ratelimit-remaining" not in response_headers:
+                response_headers = {**response_headers, **self._rate_limit(installation)}
+        if self.contract is not None and operation is not None:
+            self.problems.extend(self.contract.response_problems(method, path, status, response_headers, content))
         return Response(content, status_code=status, headers=response_headers)
+
+    def _rate_limit(self, installation: int) -> dict[str, str]:
+        """GitHub's rate-limit headers on an installation's call: 5,000 an hour, one fewer for each call its
+        tokens made. The window never runs out here (faults make rate limits): its last call starts the next."""
+        used, window = self._used.get(installation, (0, 0))
+        used += 1
+        if used >= RATE_LIMIT:
+            used, window = 1, window + 1
+        self._used[installation] = (used, window)
+        return {"x-ratelimit-limit": str(RATE_LIMIT), "x-ratelimit-remaining": str(RATE_LIMIT - used),
+                "x-ratelimit-used": str(used), "x-ratelimit-reset": str(self._reset + 3600 * window),
+                "x-ratelimit-resource": "core"}  # fmt: skip
 
     def _fault(self, method: str, path: str, body: bytes) -> tuple[float, Answer | None]:
         """The delay and the error answer an injected fault asks for this call."""

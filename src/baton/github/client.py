@@ -8,14 +8,16 @@ share tokens between apps and tests) and keeps every client it builds in a varia
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import httpx
 import jwt
@@ -28,6 +30,10 @@ from githubkit.exception import RequestFailed
 from baton import tls
 from baton.domain.model import Access, Permission
 from baton.settings import Settings, SettingsError
+
+from .routes import operation
+
+log = logging.getLogger("baton.github")
 
 
 @dataclass(frozen=True)
@@ -104,11 +110,63 @@ class _Timed(httpx.HTTPTransport):
         self.close()
 
 
-class GitHubApp:
-    """The App, and a client per installation that mints and renews its own installation tokens."""
+class Watch(Protocol):
+    """What hears of every call to GitHub (`baton.metrics.Metrics`)."""
 
-    def __init__(self, credentials: AppCredentials, base_url: str, timeout: float | None = None) -> None:
+    def github_call(self, account: str, operation: str, status: str, limit: tuple[int, int] | None) -> None:
+        """`account`: the installation's id, or "app" for the App's own calls; `status`: the HTTP status, or
+        "error" when no answer came; `limit`: (x-ratelimit-remaining, x-ratelimit-reset) as GitHub sent them."""
+
+
+class _Watched(httpx.BaseTransport):
+    """One installation's (or the App's) view of the shared transport: each call is named by its route
+    (`baton.github.routes`), counted, and logged at DEBUG with its status and duration, never its headers."""
+
+    def __init__(self, shared: httpx.BaseTransport, base_path: str, account: str, watch: Watch | None) -> None:
+        self._shared = shared
+        self._base = base_path.rstrip("/")
+        self._account = account
+        self._watch = watch
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path.removeprefix(self._base) or "/"
+        name = operation(request.method, path)
+        # The token minting of an installation's client is the App's call, on the App's rate limit.
+        account = "app" if path.startswith("/app/") else self._account
+        began = time.perf_counter()
+        status = "error"
+        limit: tuple[int, int] | None = None
+        try:
+            response = self._shared.handle_request(request)
+            status = str(response.status_code)
+            remaining, reset = response.headers.get("x-ratelimit-remaining"), response.headers.get("x-ratelimit-reset")
+            if remaining is not None and remaining.isdigit():
+                limit = (int(remaining), int(reset) if reset is not None and reset.isdigit() else 0)
+            return response
+        finally:
+            took = time.perf_counter() - began
+            if self._watch is not None:
+                self._watch.github_call(account, name, status, limit)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("GitHub %s: %s in %.1f ms", name, status, took * 1000,
+                          extra={"operation": name, "status": status, "duration_ms": round(took * 1000, 1),
+                                 "installation": account})  # fmt: skip
+
+    def close(self) -> None:
+        """The shared transport stays open (`_Timed.close`)."""
+
+
+class GitHubApp:
+    """The App, and a client per installation that mints and renews its own installation tokens. `watch`
+    hears of every call (its route, status and the rate limit GitHub reports)."""
+
+    def __init__(
+        self, credentials: AppCredentials, base_url: str, timeout: float | None = None, watch: Watch | None = None
+    ) -> None:
         timeout = TIMEOUT if timeout is None else timeout
+        self._transport = _Timed(timeout, verify=tls.context())
+        self._base_path = httpx.URL(base_url).path
+        self._watch = watch
         self.app = GitHub(
             # githubkit hands the key to PyJWT, which takes a loaded key as well as PEM text
             AppAuthStrategy(str(credentials.app_id), cast(str, credentials.private_key)),
@@ -118,7 +176,7 @@ class GitHubApp:
             timeout=timeout,
             # githubkit opens a client per request; built each time, the TLS context (loading the CA
             # certificates) cost more than the request itself, so one transport holds it for all of them.
-            transport=_Timed(timeout, verify=tls.context()),
+            transport=_Watched(self._transport, self._base_path, "app", watch),
         )
         self._installations: dict[int, GitHub[Any]] = {}
         self._lock = threading.Lock()
@@ -128,6 +186,8 @@ class GitHubApp:
             client = self._installations.get(installation_id)
             if client is None:
                 client = self.app.with_auth(self.app.auth.as_installation(installation_id))
+                watched = _Watched(self._transport, self._base_path, str(installation_id), self._watch)
+                client.config = dataclasses.replace(client.config, transport=watched)
                 self._installations[installation_id] = client
             return client
 

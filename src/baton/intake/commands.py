@@ -43,7 +43,16 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
     )
     source = replace(source, ignored=ignored)
     return [
-        Request(issue, command, actor, envelope.operation(what, index), policy, source, assignee)
+        Request(
+            issue,
+            command,
+            actor,
+            envelope.operation(what, index),
+            policy,
+            source,
+            assignee,
+            delivery=envelope.delivery.id,
+        )
         for index, command in enumerate(commands)
         for assignee in [_assignee(intake, envelope, command, policy, key)]
     ] + _misspelt(issue, typos, actor, envelope, what, policy, source)
@@ -59,7 +68,15 @@ def _misspelt(
 ) -> list[Request]:
     """A request for each misspelt command of a comment, named as it was typed (no command has the name)."""
     return [
-        Request(issue, Command(word), actor, envelope.operation(f"{what}:misspelt", index), policy, source)
+        Request(
+            issue,
+            Command(word),
+            actor,
+            envelope.operation(f"{what}:misspelt", index),
+            policy,
+            source,
+            delivery=envelope.delivery.id,
+        )
         for index, word in enumerate(typos)
     ]
 
@@ -141,7 +158,8 @@ def on_pull_request(
         policy = intake.policy(answer_on.installation_id, repository, answer_on, login)
         actor = actor or intake.actor(envelope, policy, answer_on, teams=brief_teams(intake, key, commands))
         assignee = _assignee(intake, envelope, command, policy, answer_on)
-        requests.append(Request(Issue(key, repository, ""), command, actor, op, policy, source, assignee))
+        issue = Issue(key, repository, "")
+        requests.append(Request(issue, command, actor, op, policy, source, assignee, delivery=envelope.delivery.id))
     # Misspelt commands are answered on a pull request that links a tracked issue (as on the first such issue),
     # else left alone.
     tracked = (key for key in (replace(answer_on, number=n) for n in links if typos) if intake.work.ticket(key))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from baton.domain import Access, Actor, Policy, TicketKey
 from baton.github.client import TeamsHidden
@@ -21,6 +21,9 @@ from baton.store.inbox import Inbox
 from baton.store.installations import Installations
 
 from .envelope import Envelope
+
+if TYPE_CHECKING:
+    from baton.metrics import Metrics
 
 
 class Directory(Protocol):
@@ -86,6 +89,7 @@ class Intake:
     offering: Offering | None = None
     issues: IssueSource | None = None  # None: repositories' existing issues are not offered on installation
     inbox: Inbox | None = None  # where an installation stores the backfill of its repositories
+    metrics: Metrics | None = None  # hears of each delivery decided (how long after its acknowledgement)
 
     def active(self, envelope: Envelope) -> bool:
         """An uninstalled or suspended installation's commands stop; its history stays."""

@@ -135,6 +135,7 @@ class Interrupted(Exception):
 
 def _decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery]) -> None:
     finished: list[tuple[str, str]] = []
+    decided: list[WebhookDelivery] = []  # finished without finish_all (ignored as unreadable)
     waiting: list[tuple[WebhookDelivery, list[Request]]] = []
 
     def failed(delivery: WebhookDelivery, error: BaseException) -> None:
@@ -142,6 +143,7 @@ def _decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery])
         if isinstance(error, Unreadable):
             log.info("delivery %s (%s) ignored: %s", delivery.id, delivery.event, reason)
             inbox.finish(delivery.id, "ignored", reason)
+            decided.append(delivery)
             return
         log.warning("delivery %s (%s) failed: %s", delivery.id, delivery.event, type(error).__name__)
         if passing(error) and delivery.attempts < MAX_DELIVERY_ATTEMPTS:
@@ -153,14 +155,12 @@ def _decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery])
         if not waiting:
             return
         try:
-            outcomes = intake.work.apply_all([request for _, requests in waiting for request in requests])
+            intake.work.apply_all([request for _, requests in waiting for request in requests])
         except Exception as error:  # every one is tried again: operation ids keep what was decided
             for delivery, _ in waiting:
                 failed(delivery, error)
-        else:
+        else:  # each outcome has its log line (`baton.decisions`)
             finished.extend((delivery.id, "done") for delivery, _ in waiting)
-            for outcome in outcomes:
-                log.debug("/%s %s %s", outcome.command, outcome.kind, outcome.code or "")
         waiting.clear()
 
     opened: list[tuple[WebhookDelivery, Envelope | BaseException | None]] = []
@@ -205,3 +205,6 @@ def _decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery])
             finished.append((delivery.id, "done"))
     flush()
     inbox.finish_all(finished)
+    if intake.metrics is not None:
+        done = {delivery_id for delivery_id, _ in finished}
+        intake.metrics.decided_deliveries([*decided, *(d for d in deliveries if d.id in done)])

@@ -7,7 +7,8 @@ seen before, the first outcome comes back with `duplicate=True` and nothing is d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -46,6 +47,8 @@ from baton.store.due import Answer
 from . import briefs
 from .together import Together
 from .unit import UnitOfWork, Units
+
+log = logging.getLogger("baton.decisions")
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,7 @@ class Request:
     source: Source | None = None
     assignee: Actor | None = None  # for /assign @user: that user, with their access, as the guard needs
     via: str | None = None  # "api": the agent API, recorded on the event as its `source` (None: a comment)
+    delivery: str | None = None  # the webhook delivery it came in, for the decision's log line
 
 
 @dataclass(frozen=True)
@@ -135,15 +139,22 @@ class Source:
     ignored: int = 0
 
 
+Decided = Callable[[Sequence[Request], Sequence[Outcome]], None]
+
+
 class WorkService:
-    def __init__(self, units: Units, evidence: EvidenceService, answer_delay: float = 2.0) -> None:
-        """`answer_delay`: how long answers on one issue wait to be coalesced (a race's refusals).
+    def __init__(
+        self, units: Units, evidence: EvidenceService, answer_delay: float = 2.0, decided: Decided | None = None
+    ) -> None:
+        """`answer_delay`: how long answers on one issue wait to be coalesced (a race's refusals); `decided`
+        hears of every command decided, once its transaction committed (the metrics count them).
 
         The work service may write evidence (a delivery's report is a claim on the evidence rail, recorded
         in the delivery's unit of work); evidence code never calls the work service."""
         self.units = units
         self.evidence = evidence
         self.answer_delay = answer_delay
+        self.decided = decided
         self.activity = Activity(units)
         self._together: Together[Request, Outcome] = Together(self.apply_all)
 
@@ -208,7 +219,13 @@ class WorkService:
         # A lost claim-limit increment, or a concurrent first write of the same ticket or operation id, rolls
         # everything back; the next round reads what won.
         what = f"operation {requests[0].operation_id}" if requests else "nothing"
-        return self.units.settle(what, lambda uow: self._decide_all(uow, requests))
+        outcomes = self.units.settle(what, lambda uow: self._decide_all(uow, requests))
+        if self.decided is not None:
+            self.decided(requests, outcomes)
+        if log.isEnabledFor(logging.INFO):
+            for request, outcome in zip(requests, outcomes, strict=True):
+                _log_decision(request, outcome)
+        return outcomes
 
     def apply_together(self, request: Request) -> Outcome:
         """Decide `request` in one transaction with the requests that arrive while another is being decided
@@ -510,6 +527,22 @@ def _answer(
     if reply is not None:
         items.append(("reply", source.comment_id, actor.login, reply))
     return where, items
+
+
+def _log_decision(request: Request, outcome: Outcome) -> None:
+    """One line per command decided: which delivery (or the agent API) brought it, on which issue, by whom,
+    what became of it, and the ticket's revision after it."""
+    repository, number = request.issue.repository, request.issue.key.number
+    result = "duplicate" if outcome.duplicate else outcome.kind
+    detail = outcome.event or outcome.code
+    where = f"delivery {request.delivery}" if request.delivery else (request.via or "a call")
+    log.info(
+        "decided /%s by %s on %s#%d: %s%s, revision %d (%s)", outcome.command, request.actor.login, repository, number,
+        result, f" ({detail})" if detail else "", outcome.revision, where,
+        extra={"delivery": request.delivery, "repository": repository, "number": number, "command": outcome.command,
+               "actor": request.actor.login, "outcome": result, "code": outcome.code, "event": outcome.event,
+               "revision": outcome.revision, "source": request.via or "webhook"},
+    )  # fmt: skip
 
 
 def _refusal(command: str, ticket: Ticket, refusal: Refused) -> Outcome:

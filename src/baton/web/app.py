@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
 from starlette.routing import Route
 
@@ -95,7 +96,9 @@ def create_app(
         home_router(settings),
         api_router(),
         agents_router(),
-        webhook_router(parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing, spool),
+        webhook_router(
+            parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing, spool, parts.metrics
+        ),
     ]
     for router in routers:
         _adopt(app, router)
@@ -106,6 +109,11 @@ def create_app(
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics() -> Response:
+        """This process's counts and the database's figures, in Prometheus's text format (docs/operations.md)."""
+        return Response(parts.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/readyz")
     def readyz() -> JSONResponse:

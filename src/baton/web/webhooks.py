@@ -22,7 +22,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.concurrency import run_in_threadpool
@@ -35,7 +35,14 @@ from baton.store.engine import unreachable
 from baton.store.inbox import Inbox, Incoming, Received
 from baton.store.spool import Spool
 
+if TYPE_CHECKING:
+    from baton.metrics import Metrics
+
 MAX_BODY = 25 * 1024 * 1024  # GitHub's own cap on a delivery
+UNVERIFIED = "unverified"  # the event of a delivery refused before its signature was checked: not GitHub's word
+# What a stored delivery counts as, in `baton_webhook_deliveries_total`.
+_COUNTED = {Received.NEW: "stored", Received.RETRY: "retried", Received.DUPLICATE: "duplicate",
+            Received.SPOOLED: "spooled"}  # fmt: skip
 
 
 def _refuse(status: int, detail: str) -> JSONResponse:
@@ -156,10 +163,12 @@ def webhook_router(
     hand_off: Callable[[], None] | None = None,
     pacing: AcksFirst | None = None,
     spool: Spool | None = None,
+    metrics: Metrics | None = None,
 ) -> APIRouter:
     """`hand_off` wakes the in-process decide lane for a stored delivery; without it (tests drive the
     writer themselves) the delivery is processed right after the answer, in the request's task. Without a
-    `spool`, a delivery the database cannot take answers 500."""
+    `spool`, a delivery the database cannot take answers 500. `metrics` counts each delivery by its event and
+    what became of it, and times each acknowledgement."""
     router = APIRouter(tags=["webhooks"])
     secret = settings.webhook_secret.get_secret_value().encode() if settings.webhook_secret else None
     pacing = pacing or AcksFirst()
@@ -167,42 +176,53 @@ def webhook_router(
 
     @router.post("/webhooks/github", status_code=202)
     async def receive(request: Request, background: BackgroundTasks) -> JSONResponse:
+        began = time.perf_counter()
         pacing.acking(+1)
+        event, outcome = UNVERIFIED, "error"
         try:
-            return await _receive(request, background)
+            answer, event, outcome = await _receive(request, background)
+            return answer
         finally:
             pacing.acking(-1)
+            if metrics is not None:
+                stored = outcome in _COUNTED.values()
+                metrics.delivery(event, outcome, time.perf_counter() - began if stored else None)
 
-    async def _receive(request: Request, background: BackgroundTasks) -> JSONResponse:
+    async def _receive(request: Request, background: BackgroundTasks) -> tuple[JSONResponse, str, str]:
+        """The answer, the delivery's event (`UNVERIFIED` before the signature is checked) and what became of it."""
         if secret is None:
-            return _refuse(503, "Webhooks are disabled: set BATON_WEBHOOK_SECRET to the App's webhook secret.")
+            disabled = "Webhooks are disabled: set BATON_WEBHOOK_SECRET to the App's webhook secret."
+            return _refuse(503, disabled), UNVERIFIED, "disabled"
         body = await _body(request)
         if body is None:
-            return _refuse(413, f"The body is larger than {MAX_BODY} bytes.")
+            return _refuse(413, f"The body is larger than {MAX_BODY} bytes."), UNVERIFIED, "too_large"
         if not verify(secret, body, request.headers.get("x-hub-signature-256")):
-            return _refuse(401, "X-Hub-Signature-256 is missing, not sha256=, or does not match the body.")
+            unsigned = "X-Hub-Signature-256 is missing, not sha256=, or does not match the body."
+            return _refuse(401, unsigned), UNVERIFIED, "bad_signature"
         event = request.headers.get("x-github-event")
         delivery_id = request.headers.get("x-github-delivery")
         if not event or not delivery_id:
-            return _refuse(400, "X-GitHub-Event and X-GitHub-Delivery are required.")
+            return _refuse(400, "X-GitHub-Event and X-GitHub-Delivery are required."), event or "", "bad_body"
+        event = event[:60]
         try:
             decoded = body.decode("utf-8").removeprefix("\ufeff")
         except UnicodeDecodeError as error:
-            return _refuse(400, f"The body is not UTF-8, as GitHub sends it: {error}")
+            return _refuse(400, f"The body is not UTF-8, as GitHub sends it: {error}"), event, "bad_body"
         payload = _json(decoded)
         if isinstance(payload, JSONResponse):
-            return payload
+            return payload, event, "bad_body"
         action = dig(payload, "action")
         if isinstance(action, str) and (len(action) > 60 or not action.isprintable()):
-            return _refuse(400, "The body's `action` is not one GitHub sends.")
+            return _refuse(400, "The body's `action` is not one GitHub sends."), event, "bad_body"
         try:
             installation_id = number(payload, "installation", "id")
         except Unreadable as error:
-            return _refuse(400, f"The body's installation id is not one GitHub sends: {error}.")
+            refused = _refuse(400, f"The body's installation id is not one GitHub sends: {error}.")
+            return refused, event, "bad_body"
         received = await storing.receive(
             Incoming(
                 delivery_id[:100],
-                event[:60],
+                event,
                 action if isinstance(action, str) else None,
                 installation_id,
                 decoded,
@@ -213,6 +233,7 @@ def webhook_router(
                 hand_off()
             else:
                 background.add_task(process, inbox, intake, delivery_id[:100])
-        return JSONResponse({"delivery": delivery_id, "received": received.value}, status_code=202)
+        answer = JSONResponse({"delivery": delivery_id, "received": received.value}, status_code=202)
+        return answer, event, _COUNTED[received]
 
     return router

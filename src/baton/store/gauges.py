@@ -1,0 +1,79 @@
+"""What the database holds right now, for `/metrics`: read at each scrape, so the figures are those of every
+process sharing the database. Three small aggregate queries, each over an index or a small table: the outbox
+(a row per issue still to be shown), the deliveries waiting to be decided, and the claims flagged stale."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import Engine, and_, case, func, select
+
+from . import tables as t
+from .outbox import MAX_ATTEMPTS, utc
+
+_o = t.outbox.c
+_d = t.webhook_deliveries.c
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """One installation's outbox: issues still to be shown, how long the most overdue has been due (0: none
+    is due yet), and issues waiting for their next change after GitHub refused them (`baton refused`)."""
+
+    issues: int = 0
+    oldest_due_seconds: float = 0.0
+    parked: int = 0
+
+
+@dataclass(frozen=True)
+class Readings:
+    outbox: dict[int, Backlog] = field(default_factory=dict)  # by installation, every one Baton knows
+    waiting: int = 0  # deliveries pending or being decided
+    oldest_waiting_seconds: float = 0.0
+    stale: dict[int, int] = field(default_factory=dict)  # claims flagged stale, by installation
+
+
+def read(engine: Engine, now: datetime) -> Readings:
+    parked = _o.attempts >= MAX_ATTEMPTS
+    with engine.connect() as connection:
+        known = connection.execute(select(t.installations.c.id)).scalars().all()
+        outbox = {
+            row.installation_id: row
+            for row in connection.execute(
+                select(
+                    _o.installation_id,
+                    func.count().label("issues"),
+                    func.sum(case((parked, 1), else_=0)).label("parked"),
+                    func.min(case((and_(~parked, _o.due_at <= now), _o.due_at), else_=None)).label("due"),
+                ).group_by(_o.installation_id)
+            )
+        }
+        waiting = connection.execute(
+            select(func.count(), func.min(_d.received_at)).where(_d.status.in_(("pending", "processing")))
+        ).one()
+        a, k = t.ticket_activity.c, t.tickets.c
+        stale = {
+            row.installation_id: int(row.claims)
+            for row in connection.execute(
+                select(k.installation_id, func.count().label("claims"))
+                .select_from(t.ticket_activity.join(t.tickets, k.id == a.ticket_id))
+                .where(a.stale_at.is_not(None), k.state == "claimed")
+                .group_by(k.installation_id)
+            )
+        }
+    backlogs: dict[int, Backlog] = {}
+    for installation_id in {*known, *outbox}:
+        row = outbox.get(installation_id)
+        if row is None:
+            backlogs[installation_id] = Backlog()
+            continue
+        due = (now - utc(row.due)).total_seconds() if row.due is not None else 0.0
+        backlogs[installation_id] = Backlog(int(row.issues) - int(row.parked), max(0.0, due), int(row.parked))
+    oldest = (now - utc(waiting[1])).total_seconds() if waiting[1] is not None else 0.0
+    return Readings(
+        backlogs,
+        int(waiting[0]),
+        max(0.0, oldest),
+        stale,
+    )
