@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from baton.cli import build_parser
 from baton.settings import Settings
 from baton.web import create_app
 from bench.webhook_race import free_port
+from conftest import scratch_database
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -190,28 +192,35 @@ def test_what_the_image_copies_is_in_the_build_context() -> None:
                 assert source.rstrip("/") in kept, f"COPY {source}: .dockerignore leaves it out of the context"
 
 
-def test_the_images_health_check_tells_a_serving_baton_from_a_stopped_one(tmp_path: Path) -> None:
-    """The HEALTHCHECK's own command, run as the image runs it (its `python`, here this one), against a real
-    `baton serve` on the port the settings name."""
-    command = healthcheck()
-    assert command[0] == "python"
-    port = str(free_port())
+@contextmanager
+def baton_serve(tmp_path: Path, database_url: str) -> Iterator[dict[str, str]]:
+    """A real `baton serve` on 127.0.0.1, on the database at `database_url`, as the image's settings run it; yields its
+    environment once it answers."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("BATON_")}
-    env |= {"BATON_DATABASE_URL": f"sqlite:///{tmp_path}/baton.db", "BATON_HOST": "127.0.0.1", "BATON_PORT": port,
+    env |= {"BATON_DATABASE_URL": database_url, "BATON_HOST": "127.0.0.1", "BATON_PORT": str(free_port()),
             "BATON_SPOOL_DIR": str(tmp_path / "spool")}  # fmt: skip
-    check = [sys.executable, *command[1:]]
     serving = subprocess.Popen([sys.executable, "-m", "baton.cli", "serve"], env=env, cwd=tmp_path,
                                stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)  # fmt: skip
     try:
         assert serving.stderr is not None
         for line in serving.stderr:  # uvicorn says it runs once it is up
             if "Uvicorn running on" in line:
-                assert f"127.0.0.1:{port}" in line, line
+                assert f"127.0.0.1:{env['BATON_PORT']}" in line, line
                 break
-        healthy = subprocess.run(check, env=env, capture_output=True, text=True, timeout=30, check=False)
+        yield env
     finally:
         serving.terminate()
         serving.wait(30)
+
+
+def test_the_images_health_check_tells_a_serving_baton_from_a_stopped_one(tmp_path: Path, sqlite_url: str) -> None:
+    """The HEALTHCHECK's own command, run as the image runs it (its `python`, here this one), against a real
+    `baton serve` on the port the settings name."""
+    command = healthcheck()
+    assert command[0] == "python"
+    check = [sys.executable, *command[1:]]
+    with baton_serve(tmp_path, sqlite_url) as env:
+        healthy = subprocess.run(check, env=env, capture_output=True, text=True, timeout=30, check=False)
     assert healthy.returncode == 0, healthy.stderr
     stopped = subprocess.run(check, env=env, capture_output=True, text=True, timeout=30, check=False)
     assert stopped.returncode != 0
@@ -502,3 +511,68 @@ def test_every_baton_variable_named_in_deploy_is_a_setting() -> None:
     assert len(named) >= 10, sorted(named)  # the README names most of them
     unknown = {name: sorted(where) for name, where in named.items() if name not in SETTINGS}
     assert not unknown, f"not settings Baton has: {unknown}"
+
+
+# --- the backups deploy/README.md describes ------------------------------------------------------------------
+
+
+def documented(starts: str) -> list[str]:
+    """The command line deploy/README.md gives that starts with `starts`, as argv."""
+    lines = [
+        line for line in (DEPLOY / "README.md").read_text(encoding="utf-8").splitlines() if line.startswith(starts)
+    ]
+    assert len(lines) == 1, f"deploy/README.md gives {len(lines)} commands starting {starts!r}"
+    return shlex.split(lines[0])
+
+
+def baton_at(url: str, *argv: str) -> str:
+    """What a `baton` command prints, run on the database at `url`."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("BATON_")}
+    done = subprocess.run([sys.executable, "-m", "baton.cli", *argv], env=env | {"BATON_DATABASE_URL": url},
+                          capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    return done.stdout
+
+
+def test_sqlites_online_backup_as_documented_copies_what_a_running_baton_stored(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    from baton.store import make_engine
+    from baton.store.inbox import Inbox, Incoming
+    from baton.store.migrate import head
+
+    live, copy = Path(sqlite_url.removeprefix("sqlite:///")), tmp_path / "backup.db"
+    assert live.parent == tmp_path  # the documented paths are replaced by this folder
+    with baton_serve(tmp_path, sqlite_url):  # Baton has the database open while it is copied
+        engine = make_engine(f"sqlite:///{live}")
+        try:
+            inbox = Inbox(engine)
+            inbox.receive(Incoming("before-the-backup", "ping", None, None, "{}"))
+            argv = documented('python -c "import sqlite3')
+            argv = [sys.executable, *(word.replace("/var/lib/baton", str(tmp_path)) for word in argv[1:])]
+            subprocess.run(argv, check=True, timeout=60)
+            inbox.receive(Incoming("after-the-backup", "ping", None, None, "{}"))
+        finally:
+            engine.dispose()
+    listed = baton_at(f"sqlite:///{copy}", "deliveries")
+    assert "before-the-backup" in listed and "after-the-backup" not in listed, listed
+    assert baton_at(f"sqlite:///{copy}", "db", "upgrade").strip() == f"database at revision {head()}"
+
+
+@pytest.mark.postgres
+def test_pg_dump_and_pg_restore_as_documented_carry_baton_to_another_database(tmp_path: Path) -> None:
+    from baton.store import make_engine
+    from baton.store.inbox import Inbox, Incoming
+
+    with scratch_database("baton_dump") as (admin, source), scratch_database("baton_restore") as (_, target):
+        # pg_dump and pg_restore take libpq's URLs, which name no driver
+        source_url, target_url = (admin.url.set(drivername="postgresql", database=name).render_as_string(False)
+                                  for name in (source, target))  # fmt: skip
+        engine = make_engine(source_url)
+        try:
+            Inbox(engine).receive(Incoming("kept-by-the-dump", "ping", None, None, "{}"))
+        finally:
+            engine.dispose()
+        for starts, url in (("pg_dump ", source_url), ("pg_restore ", target_url)):
+            argv = [word.replace("$DATABASE_URL", url) for word in documented(starts)]
+            subprocess.run(argv, cwd=tmp_path, check=True, timeout=120, capture_output=True)
+        assert "kept-by-the-dump" in baton_at(target_url, "deliveries")
