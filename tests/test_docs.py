@@ -24,7 +24,7 @@ FORBIDDEN = {
     "/" + "work/": "points to a path on a particular machine, outside the repository",
 }
 
-MARKDOWN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+MARKDOWN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "deploy" / "README.md"]
 DESIGN = ROOT / "docs" / "design.md"
 
 _FENCE = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1[^\n]*$", re.MULTILINE | re.DOTALL)

@@ -138,3 +138,28 @@ def test_each_operators_command_says_what_it_does_and_which_settings_it_reads() 
         assert named <= fields, (name, named - fields)
     upgrade = next(action for action in commands["db"]._actions if action.dest == "db_command").choices["upgrade"]
     assert upgrade.epilog == "reads BATON_DATABASE_URL (or a .env file)"
+
+
+@pytest.mark.parametrize("command", [["db", "upgrade"], ["serve", "--port", "0"], ["worker"]])
+def test_a_database_a_newer_baton_migrated_is_one_line_and_left_as_it_is(tmp_path: Path, command: list[str]) -> None:
+    """Rolling Baton back without its database (deploy/README.md): the older Baton refuses to start, says why in
+    one line and changes nothing, rather than failing inside the migrations with a traceback."""
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path}/baton.db"
+    env = {name: value for name, value in os.environ.items() if not name.startswith("BATON_")}
+    env["BATON_DATABASE_URL"] = url
+    subprocess.run([sys.executable, "-m", "baton.cli", "db", "upgrade"], env=env, cwd=tmp_path, check=True,
+                   capture_output=True, timeout=60)  # fmt: skip
+    with sqlite3.connect(tmp_path / "baton.db") as database:  # as a newer Baton's next migration leaves it
+        database.execute("UPDATE alembic_version SET version_num = '9999'")
+    done = subprocess.run([sys.executable, "-m", "baton.cli", *command], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("baton: the database in BATON_DATABASE_URL is at migration 9999, newer than"), (
+        done.stderr
+    )
+    assert "restore the backup taken before the upgrade" in done.stderr
+    with sqlite3.connect(tmp_path / "baton.db") as database:
+        assert database.execute("SELECT version_num FROM alembic_version").fetchall() == [("9999",)]

@@ -30,9 +30,13 @@ _URL_EXAMPLES = "sqlite:///./baton.db or postgresql://user@host:5432/baton"
 def unusable(error: BaseException) -> str | None:
     """One line a person can act on for an error that says BATON_DATABASE_URL cannot be used (a URL that is not
     one, a database Baton does not speak, a server that does not answer, a database or folder that does not
-    exist); None for any other error."""
+    exist, one migrated by a newer Baton); None for any other error."""
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
+    from baton.store.migrate import NewerDatabase
+
+    if isinstance(error, NewerDatabase):
+        return str(error)
     if isinstance(error, NoSuchModuleError) or (
         isinstance(error, ModuleNotFoundError) and error.__traceback__ is not None and _from_dialect(error)
     ):

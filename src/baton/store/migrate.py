@@ -33,9 +33,23 @@ def alembic_config() -> Config:
     return config
 
 
+class NewerDatabase(RuntimeError):
+    """The database was migrated by a newer Baton than this one: migrating it is not this Baton's to do."""
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    if revision == "head" and _at_head(engine):
+    stored = _stored(engine)
+    if revision == "head" and stored == [head()]:
         return  # nothing to do, and alembic takes a while to find that out (it loads every migration)
+    # Alembic would fail on a revision it cannot find with a traceback; an older Baton started after a rollback
+    # meets exactly that, and the person rolling back needs to know what it means.
+    unknown = sorted(set(stored or ()) - revisions())
+    if unknown:
+        raise NewerDatabase(
+            f"the database in BATON_DATABASE_URL is at migration {', '.join(unknown)}, newer than this Baton's "
+            f"newest ({head()}): a newer Baton migrated it; run that version, or restore the backup taken "
+            "before the upgrade"
+        )
     from alembic import command
 
     config = alembic_config()
@@ -53,14 +67,13 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
                 connection.commit()
 
 
-def _at_head(engine: Engine) -> bool:
-    """Whether the database is at the newest migration already: one query."""
+def _stored(engine: Engine) -> list[str] | None:
+    """The migrations the database says it is at (one query); None for a database never migrated."""
     try:
         with engine.connect() as connection:
-            versions = connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+            return list(connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all())
     except DBAPIError:  # no such table: a new database
-        return False
-    return versions == [head()]
+        return None
 
 
 def current(engine: Engine) -> str | None:
@@ -72,6 +85,17 @@ def current(engine: Engine) -> str | None:
 
 # A migration file's own revision and the one it follows: `revision = "0009"`, `down_revision = "0008"`.
 _LINK = re.compile(r'^(revision|down_revision)(?:\s*:[^=\n]*)?\s*=\s*(?:"([^"\n]*)"|None)\s*$', re.MULTILINE)
+
+
+@functools.cache
+def revisions() -> frozenset[str]:
+    """Every migration shipped with this package."""
+    return frozenset(
+        value
+        for path in (MIGRATIONS / "versions").glob("*.py")
+        for key, value in _LINK.findall(path.read_text(encoding="utf-8"))
+        if key == "revision"
+    )
 
 
 @functools.cache
