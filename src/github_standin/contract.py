@@ -49,6 +49,8 @@ TOKEN_EXPIRY_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 # Every operation the stand-in serves: what Baton calls, and what it is about to call.
 OPERATIONS: tuple[tuple[str, str], ...] = (
     ("POST", "/app/installations/{installation_id}/access_tokens"),
+    ("GET", "/app/hook/deliveries"),
+    ("POST", "/app/hook/deliveries/{delivery_id}/attempts"),
     ("GET", "/repos/{owner}/{repo}"),
     ("GET", "/repos/{owner}/{repo}/branches/{branch}"),
     ("POST", "/repos/{owner}/{repo}/check-runs"),
@@ -81,6 +83,8 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
 # separates the members of a union, `list[X]` is a JSON array of X), as each githubkit method declares it.
 GITHUBKIT_MODELS: Mapping[str, str] = {
     "apps/create-installation-access-token": "InstallationToken",
+    "apps/list-webhook-deliveries": "list[HookDeliveryItem]",
+    "apps/redeliver-webhook-delivery": "AppHookDeliveriesDeliveryIdAttemptsPostResponse202",
     "repos/get": "FullRepository",
     "repos/get-branch": "BranchWithProtection",
     "checks/create": "CheckRun",

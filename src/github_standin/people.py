@@ -17,7 +17,10 @@ import queue
 import re
 import ssl
 import threading
+import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +28,7 @@ import httpx
 
 from . import shapes
 from .contract import Contract, ContractUnavailable, webhook_problems
+from .hooks import Entry, HookLog
 from .rendering import render_check_run, render_issue, render_pull_request
 from .server import StandIn
 from .world import CheckRun, Deployment, Issue, Repository, World, sha_of
@@ -44,6 +48,7 @@ class Delivery:
     body: bytes
     status: int | None = None  # Baton's answer
     answer: str = ""
+    redelivery: bool = False
 
 
 @dataclass
@@ -59,9 +64,14 @@ class Hub:
     problems: list[str] = field(default_factory=list)  # payloads GitHub's webhook schemas would not accept
 
     def __post_init__(self) -> None:
-        self.rest = StandIn(self.world, self.contract, self._send_later)
+        # Every attempt to deliver a webhook, as GitHub logs it for the App (`GET /app/hook/deliveries`).
+        self.hooks = HookLog(self.world.lock)
+        self.hooks.resend = self._resend
+        self.rest = StandIn(self.world, self.contract, self._send_later, hooks=self.hooks)
         self._http = httpx.Client(timeout=10, verify=_tls())  # one for every delivery
         self._line: queue.Queue[tuple[Delivery, threading.Event] | None] = queue.Queue()
+        self._flowing = threading.Event()  # cleared while `held`
+        self._flowing.set()
         self._sender = threading.Thread(target=self._send_all, name="stand-in-webhooks", daemon=True)
         self._sender.start()
 
@@ -131,11 +141,24 @@ class Hub:
 
     def redeliver(self, delivery: Delivery) -> Delivery:
         """GitHub's "Redeliver": the same delivery id and body, sent again."""
-        again = Delivery(delivery.id, delivery.event, delivery.body)
+        again = Delivery(delivery.id, delivery.event, delivery.body, redelivery=True)
         answered = threading.Event()
         self._line.put((again, answered))
         answered.wait(30)
         return again
+
+    def _resend(self, entry: Entry) -> None:
+        # Asked for through the REST side (`POST /app/hook/deliveries/{id}/attempts`): never wait for Baton there.
+        self._line.put((Delivery(entry.guid, entry.event, entry.body, redelivery=True), threading.Event()))
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Webhooks wait in the line while the block runs (GitHub's queue backed up), then leave in order."""
+        self._flowing.clear()
+        try:
+            yield
+        finally:
+            self._flowing.set()
 
     def _send_later(self, event: str, payload: dict[str, Any]) -> None:
         # Called by the REST side while it answers Baton: never wait for Baton there.
@@ -144,6 +167,7 @@ class Hub:
     def _send_all(self) -> None:
         while (item := self._line.get()) is not None:
             delivery, answered = item
+            self._flowing.wait()
             try:
                 self._post(delivery)
             finally:
@@ -152,6 +176,8 @@ class Hub:
     def _post(self, delivery: Delivery) -> None:
         if self.hook_url is None:
             return
+        began = time.monotonic()
+        failure: httpx.HTTPError | None = None
         try:
             response = self._http.post(self.hook_url, content=delivery.body, headers={
                 "X-GitHub-Event": delivery.event, "X-GitHub-Delivery": delivery.id,
@@ -160,7 +186,13 @@ class Hub:
             })  # fmt: skip
             delivery.status, delivery.answer = response.status_code, response.text
         except httpx.HTTPError as error:  # Baton is down: GitHub records the failure and moves on
-            delivery.status, delivery.answer = 0, f"{type(error).__name__}: {error}"
+            delivery.status, delivery.answer, failure = 0, f"{type(error).__name__}: {error}", error
+        self._log(delivery, time.monotonic() - began, failure)
+
+    def _log(self, delivery: Delivery, duration: float, failure: httpx.HTTPError | None) -> None:
+        with self.world.lock:
+            self.hooks.record(delivery.id, delivery.event, delivery.body, self.world.now(), duration,
+                              delivery.status or None, failure, redelivery=delivery.redelivery)  # fmt: skip
 
 
 @dataclass
