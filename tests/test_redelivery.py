@@ -8,24 +8,35 @@ would (connection refused, `status_code` 0) and are logged as failed.
 from __future__ import annotations
 
 import logging
+import os
+import re
+import subprocess
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import create_engine, select
 
+from baton.demo.stage import APP_ID as STAGE_APP_ID
 from baton.demo.stage import Stage
 from baton.github import hooks as github_hooks
 from baton.service.redelivery import MAX_ASKS, Redelivery, Swept
+from baton.store import normalise_url
 from baton.store import tables as t
 from baton.wiring import assemble
-from bench.webhook_race import free_port
+from bench.webhook_race import free_port, wait_for
+from github_standin import shapes
+from github_standin.people import Hub
 from github_standin.server import Fault
-from keys import app_key
+from github_standin.serving import Served
+from github_standin.world import Repository, World
+from keys import app_key, app_public_key
 from local_http import HTTP
 from test_lanes import open_stage, until
 
@@ -296,3 +307,138 @@ def test_the_stand_ins_log_pages_with_a_cursor_and_redelivers_the_same_webhook(s
     assert stored(stage, sent.id) == "done"  # one delivery in Baton's inbox, not two
     missing = HTTP.post(f"{stage.github_url}/app/hook/deliveries/1/attempts", headers=headers)
     assert missing.status_code == 404 and missing.json()["message"] == "Not Found"
+
+
+# -- end to end: `baton serve` stopped in the middle of a burst of commands -----------------------------------
+
+REPLY_IDS = re.compile(r"<!-- baton:reply (\d+(?: \d+)*) -->")
+ISSUES, AGENTS = 3, 3  # each agent may hold 3 claims: every claim is a race, never a refusal for the limit
+
+
+class Baton:
+    """`baton serve` in a process of its own, stopped (SIGTERM) and started again on the same port."""
+
+    def __init__(self, env: dict[str, str], folder: Path) -> None:
+        self.env, self.folder, self.port = env, folder, free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        log = open(self.folder / f"serve-{self.starts}.log", "wb")  # noqa: SIM115
+        command = [sys.executable, "-m", "baton.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
+        self.process = subprocess.Popen(command, env=self.env, cwd=self.folder, stdout=log, stderr=subprocess.STDOUT)
+        wait_for(f"{self.url}/healthz")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+            self.process = None
+
+
+def shown(repository: Repository) -> tuple[Counter[int], Counter[int]]:
+    """Baton's answers as GitHub shows them: its 👍 per comment, and each answer's id in its replies."""
+    thumbs: Counter[int] = Counter()
+    for reactions in repository.reactions.values():
+        thumbs.update(r.comment for r in reactions if r.user.login == "baton[bot]" and r.comment is not None)
+    replies: Counter[int] = Counter()
+    for comment in repository.comments.values():
+        if comment.user.login == "baton[bot]":
+            for found in REPLY_IDS.finditer(comment.body):
+                replies.update(int(i) for i in found.group(1).split())
+    return thumbs, replies
+
+
+def test_baton_stopped_in_a_burst_of_commands_decides_every_command_once_after_it_starts_again(
+    database_url: str, tmp_path: Path
+) -> None:
+    world = World(STAGE_APP_ID, app_public_key())
+    with world.lock:
+        installation = world.install("octo")
+        repository = world.add_repository(installation, "shop")
+        repository.permissions.update({"maria": "maintain", **{f"agent-{n}": "write" for n in range(AGENTS)}})
+    hub = Hub.checked(world, "webhook-secret")
+    with ExitStack() as stack:
+        stack.callback(hub.close)
+        github = stack.enter_context(Served(hub.rest.app))
+        hub.api_url = github.url
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("BATON_")},
+               "BATON_DATABASE_URL": database_url, "BATON_WEBHOOK_SECRET": "webhook-secret",
+               "BATON_APP_ID": str(STAGE_APP_ID), "BATON_PRIVATE_KEY": app_key(), "BATON_GITHUB_API_URL": github.url,
+               "BATON_REDELIVER_EVERY": "1", "BATON_ANSWER_DELAY": "0.3", "BATON_WRITE_INTERVAL": "0",
+               "BATON_WRITES_PER_MINUTE": "1000", "BATON_SPOOL_DIR": str(tmp_path / "spool")}  # fmt: skip
+        baton = Baton(env, tmp_path)
+        stack.callback(baton.stop)
+        baton.start()
+        hub.hook_url = f"{baton.url}/webhooks/github"
+        with world.lock:
+            installed = shapes.installation_event(installation.id, world.app, installation.account,
+                                                  world.account("octo-admin"), [repository.shape(github.url)],
+                                                  api_url=github.url)  # fmt: skip
+        hub.deliver("installation", installed)
+        maria = hub.person("maria")
+        numbers = [maria.open_issue(SHOP, f"Task {n}") for n in range(ISSUES)]
+
+        # Every agent claims every issue, and maria asks for help on each: 12 commands, one after another;
+        # Baton stops after the 4th and starts again after the 9th.
+        burst = [(f"agent-{a}", number, "/claim") for a in range(AGENTS) for number in numbers]
+        burst += [("maria", number, "/help") for number in numbers]
+        comments: list[int] = []
+        for n, (login, number, body) in enumerate(burst):
+            if n == 4:
+                baton.stop()
+            if n == 9:
+                baton.start()
+            comments.append(hub.person(login).comment(SHOP, number, body))
+        missed = {d.id for d in hub.deliveries if d.status == 0}
+        assert len(missed) >= 5  # the commands sent while Baton was down, and whatever else GitHub sent then
+
+        engine = create_engine(normalise_url(database_url))
+        stack.callback(engine.dispose)
+        answers = t.outbox_items.c
+
+        def answered() -> bool:
+            with engine.connect() as connection:
+                sent = connection.execute(
+                    select(answers.comment_id).where(answers.sent_at.is_not(None), answers.dropped.is_(None))
+                ).scalars()
+                return set(comments) <= set(sent)
+
+        def written() -> bool:
+            with engine.connect() as connection:
+                return connection.execute(select(t.outbox.c.number)).first() is None
+
+        until(answered, 60, "every command to be answered on GitHub")
+        until(written, 30, "the last writes")
+        baton.stop()  # nothing more is decided or written: what GitHub shows now is final
+        with world.lock:
+            thumbs, replies = shown(repository)
+            again = Counter(e.guid for e in hub.hooks.entries if e.redelivery)
+            failed_again = [e for e in hub.hooks.entries if e.redelivery and e.failed]
+        with engine.connect() as connection:
+            items = connection.execute(select(answers.id, answers.comment_id, answers.kind)).all()
+            claims_made = Counter(
+                number for (number,) in connection.execute(
+                    select(t.tickets.c.number).join(t.events, t.events.c.ticket_id == t.tickets.c.id)
+                    .where(t.events.c.type == "claimed"))
+            )  # fmt: skip
+            runners = dict(connection.execute(select(t.tickets.c.number, t.tickets.c.runner)).all())
+            undecided = connection.execute(
+                select(t.webhook_deliveries.c.id).where(t.webhook_deliveries.c.status.not_in(("done", "ignored")))
+            ).all()
+
+    # Each command decided once: one answer each, shown once on GitHub (a 👍, or in one reply).
+    assert Counter(item.comment_id for item in items) == Counter(comments)
+    assert thumbs == Counter(item.comment_id for item in items if item.kind == "reaction")
+    assert replies == Counter(item.id for item in items if item.kind == "reply")
+    assert claims_made == Counter({number: 1 for number in numbers})  # one claim won per issue, none doubled
+    assert sorted(runners) == numbers and set(runners.values()) <= {f"agent-{a}" for a in range(AGENTS)}
+    assert again == Counter({guid: 1 for guid in missed}) and failed_again == []  # each asked for once
+    assert undecided == []
+    assert hub.all_problems() == []
