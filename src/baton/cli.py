@@ -559,7 +559,7 @@ def _mcp(args: argparse.Namespace) -> int:
 APP_READS = ("DATABASE_URL", "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "GITHUB_API_URL", "GITHUB_TIMEOUT")
 WORKER_READS = (*APP_READS, "ANSWER_DELAY", "WRITE_INTERVAL", "WRITES_PER_MINUTE", "WRITES_PER_HOUR", "WRITERS")
 SERVE_READS = (*WORKER_READS, "WEBHOOK_SECRET", "API_TOKEN", "API_REQUESTS_PER_MINUTE", "WORKER", "SPOOL_DIR",
-               "HOST", "PORT")  # fmt: skip
+               "REDELIVER_EVERY", "HOST", "PORT")  # fmt: skip
 
 
 def _operator(commands: Any, name: str, does: str, reads: Sequence[str]) -> argparse.ArgumentParser:
