@@ -16,19 +16,21 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, select
+from sqlalchemy import create_engine, insert, select, update
 
 from baton.demo.stage import APP_ID as STAGE_APP_ID
 from baton.demo.stage import Stage
 from baton.github import hooks as github_hooks
 from baton.service.redelivery import MAX_ASKS, Redelivery, Swept
+from baton.settings import Settings
 from baton.store import normalise_url
 from baton.store import tables as t
+from baton.store.redeliveries import STALE
 from baton.wiring import assemble
 from bench.webhook_race import free_port, wait_for
 from github_standin import shapes
@@ -442,3 +444,42 @@ def test_baton_stopped_in_a_burst_of_commands_decides_every_command_once_after_i
     assert again == Counter({guid: 1 for guid in missed}) and failed_again == []  # each asked for once
     assert undecided == []
     assert hub.all_problems() == []
+
+
+def test_an_entry_a_dead_process_was_asking_for_is_taken_over_and_none_is_asked_while_the_sweep_is_off(
+    stage: Stage, database_url: str
+) -> None:
+    ((login, number),) = claims(stage, 1)
+    with baton_down(stage):
+        stage.hub.person(login).comment(SHOP, number, "/claim")
+    (entry,) = stage.hub.hooks.failed()
+    engine = stage.app.state.work.units.engine
+    with engine.begin() as connection:  # a process took the entry, then died before GitHub answered it
+        connection.execute(insert(t.redeliveries).values(delivery_id=entry.id, guid=entry.guid, event=entry.event,
+                                                         status="asking", asked_at=datetime.now(UTC)))  # fmt: skip
+    assert redelivery(stage).sweep().asked == 0  # someone is asking for it right now
+    with engine.begin() as connection:
+        connection.execute(update(t.redeliveries).values(asked_at=datetime.now(UTC) - STALE - timedelta(seconds=1)))
+    assert redelivery(stage).sweep().asked == 1 and asks(stage) == [entry.id]
+    settle(stage, [entry.guid])
+
+    off = assemble(stage.settings.model_copy(update={"redeliver_every": 0.0}), migrate=False)
+    assert off.redelivery is None  # BATON_REDELIVER_EVERY=0: no lane, nothing asked
+    off.engine.dispose()
+    without_app = assemble(Settings(database_url=database_url), migrate=False)
+    assert without_app.redelivery is None  # no App, no log to read
+    without_app.engine.dispose()
+
+
+def test_the_stand_ins_log_filters_by_outcome(stage: Stage) -> None:
+    ((login, number),) = claims(stage, 1)
+    with baton_down(stage):
+        stage.hub.person(login).comment(SHOP, number, "/claim")
+    with stage.hub.world.lock:
+        stage.hub.hooks.entries[-1].status_code = 503  # as if Baton had answered 503
+    listed = {
+        outcome: [e["status_code"] for e in HTTP.get(f"{stage.github_url}/app/hook/deliveries",
+                                                       params={"status": outcome}, headers=_jwt(stage)).json()]
+        for outcome in ("success", "failure")
+    }  # fmt: skip
+    assert listed["failure"] == [503] and listed["success"] and set(listed["success"]) == {202}

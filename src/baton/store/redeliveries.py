@@ -45,14 +45,19 @@ class Redeliveries:
         return found
 
     def asked(self, guids: Iterable[str]) -> tuple[set[int], Counter[str]]:
-        """For `guids`: the log entries already asked for (or being asked for), and how many per GUID."""
+        """For `guids`: the log entries asked for (or being asked for by a living process), and how many
+        entries were asked for per GUID."""
         ids: set[int] = set()
         per_guid: Counter[str] = Counter()
+        stale = datetime.now(UTC) - STALE
         with one_statement(self.engine, reads=True) as connection:
             for chunk in _chunks(sorted(set(guids))):
-                for delivery_id, guid in connection.execute(select(_c.delivery_id, _c.guid).where(_c.guid.in_(chunk))):
-                    ids.add(int(delivery_id))
-                    per_guid[guid] += 1
+                query = select(_c.delivery_id, _c.guid, _c.status, _c.asked_at).where(_c.guid.in_(chunk))
+                for row in connection.execute(query):
+                    asked_at = row.asked_at if row.asked_at.tzinfo else row.asked_at.replace(tzinfo=UTC)
+                    if row.status != "asking" or asked_at >= stale:
+                        ids.add(int(row.delivery_id))
+                    per_guid[row.guid] += 1
         return ids, per_guid
 
     def take(self, delivery_id: int, guid: str, event: str) -> bool:
