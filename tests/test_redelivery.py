@@ -2,7 +2,8 @@
 the stand-in GitHub over HTTP, with the App's JWT, and asks for each failed delivery Baton never stored, once.
 
 Baton "is down" for the stand-in while its webhooks go to a port nothing listens on: they fail as GitHub's
-would (connection refused, `status_code` 0) and are logged as failed.
+would (connection refused, `status_code` 0) and are logged as failed. The last test runs a real `baton serve`
+process, stops it in the middle of a burst of commands and starts it again, on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
