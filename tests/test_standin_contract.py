@@ -37,6 +37,7 @@ from github_standin.contract import (
     ContractUnavailable,
     webhook_problems,
 )
+from github_standin.hooks import Entry
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +108,8 @@ CI_DONE = shapes.check_run(REPO, 901, "build", HEAD, CI, status="completed", con
                            completed_at=LATER, check_suite_id=77, pull_requests=AT_HEAD)  # fmt: skip
 DEPLOYMENT = shapes.deployment(REPO, 3, HEAD, "main", "production", ALICE)
 TOKEN = shapes.installation_token("ghs_standin", datetime(2026, 1, 1, 1, 0, tzinfo=UTC))
+HOOK_ENTRY = Entry(70_000_000_001, "58474f00-b361-11eb-836d-0e4f3503ccbe", datetime(2026, 1, 1, tzinfo=UTC), False,
+                   0.01, "failed to connect", 0, "issue_comment", "created", 5, 42, b"{}").fields()  # fmt: skip
 CONFIG_TEXT = "reviewers:\n  - alice\nclaim_limit: 2\n" * 5
 
 # (method, concrete path, status, answer, the operation GitHub calls it)
@@ -116,6 +119,9 @@ REST_CASES: list[tuple[str, str, int, Any, str]] = [
         APP, description=None, external_url="https://baton.example.org/", created_at=shapes.EPOCH, credentials={
             "client_id": "Iv23liabc", "client_secret": "c" * 40, "webhook_secret": "w" * 40, "pem": "-----BEGIN…"}),
      "apps/create-from-manifest"),
+    ("GET", "/app/hook/deliveries", 200, [HOOK_ENTRY, {**HOOK_ENTRY, "action": None, "status_code": 202}],
+     "apps/list-webhook-deliveries"),
+    ("POST", "/app/hook/deliveries/70000000001/attempts", 202, {}, "apps/redeliver-webhook-delivery"),
     ("GET", f"{R}/collaborators/alice/permission", 200,
      shapes.collaborator_permission(REPO, ALICE, "write", "write"), "repos/get-collaborator-permission-level"),
     ("GET", f"{R}/collaborators/nobody/permission", 200,

@@ -39,6 +39,8 @@ class Settings(BaseSettings):
     writes_per_minute: int = 80
     writes_per_hour: int = 500
     writers: int = 4  # threads writing to GitHub per process, each for one installation at a time
+    # Seconds between sweeps of GitHub's webhook delivery log for missed deliveries (`baton serve`); 0: off.
+    redeliver_every: float = 300.0
     spool_dir: str = "./baton-spool"  # deliveries received while the database is unreachable wait here
     host: str = "127.0.0.1"
     port: int = 8000

@@ -9,6 +9,7 @@ from sqlalchemy import Engine
 from baton.clock import SYSTEM, Clock
 from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
 from baton.github.configs import DefaultConfigs, GitHubConfigs
+from baton.github.hooks import GitHubHookDeliveries
 from baton.github.issues import GitHubIssues
 from baton.github.projection import GitHubProjector
 from baton.github.verify import Verifier
@@ -17,6 +18,7 @@ from baton.metrics import Metrics
 from baton.service.evidence import EvidenceService
 from baton.service.offering import Offering
 from baton.service.quiet import Sweep
+from baton.service.redelivery import Redelivery
 from baton.service.unit import Units
 from baton.service.work import Decided, WorkService
 from baton.settings import Settings
@@ -25,6 +27,7 @@ from baton.store.budget import Budgets, Limits
 from baton.store.inbox import Inbox
 from baton.store.installations import Installations
 from baton.store.outbox import Outbox
+from baton.store.redeliveries import Redeliveries
 from baton.writer import Gate, Writer
 
 
@@ -38,6 +41,8 @@ class Parts:
     writer: Writer | None  # None without GitHub: the outbox keeps what it would say until then
     sweep: Sweep  # quiet claims: flagged stale, released under `auto_release_after`
     metrics: Metrics  # this process's counts, and the database's figures read at each scrape
+    # Missed webhooks asked for again; None without an App or with `BATON_REDELIVER_EVERY=0`.
+    redelivery: Redelivery | None = None
 
 
 def work_service(
@@ -89,4 +94,7 @@ def assemble(
         gate = Gate(budgets, outbox, patience=limits.interval + 1.0)
         writer = Writer(outbox, GitHubProjector(github, gate), budgets, gate, evidence, Verifier(github))
     sweep = Sweep(work.units, intake.configs, answer_delay=settings.answer_delay, installations=intake.installations)
-    return Parts(engine, work, evidence, inbox, intake, writer, sweep, metrics)
+    redelivery = None
+    if github is not None and settings.redeliver_every > 0:
+        redelivery = Redelivery(GitHubHookDeliveries(github), Redeliveries(engine), settings.redeliver_every)
+    return Parts(engine, work, evidence, inbox, intake, writer, sweep, metrics, redelivery)

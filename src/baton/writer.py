@@ -41,7 +41,7 @@ from baton.domain.evidence import EvidenceRail, Repository, Subject, pull_reques
 from baton.domain.model import TicketKey, WorkState
 from baton.domain.status import Acceptance, BriefChange, CheckView, acceptance_check, view
 from baton.github.projection import GitHubProjector, Refused
-from baton.github.refusals import describe, rate_limit, refused
+from baton.github.refusals import describe, failure, rate_limit, refused
 from baton.github.verify import Verifier
 from baton.service.evidence import EvidenceService
 from baton.store import StoredTicket
@@ -119,13 +119,6 @@ class Gate:
 
 def _backoff(attempts: int) -> float:
     return float(min(300, 2**attempts))
-
-
-def _reason(error: RequestError[Exception]) -> str:
-    """What went wrong with a call to GitHub, for the outbox row and the log."""
-    if isinstance(error, RequestFailed):
-        return describe(error)
-    return f"{type(error).__name__}: GitHub did not answer"
 
 
 def reply_text(items: list[Item]) -> str:
@@ -210,7 +203,7 @@ class Writer:
         except AnswerFailed as failed:
             if due.attempts + 1 >= MAX_ATTEMPTS and rate_limit(failed.error) is None:
                 # The issue's last try: the answer goes, so that the rest is not held behind it.
-                reason = f"not sent after {MAX_ATTEMPTS} tries: {_reason(failed.error)}"
+                reason = f"not sent after {MAX_ATTEMPTS} tries: {failure(failed.error)}"
                 self._drop(due, failed.item_ids, reason)
                 self.outbox.retry(due, _backoff(0), reason, fresh=True)
                 return True
@@ -229,7 +222,7 @@ class Writer:
         wait = rate_limit(error)
         if wait is not None:
             wait = max(1.0, wait)
-            reason = f"rate limited for {wait:.0f} s: {_reason(error)}"
+            reason = f"rate limited for {wait:.0f} s: {failure(error)}"
             self.budgets.pause(installation_id, datetime.now(UTC) + timedelta(seconds=wait), reason)
             self.outbox.retry(due, wait, reason, count=False)  # a rate limit is not the issue's fault
             log.warning("%s: %s", where, reason)
@@ -238,7 +231,7 @@ class Writer:
             assert isinstance(error, RequestFailed)
             self._refused(due, describe(error))
             return True
-        reason = _reason(error)
+        reason = failure(error)
         if due.attempts + 1 >= MAX_ATTEMPTS:
             log.warning("%s: %s; given up after %s tries until the issue changes", where, reason, MAX_ATTEMPTS)
         else:

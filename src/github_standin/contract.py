@@ -50,6 +50,8 @@ TOKEN_EXPIRY_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 OPERATIONS: tuple[tuple[str, str], ...] = (
     ("POST", "/app/installations/{installation_id}/access_tokens"),
     ("POST", "/app-manifests/{code}/conversions"),
+    ("GET", "/app/hook/deliveries"),
+    ("POST", "/app/hook/deliveries/{delivery_id}/attempts"),
     ("GET", "/repos/{owner}/{repo}"),
     ("GET", "/repos/{owner}/{repo}/branches/{branch}"),
     ("POST", "/repos/{owner}/{repo}/check-runs"),
@@ -83,6 +85,8 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
 GITHUBKIT_MODELS: Mapping[str, str] = {
     "apps/create-installation-access-token": "InstallationToken",
     "apps/create-from-manifest": "AppManifestsCodeConversionsPostResponse201",
+    "apps/list-webhook-deliveries": "list[HookDeliveryItem]",
+    "apps/redeliver-webhook-delivery": "AppHookDeliveriesDeliveryIdAttemptsPostResponse202",
     "repos/get": "FullRepository",
     "repos/get-branch": "BranchWithProtection",
     "checks/create": "CheckRun",

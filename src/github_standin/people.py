@@ -17,7 +17,10 @@ import queue
 import re
 import ssl
 import threading
+import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +28,7 @@ import httpx
 
 from . import shapes
 from .contract import Contract, ContractUnavailable, webhook_problems
+from .hooks import Entry, HookLog
 from .rendering import render_check_run, render_issue, render_pull_request
 from .server import StandIn
 from .world import CheckRun, Deployment, Issue, Repository, World, sha_of
@@ -46,6 +50,7 @@ class Delivery:
     answer: str = ""
     # where it goes and what signs it, for an App other than the hub's (one registered from a manifest)
     to: tuple[str | None, str] | None = field(default=None, repr=False)
+    redelivery: bool = False
 
 
 @dataclass
@@ -61,9 +66,14 @@ class Hub:
     problems: list[str] = field(default_factory=list)  # payloads GitHub's webhook schemas would not accept
 
     def __post_init__(self) -> None:
-        self.rest = StandIn(self.world, self.contract, self._send_later)
+        # Every attempt to deliver a webhook, as GitHub logs it for the App (`GET /app/hook/deliveries`).
+        self.hooks = HookLog(self.world.lock)
+        self.hooks.resend = self._resend
+        self.rest = StandIn(self.world, self.contract, self._send_later, hooks=self.hooks)
         self._http = httpx.Client(timeout=10, verify=_tls())  # one for every delivery
         self._line: queue.Queue[tuple[Delivery, threading.Event] | None] = queue.Queue()
+        self._flowing = threading.Event()  # cleared while `held`
+        self._flowing.set()
         self._sender = threading.Thread(target=self._send_all, name="stand-in-webhooks", daemon=True)
         self._sender.start()
 
@@ -150,11 +160,24 @@ class Hub:
 
     def redeliver(self, delivery: Delivery) -> Delivery:
         """GitHub's "Redeliver": the same delivery id and body, sent again."""
-        again = Delivery(delivery.id, delivery.event, delivery.body, to=delivery.to)
+        again = Delivery(delivery.id, delivery.event, delivery.body, to=delivery.to, redelivery=True)
         answered = threading.Event()
         self._line.put((again, answered))
         answered.wait(30)
         return again
+
+    def _resend(self, entry: Entry) -> None:
+        # Asked for through the REST side (`POST /app/hook/deliveries/{id}/attempts`): never wait for Baton there.
+        self._line.put((Delivery(entry.guid, entry.event, entry.body, redelivery=True), threading.Event()))
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Webhooks wait in the line while the block runs (GitHub's queue backed up), then leave in order."""
+        self._flowing.clear()
+        try:
+            yield
+        finally:
+            self._flowing.set()
 
     def _send_later(self, event: str, payload: dict[str, Any]) -> None:
         # Called by the REST side while it answers Baton: never wait for Baton there.
@@ -163,6 +186,7 @@ class Hub:
     def _send_all(self) -> None:
         while (item := self._line.get()) is not None:
             delivery, answered = item
+            self._flowing.wait()
             try:
                 self._post(delivery)
             finally:
@@ -172,6 +196,8 @@ class Hub:
         url, secret = delivery.to or (self.hook_url, self.secret)
         if url is None:
             return
+        began = time.monotonic()
+        failure: httpx.HTTPError | None = None
         try:
             response = self._http.post(url, content=delivery.body, headers={
                 "X-GitHub-Event": delivery.event, "X-GitHub-Delivery": delivery.id,
@@ -180,7 +206,13 @@ class Hub:
             })  # fmt: skip
             delivery.status, delivery.answer = response.status_code, response.text
         except httpx.HTTPError as error:  # Baton is down: GitHub records the failure and moves on
-            delivery.status, delivery.answer = 0, f"{type(error).__name__}: {error}"
+            delivery.status, delivery.answer, failure = 0, f"{type(error).__name__}: {error}", error
+        self._log(delivery, time.monotonic() - began, failure)
+
+    def _log(self, delivery: Delivery, duration: float, failure: httpx.HTTPError | None) -> None:
+        with self.world.lock:
+            self.hooks.record(delivery.id, delivery.event, delivery.body, self.world.now(), duration,
+                              delivery.status or None, failure, redelivery=delivery.redelivery)  # fmt: skip
 
 
 @dataclass

@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from . import shapes
 from .contract import Contract
+from .hooks import HookLog
 from .listing import list_issues
 from .registration import conversion, registration_page
 from .rendering import render_check_run, render_issue, render_pull_request
@@ -108,6 +109,7 @@ class StandIn:
     calls: list[Call] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
+    hooks: HookLog | None = None  # the App's webhook delivery log, kept by whoever sends the webhooks
 
     def __post_init__(self) -> None:
         self._reset = int(time.time()) + 3600  # when the first rate-limit window ends
@@ -162,8 +164,7 @@ class StandIn:
                     if operation is None:
                         raise Answer(404, "Not Found")
                     raise Answer(422, "Invalid request.\n\n" + "\n".join(problems), errors=problems)
-            status, answer = self._dispatch(web, prefix, method, path, query, headers, body)
-            extra: dict[str, str] = {}
+            status, answer, extra = self._dispatch(web, prefix, method, path, query, headers, body)
         except Answer as error:
             status, answer, extra = error.status, error.body, error.headers
         content = b"" if answer is None else json.dumps(answer).encode()
@@ -211,7 +212,7 @@ class StandIn:
     def _dispatch(
         self, web: str, prefix: str, method: str, path: str, query: dict[str, str], headers: dict[str, str],
         body: bytes,
-    ) -> tuple[int, Json]:  # fmt: skip
+    ) -> tuple[int, Json, dict[str, str]]:  # fmt: skip
         base = f"{web}{prefix}"
         converting = re.fullmatch(r"/app-manifests/([^/]+)/conversions", path)
         if method == "POST" and converting is not None:
@@ -219,21 +220,23 @@ class StandIn:
                 status, answer = conversion(self.world, unquote(converting.group(1)), base, web)
             if status >= 400:
                 raise Answer(status, "Not Found")
-            return status, answer
+            return status, answer, {}
         minting = re.fullmatch(r"/app/installations/([0-9]+)/access_tokens", path)
         if method == "POST" and minting is not None:
             with self.world.lock:
-                return self._mint(int(minting.group(1)), headers)
+                return *self._mint(int(minting.group(1)), headers), {}
+        if path.startswith("/app/hook/deliveries"):
+            return self._hook_deliveries(base, method, path, query, headers)
         if method == "GET" and path == "/user":
             with self.world.lock:
-                return 200, self._authenticated_user(base, headers)
+                return 200, self._authenticated_user(base, headers), {}
         membership = re.fullmatch(r"/orgs/([^/]+)/teams/([^/]+)/memberships/([^/]+)", path)
         if method == "GET" and membership is not None:
             with self.world.lock:
                 status, answer = team_membership(self.world, base, headers, *map(unquote, membership.groups()))
             if status >= 400:
                 raise Answer(status, answer)
-            return status, answer
+            return status, answer, {}
         for route_method, pattern, handler in _ROUTES:
             if route_method != method:
                 continue
@@ -248,12 +251,36 @@ class StandIn:
             with self.world.lock:
                 repository = self._repository(args[0], args[1], headers)
                 context = _Context(self, repository, base, query, data)
-                return handler(context, *args[2:])
+                return *handler(context, *args[2:]), {}
         raise Answer(404, "Not Found")
+
+    def _hook_deliveries(
+        self, base: str, method: str, path: str, query: dict[str, str], headers: dict[str, str]
+    ) -> tuple[int, Json, dict[str, str]]:
+        """The App's webhook delivery log (`hooks.HookLog`): listed, or an entry sent again."""
+        with self.world.lock:
+            self._app_jwt(headers)
+            status, answer, link = self.hooks.answer(base, method, path, query) if self.hooks else (404, None, {})
+        if status >= 400:
+            raise Answer(status, "Not Found")
+        return status, answer, link
 
     # -- authentication ------------------------------------------------------------------------------
 
     def _mint(self, installation_id: int, headers: dict[str, str]) -> tuple[int, Json]:
+        app_id = self._app_jwt(headers)
+        installation = self.world.installations.get(installation_id)
+        if installation is None or installation.app_id != app_id:
+            raise Answer(404, "Not Found")
+        if installation.suspended:
+            raise Answer(403, "This installation has been suspended")
+        token = Token(f"ghs_{secrets.token_hex(18)}", installation_id, self.world.now() + timedelta(hours=1))
+        self.world.tokens[token.value] = token
+        return 201, shapes.installation_token(token.value, token.expires_at)
+
+    def _app_jwt(self, headers: dict[str, str]) -> int:
+        """The call is the App's own: it carries a JWT signed with the App's key, as GitHub requires of the
+        `/app` operations (an installation token is refused). The App's id."""
         scheme, _, credential = headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not credential:
             raise Answer(401, "A JSON web token could not be decoded")
@@ -268,14 +295,7 @@ class StandIn:
             raise Answer(401, f"A JSON web token could not be decoded: {error}") from None
         if int(claims["exp"]) - int(claims["iat"]) > 660:
             raise Answer(401, "'Expiration time' claim ('exp') is too far in the future")
-        installation = self.world.installations.get(installation_id)
-        if installation is None or installation.app_id != int(issuer):
-            raise Answer(404, "Not Found")
-        if installation.suspended:
-            raise Answer(403, "This installation has been suspended")
-        token = Token(f"ghs_{secrets.token_hex(18)}", installation_id, self.world.now() + timedelta(hours=1))
-        self.world.tokens[token.value] = token
-        return 201, shapes.installation_token(token.value, token.expires_at)
+        return int(issuer)
 
     def _authenticated_user(self, base: str, headers: dict[str, str]) -> Json:
         """Whose token this is: a person's own token names them; an installation token is refused, as GitHub

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from githubkit.exception import RateLimitExceeded, RequestFailed
+from githubkit.exception import RateLimitExceeded, RequestError, RequestFailed
 
 # A 4xx that may pass: an installation token that just expired (401), GitHub's own request timeout (408).
 _PASSING_4XX = frozenset({401, 408})
@@ -47,3 +47,11 @@ def describe(error: RequestFailed) -> str:
     message = refusal_message(error)
     answered = f"{error.request.method} {error.request.url.path} answered {error.response.status_code}"
     return f"{answered} ({message})" if message else answered
+
+
+def failure(error: RequestError[Exception]) -> str:
+    """What went wrong with a call to GitHub, for logs and the outbox: `describe` for an answer, else that no
+    answer came."""
+    if isinstance(error, RequestFailed):
+        return describe(error)
+    return f"{type(error).__name__}: GitHub did not answer"

@@ -184,6 +184,22 @@ outbox = Table(
     Index(None, "due_at"),
 )
 
+# Redeliveries Baton asked GitHub for (`baton.service.redelivery`): one row per entry of GitHub's delivery log,
+# keyed by GitHub's id of that entry, so each failed delivery is asked for once, by one process. `guid` is the
+# `X-GitHub-Delivery` the entry carried. `status`: asking (a process is asking now; taken over once `asked_at`
+# is older than a call to GitHub can take) | asked (GitHub took it) | refused (GitHub refused it for good).
+redeliveries = Table(
+    "redeliveries",
+    metadata,
+    Column("delivery_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("guid", String(100), nullable=False),
+    Column("event", String(60), nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("asked_at", DateTime(timezone=True), nullable=False),
+    Column("error", Text),
+    Index(None, "guid"),
+)
+
 # Per-command answers on GitHub: a reaction on the command's comment, or a reply (refusals and /help,
 # coalesced per issue into one comment). `result_id` is the reply comment GitHub created; `dropped` says
 # why an answer was given up (it is then never sent).

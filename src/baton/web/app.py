@@ -40,7 +40,8 @@ def create_app(
     """The application. `directory` and `configs` stand in for GitHub's API where a test needs it;
     without `lanes` no lane runs by itself: a delivery is processed right after its answer and
     nothing writes to GitHub (tests call `app.state.writer.drain()`), and deliveries kept in the spool
-    wait for `app.state.spool.drain(app.state.inbox)`, and quiet claims for `app.state.parts.sweep.sweep()`.
+    wait for `app.state.spool.drain(app.state.inbox)`, quiet claims for `app.state.parts.sweep.sweep()`, and
+    missed deliveries for `app.state.parts.redelivery.sweep()`.
     `clock` is the time activity is recorded at and the sweep compares it with (a test moves it by hand)."""
     parts = assemble(settings, migrate=migrate, directory=directory, configs=configs, clock=clock)
     engine = parts.engine
@@ -60,6 +61,11 @@ def create_app(
     # An outage of its own: with nothing spooled, a round does not reach the database, so it must not tell
     # the other lanes' outage that the database is back.
     spooling = Lane("baton-spool", drain, Outage()) if lanes else None
+    # Missed webhooks are asked for again by the processes that receive them, whatever decides them: a
+    # redelivery is sent to this endpoint, and asked for while none is up it would only fail again.
+    redelivering = None
+    if lanes and parts.redelivery is not None:
+        redelivering = Lane("baton-redeliver", parts.redelivery.step, runtime.outage if runtime else Outage())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -67,15 +73,18 @@ def create_app(
             runtime.start()
         if spooling is not None:
             spooling.start()
+        if redelivering is not None:
+            redelivering.start()
         mcp_running = asyncio.create_task(mcp.run())
         try:
             yield
         finally:
             mcp.stop()
             await mcp_running
-            if spooling is not None:
-                spooling.stop()
-                spooling.join(10)
+            for lane in (spooling, redelivering):
+                if lane is not None:
+                    lane.stop()
+                    lane.join(10)
             if runtime is not None:
                 runtime.stop()
             identities.close()
