@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from baton.agent_commands import add_agent_commands
 from baton.settings import Settings
 
 if TYPE_CHECKING:
-    from baton.agent import AgentClient, Answer
     from baton.wiring import Parts
 
 
@@ -287,299 +287,6 @@ def _docs(args: argparse.Namespace) -> int:
     return 0
 
 
-# The agent's commands: they talk to a running Baton over HTTP (baton/agent.py) and touch no database.
-
-AGENT_EPILOG = """\
-reads BATON_URL (Baton's address, e.g. http://127.0.0.1:8000) and the agent's own GitHub token from
-GITHUB_TOKEN, else GH_TOKEN, else `gh auth token` (the GitHub CLI); the token is sent to Baton and never printed.
-
-exit status: 0 done; 1 refused (taken by someone else, changed since the revision named, not allowed, not
-found, delivery lacking evidence: Baton's reason on stderr); 2 usage error, token not accepted (401), rate
-limited (429: stderr says when to retry), Baton unreachable or failing (5xx)."""
-
-_REFUSALS = {403, 404, 409, 412, 422}
-
-
-class _Agent:
-    """What one agent command prints: human lines, or with --json the answer's body; never the token."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.json: bool = args.json
-        self.secret: str | None = None
-
-    def _scrubbed(self, text: str) -> str:
-        return text.replace(self.secret, "[token]") if self.secret else text
-
-    def out(self, text: str) -> None:
-        print(self._scrubbed(text), flush=True)
-
-    def err(self, text: str) -> None:
-        print(self._scrubbed(text), file=sys.stderr, flush=True)
-
-    def body(self, body: dict[str, Any]) -> None:
-        if self.json:
-            import json
-
-            self.out(json.dumps(body))
-
-    def failed(self, code: int, error: str, message: str) -> int:
-        """A failure with no answer from Baton behind it (usage, network)."""
-        self.body({"error": error, "message": message})
-        self.err(f"baton: {message}")
-        return code
-
-    def answered(self, answer: Answer, token_source: str, line: Callable[[dict[str, Any]], str]) -> int:
-        """The exit status for Baton's answer, having printed it."""
-        self.body(answer.body)
-        said = answer.message
-        if answer.ok:
-            text = line(answer.body)
-            if text and not self.json:
-                self.out(text + (f": {said}" if said else ""))
-            return 0
-        if answer.status in _REFUSALS:
-            self.err(f"baton: {said or f'refused (HTTP {answer.status})'}")
-            return 1
-        if answer.status == 401:
-            self.err(f"baton: Baton did not accept {token_source}" + (f": {said}" if said else ""))
-            return 2
-        if answer.status == 429:
-            after = (answer.retry_after or "").strip()
-            when = f"retry in {after} s" if after.isdigit() else f"retry after {after}" if after else "retry later"
-            self.err(f"baton: rate limited{f': {said}' if said else ''}; {when}")
-            return 2
-        self.err(f"baton: Baton answered HTTP {answer.status}" + (f": {said}" if said else ""))
-        return 2
-
-    def unexpected(self, answer: Answer, what: str) -> int:
-        """A 200 whose body is not what the contract promises."""
-        self.body(answer.body)
-        self.err(f"baton: Baton's answer holds no {what}")
-        return 2
-
-
-def _agent(args: argparse.Namespace, act: Callable[[_Agent, AgentClient, str], int]) -> int:
-    """Run `act` with a client for BATON_URL and the agent's token; usage and network failures exit 2."""
-    from baton.agent import AgentClient, Unreachable, UsageError, base_url, find_token
-
-    shown = _Agent(args)
-    try:
-        url = base_url()
-        token = find_token()
-    except UsageError as error:
-        return shown.failed(2, "usage", str(error))
-    shown.secret = token.value
-    try:
-        with AgentClient(url, token.value) as client:
-            return act(shown, client, str(token))
-    except Unreachable as error:
-        return shown.failed(2, "unreachable", str(error))
-
-
-def _ref(body: dict[str, Any], repo: str, number: int) -> str:
-    repository, issue = body.get("repository"), body.get("issue")
-    return f"{repository}#{issue}" if isinstance(repository, str) and isinstance(issue, int) else f"{repo}#{number}"
-
-
-def _held(verb: str, repo: str, number: int) -> Callable[[dict[str, Any]], str]:
-    def line(body: dict[str, Any]) -> str:
-        facts = [f"revision {body.get('revision')}"]
-        if body.get("attempt") is not None:
-            facts.append(f"attempt {body.get('attempt')}")
-        return f"{verb} {_ref(body, repo, number)} ({', '.join(facts)})"
-
-    return line
-
-
-def _claim(args: argparse.Namespace) -> int:
-    repo, number = args.issue
-    return _agent(args, lambda shown, client, token: shown.answered(
-        client.claim(repo, number, rev=args.rev), token, _held("claimed", repo, number)))  # fmt: skip
-
-
-def _release(args: argparse.Namespace) -> int:
-    repo, number = args.issue
-    return _agent(args, lambda shown, client, token: shown.answered(
-        client.release(repo, number), token, _held("released", repo, number)))  # fmt: skip
-
-
-def _deliver(args: argparse.Namespace) -> int:
-    repo, number = args.issue
-
-    def act(shown: _Agent, client: AgentClient, token: str) -> int:
-        answer = client.deliver(repo, number, args.summary, branch=args.branch, commit=args.commit, pr=args.pr,
-                                tests=args.tests, screenshots=args.screenshots)  # fmt: skip
-        return shown.answered(answer, token, _held("delivered", repo, number))
-
-    return _agent(args, act)
-
-
-def _status(args: argparse.Namespace) -> int:
-    repo, number = args.issue
-
-    def line(body: dict[str, Any]) -> str:
-        runner = body.get("runner")
-        words = [_ref(body, repo, number), f"{body.get('state')}" + (f" by @{runner}" if runner else "")]
-        words.append(f"r{body.get('revision')}")
-        if body.get("attempt"):
-            words.append(f"attempt {body.get('attempt')}")
-        return "  ".join(words)
-
-    return _agent(args, lambda shown, client, token: shown.answered(client.status(repo, number), token, line))
-
-
-def _task_line(repo: str, task: dict[str, Any]) -> str:
-    line = f"{_ref(task, repo, 0)}  r{task.get('revision')}"
-    return f"{line}  {task['title']}" if task.get("title") else line
-
-
-def _tasks(args: argparse.Namespace) -> int:
-    repo = args.repository
-
-    def act(shown: _Agent, client: AgentClient, token: str) -> int:
-        answer = client.tasks(repo, state=args.state)
-        tasks = answer.body.get("tasks")
-        if answer.ok and not isinstance(tasks, list):
-            return shown.unexpected(answer, "list of tasks")
-        listed = [task for task in tasks or [] if isinstance(task, dict)]
-        if answer.ok and not listed and not shown.json:
-            shown.err(f"no {args.state} tasks in {repo}")
-        return shown.answered(answer, token, lambda _: "\n".join(_task_line(repo, task) for task in listed))
-
-    return _agent(args, act)
-
-
-# Refusals that concern one task only: `next` goes on to the following task.
-_TAKEN = {404, 409, 412}
-
-
-def _next(args: argparse.Namespace) -> int:
-    repo = args.repository
-
-    def act(shown: _Agent, client: AgentClient, token: str) -> int:
-        listed = client.tasks(repo, state="open")
-        if not listed.ok:
-            return shown.answered(listed, token, str)
-        if not isinstance(listed.body.get("tasks"), list):
-            return shown.unexpected(listed, "list of tasks")
-        skipped: list[dict[str, Any]] = []
-        for task in listed.body["tasks"]:
-            if not isinstance(task, dict) or not isinstance(task.get("issue"), int):
-                continue
-            number, revision = task["issue"], task.get("revision")
-            # The revision listed: the task claimed is the one just read, brief and all, or it is skipped.
-            answer = client.claim(repo, number, rev=revision if isinstance(revision, int) else None)
-            if answer.status in _TAKEN and answer.body.get("code") != "claim_limit":
-                shown.err(f"skipped {repo}#{number}: {answer.message or f'HTTP {answer.status}'}")
-                skipped.append(answer.body)
-                continue
-            won = _held("claimed", repo, number)
-            title = f"  {task['title']}" if task.get("title") else ""
-            return shown.answered(answer, token, lambda body: won(body) + title)  # noqa: B023 (called at once)
-        message = f"no open task left in {repo}" + (f" ({len(skipped)} taken first)" if skipped else "")
-        shown.body({"error": "none_left", "message": message, "skipped": skipped})
-        shown.err(f"baton: {message}")
-        return 1
-
-    return _agent(args, act)
-
-
-def _issue_argument(text: str) -> tuple[str, int]:
-    from baton.agent import UsageError, parse_issue
-
-    try:
-        return parse_issue(text)
-    except UsageError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _repository_argument(text: str) -> str:
-    from baton.agent import UsageError, parse_repository
-
-    try:
-        return parse_repository(text)
-    except UsageError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _pull_request_argument(text: str) -> int:
-    number = text.strip().removeprefix("#")
-    if not number.isdigit() or int(number) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a pull request number")
-    return int(number)
-
-
-def _add_agent_commands(commands: Any) -> None:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print Baton's answer as JSON on stdout")
-
-    def add(name: str, summary: str, description: str) -> argparse.ArgumentParser:
-        import textwrap
-
-        return commands.add_parser(  # type: ignore[no-any-return]
-            name, help=summary, description=textwrap.fill(description, 100), epilog=AGENT_EPILOG, parents=[common],
-            formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-
-    claim = add("claim", "claim a task (agents; HTTP)", "Claim the task OWNER/REPO#N for this agent. Exactly one "
-                "of any number of agents claiming at once wins. Claiming a task you hold changes nothing.")  # fmt: skip
-    claim.add_argument("issue", metavar="OWNER/REPO#N", type=_issue_argument)
-    claim.add_argument("--rev", type=int, metavar="N", help="claim only if the task is still at revision N")
-    claim.set_defaults(run=_claim)
-
-    next_ = add("next", "claim the oldest open task you can win (agents; HTTP)",
-                "List OWNER/REPO's open tasks, oldest first, and claim each in turn, at the revision listed, until "
-                "one is won; print it. A task taken (or changed) meanwhile is skipped, said on stderr. Exit 1 "
-                "when none is left.")  # fmt: skip
-    next_.add_argument("repository", metavar="OWNER/REPO", type=_repository_argument)
-    next_.set_defaults(run=_next)
-
-    deliver = add("deliver", "deliver a task you hold, with evidence (agents; HTTP)",
-                  "Deliver OWNER/REPO#N: a summary and the evidence. The task then waits for a reviewer; a "
-                  "delivery lacking evidence the task requires is refused, naming what it lacks.")  # fmt: skip
-    deliver.add_argument("issue", metavar="OWNER/REPO#N", type=_issue_argument)
-    deliver.add_argument("--summary", required=True, metavar="TEXT", help="what was done, for the reviewer")
-    deliver.add_argument("--branch", metavar="B", help="the branch holding the work")
-    deliver.add_argument("--commit", metavar="SHA", help="the commit delivered")
-    deliver.add_argument("--pr", type=_pull_request_argument, metavar="N", help="the pull request number")
-    deliver.add_argument("--tests", action="append", default=[], metavar="T",
-                         help="test evidence: a CI run's address or test output (repeatable)")  # fmt: skip
-    deliver.add_argument("--screenshot", dest="screenshots", action="append", default=[], metavar="URL",
-                         help="a screenshot's address (repeatable)")  # fmt: skip
-    deliver.set_defaults(run=_deliver)
-
-    release = add("release", "give back a task you hold (agents; HTTP)",
-                  "Release OWNER/REPO#N: the task is open again for anyone to claim.")  # fmt: skip
-    release.add_argument("issue", metavar="OWNER/REPO#N", type=_issue_argument)
-    release.set_defaults(run=_release)
-
-    tasks = add("tasks", "list a repository's open tasks, oldest first (agents; HTTP)",
-                "List OWNER/REPO's tasks in a state (open unless --state says otherwise), oldest first, one a "
-                "line: OWNER/REPO#N, its revision, its title.")  # fmt: skip
-    tasks.add_argument("repository", metavar="OWNER/REPO", type=_repository_argument)
-    tasks.add_argument("--state", default="open", help="the work state to list (default open)")
-    tasks.set_defaults(run=_tasks)
-
-    status = add("status", "show a task's state, holder and revision (agents; HTTP)",
-                 "Show OWNER/REPO#N as Baton knows it: its work state, who holds it, its revision and "
-                 "attempt.")  # fmt: skip
-    status.add_argument("issue", metavar="OWNER/REPO#N", type=_issue_argument)
-    status.set_defaults(run=_status)
-
-
-def _mcp(args: argparse.Namespace) -> int:
-    """The agent API as an MCP server on stdin and stdout (imported here: `baton serve` does not load it)."""
-    from baton.agent import UsageError, base_url, find_token
-    from baton.mcp import serve
-
-    try:
-        url, token = base_url(), find_token()
-    except UsageError as error:
-        print(f"baton mcp: {error}", file=sys.stderr)
-        return 2
-    serve(url, token.value)
-    return 0
-
-
 # The settings each operator's command reads (as BATON_<NAME>, or from a `.env` file).
 APP_READS = ("DATABASE_URL", "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "GITHUB_API_URL", "GITHUB_TIMEOUT")
 WORKER_READS = (*APP_READS, "ANSWER_DELAY", "WRITE_INTERVAL", "WRITES_PER_MINUTE", "WRITES_PER_HOUR", "WRITERS",
@@ -644,16 +351,6 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--database", help="database URL (default: a new SQLite file in a temporary directory)")
     demo.set_defaults(run=_demo)
 
-    mcp = commands.add_parser(
-        "mcp",
-        help="serve the agent API's tools to a coding assistant over MCP (stdio)",
-        description="Serve Baton's agent API as MCP tools on stdin and stdout (list_tasks, claim_task, "
-        "deliver_task, release_task, task_status), for a coding assistant that starts this command. "
-        "Reads Baton's address from BATON_URL and the agent's GitHub token from GITHUB_TOKEN, else GH_TOKEN, "
-        "else `gh auth token`.",
-    )
-    mcp.set_defaults(run=_mcp)
-
     db = commands.add_parser("db", help="database maintenance", description="Database maintenance.")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     _operator(db_commands, "upgrade", "apply migrations", ("DATABASE_URL",)).set_defaults(run=_db_upgrade)
@@ -681,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     docs.add_argument("directory", nargs="?", default="docs")
     docs.set_defaults(run=_docs)
 
-    _add_agent_commands(commands)
+    add_agent_commands(commands)
     return parser
 
 
