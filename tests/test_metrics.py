@@ -235,6 +235,10 @@ def test_a_worker_serves_the_metrics_of_its_own_decisions_and_logs_them_as_json(
             )  # fmt: skip
             until(lambda: total(scrape(worker), "baton_github_requests_total", status="201") > 0, 60,
                   "the worker to write on GitHub")  # fmt: skip
+            # A round's delays are observed once the round is stored, a moment after its decisions are counted.
+            samples = until(lambda: (found := scrape(worker))
+                            and (value(found, "baton_delivery_decision_seconds_count") or 0) >= 2 and found, 60,
+                            "the worker to observe both deliveries' delays")  # fmt: skip
             served = scrape(stage.baton_url)
         secrets = secrets_of(stage)
     # The worker decided; the web process that acknowledged it did not.
