@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
@@ -89,7 +89,10 @@ def unreachable(error: BaseException) -> bool:
         return True
     if isinstance(error, OperationalError | InterfaceError):
         return True
-    return isinstance(error, psycopg.OperationalError | psycopg.InterfaceError)
+    # psycopg is imported only by a process that uses PostgreSQL (about 0.1 s at each start otherwise); in one
+    # that never did, no psycopg error can be raised.
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(error, psycopg.OperationalError | psycopg.InterfaceError)
 
 
 def describe(error: BaseException) -> str:
