@@ -9,6 +9,7 @@ the tests assert what a person sees on GitHub: labels, assignees, the status com
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -256,6 +257,37 @@ def test_baton_demo_plays_the_story_and_exits_with_once(tmp_path: Path) -> None:
     assert "The status comment on octo/shop#1 now reads:" in out
     assert "**Work:** Accepted by @maria — attempt 2 by @agent-" in out
     assert "strayed" not in out
+
+
+@pytest.mark.long
+def test_baton_demo_keeps_serving_and_prints_a_link_that_opens_the_board(tmp_path: Path) -> None:
+    try:
+        Contract.load()
+    except ContractUnavailable as error:
+        missing(str(error))
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "baton.cli", "demo", "--port", "0", "--database", f"sqlite:///{tmp_path / 'demo.db'}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert demo.stdout is not None
+        said = []
+        for line in demo.stdout:
+            said.append(line)
+            if line.startswith("Board: "):
+                break
+        else:
+            raise AssertionError("".join(said))
+        link = line.removeprefix("Board: ").strip()
+        with httpx.Client(timeout=10, follow_redirects=True) as browser:  # a cookie jar of its own, as a browser has
+            opened = browser.get(link)
+            assert opened.status_code == 200 and str(opened.url) == link.split("/sign-in/")[0] + "/"
+            assert 'data-ticket="octo/shop#1"' in opened.text and "Accepted by @maria" in opened.text
+        with httpx.Client(timeout=10) as other:  # the link works once
+            assert other.get(link).status_code == 401
+    finally:
+        demo.send_signal(signal.SIGINT)
+        demo.wait(30)
 
 
 def test_the_story_plays_unchecked_where_githubs_descriptions_are_not_installed(

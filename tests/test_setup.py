@@ -205,7 +205,8 @@ def test_the_whole_flow_registers_an_app_whose_credentials_a_baton_serve_then_us
     try:
         wait_for(f"{baton_url}/readyz")
         home = HTTP.get(f"{baton_url}/")
-        assert home.status_code == 200 and home.headers["content-type"].startswith("text/html")
+        # no read token yet: the board says it is off, and what this Baton is
+        assert home.status_code == 403 and home.headers["content-type"].startswith("text/html")
         assert all(f'href="{path}"' in home.text for path in ("/healthz", "/readyz", "/openapi.json"))
         assert f"GitHub App {app.app.id}" in home.text
 

@@ -208,7 +208,9 @@ def _demo(args: argparse.Namespace) -> int:
         if args.once:
             return 0
         api, auth = f"{stage.baton_url}/api/v1", f"-H 'Authorization: Bearer {token}'"
-        print("\nStill serving. Read what Baton knows (Ctrl-C to stop):")
+        # A link that signs its first visitor in, once, within ten minutes: the token never goes in a URL.
+        print(f"\nBoard: {stage.baton_url}/sign-in/{stage.app.state.board.sessions.link()}")
+        print("Still serving. Read what Baton knows (Ctrl-C to stop):")
         for path in ("/repos/octo/shop/issues/1", "/repos/octo/shop/issues/1/events", "/tickets?repo=octo/shop"):
             print(f"    curl {auth} '{api}{path}'", flush=True)
         stop = threading.Event()

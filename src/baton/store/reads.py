@@ -27,7 +27,7 @@ from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, bi
 from baton.domain import WorkState
 
 from .engine import READ_ONLY
-from .tables import attempts, deliveries, evidence_rails, reviews, tickets
+from .tables import attempts, deliveries, evidence_rails, reviews, ticket_activity, tickets
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
@@ -89,6 +89,17 @@ class TicketDetail:
     reviews: tuple[ReviewRecord, ...]
     evidence: dict[str, Any] | None = None  # the evidence rails as stored; None before their first fact
     evidence_updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    """A ticket as the board shows it: its summary, its evidence rails as stored (None before their first
+    fact), and when its claim was flagged stale (None: it is not)."""
+
+    ticket: TicketSummary
+    evidence: dict[str, Any] | None
+    stale_at: datetime | None
+    review: ReviewRecord | None = None  # the last verdict, which an accepted ticket's words name
 
 
 def utc(value: datetime) -> datetime:
@@ -153,6 +164,16 @@ _REVIEWS = select(reviews).where(reviews.c.ticket_id == bindparam("ticket")).ord
 _RAIL = select(evidence_rails.c.rail, evidence_rails.c.updated_at).where(
     evidence_rails.c.ticket_id == bindparam("ticket")
 )
+
+
+def _review(row: dict[str, Any]) -> ReviewRecord | None:
+    if row["id"] is None:
+        return None
+    return ReviewRecord(
+        attempt=row["attempt"], delivery=row["delivery"], reviewer=row["reviewer"], role=row["role"],
+        verdict=row["verdict"], independent=bool(row["independent"]), note=row["note"], revision=row["revision"],
+        created_at=utc(row["created_at"]),
+    )  # fmt: skip
 
 
 class Reads:
@@ -257,11 +278,59 @@ class Reads:
             query = query.order_by(name, tickets.c.repository, tickets.c.number, tickets.c.id).limit(limit)
             return [_summary(row) for row in connection.execute(query).mappings()]
 
+    def board(
+        self,
+        *,
+        repository: str | None = None,
+        states: tuple[WorkState, ...] = tuple(WorkState),
+        runner: str | None = None,
+        stale: bool = False,
+        limit: int = MAX_LIMIT,
+    ) -> list[BoardRow]:
+        """The tickets in `states` matching the other filters, with their rails and stale flags, in one
+        statement: the longest-waiting first (the board's order within a column). `stale`: only claims
+        flagged stale."""
+        newer = reviews.alias("newer")
+        last = (
+            select(func.max(newer.c.id)).where(newer.c.ticket_id == tickets.c.id).correlate(tickets).scalar_subquery()
+        )
+        query: Select[Any] = (
+            select(
+                *_SUMMARY_COLUMNS,
+                evidence_rails.c.rail,
+                ticket_activity.c.stale_at,
+                *(column.label(f"review_{column.name}") for column in reviews.c),
+            )
+            .outerjoin(evidence_rails, evidence_rails.c.ticket_id == tickets.c.id)
+            .outerjoin(ticket_activity, ticket_activity.c.ticket_id == tickets.c.id)
+            .outerjoin(reviews, reviews.c.id == last)
+            .where(tickets.c.state.in_([state.value for state in states]))
+        )
+        if repository is not None:
+            query = query.where(_same_name(tickets.c.repository, repository))
+        if runner is not None:
+            query = query.where(_same_name(tickets.c.runner, runner))
+        if stale:
+            query = query.where(ticket_activity.c.stale_at.is_not(None), tickets.c.state == WorkState.CLAIMED.value)
+        query = query.order_by(tickets.c.updated_at, tickets.c.id).limit(limit)
+        with self._connect() as connection:
+            return [
+                BoardRow(
+                    _summary(row),
+                    None if row["rail"] is None else dict(row["rail"]),
+                    # only a claim is stale, as the status comment shows it
+                    _maybe_utc(row["stale_at"]) if row["state"] == WorkState.CLAIMED.value else None,
+                    _review({name[7:]: value for name, value in row.items() if name.startswith("review_")}),
+                )
+                for row in connection.execute(query).mappings()
+            ]
+
 
 __all__ = [
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
     "AttemptRecord",
+    "BoardRow",
     "DeliveryRecord",
     "Reads",
     "ReviewRecord",

@@ -23,7 +23,7 @@ from baton.wiring import assemble
 
 from .agents import AgentApi, Refusal, agents_router, readers
 from .api import ReadApi, api_router
-from .home import home_router
+from .board import Board, board_router
 from .mcp_http import McpEndpoint
 from .webhooks import AcksFirst, webhook_router
 
@@ -90,7 +90,9 @@ def create_app(
             identities.close()
             engine.dispose()
 
-    app = FastAPI(title="Baton", version="0.1.0", lifespan=lifespan)
+    # No /docs or /redoc: FastAPI's pages load their scripts from a CDN, and no page Baton serves loads anything
+    # from elsewhere. /openapi.json stays.
+    app = FastAPI(title="Baton", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.work = parts.work
     app.state.inbox = parts.inbox
@@ -100,9 +102,10 @@ def create_app(
     identities = Identities(settings.github_api_url, timeout=settings.github_timeout)
     # Only with an App: who a token belongs to, and what it may read, is asked of GitHub.
     app.state.read_api = ReadApi(engine, settings, readers(parts.intake, identities) if parts.writer else None)
+    app.state.board = Board(settings, app.state.read_api, clock)
     app.state.agent_api = AgentApi(parts.intake, identities, ApiRequests(engine), settings)
     routers = [
-        home_router(settings),
+        board_router(),
         api_router(),
         agents_router(),
         webhook_router(

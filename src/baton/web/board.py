@@ -1,0 +1,322 @@
+"""The board people look at (docs/board.md): `/`, the tickets in columns by work state, and `/t/{owner}/{repo}/{n}`,
+one ticket's three rails and its timeline. Server-rendered from templates/, readable without JavaScript; a
+small inline script fetches `/board` (the columns alone) every few seconds so the page follows the work.
+
+It reads through the read API's own reads (`app.state.read_api`) and says the rails in the status comment's
+words. Until people sign in with GitHub, a session is had by typing the read token once (`session.py`).
+"""
+
+from __future__ import annotations
+
+import functools
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Annotated, Any
+from urllib.parse import parse_qs, urlencode
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from baton.clock import SYSTEM, Clock
+from baton.domain import Ticket, TicketKey, WorkState
+from baton.domain.evidence import EvidenceRail, deployment_text, mismatch_text, repository_text
+from baton.domain.status import Review, work_line
+from baton.github.webhooks import MAX_NUMBER
+from baton.settings import Settings
+from baton.store.evidence_codec import from_dict
+from baton.store.reads import BoardRow, DeliveryRecord, ReviewRecord, TicketSummary
+
+from .agents import web_url
+from .api import ReadApi
+from .session import COOKIE, LIFETIME, Sessions
+
+BOARD_STATES = (WorkState.OPEN, WorkState.CLAIMED, WorkState.DELIVERED, WorkState.ACCEPTED)
+REFRESH_SECONDS = 5
+_IMAGE_ENDINGS = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif")
+
+
+@functools.cache
+def _templates() -> Environment:
+    environment = Environment(
+        loader=PackageLoader("baton.web", "templates"), autoescape=select_autoescape(default=True), trim_blocks=True,
+        lstrip_blocks=True,
+    )  # fmt: skip
+    return environment
+
+
+# ---------------------------------------------------------------------------------------------- what a page shows
+
+
+@dataclass(frozen=True)
+class Rails:
+    work: str
+    repository: str
+    deployment: str
+    mismatch: str | None
+
+
+@dataclass(frozen=True)
+class Card:
+    ref: str  # "octo/shop#42"
+    path: str  # the ticket's page here
+    url: str  # the issue on GitHub
+    title: str
+    state: WorkState
+    runner: str | None
+    attempt: int
+    rails: Rails
+    stale: bool
+    since: datetime
+    for_words: str  # how long it has been in its state, in words
+
+
+@dataclass(frozen=True)
+class Column:
+    state: WorkState
+    cards: list[Card]
+
+
+@dataclass(frozen=True)
+class Filters:
+    repo: str
+    runner: str
+    state: str  # "": the four board states; "all": every state; else one state
+    stale: bool
+
+    def states(self) -> tuple[WorkState, ...]:
+        if self.state == "all":
+            return tuple(WorkState)
+        if self.state:
+            return (WorkState(self.state),)
+        return BOARD_STATES
+
+    def query(self) -> str:
+        """The filters as a query string, without the empty ones."""
+        pairs = {"repo": self.repo, "runner": self.runner, "state": self.state, "stale": "1" if self.stale else ""}
+        return urlencode({name: value for name, value in pairs.items() if value})
+
+
+def for_words(delta: timedelta) -> str:
+    """A duration as a person says it on a board: "under a minute", "5 minutes", "3 hours", "2 days"."""
+    seconds = max(0, int(delta.total_seconds()))
+    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
+        if seconds >= size:
+            count = seconds // size
+            return f"{count} {unit}{'' if count == 1 else 's'}"
+    return "under a minute"
+
+
+def _model(ticket: TicketSummary) -> Ticket:
+    """The work state as the domain words it (the ids are not the board's business)."""
+    return Ticket(TicketKey(0, 0, ticket.number), ticket.repository, ticket.state, ticket.revision, ticket.owner,
+                  ticket.runner, ticket.attempt)  # fmt: skip
+
+
+def rails(ticket: TicketSummary, evidence: dict[str, Any] | None, review: Review | None = None) -> Rails:
+    rail = from_dict(evidence) if evidence else EvidenceRail(ticket.number)
+    return Rails(work_line(_model(ticket), review), repository_text(rail), deployment_text(rail), mismatch_text(rail))
+
+
+def _review(record: ReviewRecord | None) -> Review | None:
+    return None if record is None else Review(record.reviewer, record.independent, record.role)
+
+
+def _card(row: BoardRow, site: str, now: datetime) -> Card:
+    ticket = row.ticket
+    return Card(
+        ref=f"{ticket.repository}#{ticket.number}", path=f"/t/{ticket.repository}/{ticket.number}",
+        url=f"{site}/{ticket.repository}/issues/{ticket.number}", title=ticket.title or "(no title seen yet)",
+        state=ticket.state, runner=ticket.runner, attempt=ticket.attempt,
+        rails=rails(ticket, row.evidence, _review(row.review)),
+        stale=row.stale_at is not None, since=ticket.updated_at, for_words=for_words(now - ticket.updated_at),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A delivery's reported evidence as links: GitHub's pages for the branch, commit and pull request."""
+
+    delivery: DeliveryRecord
+    links: list[tuple[str, str]]  # (words, url)
+    tests: list[str]
+    images: list[str]  # screenshots that are image URLs, shown as thumbnails
+    other: list[str]  # screenshots that are not, shown as links
+
+
+def _evidence(delivery: DeliveryRecord, site: str, repository: str) -> Evidence:
+    reported = delivery.evidence
+    links = []
+    if reported.get("branch"):
+        links.append((f"branch {reported['branch']}", f"{site}/{repository}/tree/{reported['branch']}"))
+    if reported.get("commit"):
+        links.append((f"commit {str(reported['commit'])[:7]}", f"{site}/{repository}/commit/{reported['commit']}"))
+    if reported.get("pr"):
+        links.append((f"pull request #{reported['pr']}", f"{site}/{repository}/pull/{reported['pr']}"))
+    shots = [str(s) for s in reported.get("screenshots", []) if str(s).startswith(("https://", "http://"))]
+    images = [s for s in shots if s.lower().split("?")[0].endswith(_IMAGE_ENDINGS)]
+    return Evidence(delivery, links, [str(t) for t in reported.get("tests", [])], images,
+                    [s for s in shots if s not in images])  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------- routes
+
+
+class Board:
+    """One app's board: its sessions, where GitHub's pages are, and the reads it shares with the read API."""
+
+    def __init__(self, settings: Settings, read_api: ReadApi, clock: Clock = SYSTEM) -> None:
+        self.clock = clock  # Baton's time, the one its records carry: how long a ticket has been in its state
+        self.sessions = Sessions(read_api.token)
+        self.site = web_url(settings.github_api_url)
+        self.read_api = read_api
+        self.app_words = (
+            f"GitHub App {settings.app_id}" if settings.app_id is not None else "no GitHub App (webhooks are off)"
+        )
+
+    def signed_in(self, request: Request) -> bool:
+        return self.sessions.valid(request.cookies.get(COOKIE))
+
+
+def _board(request: Request) -> Board:
+    board: Board = request.app.state.board
+    return board
+
+
+def _page(name: str, status: int = 200, **values: Any) -> HTMLResponse:
+    nonce = secrets.token_urlsafe(12)
+    html = _templates().get_template(name).render(nonce=nonce, refresh=REFRESH_SECONDS, **values)
+    return HTMLResponse(html, status, headers=_headers(nonce))
+
+
+def _headers(nonce: str) -> dict[str, str]:
+    """Nothing but this origin, and the one inline script this response carries; screenshots are the runners'
+    images from wherever they put them."""
+    policy = (
+        f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; img-src 'self' https: http:; "
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    )
+    return {"Content-Security-Policy": policy, "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+
+
+def _gate(board: Board, request: Request, path: str) -> HTMLResponse | None:
+    """The page a visitor sees instead, when the board is off or they have not signed in; None to go on."""
+    if not board.sessions.on:
+        return _page("off.html", 403, app=board.app_words)
+    if not board.signed_in(request):
+        return _page("sign_in.html", app=board.app_words, next=path, error=None)
+    return None
+
+
+def _safe_next(value: str) -> str:
+    """Only a path of this site (never `//elsewhere`), so signing in cannot send anyone away."""
+    return value if value.startswith("/") and not value.startswith("//") and "\\" not in value else "/"
+
+
+def _filters(repo: str, runner: str, state: str, stale: str) -> Filters:
+    known = {s.value for s in WorkState} | {"all", ""}
+    return Filters(repo.strip(), runner.strip().lstrip("@"), state if state in known else "", stale == "1")
+
+
+def _columns(board: Board, filters: Filters) -> list[Column]:
+    rows = board.read_api.reads.board(
+        repository=filters.repo or None, states=filters.states(), runner=filters.runner or None, stale=filters.stale
+    )
+    now = board.clock.now()
+    cards = [_card(row, board.site, now) for row in rows]
+    return [Column(state, [c for c in cards if c.state is state]) for state in filters.states()]
+
+
+Text = Annotated[str, Query(max_length=200)]
+
+
+@functools.cache
+def board_router() -> APIRouter:
+    """The board's routes, made once per process; each finds its app's `Board` on the app."""
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/", response_class=HTMLResponse)
+    def home(request: Request, repo: Text = "", runner: Text = "", state: Text = "", stale: Text = "") -> Response:
+        board = _board(request)
+        filters = _filters(repo, runner, state, stale)
+        gate = _gate(board, request, f"/?{filters.query()}" if filters.query() else "/")
+        if gate is not None:
+            return gate
+        return _page("board.html", filters=filters, columns=_columns(board, filters), states=list(WorkState),
+                     fragment=f"/board?{filters.query()}")  # fmt: skip
+
+    @router.get("/board", response_class=HTMLResponse)
+    def fragment(request: Request, repo: Text = "", runner: Text = "", state: Text = "", stale: Text = "") -> Response:
+        """The columns alone, for the page's script: 401 once the session is gone, so the script stops."""
+        board = _board(request)
+        if not board.signed_in(request):
+            return Response(status_code=401 if board.sessions.on else 403)
+        filters = _filters(repo, runner, state, stale)
+        html = _templates().get_template("columns.html").render(columns=_columns(board, filters))
+        return HTMLResponse(html, headers=_headers(""))
+
+    @router.get("/t/{owner}/{repo}/{number}", response_class=HTMLResponse)
+    def ticket(
+        request: Request,
+        owner: Annotated[str, Path(max_length=100)],
+        repo: Annotated[str, Path(max_length=100)],
+        number: Annotated[int, Path(ge=1, le=MAX_NUMBER)],
+    ) -> Response:
+        board = _board(request)
+        gate = _gate(board, request, f"/t/{owner}/{repo}/{number}")
+        if gate is not None:
+            return gate
+        reads = board.read_api.reads
+        detail = reads.ticket(f"{owner}/{repo}", number)
+        timeline = reads.timeline(f"{owner}/{repo}", number, after=None)
+        if detail is None or timeline is None:
+            return _page("missing.html", 404, ref=f"{owner}/{repo}#{number}")
+        summary = detail.ticket
+        review = _review(detail.reviews[-1] if detail.reviews else None)
+        return _page(
+            "ticket.html", ticket=summary, ref=f"{summary.repository}#{summary.number}",
+            url=f"{board.site}/{summary.repository}/issues/{summary.number}",
+            rails=rails(summary, detail.evidence, review), detail=detail, events=timeline.entries,
+            more=timeline.next is not None,
+            evidence={d.number: _evidence(d, board.site, summary.repository) for d in detail.deliveries},
+        )  # fmt: skip
+
+    @router.post("/sign-in", response_class=HTMLResponse)
+    async def sign_in(request: Request) -> Response:
+        board = _board(request)
+        if not board.sessions.on:
+            return _page("off.html", 403, app=board.app_words)
+        form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=4)
+        token, target = form.get("token", [""])[0], _safe_next(form.get("next", ["/"])[0])
+        if not board.sessions.is_token(token):
+            return _page("sign_in.html", 401, app=board.app_words, next=target, error="That is not the read token.")
+        return _signed_in(request, board, target)
+
+    @router.get("/sign-in/{code}")
+    def sign_in_once(request: Request, code: Annotated[str, Path(max_length=100)]) -> Response:
+        """A one-time link (`baton demo` prints one): a session, then the board, without the code in its URL."""
+        board = _board(request)
+        if not board.sessions.on:
+            return _page("off.html", 403, app=board.app_words)
+        if not board.sessions.redeem(code):
+            error = "That sign-in link was used already or has expired; type the read token instead."
+            return _page("sign_in.html", 401, app=board.app_words, next="/", error=error)
+        return _signed_in(request, board, "/")
+
+    @router.post("/sign-out")
+    def sign_out() -> Response:
+        response = RedirectResponse("/", 303)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    return router
+
+
+def _signed_in(request: Request, board: Board, target: str) -> Response:
+    response = RedirectResponse(target, 303)
+    response.set_cookie(
+        COOKIE, board.sessions.issue(), max_age=LIFETIME, path="/", httponly=True, samesite="lax",
+        secure=request.url.scheme == "https",
+    )  # fmt: skip
+    return response

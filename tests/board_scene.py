@@ -1,0 +1,59 @@
+"""One reference story, played once per test module through a real Baton against the stand-in GitHub, for the
+board's tests: then four days pass on Baton's clock and its sweep flags the claim left quiet (#2) stale."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+
+from baton.clock import ManualClock
+from baton.demo.stage import Stage
+from baton.demo.story import play
+from corpus import missing
+from github_standin.contract import Contract, ContractUnavailable
+
+TOKEN = "board-read-token"
+# A client of these tests' own, its cookie jar emptied after each call: a session is sent only where a test says.
+CLIENT = httpx.Client(timeout=10)
+TASK, OTHER, PULL = 1, 2, 3
+
+
+@contextmanager
+def played(folder: Path, migrated: Path) -> Iterator[Stage]:
+    try:
+        Contract.load()
+    except ContractUnavailable as error:
+        missing(str(error))
+    database = folder / "baton.db"
+    database.write_bytes(migrated.read_bytes())
+    clock = ManualClock()
+    with Stage.open(f"sqlite:///{database}", api_token=TOKEN, clock=clock) as stage:
+        play(stage, lambda line: None)
+        clock.advance(timedelta(days=4, hours=1))
+        assert stage.app.state.parts.sweep.sweep().flagged == 1
+        yield stage
+        assert stage.hub.all_problems() == []
+    stage.app.state.work.units.engine.dispose()
+
+
+def call(baton: str, method: str, path: str, session: str | None = None, **options: object) -> httpx.Response:
+    headers = {"Cookie": f"baton_session={session}"} if session else {}
+    try:
+        return CLIENT.request(method, f"{baton}{path}", headers=headers, **options)  # type: ignore[arg-type]
+    finally:
+        CLIENT.cookies.clear()
+
+
+def sign_in(baton: str, token: str = TOKEN, target: str = "/") -> httpx.Response:
+    return call(baton, "POST", "/sign-in", data={"token": token, "next": target})
+
+
+def session(baton: str) -> str:
+    """A session cookie's value, as the sign-in form gives it for the read token."""
+    answer = sign_in(baton)
+    assert answer.status_code == 303, answer.text
+    return answer.cookies["baton_session"]

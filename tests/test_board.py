@@ -1,0 +1,220 @@
+"""The board (`/`) and the ticket page (`/t/…`), after the reference story was played through a real Baton
+against the stand-in GitHub: what they show, who may see them, and that no page loads anything from elsewhere.
+The same pages in a real Chromium: tests/test_board_browser.py."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from baton.demo.stage import Stage
+from baton.settings import Settings
+from baton.web import create_app
+from board_scene import OTHER, PULL, TASK, TOKEN, call, played, session, sign_in
+from github_standin.serving import Served
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory: pytest.TempPathFactory, migrated_sqlite_file: Path) -> Iterator[Stage]:
+    with played(tmp_path_factory.mktemp("board"), migrated_sqlite_file) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def cookie(stage: Stage) -> str:
+    return session(stage.baton_url)
+
+
+class _Page(HTMLParser):
+    """A page's columns and cards, and every address it loads something from."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.columns: dict[str, list[str]] = {}
+        self.loads: list[str] = []  # src of scripts, images, frames; href of stylesheets and icons
+        self._column: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "h2" and (found.get("id") or "").startswith("col-"):
+            self._column = (found["id"] or "")[4:]
+            self.columns[self._column] = []
+        if tag == "li" and found.get("data-ticket") and self._column is not None:
+            self.columns[self._column].append(found["data-ticket"] or "")
+        if tag in ("script", "img", "iframe", "embed", "source", "audio", "video") and found.get("src"):
+            self.loads.append(found["src"] or "")
+        if tag == "link" and found.get("href"):
+            self.loads.append(found["href"] or "")
+        if tag == "object" and found.get("data"):
+            self.loads.append(found["data"] or "")
+
+
+def page(html: str) -> _Page:
+    parsed = _Page()
+    parsed.feed(html)
+    return parsed
+
+
+def card(html: str, ref: str) -> str:
+    """One card's HTML."""
+    start = html.index(f'data-ticket="{ref}"')
+    return html[start : html.index("</li>\n", start)]
+
+
+def test_the_board_shows_each_ticket_in_the_column_of_its_state(stage: Stage, cookie: str) -> None:
+    answer = call(stage.baton_url, "GET", "/", cookie)
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
+    board = page(answer.text)
+    assert board.columns == {"open": [], "claimed": [f"octo/shop#{OTHER}"], "delivered": [], "accepted": [
+        f"octo/shop#{TASK}"]}  # fmt: skip
+
+    task = card(answer.text, f"octo/shop#{TASK}")
+    assert "Add an empty state to the billing history view" in task
+    assert f'href="{stage.github_url}/octo/shop/issues/{TASK}"' in task and f'href="/t/octo/shop/{TASK}"' in task
+    runner = re.search(r"@(agent-[ab]), attempt 2", task)
+    assert runner is not None
+    assert f"Accepted by @maria — attempt 2 by @{runner[1]}" in task
+    assert f'data-rail="repository">Pull request #{PULL} merged (merge commit' in task
+    assert 'data-rail="deployment">Deployed to production (' in task
+    assert "Stale" not in task and "accepted for <time" in task
+
+    other = card(answer.text, f"octo/shop#{OTHER}")
+    assert "Fix the date format on invoices" in other and "attempt 1" in other
+    # four days on Baton's clock since the claim: flagged stale by the sweep
+    assert '<span class="stale">Stale</span>' in other and ">4 days</time>" in other
+    assert 'data-rail="repository">Unreported' in other and 'data-rail="deployment">Not deployed' in other
+
+
+def test_filters_are_query_parameters_a_plain_form_keeps(stage: Stage, cookie: str) -> None:
+    def columns(query: str) -> dict[str, list[str]]:
+        return page(call(stage.baton_url, "GET", f"/?{query}", cookie).text).columns
+
+    assert columns("state=claimed") == {"claimed": [f"octo/shop#{OTHER}"]}
+    assert columns("stale=1") == {"open": [], "claimed": [f"octo/shop#{OTHER}"], "delivered": [], "accepted": []}
+    assert list(columns("state=all")) == ["draft", "open", "claimed", "delivered", "accepted", "withdrawn"]
+    assert columns("repo=OCTO/Shop&state=accepted") == {"accepted": [f"octo/shop#{TASK}"]}
+    assert columns("repo=octo/elsewhere&state=accepted") == {"accepted": []}
+    runner = re.search(r"@(agent-[ab]), attempt 2", call(stage.baton_url, "GET", "/", cookie).text)
+    assert runner is not None
+    assert columns(f"runner=@{runner[1].upper()}&state=all")["accepted"] == [f"octo/shop#{TASK}"]
+    assert columns(f"runner={runner[1]}&state=all")["claimed"] == []
+
+    kept = call(stage.baton_url, "GET", "/?repo=octo/shop&runner=agent-a&state=claimed&stale=1", cookie).text
+    assert '<form method="get" action="/"' in kept
+    assert 'name="repo" value="octo/shop"' in kept and 'name="runner" value="agent-a"' in kept
+    assert '<option value="claimed" selected>' in kept and 'value="1" checked' in kept
+    for control in ("f-repo", "f-runner", "f-state", "f-stale"):
+        assert f'<label for="{control}"' in kept
+    # the script re-fetches the same filters
+    assert 'data-fragment="/board?repo=octo%2Fshop&amp;runner=agent-a&amp;state=claimed&amp;stale=1"' in kept
+
+
+def test_the_fragment_is_the_columns_alone(stage: Stage, cookie: str) -> None:
+    fragment = call(stage.baton_url, "GET", "/board?state=claimed", cookie)
+    assert fragment.status_code == 200 and fragment.text.startswith('<div class="columns">')
+    assert page(fragment.text).columns == {"claimed": [f"octo/shop#{OTHER}"]}
+    assert call(stage.baton_url, "GET", "/board").status_code == 401
+
+
+def test_the_ticket_page_shows_the_rails_deliveries_reviews_and_timeline(stage: Stage, cookie: str) -> None:
+    answer = call(stage.baton_url, "GET", f"/t/OCTO/shop/{TASK}", cookie)
+    assert answer.status_code == 200
+    html = answer.text
+    assert f"<h2>octo/shop#{TASK} Add an empty state to the billing history view</h2>" in html
+    assert 'data-rail="work">Accepted by @maria — attempt 2' in html
+    assert f'data-rail="repository">Pull request #{PULL} merged' in html
+    assert 'data-rail="deployment">Deployed to production' in html
+    assert html.count('<li class="delivery">') == 2
+    branch = f"{TASK}-empty-state"
+    assert f'<a href="{stage.github_url}/octo/shop/tree/{branch}">branch {branch}</a>' in html
+    assert f'href="{stage.github_url}/octo/shop/commit/' in html
+    assert "<details><summary>Test output 1</summary><pre>12 passed in 1.2s" in html
+    assert "<pre>14 passed in 1.2s" in html
+    assert html.count('<img class="shot" src="https://example.test/billing-390.png"') == 2
+    reviews = re.findall(r'<li class="review">(.*?)</li>', html, re.S)
+    assert [r.split("</strong>")[0] for r in reviews] == ["<strong>Sent back", "<strong>Accepted"]
+    assert all("by @maria as reviewer" in r and "independent" in r and "self-verified" not in r for r in reviews)
+    timeline = re.findall(r'<li data-rail="(\w+)">.*?<strong>([^<]+)</strong>', html, re.S)
+    assert ("work", "claimed") in timeline and ("work", "accepted") in timeline
+    assert ("repository", "pull request") in timeline and ("deployment", "deployment status") in timeline
+
+    unknown = call(stage.baton_url, "GET", "/t/octo/shop/99", cookie)
+    assert unknown.status_code == 404 and "Baton does not track octo/shop#99" in unknown.text
+
+
+def test_the_token_is_asked_for_once_and_kept_in_a_signed_cookie(
+    stage: Stage, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    for path in ("/", f"/t/octo/shop/{TASK}"):
+        form = call(stage.baton_url, "GET", path)
+        assert form.status_code == 200 and 'name="token" type="password"' in form.text
+        assert f'name="next" value="{path}"' in form.text and "octo/shop#" not in form.text
+
+    wrong = sign_in(stage.baton_url, "not-the-token")
+    assert wrong.status_code == 401 and "That is not the read token." in wrong.text
+    assert "set-cookie" not in wrong.headers and 'name="token"' in wrong.text
+
+    right = sign_in(stage.baton_url, target=f"/t/octo/shop/{TASK}")
+    assert right.status_code == 303 and right.headers["location"] == f"/t/octo/shop/{TASK}"
+    flags = {part.strip().lower() for part in right.headers["set-cookie"].split(";")}
+    assert {"httponly", "samesite=lax", "path=/", "max-age=43200"} <= flags  # twelve hours
+    value = right.cookies["baton_session"]
+    assert TOKEN not in value and call(stage.baton_url, "GET", "/", value).status_code == 200
+    assert TOKEN not in caplog.text and TOKEN not in right.text + wrong.text
+
+    # a cookie changed by a byte, or made up, is no session
+    forged = value[:-1] + ("0" if value[-1] != "0" else "1")
+    for cookie in (forged, "4102444800.00.00", "x"):
+        assert 'name="token"' in call(stage.baton_url, "GET", "/", cookie).text
+    # signing in never sends anyone to another site
+    assert sign_in(stage.baton_url, target="//elsewhere.example/").headers["location"] == "/"
+    assert sign_in(stage.baton_url, target="https://elsewhere.example/").headers["location"] == "/"
+
+    out = call(stage.baton_url, "POST", "/sign-out", value)
+    assert out.status_code == 303 and 'baton_session=""' in out.headers["set-cookie"]
+
+
+def test_a_one_time_link_signs_in_once(stage: Stage) -> None:
+    code = stage.app.state.board.sessions.link()
+    first = call(stage.baton_url, "GET", f"/sign-in/{code}")
+    assert first.status_code == 303 and first.headers["location"] == "/" and "baton_session" in first.cookies
+    again = call(stage.baton_url, "GET", f"/sign-in/{code}")
+    assert again.status_code == 401 and "used already or has expired" in again.text
+
+
+def test_without_a_read_token_the_board_is_off(sqlite_url: str) -> None:
+    app = create_app(Settings(database_url=sqlite_url))
+    with Served(app) as baton:
+        for path in ("/", f"/t/octo/shop/{TASK}"):
+            off = call(baton.url, "GET", path)
+            assert off.status_code == 403 and "The board is off" in off.text and "BATON_API_TOKEN" in off.text
+            assert "This Baton serves no GitHub App (webhooks are off)." in off.text
+        assert call(baton.url, "GET", "/board").status_code == 403
+        assert call(baton.url, "POST", "/sign-in", data={"token": ""}).status_code == 403
+    app.state.work.units.engine.dispose()
+
+
+def test_no_page_loads_anything_from_another_origin(stage: Stage, cookie: str) -> None:
+    pages = ["/", "/?state=all", f"/t/octo/shop/{TASK}", f"/t/octo/shop/{OTHER}", "/t/octo/shop/99"]
+    baton = stage.baton_url
+    answers = [call(baton, "GET", path, cookie) for path in pages] + [call(baton, "GET", "/"), sign_in(baton, "x")]
+    screenshots = {"https://example.test/billing-390.png", "https://example.test/billing-1280.png"}
+    for answer in answers:
+        html = answer.text
+        loads = page(html).loads
+        # only the runners' screenshots, which are what they reported, come from elsewhere
+        assert all(urlparse(src).netloc == "" or src in screenshots for src in loads), loads
+        assert "@import" not in html and not re.search(r"url\(\s*['\"]?(https?:)?//", html)
+        policy = answer.headers["content-security-policy"]
+        assert "default-src 'none'" in policy and "script-src 'nonce-" in policy
+    # FastAPI's own pages load Swagger UI and ReDoc from a CDN: they are not served; the description is
+    for path in ("/docs", "/redoc", "/docs/oauth2-redirect"):
+        assert call(stage.baton_url, "GET", path).status_code == 404
+    assert call(stage.baton_url, "GET", "/openapi.json").json()["info"]["title"] == "Baton"
