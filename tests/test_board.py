@@ -1,5 +1,6 @@
-"""The board (`/`) and the ticket page (`/t/…`), after the reference story was played through a real Baton
-against the stand-in GitHub: what they show, who may see them, and that no page loads anything from elsewhere.
+"""The board (`/`), the ticket page (`/t/…`) and the charts (`/charts`), after the reference story was played
+through a real Baton against the stand-in GitHub: what they show, who may see them, and that no page loads
+anything from elsewhere.
 The same pages in a real Chromium: tests/test_board_browser.py."""
 
 from __future__ import annotations
@@ -202,7 +203,7 @@ def test_without_a_read_token_the_board_is_off(sqlite_url: str) -> None:
 
 
 def test_no_page_loads_anything_from_another_origin(stage: Stage, cookie: str) -> None:
-    pages = ["/", "/?state=all", f"/t/octo/shop/{TASK}", f"/t/octo/shop/{OTHER}", "/t/octo/shop/99"]
+    pages = ["/", "/?state=all", "/charts", f"/t/octo/shop/{TASK}", f"/t/octo/shop/{OTHER}", "/t/octo/shop/99"]
     baton = stage.baton_url
     answers = [call(baton, "GET", path, cookie) for path in pages] + [call(baton, "GET", "/"), sign_in(baton, "x")]
     screenshots = {"https://example.test/billing-390.png", "https://example.test/billing-1280.png"}
@@ -218,3 +219,48 @@ def test_no_page_loads_anything_from_another_origin(stage: Stage, cookie: str) -
     for path in ("/docs", "/redoc", "/docs/oauth2-redirect"):
         assert call(stage.baton_url, "GET", path).status_code == 404
     assert call(stage.baton_url, "GET", "/openapi.json").json()["info"]["title"] == "Baton"
+
+
+def _table(html: str, key: str) -> dict[str, list[str]]:
+    """A chart's table: week -> its cells."""
+    body = html[html.index(f'<table id="t-{key}">') :]
+    body = body[: body.index("</table>")]
+    return {week: re.findall(r"<td>([^<]*)</td>", cells) for week, cells in
+            re.findall(r'<tr><th scope="row">([^<]+)</th>(.*?)</tr>', body)}  # fmt: skip
+
+
+def test_the_charts_show_the_story_s_week(stage: Stage, cookie: str) -> None:
+    answer = call(stage.baton_url, "GET", "/charts", cookie)
+    assert answer.status_code == 200 and '<a href="/charts">Charts</a>' in answer.text
+    html = answer.text
+    titles = re.findall(r'<svg role="img" aria-labelledby="([\w-]+)-title \1-desc" viewBox="[^"]+" width="100%"'
+                        r'.*?<title id="\1-title">([^<]+)</title><desc id="\1-desc">[^<]+</desc>', html)  # fmt: skip
+    assert titles == [
+        ("to-delivery", "Median hours from claim to first delivery, per week"),
+        ("to-acceptance", "Median hours from delivery to acceptance, per week"),
+        ("accepted", "Tasks accepted per week"),
+    ]
+    detail = stage.app.state.read_api.reads.ticket("octo/shop", TASK)
+    week = "{}-W{:02d}".format(*detail.reviews[-1].created_at.isocalendar()[:2])
+    delivered = {"{}-W{:02d}".format(*d.created_at.isocalendar()[:2]) for d in detail.deliveries}
+    accepted = _table(html, "accepted")
+    # twelve weeks, up to the one holding Baton's clock (four days after the story)
+    now = stage.app.state.board.clock.now()
+    assert len(accepted) == 12 and list(accepted)[-1] == "{}-W{:02d}".format(*now.isocalendar()[:2])
+    assert accepted[week] == ["1"] and sum(int(cells[0]) for cells in accepted.values()) == 1
+    # the story happens at once on the clock: each time is under a tenth of an hour
+    assert _table(html, "to-acceptance")[week] == ["0.0", "1"]
+    to_delivery = _table(html, "to-delivery")
+    # #1 was delivered twice, once per attempt (sent back, then accepted); #2 was only claimed
+    assert sum(int(cells[1]) for cells in to_delivery.values()) == 2
+    assert all(to_delivery[w][0] == "0.0" for w in delivered)
+    assert html.count("<rect ") == len(delivered) + 2
+
+    elsewhere = call(stage.baton_url, "GET", "/charts?repo=octo/elsewhere", cookie).text
+    assert all(cells == ["0"] for cells in _table(elsewhere, "accepted").values()) and "<rect " not in elsewhere
+    assert 'name="repo" value="octo/elsewhere"' in elsewhere
+    assert _table(call(stage.baton_url, "GET", "/charts?repo=OCTO/SHOP", cookie).text, "accepted")[week] == ["1"]
+
+    signed_out = call(stage.baton_url, "GET", "/charts?repo=octo/shop")
+    assert signed_out.status_code == 200 and 'name="token" type="password"' in signed_out.text
+    assert 'name="next" value="/charts?repo=octo%2Fshop"' in signed_out.text and "<svg" not in signed_out.text

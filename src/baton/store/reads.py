@@ -25,9 +25,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, bindparam, func, select
 
 from baton.domain import WorkState
+from baton.domain.weekly import FLOW_EVENTS, WorkTime
 
 from .engine import READ_ONLY
-from .tables import attempts, deliveries, evidence_rails, reviews, ticket_activity, tickets
+from .tables import attempts, deliveries, events, evidence_rails, reviews, ticket_activity, tickets
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
@@ -323,6 +324,28 @@ class Reads:
                     _review({name[7:]: value for name, value in row.items() if name.startswith("review_")}),
                 )
                 for row in connection.execute(query).mappings()
+            ]
+
+    def work_times(self, *, since: datetime, repository: str | None = None) -> list[WorkTime]:
+        """The claim, assignment, send-back, delivery and acceptance times of every ticket with one of them at
+        or after `since`, in one statement: all of such a ticket's, so an attempt begun before `since` still
+        has its start (the charts, domain/weekly.py)."""
+        kinds = sorted(FLOW_EVENTS)
+        recent = select(events.c.ticket_id).where(
+            events.c.type.in_(kinds), events.c.created_at >= since.astimezone(UTC)
+        )
+        query = (
+            select(events.c.ticket_id, events.c.type, events.c.attempt, events.c.created_at)
+            .where(events.c.type.in_(kinds), events.c.ticket_id.in_(recent))
+            .order_by(events.c.id)
+        )
+        if repository is not None:
+            query = query.join(tickets, tickets.c.id == events.c.ticket_id).where(
+                _same_name(tickets.c.repository, repository)
+            )
+        with self._connect() as connection:
+            return [
+                WorkTime(row.ticket_id, row.type, row.attempt, utc(row.created_at)) for row in connection.execute(query)
             ]
 
 

@@ -23,6 +23,7 @@ from baton.clock import SYSTEM, Clock
 from baton.domain import Ticket, TicketKey, WorkState
 from baton.domain.evidence import EvidenceRail, deployment_text, mismatch_text, repository_text
 from baton.domain.status import Review, work_line
+from baton.domain.weekly import Week, first_monday, weekly
 from baton.github.webhooks import MAX_NUMBER
 from baton.settings import Settings
 from baton.store.evidence_codec import from_dict
@@ -30,6 +31,7 @@ from baton.store.reads import BoardRow, DeliveryRecord, ReviewRecord, TicketSumm
 
 from .agents import web_url
 from .api import ReadApi
+from .charts import Series, bar_chart
 from .session import COOKIE, LIFETIME, Sessions
 
 BOARD_STATES = (WorkState.OPEN, WorkState.CLAIMED, WorkState.DELIVERED, WorkState.ACCEPTED)
@@ -160,6 +162,26 @@ def _evidence(delivery: DeliveryRecord, site: str, repository: str) -> Evidence:
                     [s for s in shots if s not in images])  # fmt: skip
 
 
+def _charts(weeks: list[Week]) -> list[tuple[Series, list[tuple[str, str, int]]]]:
+    """The three charts, each with its table's rows: (week, figure in words, how many it is made of)."""
+    labels = tuple(week.label for week in weeks)
+
+    def hours(value: float | None) -> str:
+        return "—" if value is None else f"{value:.1f}"
+
+    delivery = Series("to-delivery", "Median hours from claim to first delivery, per week", "hours", labels,
+                      tuple(w.median_to_delivery for w in weeks))  # fmt: skip
+    acceptance = Series("to-acceptance", "Median hours from delivery to acceptance, per week", "hours", labels,
+                        tuple(w.median_to_acceptance for w in weeks))  # fmt: skip
+    accepted = Series("accepted", "Tasks accepted per week", "tasks", labels,
+                      tuple(float(w.accepted) for w in weeks), whole=True)  # fmt: skip
+    return [
+        (delivery, [(w.label, hours(w.median_to_delivery), len(w.to_delivery)) for w in weeks]),
+        (acceptance, [(w.label, hours(w.median_to_acceptance), len(w.to_acceptance)) for w in weeks]),
+        (accepted, [(w.label, str(w.accepted), w.accepted) for w in weeks]),
+    ]
+
+
 # ---------------------------------------------------------------------------------------------- routes
 
 
@@ -281,6 +303,18 @@ def board_router() -> APIRouter:
             more=timeline.next is not None,
             evidence={d.number: _evidence(d, board.site, summary.repository) for d in detail.deliveries},
         )  # fmt: skip
+
+    @router.get("/charts", response_class=HTMLResponse)
+    def charts(request: Request, repo: Text = "") -> Response:
+        board = _board(request)
+        filters = _filters(repo, "", "", "")
+        gate = _gate(board, request, f"/charts?{filters.query()}" if filters.query() else "/charts")
+        if gate is not None:
+            return gate
+        now = board.clock.now()
+        times = board.read_api.reads.work_times(since=first_monday(now), repository=filters.repo or None)
+        shown = [(series, bar_chart(series), rows) for series, rows in _charts(weekly(times, now))]
+        return _page("charts.html", filters=filters, charts=shown)
 
     @router.post("/sign-in", response_class=HTMLResponse)
     async def sign_in(request: Request) -> Response:
