@@ -1,4 +1,4 @@
-"""The board and the ticket page in a real Chromium (Debian's `chromium`, driven by Playwright), after the
+"""The board, the ticket page and the charts in a real Chromium (Debian's `chromium`, driven by Playwright), after the
 reference story was played through a real Baton against the stand-in GitHub: at a phone's width and a laptop's,
 they render with no sideways scrolling, every card shows its three rails, nothing loads from another origin,
 and axe-core finds no serious or critical accessibility violation. Screenshots are kept in the test's folder.
@@ -81,14 +81,23 @@ def test_the_board_and_a_ticket_in_chromium(browser: Any, stage: Stage, size: st
         page.wait_for_url(f"{stage.baton_url}/")
         assert page.title() == "Baton — board"
 
-        for path in ("/", f"/t/octo/shop/{TASK}", f"/t/octo/shop/{OTHER}"):
+        for path in ("/", f"/t/octo/shop/{TASK}", f"/t/octo/shop/{OTHER}", "/charts"):
             page.goto(f"{stage.baton_url}{path}")
+            # the charts' tables are folded: open, so they are measured and checked too
+            page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
             name = path.strip("/").replace("/", "-") or "board"
             page.screenshot(path=str(tmp_path / f"{name}-{size}.png"), full_page=True)
             assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), (
                 f"{path} scrolls sideways"
             )
             assert _violations(page) == [], path
+
+        # three pictures, each an image with a name, as far as the browser's accessibility tree says
+        page.goto(f"{stage.baton_url}/charts")
+        assert page.get_by_role("img", name="Tasks accepted per week").is_visible()
+        assert page.get_by_role("img").count() == 3
+        sizes = page.evaluate("[...document.querySelectorAll('svg')].map(s => s.getBoundingClientRect().right)")
+        assert len(sizes) == 3 and all(right <= width for right in sizes), sizes
 
         page.goto(f"{stage.baton_url}/")
         rails = page.evaluate("""() => [...document.querySelectorAll('li.card')].map(card =>
@@ -112,4 +121,4 @@ def test_the_board_and_a_ticket_in_chromium(browser: Any, stage: Stage, size: st
     # the runners' screenshots are the only things a page asked another origin for
     assert set(elsewhere) <= {"https://example.test/billing-390.png", "https://example.test/billing-1280.png"}
     assert sorted(p.name for p in tmp_path.glob("*.png")) == sorted(
-        f"{n}-{size}.png" for n in ("board", f"t-octo-shop-{TASK}", f"t-octo-shop-{OTHER}"))  # fmt: skip
+        f"{n}-{size}.png" for n in ("board", f"t-octo-shop-{TASK}", f"t-octo-shop-{OTHER}", "charts"))  # fmt: skip

@@ -68,8 +68,8 @@ def test_times_outside_the_twelve_weeks_are_left_out() -> None:
 
 
 def test_the_svg_has_a_title_a_description_and_a_bar_per_value() -> None:
-    assert [top_of(v, False) for v in (0, 0.4, 3, 7.5, 30)] == [1.0, 0.5, 5.0, 10.0, 50.0]
-    assert [top_of(v, True) for v in (0, 1, 3)] == [2.0, 2.0, 5.0]
+    assert [top_of(v, False) for v in (0, 0.001, 3, 7.5, 30)] == [1.0, 1.0, 5.0, 10.0, 50.0]
+    assert [top_of(v, True) for v in (0, 1, 3, 11)] == [2.0, 2.0, 5.0, 20.0]
     series = Series("x", "Tasks accepted per week", "tasks", ("2026-W48", "2026-W49"), (None, 3.0), whole=True)
     svg = str(bar_chart(series))
     assert svg.startswith('<svg role="img" aria-labelledby="x-title x-desc" viewBox="0 0 480 250" width="100%"')

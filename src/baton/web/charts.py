@@ -34,14 +34,16 @@ class Series:
 
 
 def top_of(largest: float, whole: bool) -> float:
-    """The value axis's top: the largest value rounded up to 1, 2 or 5 times a power of ten."""
-    if largest <= 0:
-        return 1.0 if not whole else 2.0
+    """The value axis's top: the largest value rounded up to 1, 2 or 5 times a power of ten, and at least one
+    hour (or two tasks), so minutes show as the short bars they are rather than filling the chart."""
+    floor = 2.0 if whole else 1.0
+    if largest <= floor:
+        return floor
     power = 10 ** math.floor(math.log10(largest))
     for step in (1, 2, 5, 10):
         if largest <= step * power:
             top = step * power
-            return float(max(2, math.ceil(top))) if whole else float(top)
+            return float(top)
     return float(10 * power)  # not reached
 
 
