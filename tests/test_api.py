@@ -21,6 +21,7 @@ from sqlalchemy.engine import make_url
 
 from baton.domain import Actor, Command, Evidence, Permission, Policy, RepositoryKey, TicketKey, WorkState
 from baton.domain.evidence import PullRequestFact, Repository, Sighting
+from baton.domain.weekly import weekly
 from baton.linking import pull_request_links
 from baton.service import work as service_work
 from baton.service.work import Issue, WorkService
@@ -844,3 +845,19 @@ def test_openapi_documents_the_three_routes_their_shapes_and_the_auth(client: Te
     assert parameters["state"]["schema"]["enum"] == [state.value for state in WorkState]
     limit = parameters["limit"]["schema"]
     assert (limit["default"], limit["minimum"], limit["maximum"]) == (100, 1, 500)
+
+
+def test_the_charts_read_has_each_ticket_s_whole_flow_since_a_moment(app: FastAPI, rail: Rail) -> None:
+    full_life(rail)
+    rail.do(ZOO, 1, Command("claim"), AGENT_B, 50)
+    rail.do(ZOO, 1, Command("deliver", text="Done.", evidence=FIRST), AGENT_B, 110)
+    reads = Reads(app.state.work.units.engine)
+    shop = reads.work_times(since=T0 + timedelta(minutes=25), repository="OCTO/shop")
+    # the claim before `since` comes too: the attempt it began ends after
+    assert [(t.type, t.attempt, t.at) for t in shop] == [
+        ("claimed", 1, T0), ("delivered", 1, T0 + timedelta(minutes=10)), ("sent_back", 2, T0 + timedelta(minutes=20)),
+        ("delivered", 2, T0 + timedelta(minutes=30)), ("accepted", 2, T0 + timedelta(minutes=40)),
+    ]  # fmt: skip
+    assert reads.work_times(since=T0 + timedelta(days=1)) == []
+    week = weekly(reads.work_times(since=T0), T0 + timedelta(hours=3))[-1]
+    assert sorted(week.to_delivery) == [1 / 6, 1 / 6, 1.0] and week.to_acceptance == (1 / 6,) and week.accepted == 1
