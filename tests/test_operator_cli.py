@@ -76,11 +76,13 @@ def test_a_setting_baton_cannot_read_is_named_in_one_line(
 ) -> None:
     monkeypatch.setenv("BATON_PORT", "eighty")
     monkeypatch.setenv("BATON_WORKER", "sometimes")
+    monkeypatch.setenv("BATON_REDELIVER_EVERY", "-5")  # 0 turns the sweep off; below it means nothing
     assert main(["refused"]) == 2
     said = capsys.readouterr().err
     assert said.count("\n") == 1 and said.startswith("baton: "), said
     assert "BATON_PORT='eighty': Input should be a valid integer" in said
     assert "BATON_WORKER='sometimes': Input should be 'inprocess' or 'external'" in said
+    assert "BATON_REDELIVER_EVERY='-5': Input should be greater than or equal to 0" in said
 
 
 def test_a_database_never_migrated_is_told_how_to_migrate(

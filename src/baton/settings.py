@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import SecretStr, ValidationInfo, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -40,13 +40,14 @@ class Settings(BaseSettings):
     writes_per_hour: int = 500
     writers: int = 4  # threads writing to GitHub per process, each for one installation at a time
     # Seconds between sweeps of GitHub's webhook delivery log for missed deliveries (`baton serve`); 0: off.
-    redeliver_every: float = 300.0
+    redeliver_every: float = Field(300.0, ge=0)
     spool_dir: str = "./baton-spool"  # deliveries received while the database is unreachable wait here
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"  # Baton's own loggers (and uvicorn's)
     log_format: Literal["text", "json"] = "text"  # json: one object per line, the fields as keys
-    metrics_port: int | None = None  # `baton worker` serves /metrics on BATON_HOST:this port (unset: none)
+    # `baton worker` serves /metrics on BATON_HOST:this port (unset: none; 0: any free port)
+    metrics_port: int | None = Field(None, ge=0, le=65535)
 
     @field_validator("log_level", "log_format", mode="before")
     @classmethod
