@@ -104,6 +104,15 @@ def showing(state: str, *also: str) -> Callable[[Seen], bool]:
     return check
 
 
+def at_once(act: Callable[[str], None], people: tuple[str, str]) -> None:
+    """Each person acts on a thread of their own; their comments reach GitHub together (a barrier)."""
+    threads = [threading.Thread(target=act, args=(who,)) for who in people]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def play(stage: Stage, say: Callable[[str], None] = print) -> dict[str, Seen]:
     """Play the reference story; returns what the task's issue showed after each step, by step name."""
     name = stage.full_name
@@ -125,11 +134,7 @@ def play(stage: Stage, say: Callable[[str], None] = print) -> dict[str, Seen]:
     def claim(person_name: str) -> None:
         (agent_a if person_name == "agent-a" else agent_b).comment(name, task, "/claim", together=barrier)
 
-    racers = [threading.Thread(target=claim, args=(who,)) for who in ("agent-a", "agent-b")]
-    for racer in racers:
-        racer.start()
-    for racer in racers:
-        racer.join()
+    at_once(claim, ("agent-a", "agent-b"))
     after["raced"] = wait_for(stage, task, lambda s: showing("claimed")(s) and len(s.replies) >= 1,
                               "one claim applied and the other answered")  # fmt: skip
     winner = after["raced"].assignees[0]
@@ -162,9 +167,13 @@ def play(stage: Stage, say: Callable[[str], None] = print) -> dict[str, Seen]:
     say(f"   {work_line(after['delivered again'].status)}; pull request #{pull} opened.")
     say(f"   {rail_lines(after['pull request'].status)}")
 
-    say(f"6. @{winner} tries /accept on #{pull}; so does @visitor. Both are refused.")
-    runner.comment(name, pull, "/accept")
-    visitor.comment(name, pull, "/accept")
+    say(f"6. @{winner} and @visitor both comment /accept on #{pull} at the same moment. Both are refused.")
+    accepting = threading.Barrier(2)
+
+    def accept(person_name: str) -> None:
+        (visitor if person_name == "visitor" else runner).comment(name, pull, "/accept", together=accepting)
+
+    at_once(accept, (winner, "visitor"))  # decided together, they share one reply
     after["refused"] = wait_for(stage, pull, lambda s: "@visitor" in "".join(s.replies) and f"@{winner}" in "".join(
         s.replies), "both refusals")  # fmt: skip
     for reply in after["refused"].replies:
