@@ -50,6 +50,7 @@ from bench.webhook_race import (
     writes,
 )
 from local_http import HTTP
+from processes import stop
 
 ISSUES, CLAIMERS, KILLS = 12, 6, 20
 STATUS_MARKER = "<!-- baton:status -->"
@@ -90,13 +91,7 @@ class Fleet:
             self.processes[index] = self.start(index)
 
     def __exit__(self, *exc: object) -> None:
-        for process in self.processes:
-            process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop(*self.processes)
 
 
 def send(port: int, delivery: str, body: bytes) -> int | None:

@@ -40,6 +40,7 @@ from baton.web import create_app
 from conftest import scratch_database, url_of
 from github_standin.server import Fault
 from keys import app_key
+from processes import stop
 from test_lanes import open_stage
 from test_webhooks import APP_ID, INSTALLATION, REPOSITORY_ID, SECRET, FakeDirectory, comment
 
@@ -236,10 +237,7 @@ def test_a_delivery_held_by_a_killed_worker_is_taken_back_within_seconds_and_dec
             assert ticket is not None and ticket.state is WorkState.CLAIMED and ticket.runner == "agent-a"
             assert workers[1].poll() is None
         finally:
-            for worker in workers:
-                if worker.poll() is None:
-                    worker.terminate()
-                    worker.wait(15)
+            stop(*workers)
     stage.app.state.work.units.engine.dispose()
     engine.dispose()
 
@@ -289,8 +287,7 @@ def test_a_worker_says_once_that_the_database_is_unreachable_and_once_that_it_is
         Inbox(engine).receive(Incoming("ping-after", "ping", None, None, "{}"))
         until(lambda: _status(engine, "ping-after")[0] == "ignored", 30, "the worker to decide a delivery")
     finally:
-        worker.terminate()
-        worker.wait(15)
+        stop(worker)
         engine.dispose()
     lines = log.read_text().splitlines()
     assert len([line for line in lines if "unreachable" in line]) == 1, lines

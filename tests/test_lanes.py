@@ -33,6 +33,7 @@ from github_standin.contract import Contract, ContractUnavailable
 from github_standin.server import Fault
 from keys import app_key, app_public_key
 from local_http import HTTP
+from processes import stop
 
 TOKEN = "lanes-read-token"
 SHOP = "octo/shop"
@@ -299,10 +300,7 @@ def test_four_worker_processes_never_exceed_the_budget_of_one_installation(postg
                 time.sleep(0.5)
                 log = mine()
         finally:
-            for worker in workers:
-                worker.terminate()
-            for worker in workers:
-                worker.wait(15)
+            stop(*workers)
     engine.dispose()
     times = sorted(w["at"] for w in log if w["installation"] == INSTALLATION)
     # the races want over 40 writes: the per-minute number is reached in the time watched, and held

@@ -41,6 +41,7 @@ from github_standin.serving import Served
 from github_standin.world import Repository, World
 from keys import app_key, app_public_key
 from local_http import HTTP
+from processes import stop
 from test_lanes import open_stage, until
 
 SHOP = "octo/shop"
@@ -336,12 +337,7 @@ class Baton:
 
     def stop(self) -> None:
         if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
+            stop(self.process)
             self.process = None
 
 
