@@ -25,7 +25,7 @@ import pytest
 from githubkit import GitHub, TokenAuthStrategy
 from githubkit.cache import MemCacheStrategy
 
-from corpus import missing
+from corpus import missing, webhook_examples
 from github_standin import shapes
 from github_standin.contract import (
     API_VERSION,
@@ -617,3 +617,24 @@ def test_the_modules_import_without_the_validators() -> None:
         return  # no npm packages here either: the first thing it says
     assert "the validators are not installed (" in done.stdout
     assert "run `pip install -e '.[test]'`" in done.stdout
+
+
+def test_the_fast_webhook_check_refuses_whatever_jsonschema_refuses_in_githubs_examples() -> None:
+    """`webhook_problems` asks jsonschema only once jsonschema-rs found a problem: over every example payload of
+    GitHub's corpus (many of which its own schemas refuse), and each one made invalid on purpose, the two agree."""
+    from github_standin.contract import WEBHOOK_SCHEMAS_FILE, _package_file, _webhook_schemas
+
+    schemas = _webhook_schemas(_package_file(None, WEBHOOK_SCHEMAS_FILE, "@octokit/webhooks-schemas").resolve())
+    compared = refused = 0
+    for event, examples in webhook_examples().items():
+        for example in examples:
+            name = schemas.name(event, example.get("action"))
+            if not isinstance(name, str):
+                continue
+            broken = {**example, "sender": "nobody"}  # a string where GitHub sends an object
+            for payload in (example, broken):
+                valid = not list(schemas.validator(name).iter_errors(payload))
+                assert schemas.accepts(name, payload) == valid, (event, example.get("action"), valid)
+                compared += 1
+                refused += not valid
+    assert compared > 400 and compared / 2 < refused < compared, (compared, refused)
