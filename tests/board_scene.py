@@ -1,8 +1,12 @@
 """One reference story, played once per test module through a real Baton against the stand-in GitHub, for the
-board's tests: then four days pass on Baton's clock and its sweep flags the claim left quiet (#2) stale."""
+board's tests: then four days pass on Baton's clock and its sweep flags the claim left quiet (#2) stale. Then a
+task in the private repository octo/vault is claimed and delivered: @vera may read it (and octo/shop), @maria
+may not. The
+board takes both ways of signing in: the read token, and GitHub (the App's OAuth client)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -12,7 +16,7 @@ import httpx
 
 from baton.clock import ManualClock
 from baton.demo.stage import Stage
-from baton.demo.story import play
+from baton.demo.story import play, seen
 from corpus import missing
 from github_standin.contract import Contract, ContractUnavailable
 
@@ -20,6 +24,8 @@ TOKEN = "board-read-token"
 # A client of these tests' own, its cookie jar emptied after each call: a session is sent only where a test says.
 CLIENT = httpx.Client(timeout=10)
 TASK, OTHER, PULL = 1, 2, 3
+VAULT = "octo/vault"
+SECRET = 1  # the task in octo/vault
 
 
 @contextmanager
@@ -31,13 +37,35 @@ def played(folder: Path, migrated: Path) -> Iterator[Stage]:
     database = folder / "baton.db"
     database.write_bytes(migrated.read_bytes())
     clock = ManualClock()
-    with Stage.open(f"sqlite:///{database}", api_token=TOKEN, clock=clock) as stage:
+    with Stage.open(f"sqlite:///{database}", api_token=TOKEN, clock=clock, oauth=True, hidden=("vault",)) as stage:
         play(stage, lambda line: None)
         clock.advance(timedelta(days=4, hours=1))
         assert stage.app.state.parts.sweep.sweep().flagged == 1
+        _deliver_in_the_vault(stage)
         yield stage
         assert stage.hub.all_problems() == []
     stage.app.state.work.units.engine.dispose()
+
+
+def _deliver_in_the_vault(stage: Stage) -> None:
+    world, vault = stage.hub.world, stage.other("vault")
+    with world.lock:
+        vault.permissions.update({"vera": "maintain", "agent-v": "write"})
+        stage.repository.permissions["vera"] = "read"
+    number = stage.hub.person("vera").open_issue(VAULT, "Rotate the vault's keys")
+    assert number == SECRET
+    _wait(stage, "baton:open")
+    stage.hub.person("agent-v").comment(VAULT, SECRET, "/claim")
+    _wait(stage, "baton:claimed")
+    stage.hub.person("agent-v").comment(VAULT, SECRET, "/deliver The keys are rotated.")
+    _wait(stage, "baton:delivered")
+
+
+def _wait(stage: Stage, label: str) -> None:
+    deadline = time.monotonic() + 30
+    while label not in seen(stage.other("vault"), SECRET, stage.hub.world.lock).labels:
+        assert time.monotonic() < deadline, f"octo/vault#{SECRET} never showed {label}"
+        time.sleep(0.05)
 
 
 def call(baton: str, method: str, path: str, session: str | None = None, **options: object) -> httpx.Response:
