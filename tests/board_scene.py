@@ -85,3 +85,43 @@ def session(baton: str) -> str:
     answer = sign_in(baton)
     assert answer.status_code == 303, answer.text
     return answer.cookies["baton_session"]
+
+
+def github_start(baton: str, target: str = "/") -> httpx.Response:
+    """Baton's `/auth/github`: the way to GitHub, and the cookie holding the sign-in's state."""
+    return call(baton, "GET", "/auth/github", params={"next": target})
+
+
+def github_back(location: str, state_cookie: str | None) -> httpx.Response:
+    """The browser back at Baton's callback (`location`, as GitHub sent it), with the state cookie or none."""
+    headers = {"Cookie": f"baton_sign_in={state_cookie}"} if state_cookie else {}
+    try:
+        return CLIENT.get(location, headers=headers)
+    finally:
+        CLIENT.cookies.clear()
+
+
+def at_github(stage: Stage, login: str, location: str) -> str:
+    """GitHub's authorize page, for `login` signed in at the stand-in: where it sends the browser back."""
+    with stage.hub.world.lock:
+        stage.hub.world.web_login = login
+    authorized = CLIENT.get(location)
+    CLIENT.cookies.clear()
+    assert authorized.status_code == 302, authorized.text
+    return authorized.headers["location"]
+
+
+def github_session(stage: Stage, login: str, target: str = "/") -> str:
+    """A session cookie's value, as signing in with GitHub as `login` gives it, followed as a browser does."""
+    start = github_start(stage.baton_url, target)
+    assert start.status_code == 303, start.text
+    back = github_back(at_github(stage, login, start.headers["location"]), start.cookies["baton_sign_in"])
+    assert back.status_code == 303 and back.headers["location"] == target, back.text
+    return back.cookies["baton_session"]
+
+
+def user_tokens(stage: Stage, login: str) -> list[str]:
+    """The user access tokens the stand-in gave `login` through the App's OAuth client."""
+    with stage.hub.world.lock:
+        return [token for token, who in stage.hub.world.user_tokens.items()
+                if who == login and token in stage.hub.world.token_apps]  # fmt: skip
