@@ -33,12 +33,13 @@ from cryptography.fernet import Fernet, InvalidToken
 
 from baton import tls
 from baton.clock import Clock
+from baton.registration import SIGN_IN_CALLBACK
 from baton.store.board_sessions import BoardSession, BoardSessions
 
 from .agents import web_url
 from .session import LIFETIME
 
-CALLBACK = "/auth/github/callback"
+CALLBACK = SIGN_IN_CALLBACK
 STATE_COOKIE = "baton_sign_in"
 STATE_LIFETIME = 600  # seconds a browser may take at GitHub between leaving and coming back
 REFRESH = timedelta(minutes=5)  # how old a session's list of repositories may be before GitHub is asked again
