@@ -343,7 +343,9 @@ def test_signing_in_with_github_shows_only_the_repositories_the_person_may_read(
     back = github_back(at_github(stage, "maria", start.headers["location"]), start.cookies["baton_sign_in"])
     assert back.status_code == 303 and back.headers["location"] == f"/t/octo/shop/{TASK}"
     session_flags = next(c for c in back.headers.get_list("set-cookie") if c.startswith("baton_session="))
-    assert {"httponly", "samesite=lax", "path=/"} <= {part.strip().lower() for part in session_flags.split(";")}
+    # as long as GitHub's token lasts (eight hours), under twelve
+    assert {"httponly", "samesite=lax", "path=/", "max-age=28800"} <= {
+        part.strip().lower() for part in session_flags.split(";")}  # fmt: skip
     maria = back.cookies["baton_session"]
 
     home = call(baton, "GET", "/", maria)
