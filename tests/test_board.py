@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse, urlsplit
@@ -18,7 +18,8 @@ from sqlalchemy import func, select
 
 from baton.demo.stage import Stage
 from baton.settings import Settings
-from baton.store import tables
+from baton.store import make_engine, tables
+from baton.store.board_sessions import BoardSession, BoardSessions
 from baton.web import create_app
 from board_scene import (
     OTHER,
@@ -463,3 +464,22 @@ def test_no_github_token_reaches_the_logs_the_cookie_or_the_database(
         assert secret not in caplog.text and secret not in cookie and all(secret not in row for row in rows)
     # the database holds the session id's digest, not the id: a copy of it opens no session
     assert all(session_id not in row for row in rows)
+
+
+def test_a_session_row_is_kept_checked_and_ended_on_sqlite_and_postgresql(database_url: str) -> None:
+    engine = make_engine(database_url)
+    try:
+        rows, at = BoardSessions(engine), datetime(2026, 3, 1, 12, tzinfo=UTC)
+        rows.create("a" * 64, BoardSession("vera", "sealed", frozenset({7, 3}), at, at + timedelta(hours=8)))
+        assert rows.find("a" * 64) == BoardSession("vera", "sealed", frozenset({3, 7}), at, at + timedelta(hours=8))
+        rows.checked("a" * 64, frozenset(), at + timedelta(minutes=5))
+        assert rows.find("a" * 64) == BoardSession("vera", "sealed", frozenset(), at + timedelta(minutes=5),
+                                                   at + timedelta(hours=8))  # fmt: skip
+        # a session made later clears out the ones that ended
+        later = at + timedelta(hours=9)
+        rows.create("b" * 64, BoardSession("maria", "sealed", frozenset({3}), later, later + timedelta(hours=1)))
+        assert rows.find("a" * 64) is None and rows.find("b" * 64) is not None
+        rows.end("b" * 64)
+        assert rows.find("b" * 64) is None
+    finally:
+        engine.dispose()
