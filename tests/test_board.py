@@ -8,16 +8,36 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import parse_qs, urlparse, urlsplit
 
 import pytest
+from sqlalchemy import func, select
 
 from baton.demo.stage import Stage
 from baton.settings import Settings
+from baton.store import make_engine, tables
+from baton.store.board_sessions import BoardSession, BoardSessions
 from baton.web import create_app
-from board_scene import OTHER, PULL, TASK, TOKEN, call, played, session, sign_in
+from board_scene import (
+    OTHER,
+    PULL,
+    SECRET,
+    TASK,
+    TOKEN,
+    VAULT,
+    at_github,
+    call,
+    github_back,
+    github_session,
+    github_start,
+    played,
+    session,
+    sign_in,
+    user_tokens,
+)
 from github_standin.serving import Served
 
 
@@ -72,8 +92,9 @@ def test_the_board_shows_each_ticket_in_the_column_of_its_state(stage: Stage, co
     answer = call(stage.baton_url, "GET", "/", cookie)
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
     board = page(answer.text)
-    assert board.columns == {"open": [], "claimed": [f"octo/shop#{OTHER}"], "delivered": [], "accepted": [
-        f"octo/shop#{TASK}"]}  # fmt: skip
+    # the read token sees every repository's tickets, the private octo/vault's too
+    assert board.columns == {"open": [], "claimed": [f"octo/shop#{OTHER}"], "delivered": [f"{VAULT}#{SECRET}"],
+                             "accepted": [f"octo/shop#{TASK}"]}  # fmt: skip
 
     task = card(answer.text, f"octo/shop#{TASK}")
     assert "Add an empty state to the billing history view" in task
@@ -98,6 +119,7 @@ def test_filters_are_query_parameters_a_plain_form_keeps(stage: Stage, cookie: s
 
     assert columns("state=claimed") == {"claimed": [f"octo/shop#{OTHER}"]}
     assert columns("stale=1") == {"open": [], "claimed": [f"octo/shop#{OTHER}"], "delivered": [], "accepted": []}
+    assert columns("state=delivered") == {"delivered": [f"{VAULT}#{SECRET}"]}
     assert list(columns("state=all")) == ["draft", "open", "claimed", "delivered", "accepted", "withdrawn"]
     assert columns("repo=OCTO/Shop&state=accepted") == {"accepted": [f"octo/shop#{TASK}"]}
     assert columns("repo=octo/elsewhere&state=accepted") == {"accepted": []}
@@ -202,6 +224,22 @@ def test_without_a_read_token_the_board_is_off(sqlite_url: str) -> None:
     app.state.work.units.engine.dispose()
 
 
+def test_with_only_the_oauth_client_people_sign_in_with_github_alone(sqlite_url: str) -> None:
+    app = create_app(Settings(database_url=sqlite_url, client_id="Iv1.abc", client_secret="s3cret"))
+    with Served(app) as baton:
+        form = call(baton.url, "GET", "/charts")
+        assert form.status_code == 200 and 'href="/auth/github?next=%2Fcharts"' in form.text
+        assert 'name="token"' not in form.text
+        refused = call(baton.url, "POST", "/sign-in", data={"token": "anything"})
+        assert refused.status_code == 403 and "sign in with GitHub" in refused.text
+        assert "baton_session" not in refused.cookies
+        assert call(baton.url, "GET", "/board").status_code == 401
+        # the way to GitHub is GitHub's own page (api.github.com's web side), with this Baton's callback
+        start = call(baton.url, "GET", "/auth/github")
+        assert start.headers["location"].startswith("https://github.com/login/oauth/authorize?client_id=Iv1.abc&")
+    app.state.work.units.engine.dispose()
+
+
 def test_no_page_loads_anything_from_another_origin(stage: Stage, cookie: str) -> None:
     pages = ["/", "/?state=all", "/charts", f"/t/octo/shop/{TASK}", f"/t/octo/shop/{OTHER}", "/t/octo/shop/99"]
     baton = stage.baton_url
@@ -242,7 +280,8 @@ def test_the_charts_show_the_story_s_week(stage: Stage, cookie: str) -> None:
     ]
     detail = stage.app.state.read_api.reads.ticket("octo/shop", TASK)
     week = "{}-W{:02d}".format(*detail.reviews[-1].created_at.isocalendar()[:2])
-    delivered = {"{}-W{:02d}".format(*d.created_at.isocalendar()[:2]) for d in detail.deliveries}
+    vault = stage.app.state.read_api.reads.ticket(VAULT, SECRET)
+    delivered = {"{}-W{:02d}".format(*d.created_at.isocalendar()[:2]) for d in detail.deliveries + vault.deliveries}
     accepted = _table(html, "accepted")
     # twelve weeks, up to the one holding Baton's clock (four days after the story)
     now = stage.app.state.board.clock.now()
@@ -251,8 +290,9 @@ def test_the_charts_show_the_story_s_week(stage: Stage, cookie: str) -> None:
     # the story happens at once on the clock: each time is under a tenth of an hour
     assert _table(html, "to-acceptance")[week] == ["0.0", "1"]
     to_delivery = _table(html, "to-delivery")
-    # #1 was delivered twice, once per attempt (sent back, then accepted); #2 was only claimed
-    assert sum(int(cells[1]) for cells in to_delivery.values()) == 2
+    # #1 was delivered twice, once per attempt (sent back, then accepted); #2 was only claimed; octo/vault#1
+    # was delivered once (the read token sees every repository)
+    assert sum(int(cells[1]) for cells in to_delivery.values()) == 3
     assert all(to_delivery[w][0] == "0.0" for w in delivered)
     assert html.count("<rect ") == len(delivered) + 2
 
@@ -264,3 +304,182 @@ def test_the_charts_show_the_story_s_week(stage: Stage, cookie: str) -> None:
     signed_out = call(stage.baton_url, "GET", "/charts?repo=octo/shop")
     assert signed_out.status_code == 200 and 'name="token" type="password"' in signed_out.text
     assert 'name="next" value="/charts?repo=octo%2Fshop"' in signed_out.text and "<svg" not in signed_out.text
+
+
+# ---------------------------------------------------------------------------------------------- signing in with GitHub
+
+
+def _shown(baton: str, cookie: str, path: str = "/?state=all") -> list[str]:
+    """Every ticket a page shows."""
+    return sorted(ref for refs in page(call(baton, "GET", path, cookie).text).columns.values() for ref in refs)
+
+
+def _delivered(baton: str, cookie: str) -> int:
+    """How many deliveries the charts count, over every week."""
+    return sum(int(cells[1]) for cells in _table(call(baton, "GET", "/charts", cookie).text, "to-delivery").values())
+
+
+def _sessions(stage: Stage) -> int:
+    with stage.app.state.work.units.engine.connect() as connection:
+        return int(connection.execute(select(func.count()).select_from(tables.board_sessions)).scalar_one())
+
+
+def test_signing_in_with_github_shows_only_the_repositories_the_person_may_read(stage: Stage) -> None:
+    baton = stage.baton_url
+    offered = call(baton, "GET", f"/t/octo/shop/{TASK}")
+    assert 'href="/auth/github?next=%2Ft%2Focto%2Fshop%2F1"' in offered.text and "Sign in with GitHub" in offered.text
+    assert 'name="token" type="password"' in offered.text  # the read token stays a second way in
+
+    start = github_start(baton, f"/t/octo/shop/{TASK}")
+    assert start.status_code == 303
+    to = urlsplit(start.headers["location"])
+    asked = parse_qs(to.query)
+    assert f"{to.scheme}://{to.netloc}{to.path}" == f"{stage.github_url}/login/oauth/authorize"
+    assert asked["client_id"] == [stage.settings.client_id]
+    assert asked["redirect_uri"] == [f"{baton}/auth/github/callback"] and len(asked["state"][0]) >= 32
+    flags = {part.strip().lower() for part in start.headers["set-cookie"].split(";")}
+    assert {"httponly", "samesite=lax", "path=/auth/github", "max-age=600"} <= flags
+    assert asked["state"][0] not in start.cookies["baton_sign_in"].split(".")[-1]
+
+    back = github_back(at_github(stage, "maria", start.headers["location"]), start.cookies["baton_sign_in"])
+    assert back.status_code == 303 and back.headers["location"] == f"/t/octo/shop/{TASK}"
+    session_flags = next(c for c in back.headers.get_list("set-cookie") if c.startswith("baton_session="))
+    # as long as GitHub's token lasts (eight hours), under twelve
+    assert {"httponly", "samesite=lax", "path=/", "max-age=28800"} <= {
+        part.strip().lower() for part in session_flags.split(";")}  # fmt: skip
+    maria = back.cookies["baton_session"]
+
+    home = call(baton, "GET", "/", maria)
+    assert "Signed in as @maria" in home.text
+    # @maria has a role on octo/shop, none on the private octo/vault: its task is nowhere for her
+    assert _shown(baton, maria) == [f"octo/shop#{TASK}", f"octo/shop#{OTHER}"]
+    assert _shown(baton, maria, f"/board?state=all&repo={VAULT}") == []
+    assert page(call(baton, "GET", "/board?state=delivered", maria).text).columns == {"delivered": []}
+    hidden, missing = call(baton, "GET", f"/t/{VAULT}/{SECRET}", maria), call(baton, "GET", f"/t/{VAULT}/99", maria)
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.text.replace(f"{VAULT}#{SECRET}", "REF") == missing.text.replace(f"{VAULT}#99", "REF")
+    assert "Rotate the vault" not in hidden.text
+    assert call(baton, "GET", f"/t/octo/shop/{TASK}", maria).status_code == 200
+    assert _delivered(baton, maria) == 2  # octo/shop#1's two; not octo/vault#1's
+
+    # @vera may read both; the read token sees everything
+    vera = github_session(stage, "vera")
+    assert "Signed in as @vera" in call(baton, "GET", "/", vera).text
+    assert _shown(baton, vera) == [f"octo/shop#{TASK}", f"octo/shop#{OTHER}", f"{VAULT}#{SECRET}"]
+    assert call(baton, "GET", f"/t/{VAULT}/{SECRET}", vera).status_code == 200 and _delivered(baton, vera) == 3
+    assert f"{VAULT}#{SECRET}" in _shown(baton, session(baton)) and _delivered(baton, session(baton)) == 3
+
+    # someone with a role on no repository of the App sees an empty board
+    nobody = github_session(stage, "dana")
+    assert _shown(baton, nobody) == [] and _delivered(baton, nobody) == 0
+    assert call(baton, "GET", f"/t/octo/shop/{TASK}", nobody).status_code == 404
+
+
+def test_a_sign_in_whose_state_is_missing_or_another_signs_nobody_in(stage: Stage) -> None:
+    baton = stage.baton_url
+    first, second = github_start(baton), github_start(baton)
+    back = at_github(stage, "maria", first.headers["location"])
+    before = _sessions(stage)
+    for cookie in (None, second.cookies["baton_sign_in"], first.cookies["baton_sign_in"][:-1] + "0", "x"):
+        refused = github_back(back, cookie)
+        assert refused.status_code == 400 and "its state does not match" in refused.text, cookie
+        assert "baton_session" not in refused.cookies
+    assert _sessions(stage) == before
+
+    # the right state, but GitHub said no (the person did not authorise the App)
+    denied = github_back(f"{baton}/auth/github/callback?error=access_denied&state="
+                         f"{parse_qs(urlsplit(back).query)['state'][0]}", first.cookies["baton_sign_in"])  # fmt: skip
+    assert denied.status_code == 403 and "baton_session" not in denied.cookies
+
+    # a code works once
+    assert github_back(back, first.cookies["baton_sign_in"]).status_code == 303
+    again = github_back(back, first.cookies["baton_sign_in"])
+    assert again.status_code == 403 and "GitHub refused this sign-in" in again.text
+    assert "baton_session" not in again.cookies and _sessions(stage) == before + 1
+    # signing in never sends anyone to another site
+    elsewhere = github_start(baton, "https://elsewhere.example/")
+    landed = github_back(at_github(stage, "maria", elsewhere.headers["location"]), elsewhere.cookies["baton_sign_in"])
+    assert landed.headers["location"] == "/"
+
+
+def test_a_permission_taken_away_hides_the_repository_at_the_next_refresh(stage: Stage) -> None:
+    baton, vault, clock = stage.baton_url, stage.other("vault"), stage.app.state.board.clock
+    with stage.hub.world.lock:
+        vault.permissions["rhea"] = "read"
+    rhea = github_session(stage, "rhea")
+    assert _shown(baton, rhea) == [f"{VAULT}#{SECRET}"]
+    with stage.hub.world.lock:
+        del vault.permissions["rhea"]
+    # what GitHub said is kept for five minutes, then asked again
+    assert call(baton, "GET", f"/t/{VAULT}/{SECRET}", rhea).status_code == 200
+    clock.advance(timedelta(minutes=5))
+    assert _shown(baton, rhea) == [] and "Signed in as @rhea" in call(baton, "GET", "/", rhea).text
+    assert call(baton, "GET", f"/t/{VAULT}/{SECRET}", rhea).status_code == 404
+    assert _shown(baton, rhea, "/board?state=all") == [] and _delivered(baton, rhea) == 0
+
+
+def test_a_token_github_no_longer_takes_ends_the_session(stage: Stage) -> None:
+    baton, clock = stage.baton_url, stage.app.state.board.clock
+    before = _sessions(stage)
+    vera = github_session(stage, "vera")
+    assert _sessions(stage) == before + 1
+    with stage.hub.world.lock:
+        for token in user_tokens(stage, "vera"):
+            del stage.hub.world.user_tokens[token]  # the person revoked the App's authorisation
+    clock.advance(timedelta(minutes=5))
+    assert 'name="token" type="password"' in call(baton, "GET", "/", vera).text
+    assert call(baton, "GET", "/board", vera).status_code == 401 and _sessions(stage) == before
+
+
+def test_signing_out_ends_the_github_session_everywhere(stage: Stage) -> None:
+    baton = stage.baton_url
+    before = _sessions(stage)
+    maria = github_session(stage, "maria")
+    assert _sessions(stage) == before + 1 and call(baton, "GET", "/board", maria).status_code == 200
+    out = call(baton, "POST", "/sign-out", maria)
+    assert out.status_code == 303 and 'baton_session=""' in out.headers["set-cookie"]
+    assert _sessions(stage) == before and call(baton, "GET", "/board", maria).status_code == 401
+    # a cookie changed by a byte, or made up, is no session either
+    other = github_session(stage, "maria")
+    for cookie in (other[:-1] + ("0" if other[-1] != "0" else "1"), "4102444800.abc.00", other.rpartition(".")[0]):
+        assert call(baton, "GET", "/board", cookie).status_code == 401
+
+
+def test_no_github_token_reaches_the_logs_the_cookie_or_the_database(
+    stage: Stage, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    cookie = github_session(stage, "vera")
+    stage.app.state.board.clock.advance(timedelta(minutes=5))
+    assert f"{VAULT}#{SECRET}" in _shown(stage.baton_url, cookie)  # refreshed with the kept token
+    tokens = user_tokens(stage, "vera")
+    assert tokens and all(token.startswith("ghu_") for token in tokens)
+    session_id = cookie.split(".")[1]
+    with stage.app.state.work.units.engine.connect() as connection:
+        rows = [
+            repr(tuple(row)) for table in tables.metadata.sorted_tables for row in connection.execute(select(table))
+        ]
+    assert any("vera" in row for row in rows)  # the session is there
+    for secret in (*tokens, stage.settings.client_secret.get_secret_value()):
+        assert secret not in caplog.text and secret not in cookie and all(secret not in row for row in rows)
+    # the database holds the session id's digest, not the id: a copy of it opens no session
+    assert all(session_id not in row for row in rows)
+
+
+def test_a_session_row_is_kept_checked_and_ended_on_sqlite_and_postgresql(database_url: str) -> None:
+    engine = make_engine(database_url)
+    try:
+        rows, at = BoardSessions(engine), datetime(2026, 3, 1, 12, tzinfo=UTC)
+        rows.create("a" * 64, BoardSession("vera", "sealed", frozenset({7, 3}), at, at + timedelta(hours=8)))
+        assert rows.find("a" * 64) == BoardSession("vera", "sealed", frozenset({3, 7}), at, at + timedelta(hours=8))
+        rows.checked("a" * 64, frozenset(), at + timedelta(minutes=5))
+        assert rows.find("a" * 64) == BoardSession("vera", "sealed", frozenset(), at + timedelta(minutes=5),
+                                                   at + timedelta(hours=8))  # fmt: skip
+        # a session made later clears out the ones that ended
+        later = at + timedelta(hours=9)
+        rows.create("b" * 64, BoardSession("maria", "sealed", frozenset({3}), later, later + timedelta(hours=1)))
+        assert rows.find("a" * 64) is None and rows.find("b" * 64) is not None
+        rows.end("b" * 64)
+        assert rows.find("b" * 64) is None
+    finally:
+        engine.dispose()

@@ -2,6 +2,7 @@
 reference story was played through a real Baton against the stand-in GitHub: at a phone's width and a laptop's,
 they render with no sideways scrolling, every card shows its three rails, nothing loads from another origin,
 and axe-core finds no serious or critical accessibility violation. Screenshots are kept in the test's folder.
+Signing in with GitHub goes through the stand-in's pages, and shows the person only what they may read.
 
 Without /usr/bin/chromium these tests skip and say so; BATON_REQUIRE_BROWSER=1 (as in CI) makes them fail."""
 
@@ -16,7 +17,7 @@ from urllib.parse import urlparse
 import pytest
 
 from baton.demo.stage import Stage
-from board_scene import OTHER, TASK, TOKEN, played
+from board_scene import OTHER, SECRET, TASK, TOKEN, VAULT, played
 from corpus import missing
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -102,7 +103,7 @@ def test_the_board_and_a_ticket_in_chromium(browser: Any, stage: Stage, size: st
         page.goto(f"{stage.baton_url}/")
         rails = page.evaluate("""() => [...document.querySelectorAll('li.card')].map(card =>
             ['work', 'repository', 'deployment'].map(r => card.querySelector(`dd[data-rail=${r}]`)?.innerText))""")
-        assert len(rails) == 2 and all(all(words) for words in rails), rails
+        assert len(rails) == 3 and all(all(words) for words in rails), rails  # octo/vault#1's too
         assert page.get_by_role("heading", name="Accepted (1)").is_visible()
 
         # the keyboard reaches the board's links, and focus is visible there
@@ -122,3 +123,44 @@ def test_the_board_and_a_ticket_in_chromium(browser: Any, stage: Stage, size: st
     assert set(elsewhere) <= {"https://example.test/billing-390.png", "https://example.test/billing-1280.png"}
     assert sorted(p.name for p in tmp_path.glob("*.png")) == sorted(
         f"{n}-{size}.png" for n in ("board", f"t-octo-shop-{TASK}", f"t-octo-shop-{OTHER}", "charts"))  # fmt: skip
+
+
+def test_signing_in_with_github_in_chromium_shows_only_what_the_person_may_read(
+    browser: Any, stage: Stage, tmp_path: Path
+) -> None:
+    with stage.hub.world.lock:
+        stage.hub.world.web_login = "maria"  # who is signed in on the stand-in's pages
+    context = browser.new_context(viewport={"width": 390, "height": 844}, bypass_csp=True)
+    page = context.new_page()
+    try:
+        page.goto(f"{stage.baton_url}/t/octo/shop/{TASK}")
+        assert page.title() == "Baton — sign in" and _violations(page) == []
+        page.get_by_role("link", name="Sign in with GitHub").click()
+        # to the stand-in's authorize page and back through Baton's callback, to the page asked for
+        page.wait_for_url(f"{stage.baton_url}/t/octo/shop/{TASK}")
+        assert page.get_by_text("Signed in as @maria").is_visible()
+        cookies = {c["name"]: c for c in context.cookies()}
+        assert cookies["baton_session"]["httpOnly"] and cookies["baton_session"]["sameSite"] == "Lax"
+        assert "baton_sign_in" not in cookies  # the sign-in's state is used up
+
+        page.goto(f"{stage.baton_url}/?state=all")
+        shown = page.evaluate("[...document.querySelectorAll('li.card')].map(c => c.dataset.ticket).sort()")
+        assert shown == [f"octo/shop#{TASK}", f"octo/shop#{OTHER}"]
+        page.screenshot(path=str(tmp_path / "board-maria.png"), full_page=True)
+        assert _violations(page) == []
+        # the page's own refresh asks for the same columns, and gets no more
+        fragment = page.evaluate("async () => (await fetch('/board?state=all')).text()")
+        assert "octo/vault" not in fragment and f"octo/shop#{OTHER}" in fragment
+        answer = page.goto(f"{stage.baton_url}/t/{VAULT}/{SECRET}")
+        assert answer is not None and answer.status == 404 and page.title() == "Baton — unknown ticket"
+        page.goto(f"{stage.baton_url}/charts")
+        counted = page.evaluate("""[...document.querySelectorAll('#t-to-delivery tr')].map(row =>
+            Number(row.querySelectorAll('td')[1]?.textContent || 0)).reduce((a, b) => a + b, 0)""")
+        assert counted == 2  # octo/shop#1's two deliveries; not octo/vault#1's
+
+        page.get_by_role("button", name="Sign out").click()
+        page.wait_for_url(f"{stage.baton_url}/")
+        assert page.title() == "Baton — sign in"
+        assert "baton_session" not in {c["name"] for c in context.cookies()}
+    finally:
+        context.close()

@@ -285,6 +285,13 @@ def test_baton_demo_keeps_serving_and_prints_a_link_that_opens_the_board(tmp_pat
             assert 'data-ticket="octo/shop#1"' in opened.text and "Accepted by @maria" in opened.text
         with httpx.Client(timeout=10) as other:  # the link works once
             assert other.get(link).status_code == 401
+        # the demo's App has an OAuth client too: signing in with GitHub, the stand-in signs @maria in
+        with httpx.Client(timeout=10, follow_redirects=True) as browser:
+            board = link.split("/sign-in/")[0]
+            assert 'href="/auth/github?next=%2F"' in browser.get(f"{board}/").text
+            opened = browser.get(f"{board}/auth/github")
+            assert opened.status_code == 200 and str(opened.url) == f"{board}/"
+            assert "Signed in as @maria" in opened.text and 'data-ticket="octo/shop#1"' in opened.text
     finally:
         demo.send_signal(signal.SIGINT)
         demo.wait(30)

@@ -205,8 +205,10 @@ def test_the_whole_flow_registers_an_app_whose_credentials_a_baton_serve_then_us
     try:
         wait_for(f"{baton_url}/readyz")
         home = HTTP.get(f"{baton_url}/")
-        # no read token yet: the board says it is off, and what this Baton is
-        assert home.status_code == 403 and home.headers["content-type"].startswith("text/html")
+        # no read token: the board offers only signing in with GitHub, the App's OAuth client, and says what
+        # this Baton is
+        assert home.status_code == 200 and home.headers["content-type"].startswith("text/html")
+        assert "Sign in with GitHub" in home.text and 'name="token"' not in home.text
         assert all(f'href="{path}"' in home.text for path in ("/healthz", "/readyz", "/openapi.json"))
         assert f"GitHub App {app.app.id}" in home.text
 
@@ -222,6 +224,22 @@ def test_the_whole_flow_registers_an_app_whose_credentials_a_baton_serve_then_us
         while "baton:open" not in shop.issues[1].labels:  # offered: read and labelled with the new App's tokens
             assert time.monotonic() < deadline and serving.poll() is None, "the issue was never offered"
             time.sleep(0.1)
+
+        # the person signed in at GitHub signs in to the board with the App's OAuth client, and sees the
+        # repository they have a role on
+        with hub.world.lock:
+            shop.permissions[hub.world.web_login] = "read"
+        start = HTTP.get(f"{baton_url}/auth/github")
+        assert start.headers["location"].startswith(f"{github_url}/login/oauth/authorize?client_id={app.client_id}&")
+        back = HTTP.get(start.headers["location"])
+        assert back.headers["location"].startswith(f"{baton_url}/auth/github/callback?code=")
+        signed = HTTP.get(
+            back.headers["location"], headers={"Cookie": f"baton_sign_in={start.cookies['baton_sign_in']}"}
+        )
+        assert signed.status_code == 303, signed.text
+        board = HTTP.get(f"{baton_url}/", headers={"Cookie": f"baton_session={signed.cookies['baton_session']}"})
+        assert f"Signed in as @{hub.world.web_login}" in board.text and 'data-ticket="octo/shop#1"' in board.text
+        HTTP.cookies.clear()  # the shared client keeps no session for other tests
     finally:
         serving.terminate()
         serving.wait(30)
@@ -305,6 +323,8 @@ def test_the_package_carries_app_yml_itself_and_posts_it_with_this_batons_addres
     assert posted["url"] == "https://baton.example.org/"
     assert posted["hook_attributes"] == {"url": "https://baton.example.org/webhooks/github", "active": True}
     assert posted["redirect_url"] == "http://127.0.0.1:8001/callback"
+    assert posted["callback_urls"] == ["https://baton.example.org/auth/github/callback"]
+    assert posted["request_oauth_on_install"] is False
     assert api_url_for("https://github.com") == "https://api.github.com"
     assert api_url_for("https://ghe.example.org/") == "https://ghe.example.org/api/v3"
     assert registration_url("https://github.com", "octo") == "https://github.com/organizations/octo/settings/apps/new"

@@ -180,6 +180,12 @@ REST_CASES: list[tuple[str, str, int, Any, str]] = [
      shapes.team_membership(f"{API}/organizations/10/team/reviewers/memberships/alice", "maintainer", "pending"),
      "teams/get-membership-for-user-in-org"),
     ("GET", "/user", 200, shapes.authenticated_user("agent-a", 7), "users/get-authenticated"),
+    ("GET", "/user/installations", 200,
+     shapes.user_installations([shapes.installation_object(5, APP, ORG, api_url=API)]),
+     "apps/list-installations-for-authenticated-user"),
+    ("GET", "/user/installations/5/repositories", 200,
+     shapes.user_installation_repositories([(REPO, "write"), (REPO, "read")], 2),
+     "apps/list-installation-repos-for-authenticated-user"),
 ]  # fmt: skip
 
 # (event, payload): every payload the stand-in delivers

@@ -396,3 +396,60 @@ def test_an_app_registered_from_a_manifest_gets_its_credentials_once_within_the_
         hub.world.advance(timedelta(hours=1))
         assert http.post(f"/app-manifests/{later}/conversions").status_code == 404  # expired
     assert hub.all_problems() == []
+
+
+def test_a_manifest_apps_oauth_client_signs_people_in_and_lists_what_they_may_read(hub: Hub) -> None:
+    callback = "https://baton.example.org/auth/github/callback"
+    manifest = {"name": "Signing", "url": "https://baton.example.org/", "redirect_url": "http://127.0.0.1:1/callback",
+                "callback_urls": [callback], "default_permissions": {"issues": "write"}}  # fmt: skip
+    with hub.world.lock:
+        hub.world.web_login = "rosa"  # signed in on the stand-in's pages
+    with client(hub) as http:
+        made = http.post("/settings/apps/new", data={"manifest": json.dumps(manifest)}, follow_redirects=False)
+        app = http.post(f"/app-manifests/{made.headers['location'].split('code=')[1]}/conversions").json()
+        with hub.world.lock:
+            installation = hub.world.install("octo-three", app_id=app["id"])
+            open_repo = hub.world.add_repository(installation, "open")
+            closed = hub.world.add_repository(installation, "closed")
+            closed.private = True
+            open_repo.permissions["rosa"] = "write"
+
+        def authorize(**query: str) -> httpx.Response:
+            return http.get("/login/oauth/authorize", params=query, follow_redirects=False)
+
+        assert authorize(client_id="unknown", state="s").status_code == 404
+        assert authorize(client_id=app["client_id"], redirect_uri="https://elsewhere.example/cb").status_code == 400
+        sent = authorize(client_id=app["client_id"], redirect_uri=callback, state="s2")
+        assert sent.status_code == 302 and sent.headers["location"].startswith(f"{callback}?code=")
+        assert sent.headers["location"].endswith("&state=s2")
+        code = sent.headers["location"].split("code=")[1].split("&")[0]
+
+        def exchange(secret: str) -> dict[str, object]:
+            form = {"client_id": app["client_id"], "client_secret": secret, "code": code, "redirect_uri": callback}
+            answer = http.post("/login/oauth/access_token", data=form, headers={"Accept": "application/json"})
+            assert answer.status_code == 200
+            return dict(answer.json())
+
+        assert exchange("wrong")["error"] == "incorrect_client_credentials"
+        granted = exchange(app["client_secret"])
+        assert str(granted["access_token"]).startswith("ghu_") and granted["expires_in"] == 8 * 3600
+        assert exchange(app["client_secret"])["error"] == "bad_verification_code"  # used once
+        person = {"Authorization": f"Bearer {granted['access_token']}"}
+        assert http.get("/user", headers=person).json()["login"] == "rosa"
+        listed = http.get("/user/installations", headers=person).json()
+        assert [one["id"] for one in listed["installations"]] == [installation.id] and listed["total_count"] == 1
+        repositories = http.get(f"/user/installations/{installation.id}/repositories", headers=person).json()
+        assert [(r["full_name"], r["permissions"]["push"]) for r in repositories["repositories"]] == [
+            ("octo-three/open", True)]  # fmt: skip
+        with hub.world.lock:
+            closed.permissions["rosa"] = "read"
+            del open_repo.permissions["rosa"]
+        repositories = http.get(f"/user/installations/{installation.id}/repositories", headers=person).json()
+        assert [r["full_name"] for r in repositories["repositories"]] == ["octo-three/closed"]
+        baton = next(iter(hub.world.installations))  # another App's installation: not the token's
+        assert http.get(f"/user/installations/{baton}/repositories", headers=person).status_code == 404
+        with hub.world.lock:
+            personal = hub.world.user_token("rosa")
+        assert http.get("/user/installations", headers={"Authorization": f"token {personal}"}).status_code == 403
+        assert http.get("/user/installations", headers={"Authorization": "token ghu_made_up"}).status_code == 401
+    assert hub.all_problems() == []

@@ -190,7 +190,7 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"Baton demo: a stand-in GitHub and Baton on 127.0.0.1, database {database}", flush=True)
     with ExitStack() as stack:
         try:
-            stage = stack.enter_context(Stage.open(database, api_token=token, baton_port=args.port))
+            stage = stack.enter_context(Stage.open(database, api_token=token, baton_port=args.port, oauth=True))
         except OSError as error:
             print(f"baton: cannot serve on 127.0.0.1:{args.port}: {error.strerror}; choose another --port",
                   file=sys.stderr)  # fmt: skip
@@ -210,6 +210,10 @@ def _demo(args: argparse.Namespace) -> int:
         api, auth = f"{stage.baton_url}/api/v1", f"-H 'Authorization: Bearer {token}'"
         # A link that signs its first visitor in, once, within ten minutes: the token never goes in a URL.
         print(f"\nBoard: {stage.baton_url}/sign-in/{stage.app.state.board.sessions.link()}")
+        # The stand-in's pages take @maria as signed in: "Sign in with GitHub" on the board signs her in.
+        with stage.hub.world.lock:
+            stage.hub.world.web_login = "maria"
+        print(f"Or open {stage.baton_url}/ and sign in with GitHub: the stand-in signs you in as @maria.")
         print("Still serving. Read what Baton knows (Ctrl-C to stop):")
         for path in ("/repos/octo/shop/issues/1", "/repos/octo/shop/issues/1/events", "/tickets?repo=octo/shop"):
             print(f"    curl {auth} '{api}{path}'", flush=True)

@@ -35,6 +35,7 @@ GITHUB = "https://github.com"
 GITHUB_API = "https://api.github.com"
 API_VERSION = "2026-03-10"  # the REST API version Baton's GitHub client speaks (githubkit 0.16)
 CALLBACK = "/callback"
+SIGN_IN_CALLBACK = "/auth/github/callback"  # where GitHub sends people back after "Sign in with GitHub"
 
 # What a registration drops from the .env: a private key held in the file itself would be read before the key
 # file named by BATON_PRIVATE_KEY_PATH.
@@ -54,12 +55,13 @@ def app_manifest() -> dict[str, Any]:
 
 
 def manifest_for(public_url: str, redirect_url: str) -> dict[str, Any]:
-    """The manifest posted to GitHub: app.yml with this Baton's homepage and webhook endpoint, and the
-    callback of the `baton setup` the browser is talking to."""
+    """The manifest posted to GitHub: app.yml with this Baton's homepage, webhook endpoint and sign-in
+    callback, and the callback of the `baton setup` the browser is talking to."""
     manifest = app_manifest()
     manifest["url"] = f"{public_url}/"
     manifest["hook_attributes"] = {**manifest["hook_attributes"], "url": f"{public_url}/webhooks/github"}
     manifest["redirect_url"] = redirect_url
+    manifest["callback_urls"] = [f"{public_url}{SIGN_IN_CALLBACK}"]
     return manifest
 
 

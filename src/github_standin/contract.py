@@ -78,6 +78,8 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"),
     ("GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}"),
     ("GET", "/user"),
+    ("GET", "/user/installations"),
+    ("GET", "/user/installations/{installation_id}/repositories"),
 )
 
 # operationId -> the type githubkit parses its 2xx answer into (names in GITHUBKIT_MODELS_MODULE; `|`
@@ -113,6 +115,8 @@ GITHUBKIT_MODELS: Mapping[str, str] = {
     "pulls/get": "PullRequest",
     "teams/get-membership-for-user-in-org": "TeamMembership",
     "users/get-authenticated": "PrivateUser | PublicUser",
+    "apps/list-installations-for-authenticated-user": "UserInstallationsGetResponse200",
+    "apps/list-installation-repos-for-authenticated-user": "UserInstallationsInstallationIdRepositoriesGetResponse200",
 }
 
 _DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "tests" / "node_modules"

@@ -4,7 +4,8 @@ The registration pages are on GitHub's web host, not its API: `POST /settings/ap
 user signed in, `world.web_login`) and `POST /organizations/{org}/settings/apps/new`, with the manifest as
 the form field `manifest` (JSON). GitHub would show the App it is about to make and wait for a click; the
 stand-in takes the click as given: it makes the App at once (a fresh RSA key, a webhook secret, an OAuth
-client, the manifest's events, permissions and hook), and sends the browser to the manifest's
+client that signs people in at the manifest's `callback_urls` (oauth.py), the manifest's events, permissions and
+hook), and sends the browser to the manifest's
 `redirect_url` with a one-time `code` and the `state` it was posted with.
 
 `POST /app-manifests/{code}/conversions` (the REST API, no authentication) hands the App's credentials
@@ -80,9 +81,13 @@ def register(world: World, owner: str, kind: str, manifest: Any) -> tuple[str, s
                      permissions={"metadata": "read", **permissions}, events=tuple(events))  # fmt: skip
     private, public = _key_pair()
     description = manifest.get("description")
+    callbacks = manifest.get("callback_urls", [])
+    if not isinstance(callbacks, list) or not all(_address(one) for one in callbacks):
+        return "callback_urls must be a list of http(s) addresses"
     world.apps[app_id] = app
+    client_id, client_secret = world.add_client(app_id, callbacks)
     world.registered[app_id] = RegisteredApp(
-        app, public, secrets.token_hex(20), f"Iv23li{secrets.token_hex(7)}", secrets.token_hex(20), hook_url, url,
+        app, public, secrets.token_hex(20), client_id, client_secret, hook_url, url,
         description if isinstance(description, str) else None, world.now(),
     )  # fmt: skip
     code = secrets.token_hex(10)

@@ -35,6 +35,7 @@ from . import shapes
 from .contract import Contract
 from .hooks import HookLog
 from .listing import list_issues
+from .oauth import access_token, authorize, user_installations
 from .registration import conversion, registration_page
 from .rendering import render_check_run, render_issue, render_pull_request
 from .teams import team_membership
@@ -118,10 +119,18 @@ class StandIn:
         async def registering(request: Request) -> Response:
             return await registration_page(self.world, request)
 
-        # GitHub's web pages first (the App-manifest flow), then the REST API, also under /api/v3 as a GitHub
-        # Enterprise Server serves it beside its pages.
+        async def authorizing(request: Request) -> Response:
+            return authorize(self.world, request)
+
+        async def exchanging(request: Request) -> Response:
+            return await access_token(self.world, request)
+
+        # GitHub's web pages first (the App-manifest and OAuth flows), then the REST API, also under /api/v3 as
+        # a GitHub Enterprise Server serves it beside its pages.
         self.app = Starlette(routes=[
             Route("/settings/apps/new", registering, methods=["POST"]),
+            Route("/login/oauth/authorize", authorizing, methods=["GET"]),
+            Route("/login/oauth/access_token", exchanging, methods=["POST"]),
             Route("/organizations/{org}/settings/apps/new", registering, methods=["POST"]),
             Route("/{path:path}", self._handle, methods=["GET", "POST", "PATCH", "PUT", "DELETE"]),
         ])  # fmt: skip
@@ -230,6 +239,12 @@ class StandIn:
         if method == "GET" and path == "/user":
             with self.world.lock:
                 return 200, self._authenticated_user(base, headers), {}
+        if method == "GET" and path.startswith("/user/installations"):
+            with self.world.lock:
+                status, answer = user_installations(self.world, base, web, headers, path, query)
+            if status >= 400:
+                raise Answer(status, answer)
+            return status, answer, {}
         membership = re.fullmatch(r"/orgs/([^/]+)/teams/([^/]+)/memberships/([^/]+)", path)
         if method == "GET" and membership is not None:
             with self.world.lock:

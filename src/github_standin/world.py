@@ -196,6 +196,15 @@ class RegisteredApp:
 
 
 @dataclass
+class Client:
+    """An App's OAuth client (oauth.py): its secret, and the callback URLs a sign-in may return to."""
+
+    app_id: int
+    secret: str
+    callback_urls: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Token:
     value: str
     installation_id: int
@@ -221,7 +230,11 @@ class World:
         self.registered: dict[int, RegisteredApp] = {}  # Apps made from a manifest, by id (also in `apps`)
         # one-time codes of the App-manifest flow -> (the App, its private key, when the code expires)
         self.manifest_codes: dict[str, tuple[int, str, datetime]] = {}
-        self.web_login = "octocat"  # who is signed in on GitHub's web pages (the App-manifest flow)
+        self.web_login = "octocat"  # who is signed in on GitHub's web pages (the App-manifest and OAuth flows)
+        self.clients: dict[str, Client] = {}  # the Apps' OAuth clients, by client id
+        # one-time codes of the OAuth web flow -> (client id, login, redirect_uri, when the code expires)
+        self.oauth_codes: dict[str, tuple[str, str, str, datetime]] = {}
+        self.token_apps: dict[str, int] = {}  # a user access token (`user_tokens`) -> the App it was made for
         self.ahead = timedelta()  # how far GitHub's clock runs ahead of the wall clock (`advance`)
         self._ids = itertools.count(1000)
 
@@ -248,6 +261,12 @@ class World:
         token = f"ghp_{secrets.token_hex(18)}"
         self.user_tokens[token] = login.lower()
         return token
+
+    def add_client(self, app_id: int, callback_urls: list[str] | None = None) -> tuple[str, str]:
+        """A new OAuth client for App `app_id` (the world's own, or one registered): its (id, secret)."""
+        client_id, secret = f"Iv23li{secrets.token_hex(7)}", secrets.token_hex(20)
+        self.clients[client_id] = Client(app_id, secret, list(callback_urls or []))
+        return client_id, secret
 
     @property
     def app(self) -> App:

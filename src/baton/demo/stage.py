@@ -2,7 +2,9 @@
 
 `with Stage.open(database_url) as stage:` gives a running pair: the stand-in knows the App's public key
 and sends its webhooks to Baton; Baton holds the private key and calls the stand-in as its GitHub. An
-organisation `octo` has installed the App on its repository `octo/shop`. For `baton demo` and the
+organisation `octo` has installed the App on its repository `octo/shop` (and on the private repositories
+`hidden` names). With `oauth`, the App has an OAuth client whose callback is Baton's, so people sign in to the
+board with GitHub (whoever `hub.world.web_login` names is signed in at the stand-in). For `baton demo` and the
 end-to-end tests.
 """
 
@@ -57,6 +59,12 @@ class Stage:
     def full_name(self) -> str:
         return self.repository.full_name
 
+    def other(self, name: str) -> Repository:
+        """Another repository of `octo` the App is installed on (one of `hidden`)."""
+        found = self.hub.world.repository(f"{OWNER}/{name}")
+        assert found is not None, name
+        return found
+
     def person(self, login: str, permission: str = "read") -> Person:
         """A user of `octo/shop` with a role there (`read`, `triage`, `write`, `maintain`, `admin`)."""
         with self.hub.world.lock:
@@ -75,6 +83,8 @@ class Stage:
         baton_port: int = 0,
         lanes: bool = True,
         clock: Clock = SYSTEM,
+        oauth: bool = False,
+        hidden: tuple[str, ...] = (),
         **settings: Any,
     ) -> Iterator[Stage]:
         """`settings` override Baton's (e.g. `answer_delay`, `write_interval`, `api_token`); Baton listens
@@ -87,12 +97,18 @@ class Stage:
         with world.lock:
             installation = world.install(OWNER)
             repository = world.add_repository(installation, NAME)
+            others = [world.add_repository(installation, name) for name in hidden]
+            for other in others:
+                other.private = True
+            client = world.add_client(APP_ID) if oauth else None
         hub = Hub.checked(world, secret) if checked else Hub(world, secret)
         with ExitStack() as stack:
             stack.callback(hub.close)
             github = stack.enter_context(Served(hub.rest.app))
             hub.api_url = github.url
             options: dict[str, Any] = {"answer_delay": 0.3, "write_interval": 0.0, **settings}
+            if client is not None:
+                options.update(client_id=client[0], client_secret=SecretStr(client[1]))
             baton_settings = Settings(
                 database_url=database_url, webhook_secret=SecretStr(secret), app_id=APP_ID,
                 private_key=SecretStr(private), github_api_url=github.url, **options,
@@ -100,11 +116,14 @@ class Stage:
             app = create_app(baton_settings, lanes=lanes, clock=clock)
             baton = stack.enter_context(Served(app, port=baton_port))
             hub.hook_url = f"{baton.url}/webhooks/github"
+            if client is not None:
+                with world.lock:
+                    world.clients[client[0]].callback_urls.append(f"{baton.url}/auth/github/callback")
             # GitHub tells the App it was installed, and where, before anything else happens.
             with world.lock:
                 installed = shapes.installation_event(
                     installation.id, world.app, installation.account, world.account(f"{OWNER}-admin"),
-                    [repository.shape(github.url)], api_url=github.url,
+                    [one.shape(github.url) for one in (repository, *others)], api_url=github.url,
                 )  # fmt: skip
             hub.deliver("installation", installed)
             yield cls(hub, repository, baton_settings, baton.url, github.url, app)

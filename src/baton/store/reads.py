@@ -46,6 +46,7 @@ class TicketSummary:
     created_at: datetime
     updated_at: datetime
     title: str | None = None  # the issue's, as GitHub last told it
+    repository_id: int = 0  # GitHub's id of the repository
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ def _maybe_utc(value: datetime | None) -> datetime | None:
 _SUMMARY_COLUMNS = (
     tickets.c.id,
     tickets.c.repository,
+    tickets.c.repository_id,
     tickets.c.number,
     tickets.c.state,
     tickets.c.revision,
@@ -139,6 +141,7 @@ def _summary(row: RowMapping) -> TicketSummary:
         runner=row["runner"],
         attempt=row["attempt"],
         title=row["title"],
+        repository_id=row["repository_id"],
         created_at=utc(row["created_at"]),
         updated_at=utc(row["updated_at"]),
     )
@@ -286,11 +289,12 @@ class Reads:
         states: tuple[WorkState, ...] = tuple(WorkState),
         runner: str | None = None,
         stale: bool = False,
+        readable: frozenset[int] | None = None,
         limit: int = MAX_LIMIT,
     ) -> list[BoardRow]:
         """The tickets in `states` matching the other filters, with their rails and stale flags, in one
         statement: the longest-waiting first (the board's order within a column). `stale`: only claims
-        flagged stale."""
+        flagged stale. `readable`: only tickets of these repositories (GitHub's ids); None: of any."""
         newer = reviews.alias("newer")
         last = (
             select(func.max(newer.c.id)).where(newer.c.ticket_id == tickets.c.id).correlate(tickets).scalar_subquery()
@@ -313,6 +317,8 @@ class Reads:
             query = query.where(_same_name(tickets.c.runner, runner))
         if stale:
             query = query.where(ticket_activity.c.stale_at.is_not(None), tickets.c.state == WorkState.CLAIMED.value)
+        if readable is not None:
+            query = query.where(tickets.c.repository_id.in_(sorted(readable)))
         query = query.order_by(tickets.c.updated_at, tickets.c.id).limit(limit)
         with self._connect() as connection:
             return [
@@ -326,10 +332,12 @@ class Reads:
                 for row in connection.execute(query).mappings()
             ]
 
-    def work_times(self, *, since: datetime, repository: str | None = None) -> list[WorkTime]:
+    def work_times(
+        self, *, since: datetime, repository: str | None = None, readable: frozenset[int] | None = None
+    ) -> list[WorkTime]:
         """The claim, assignment, send-back, delivery and acceptance times of every ticket with one of them at
         or after `since`, in one statement: all of such a ticket's, so an attempt begun before `since` still
-        has its start (the charts, domain/weekly.py)."""
+        has its start (the charts, domain/weekly.py). `readable`: only tickets of these repositories."""
         kinds = sorted(FLOW_EVENTS)
         recent = select(events.c.ticket_id).where(
             events.c.type.in_(kinds), events.c.created_at >= since.astimezone(UTC)
@@ -339,10 +347,12 @@ class Reads:
             .where(events.c.type.in_(kinds), events.c.ticket_id.in_(recent))
             .order_by(events.c.id)
         )
+        if repository is not None or readable is not None:
+            query = query.join(tickets, tickets.c.id == events.c.ticket_id)
         if repository is not None:
-            query = query.join(tickets, tickets.c.id == events.c.ticket_id).where(
-                _same_name(tickets.c.repository, repository)
-            )
+            query = query.where(_same_name(tickets.c.repository, repository))
+        if readable is not None:
+            query = query.where(tickets.c.repository_id.in_(sorted(readable)))
         with self._connect() as connection:
             return [
                 WorkTime(row.ticket_id, row.type, row.attempt, utc(row.created_at)) for row in connection.execute(query)

@@ -200,6 +200,22 @@ redeliveries = Table(
     Index(None, "guid"),
 )
 
+# The board's sessions of people signed in with GitHub (`baton.store.board_sessions`): `id` is the SHA-256 of the
+# random session id the cookie carries (never the id itself); `token` the person's GitHub token, encrypted
+# (`baton.web.github_sign_in`); `repositories` the ids of the repositories they may read, as GitHub said at
+# `checked_at`.
+board_sessions = Table(
+    "board_sessions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("login", String(100), nullable=False),
+    Column("token", Text, nullable=False),
+    Column("repositories", JSON, nullable=False),
+    Column("checked_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Index(None, "expires_at"),
+)
+
 # Per-command answers on GitHub: a reaction on the command's comment, or a reply (refusals and /help,
 # coalesced per issue into one comment). `result_id` is the reply comment GitHub created; `dropped` says
 # why an answer was given up (it is then never sent).

@@ -88,6 +88,7 @@ def create_app(
             if runtime is not None:
                 runtime.stop()
             identities.close()
+            app.state.board.close()
             engine.dispose()
 
     # No /docs or /redoc: FastAPI's pages load their scripts from a CDN, and no page Baton serves loads anything

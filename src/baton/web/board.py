@@ -3,7 +3,8 @@ one ticket's three rails and its timeline. Server-rendered from templates/, read
 small inline script fetches `/board` (the columns alone) every few seconds so the page follows the work.
 
 It reads through the read API's own reads (`app.state.read_api`) and says the rails in the status comment's
-words. Until people sign in with GitHub, a session is had by typing the read token once (`session.py`).
+words. People sign in with GitHub (`github_sign_in.py`) and see only the repositories GitHub lets them read;
+whoever types the read token (`session.py`) sees every one.
 """
 
 from __future__ import annotations
@@ -26,12 +27,24 @@ from baton.domain.status import Review, work_line
 from baton.domain.weekly import Week, first_monday, weekly
 from baton.github.webhooks import MAX_NUMBER
 from baton.settings import Settings
+from baton.store.board_sessions import BoardSessions
 from baton.store.evidence_codec import from_dict
 from baton.store.reads import BoardRow, DeliveryRecord, ReviewRecord, TicketSummary
 
 from .agents import web_url
 from .api import ReadApi
 from .charts import Series, bar_chart
+from .github_sign_in import (
+    CALLBACK,
+    OPERATOR,
+    STATE_COOKIE,
+    STATE_LIFETIME,
+    GitHub,
+    GitHubSessions,
+    Refused,
+    Unavailable,
+    Viewer,
+)
 from .session import COOKIE, LIFETIME, Sessions
 
 BOARD_STATES = (WorkState.OPEN, WorkState.CLAIMED, WorkState.DELIVERED, WorkState.ACCEPTED)
@@ -191,14 +204,32 @@ class Board:
     def __init__(self, settings: Settings, read_api: ReadApi, clock: Clock = SYSTEM) -> None:
         self.clock = clock  # Baton's time, the one its records carry: how long a ticket has been in its state
         self.sessions = Sessions(read_api.token)
+        self.github: GitHubSessions | None = None
+        if settings.client_id and settings.client_secret:
+            secret = settings.client_secret.get_secret_value()
+            client = GitHub(settings.client_id, secret, settings.github_api_url, settings.github_timeout)
+            self.github = GitHubSessions(client, secret, BoardSessions(read_api.reads.engine), clock)
         self.site = web_url(settings.github_api_url)
         self.read_api = read_api
         self.app_words = (
             f"GitHub App {settings.app_id}" if settings.app_id is not None else "no GitHub App (webhooks are off)"
         )
 
-    def signed_in(self, request: Request) -> bool:
-        return self.sessions.valid(request.cookies.get(COOKIE))
+    @property
+    def on(self) -> bool:
+        """Whether anyone can sign in: with the read token, or with GitHub."""
+        return self.sessions.on or self.github is not None
+
+    def viewer(self, request: Request) -> Viewer | None:
+        """Who the request's session is; None: no session."""
+        cookie = request.cookies.get(COOKIE)
+        if self.sessions.valid(cookie):
+            return OPERATOR
+        return self.github.viewer(cookie) if self.github is not None else None
+
+    def close(self) -> None:
+        if self.github is not None:
+            self.github.github.close()
 
 
 def _board(request: Request) -> Board:
@@ -222,13 +253,17 @@ def _headers(nonce: str) -> dict[str, str]:
     return {"Content-Security-Policy": policy, "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
 
 
-def _gate(board: Board, request: Request, path: str) -> HTMLResponse | None:
-    """The page a visitor sees instead, when the board is off or they have not signed in; None to go on."""
-    if not board.sessions.on:
+def _sign_in_page(board: Board, target: str, error: str | None = None, status: int = 200) -> HTMLResponse:
+    return _page("sign_in.html", status, app=board.app_words, next=target, error=error, token=board.sessions.on,
+                 github=board.github is not None, start=f"/auth/github?{urlencode({'next': target})}")  # fmt: skip
+
+
+def _gate(board: Board, request: Request, path: str) -> Viewer | HTMLResponse:
+    """Who looks, or the page they see instead when the board is off or they have not signed in."""
+    if not board.on:
         return _page("off.html", 403, app=board.app_words)
-    if not board.signed_in(request):
-        return _page("sign_in.html", app=board.app_words, next=path, error=None)
-    return None
+    viewer = board.viewer(request)
+    return viewer if viewer is not None else _sign_in_page(board, path)
 
 
 def _safe_next(value: str) -> str:
@@ -241,9 +276,13 @@ def _filters(repo: str, runner: str, state: str, stale: str) -> Filters:
     return Filters(repo.strip(), runner.strip().lstrip("@"), state if state in known else "", stale == "1")
 
 
-def _columns(board: Board, filters: Filters) -> list[Column]:
+def _columns(board: Board, filters: Filters, viewer: Viewer) -> list[Column]:
     rows = board.read_api.reads.board(
-        repository=filters.repo or None, states=filters.states(), runner=filters.runner or None, stale=filters.stale
+        repository=filters.repo or None,
+        states=filters.states(),
+        runner=filters.runner or None,
+        stale=filters.stale,
+        readable=viewer.readable,
     )
     now = board.clock.now()
     cards = [_card(row, board.site, now) for row in rows]
@@ -262,20 +301,21 @@ def board_router() -> APIRouter:
     def home(request: Request, repo: Text = "", runner: Text = "", state: Text = "", stale: Text = "") -> Response:
         board = _board(request)
         filters = _filters(repo, runner, state, stale)
-        gate = _gate(board, request, f"/?{filters.query()}" if filters.query() else "/")
-        if gate is not None:
-            return gate
-        return _page("board.html", filters=filters, columns=_columns(board, filters), states=list(WorkState),
-                     fragment=f"/board?{filters.query()}")  # fmt: skip
+        viewer = _gate(board, request, f"/?{filters.query()}" if filters.query() else "/")
+        if isinstance(viewer, Response):
+            return viewer
+        return _page("board.html", filters=filters, columns=_columns(board, filters, viewer), states=list(WorkState),
+                     fragment=f"/board?{filters.query()}", viewer=viewer)  # fmt: skip
 
     @router.get("/board", response_class=HTMLResponse)
     def fragment(request: Request, repo: Text = "", runner: Text = "", state: Text = "", stale: Text = "") -> Response:
         """The columns alone, for the page's script: 401 once the session is gone, so the script stops."""
         board = _board(request)
-        if not board.signed_in(request):
-            return Response(status_code=401 if board.sessions.on else 403)
+        viewer = board.viewer(request) if board.on else None
+        if viewer is None:
+            return Response(status_code=401 if board.on else 403)
         filters = _filters(repo, runner, state, stale)
-        html = _templates().get_template("columns.html").render(columns=_columns(board, filters))
+        html = _templates().get_template("columns.html").render(columns=_columns(board, filters, viewer))
         return HTMLResponse(html, headers=_headers(""))
 
     @router.get("/t/{owner}/{repo}/{number}", response_class=HTMLResponse)
@@ -286,14 +326,17 @@ def board_router() -> APIRouter:
         number: Annotated[int, Path(ge=1, le=MAX_NUMBER)],
     ) -> Response:
         board = _board(request)
-        gate = _gate(board, request, f"/t/{owner}/{repo}/{number}")
-        if gate is not None:
-            return gate
+        viewer = _gate(board, request, f"/t/{owner}/{repo}/{number}")
+        if isinstance(viewer, Response):
+            return viewer
         reads = board.read_api.reads
         detail = reads.ticket(f"{owner}/{repo}", number)
-        timeline = reads.timeline(f"{owner}/{repo}", number, after=None)
+        # a ticket of a repository the viewer may not read is missing to them, as one Baton does not track
+        if detail is not None and viewer.readable is not None and detail.ticket.repository_id not in viewer.readable:
+            detail = None
+        timeline = reads.timeline(f"{owner}/{repo}", number, after=None) if detail is not None else None
         if detail is None or timeline is None:
-            return _page("missing.html", 404, ref=f"{owner}/{repo}#{number}")
+            return _page("missing.html", 404, ref=f"{owner}/{repo}#{number}", viewer=viewer)
         summary = detail.ticket
         review = _review(detail.reviews[-1] if detail.reviews else None)
         return _page(
@@ -302,29 +345,33 @@ def board_router() -> APIRouter:
             rails=rails(summary, detail.evidence, review), detail=detail, events=timeline.entries,
             more=timeline.next is not None,
             evidence={d.number: _evidence(d, board.site, summary.repository) for d in detail.deliveries},
+            viewer=viewer,
         )  # fmt: skip
 
     @router.get("/charts", response_class=HTMLResponse)
     def charts(request: Request, repo: Text = "") -> Response:
         board = _board(request)
         filters = _filters(repo, "", "", "")
-        gate = _gate(board, request, f"/charts?{filters.query()}" if filters.query() else "/charts")
-        if gate is not None:
-            return gate
+        viewer = _gate(board, request, f"/charts?{filters.query()}" if filters.query() else "/charts")
+        if isinstance(viewer, Response):
+            return viewer
         now = board.clock.now()
-        times = board.read_api.reads.work_times(since=first_monday(now), repository=filters.repo or None)
+        times = board.read_api.reads.work_times(since=first_monday(now), repository=filters.repo or None,
+                                                readable=viewer.readable)  # fmt: skip
         shown = [(series, bar_chart(series), rows) for series, rows in _charts(weekly(times, now))]
-        return _page("charts.html", filters=filters, charts=shown)
+        return _page("charts.html", filters=filters, charts=shown, viewer=viewer)
 
     @router.post("/sign-in", response_class=HTMLResponse)
     async def sign_in(request: Request) -> Response:
         board = _board(request)
-        if not board.sessions.on:
+        if not board.on:
             return _page("off.html", 403, app=board.app_words)
         form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=4)
         token, target = form.get("token", [""])[0], _safe_next(form.get("next", ["/"])[0])
+        if not board.sessions.on:
+            return _sign_in_page(board, target, "This Baton takes no read token here: sign in with GitHub.", 403)
         if not board.sessions.is_token(token):
-            return _page("sign_in.html", 401, app=board.app_words, next=target, error="That is not the read token.")
+            return _sign_in_page(board, target, "That is not the read token.", 401)
         return _signed_in(request, board, target)
 
     @router.get("/sign-in/{code}")
@@ -332,14 +379,66 @@ def board_router() -> APIRouter:
         """A one-time link (`baton demo` prints one): a session, then the board, without the code in its URL."""
         board = _board(request)
         if not board.sessions.on:
-            return _page("off.html", 403, app=board.app_words)
+            return _page("off.html", 403, app=board.app_words) if not board.on else _sign_in_page(board, "/", None, 404)
         if not board.sessions.redeem(code):
-            error = "That sign-in link was used already or has expired; type the read token instead."
-            return _page("sign_in.html", 401, app=board.app_words, next="/", error=error)
+            error = "That sign-in link was used already or has expired; sign in instead."
+            return _sign_in_page(board, "/", error, 401)
         return _signed_in(request, board, "/")
 
+    @router.get("/auth/github")
+    def github_start(request: Request, target: Annotated[str, Query(alias="next", max_length=2000)] = "/") -> Response:
+        """Off to GitHub, to authorise the App's OAuth client; the `state` it brings back is bound to this browser."""
+        board = _board(request)
+        if board.github is None:
+            return _page("off.html", 403, app=board.app_words) if not board.on else _sign_in_page(board, "/", None, 404)
+        state, cookie = board.github.state(_safe_next(target))
+        response = RedirectResponse(board.github.github.authorize_url(_callback(request), state), 303)
+        response.set_cookie(
+            STATE_COOKIE, cookie, max_age=STATE_LIFETIME, path="/auth/github", httponly=True, samesite="lax",
+            secure=request.url.scheme == "https",
+        )  # fmt: skip
+        return response
+
+    @router.get(CALLBACK)
+    def github_back(
+        request: Request,
+        code: Annotated[str, Query(max_length=200)] = "",
+        state: Annotated[str, Query(max_length=200)] = "",
+        error: Annotated[str, Query(max_length=100)] = "",
+    ) -> Response:
+        """GitHub's answer: a code to exchange for the person's token, if the `state` is this browser's."""
+        board = _board(request)
+        if board.github is None:
+            return _page("off.html", 403, app=board.app_words) if not board.on else _sign_in_page(board, "/", None, 404)
+        sessions = board.github
+        target = sessions.target(request.cookies.get(STATE_COOKIE), state)
+        if target is None:
+            return _refused(board, 400, "This sign-in did not start in this browser, or took over ten minutes "
+                                        "(its state does not match). Nobody was signed in.")  # fmt: skip
+        if error or not code:
+            return _refused(
+                board, 403, "GitHub did not sign you in (the App was not authorised). Nobody was signed in."
+            )
+        try:
+            grant = sessions.github.exchange(code, _callback(request))
+            login = sessions.github.login(grant.token)
+            readable = sessions.github.readable(grant.token)
+        except Refused:
+            return _refused(board, 403, "GitHub refused this sign-in (its code was used already or has expired). "
+                                        "Nobody was signed in.")  # fmt: skip
+        except Unavailable as unavailable:
+            return _refused(board, 502, f"GitHub could not be asked who you are: {unavailable}. Try again.")
+        value, lasts = sessions.start(login, grant, readable)
+        response = RedirectResponse(target, 303)
+        response.delete_cookie(STATE_COOKIE, path="/auth/github")
+        _session_cookie(request, response, value, lasts)
+        return response
+
     @router.post("/sign-out")
-    def sign_out() -> Response:
+    def sign_out(request: Request) -> Response:
+        board = _board(request)
+        if board.github is not None:
+            board.github.end(request.cookies.get(COOKIE))
         response = RedirectResponse("/", 303)
         response.delete_cookie(COOKIE, path="/")
         return response
@@ -347,10 +446,24 @@ def board_router() -> APIRouter:
     return router
 
 
+def _callback(request: Request) -> str:
+    """Where GitHub sends the browser back: this Baton's callback, at the address the browser reached it by."""
+    return f"{str(request.base_url).rstrip('/')}{CALLBACK}"
+
+
+def _refused(board: Board, status: int, words: str) -> HTMLResponse:
+    response = _sign_in_page(board, "/", words, status)
+    response.delete_cookie(STATE_COOKIE, path="/auth/github")
+    return response
+
+
+def _session_cookie(request: Request, response: Response, value: str, lasts: int) -> None:
+    response.set_cookie(
+        COOKIE, value, max_age=lasts, path="/", httponly=True, samesite="lax", secure=request.url.scheme == "https"
+    )
+
+
 def _signed_in(request: Request, board: Board, target: str) -> Response:
     response = RedirectResponse(target, 303)
-    response.set_cookie(
-        COOKIE, board.sessions.issue(), max_age=LIFETIME, path="/", httponly=True, samesite="lax",
-        secure=request.url.scheme == "https",
-    )  # fmt: skip
+    _session_cookie(request, response, board.sessions.issue(), LIFETIME)
     return response

@@ -15,6 +15,7 @@ from .objects import (
     authenticated_user,
     collaborator_permission,
     content_file,
+    installation_object,
     installation_token,
     issue,
     issue_comment,
@@ -24,6 +25,8 @@ from .objects import (
     team_membership,
     timestamp,
     user,
+    user_installation_repositories,
+    user_installations,
 )
 from .payloads import (
     check_run_event,
@@ -67,6 +70,7 @@ __all__ = [
     "deployment_event",
     "deployment_status_event",
     "installation_event",
+    "installation_object",
     "installation_token",
     "issue",
     "issue_comment",
@@ -84,4 +88,6 @@ __all__ = [
     "team_membership",
     "timestamp",
     "user",
+    "user_installation_repositories",
+    "user_installations",
 ]

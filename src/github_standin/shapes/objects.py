@@ -449,6 +449,57 @@ def installation_token(
     }
 
 
+def installation_object(
+    installation_id: int,
+    app: App,
+    account: Account,
+    *,
+    repository_selection: str = "selected",
+    created_at: str = EPOCH,
+    api_url: str = API_URL,
+    web_url: str = WEB_URL,
+) -> Json:
+    """An App's installation on `account` (`installation`), as `GET /user/installations` and the
+    `installation` webhook show it."""
+    api_url, web_url = api_url.rstrip("/"), web_url.rstrip("/")
+    return {
+        "id": installation_id,
+        "account": user(account.login, account.id, type=account.type, api_url=api_url, web_url=web_url),
+        "repository_selection": repository_selection,
+        "access_tokens_url": f"{api_url}/app/installations/{installation_id}/access_tokens",
+        "repositories_url": f"{api_url}/installation/repositories",
+        "html_url": f"{web_url}/settings/installations/{installation_id}",
+        "app_id": app.id,
+        "app_slug": app.slug,
+        "target_id": account.id,
+        "target_type": "Organization" if account.type == "Organization" else "User",
+        "permissions": dict(app.permissions),
+        "events": list(app.events),
+        "created_at": created_at,
+        "updated_at": created_at,
+        "single_file_name": None,
+        "suspended_by": None,
+        "suspended_at": None,
+    }
+
+
+def user_installations(installations: Sequence[Json]) -> Json:
+    """GET /user/installations: the App's installations the user can reach."""
+    return {"total_count": len(installations), "installations": list(installations)}
+
+
+def user_installation_repositories(repos: Sequence[tuple[Repo, str]], total: int) -> Json:
+    """GET /user/installations/{installation_id}/repositories: one page of (repository, the user's role)."""
+    rank = ("read", "triage", "write", "maintain", "admin")
+    listed = []
+    for repo, role in repos:
+        level = rank.index(role) if role in rank else 0
+        permissions = {"admin": level >= 4, "maintain": level >= 3, "push": level >= 2, "triage": level >= 1,
+                       "pull": True}  # fmt: skip
+        listed.append({**_repository_core(repo), "permissions": permissions})
+    return {"total_count": total, "repository_selection": "selected", "repositories": listed}
+
+
 def team_membership(url: str, role: str = "member", state: str = "active") -> Json:
     """GET /orgs/{org}/teams/{team_slug}/memberships/{username} (`team-membership`)."""
     return {"url": url, "role": role, "state": state}

@@ -23,6 +23,7 @@ from .objects import (
     _hook_repository,
     _node_id,
     _user,
+    installation_object,
     user,
 )
 
@@ -409,25 +410,8 @@ def installation_event(
 ) -> Json:
     """`installation` created: `app` installed on `account`'s `repositories`."""
     api_url, web_url = api_url.rstrip("/"), web_url.rstrip("/")
-    installation = {
-        "id": installation_id,
-        "account": user(account.login, account.id, type=account.type, api_url=api_url, web_url=web_url),
-        "repository_selection": repository_selection,
-        "access_tokens_url": f"{api_url}/app/installations/{installation_id}/access_tokens",
-        "repositories_url": f"{api_url}/installation/repositories",
-        "html_url": f"{web_url}/settings/installations/{installation_id}",
-        "app_id": app.id,
-        "app_slug": app.slug,
-        "target_id": account.id,
-        "target_type": "Organization" if account.type == "Organization" else "User",
-        "permissions": dict(app.permissions),
-        "events": list(app.events),
-        "created_at": created_at,
-        "updated_at": created_at,
-        "single_file_name": None,
-        "suspended_by": None,
-        "suspended_at": None,
-    }
+    installation = installation_object(installation_id, app, account, repository_selection=repository_selection,
+                                       created_at=created_at, api_url=api_url, web_url=web_url)  # fmt: skip
     return {
         "action": "created",
         "installation": installation,
