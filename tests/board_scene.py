@@ -1,7 +1,7 @@
 """One reference story, played once per test module through a real Baton against the stand-in GitHub, for the
 board's tests: then four days pass on Baton's clock and its sweep flags the claim left quiet (#2) stale. Then a
-task in the private repository octo/vault is claimed and delivered: @vera may read it (and octo/shop), @maria
-may not. The
+task in the private repository octo/vault is claimed and delivered, naming a commit that is no longer its branch's
+head: @vera may read it (and octo/shop), @maria may not. The
 board takes both ways of signing in: the read token, and GitHub (the App's OAuth client)."""
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ CLIENT = httpx.Client(timeout=10)
 TASK, OTHER, PULL = 1, 2, 3
 VAULT = "octo/vault"
 SECRET = 1  # the task in octo/vault
+BRANCH = "1-rotate-keys"  # pushed to twice; the delivery in octo/vault reports its first commit
 
 
 @contextmanager
@@ -57,8 +58,16 @@ def _deliver_in_the_vault(stage: Stage) -> None:
     _wait(stage, "baton:open")
     stage.hub.person("agent-v").comment(VAULT, SECRET, "/claim")
     _wait(stage, "baton:claimed")
-    stage.hub.person("agent-v").comment(VAULT, SECRET, "/deliver The keys are rotated.")
+    agent = stage.hub.person("agent-v")
+    first = agent.push(VAULT, BRANCH, "Rotate the keys")
+    agent.push(VAULT, BRANCH, "Rotate the backup keys too")
+    # the delivery names the first commit, no longer the branch's head: a mismatch the card warns of
+    agent.comment(VAULT, SECRET, f"/deliver The keys are rotated.\nbranch: {BRANCH}\ncommit: {first}")
     _wait(stage, "baton:delivered")
+    deadline = time.monotonic() + 30
+    while "Mismatch" not in (seen(stage.other("vault"), SECRET, stage.hub.world.lock).status or ""):
+        assert time.monotonic() < deadline, f"octo/vault#{SECRET}'s status never showed the mismatch"
+        time.sleep(0.05)
 
 
 def _wait(stage: Stage, label: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
@@ -22,6 +23,7 @@ from baton.store import make_engine, tables
 from baton.store.board_sessions import BoardSession, BoardSessions
 from baton.web import create_app
 from board_scene import (
+    BRANCH,
     OTHER,
     PULL,
     SECRET,
@@ -111,6 +113,33 @@ def test_the_board_shows_each_ticket_in_the_column_of_its_state(stage: Stage, co
     # four days on Baton's clock since the claim: flagged stale by the sweep
     assert '<span class="stale">Stale</span>' in other and ">4 days</time>" in other
     assert 'data-rail="repository">Unreported' in other and 'data-rail="deployment">Not deployed' in other
+    assert 'data-rail="mismatch"' not in task + other
+
+    # the delivery in octo/vault names a commit that is no longer its branch's head: the card warns of it
+    vault = card(answer.text, f"{VAULT}#{SECRET}")
+    with stage.hub.world.lock:
+        head = stage.other("vault").branches[BRANCH][-1]
+    warning = re.search(r'<dt>Mismatch</dt><dd class="warn" data-rail="mismatch">([^<]+)</dd>', vault)
+    assert warning is not None
+    assert re.fullmatch(rf"Reported commit [0-9a-f]{{7}} is not the head of branch {BRANCH} \({head[:7]}\)", warning[1])
+
+
+def test_time_in_the_state_is_kept_when_the_brief_is_edited(stage: Stage, cookie: str) -> None:
+    """Editing an issue's brief moves its ticket's revision, not the time it has been in its state."""
+    reads = stage.app.state.board.read_api.reads
+    before = reads.ticket("octo/shop", TASK)
+    assert before is not None and before.ticket.state.value == "accepted"
+    since = before.ticket.state_since
+    assert since is not None and since < stage.app.state.board.clock.now() - timedelta(days=4)
+    brief = "```yaml\ntask: Add an empty state to the billing history view\nreviewer: maria\n```"
+    stage.hub.person("maria").edit_issue("octo/shop", TASK, brief)
+    deadline = datetime.now(UTC) + timedelta(seconds=30)
+    while (after := reads.ticket("octo/shop", TASK)) is None or after.ticket.revision == before.ticket.revision:
+        assert datetime.now(UTC) < deadline, "the edit never reached the ticket"
+        time.sleep(0.05)
+    assert after.ticket.updated_at > before.ticket.updated_at and after.ticket.state_since == since
+    task = card(call(stage.baton_url, "GET", "/", cookie).text, f"octo/shop#{TASK}")
+    assert f'accepted for <time datetime="{since.isoformat()}">4 days</time>' in task
 
 
 def test_filters_are_query_parameters_a_plain_form_keeps(stage: Stage, cookie: str) -> None:
@@ -136,6 +165,17 @@ def test_filters_are_query_parameters_a_plain_form_keeps(stage: Stage, cookie: s
         assert f'<label for="{control}"' in kept
     # the script re-fetches the same filters
     assert 'data-fragment="/board?repo=octo%2Fshop&amp;runner=agent-a&amp;state=claimed&amp;stale=1"' in kept
+
+
+def test_a_column_shows_so_many_cards_and_says_how_many_more_there_are(
+    stage: Stage, cookie: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("baton.web.board.COLUMN_CARDS", 0)
+    html = call(stage.baton_url, "GET", "/?state=accepted", cookie).text
+    assert page(html).columns == {"accepted": []} and 'Accepted <span class="meta">(1)</span>' in html
+    assert '<p class="meta" data-more="1">The 0 longest accepted of 1; the filters find the others.</p>' in html
+    monkeypatch.setattr("baton.web.board.COLUMN_CARDS", 200)
+    assert "data-more" not in call(stage.baton_url, "GET", "/?state=accepted", cookie).text
 
 
 def test_the_fragment_is_the_columns_alone(stage: Stage, cookie: str) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +30,7 @@ from baton.service.unit import Units
 from baton.service.work import Issue, Outcome
 from baton.store import make_engine, tables
 from baton.store.migrate import current, head, upgrade
+from baton.store.reads import Reads
 from baton.wiring import work_service
 
 REPO = "octo/shop"
@@ -562,6 +565,73 @@ def test_an_explicit_stale_revision_is_refused(rail: Rail) -> None:
     rail.assert_replays()
 
 
+def test_the_time_in_a_state_moves_with_the_state_or_the_runner_only(rail: Rail) -> None:
+    """`tickets.state_since`: a claim, a release, a claim by another runner move it; an edited brief, a refusal
+    and a repeated claim do not, though the first of them moves the revision and `updated_at`."""
+
+    def since() -> Any:
+        row = rail.ticket_row(8)
+        return row.state_since, row.updated_at, row.revision
+
+    rail.do(8, Command("status"), STRANGER)
+    opened, _, _ = since()
+    assert opened is not None
+    rail.do(8, Command("claim"), AGENT_A)
+    claimed, claimed_update, _ = since()
+    assert claimed > opened
+    edited = "```yaml\ntask: Add an empty state\nreviewer: maria\n```"
+    assert rail.service.brief_edited(Issue(issue(8).key, REPO, "olivia", edited), "olivia", rail.op())
+    assert rail.do(8, Command("claim"), AGENT_B).code is not None  # refused: agent-a holds it
+    rail.do(8, Command("claim"), AGENT_A)  # the holder again: nothing changes
+    still, updated, revision = since()
+    assert (still, revision) == (claimed, 3) and updated > claimed_update
+    rail.do(8, Command("release"), AGENT_A)
+    released, _, _ = since()
+    assert released > claimed
+    rail.do(8, Command("claim"), AGENT_B)
+    assert since()[0] > released
+
+
+def test_the_board_read_keeps_the_longest_in_each_state_and_counts_them_all(rail: Rail) -> None:
+    for number in (11, 12, 13, 14):
+        rail.do(number, Command("status"), STRANGER)
+    rail.do(14, Command("claim"), AGENT_A)
+    rail.do(11, Command("claim"), AGENT_B)
+    rail.do(11, Command("release"), AGENT_B)  # open again, and now the newest open
+    board = Reads(rail.store.engine).board(per_state=2)
+    assert [(row.ticket.state, row.ticket.number) for row in board.rows] == [(OPEN, 12), (OPEN, 13), (CLAIMED, 14)]
+    assert board.totals == {OPEN: 3, CLAIMED: 1}
+    assert Reads(rail.store.engine).board(states=(OPEN,), runner="agent-a").totals == {}
+
+
+def test_the_migration_dates_each_ticket_s_state_from_its_last_move(tmp_path: Path) -> None:
+    """Tickets stored before `state_since` existed take the time of their last event that moved the state or
+    the runner; a later brief edit is not one."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+    try:
+        upgrade(engine, "0013")
+        moved, edited, created = (datetime(2026, 11, day, 9, 0, tzinfo=UTC) for day in (3, 5, 1))
+        with engine.begin() as connection:
+            ticket = dict(installation_id=7, repository_id=1001, repository=REPO, revision=3, owner="olivia",
+                          attempt=1, deliveries=0, created_at=created, updated_at=edited)  # fmt: skip
+            connection.execute(tables.tickets.insert(), [
+                dict(ticket, id=1, number=1, state="claimed", runner="agent-a"),
+                dict(ticket, id=2, number=2, state="open", runner=None, revision=1, updated_at=created),
+            ])  # fmt: skip
+            event = dict(actor="olivia", role="requester", attempt=0, data={})
+            connection.execute(tables.events.insert(), [
+                dict(event, ticket_id=1, type="created", revision=1, created_at=created),
+                dict(event, ticket_id=1, type="claimed", revision=2, created_at=moved),
+                dict(event, ticket_id=1, type="brief_changed", revision=3, created_at=edited),
+            ])  # fmt: skip
+        upgrade(engine)
+        with engine.connect() as connection:
+            rows = connection.execute(select(tables.tickets.c.number, tables.tickets.c.state_since)).all()
+        assert {number: since.replace(tzinfo=UTC) for number, since in rows} == {1: moved, 2: created}
+    finally:
+        engine.dispose()
+
+
 # ---------------------------------------------------------------------------------------------- the schema
 
 
@@ -584,7 +654,7 @@ def test_the_comparison_would_notice_a_table_the_migrations_lack(store: Units) -
 
 def test_upgrade_is_idempotent(store: Units) -> None:
     rail = Rail(store)
-    assert current(store.engine) == head() == "0013"
+    assert current(store.engine) == head() == "0014"
     rail.do(1, Command("claim"), AGENT_A)
     upgrade(store.engine)
     upgrade(store.engine)

@@ -47,6 +47,7 @@ class TicketSummary:
     updated_at: datetime
     title: str | None = None  # the issue's, as GitHub last told it
     repository_id: int = 0  # GitHub's id of the repository
+    state_since: datetime | None = None  # when it entered its state, or while claimed its runner's hands
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,14 @@ class BoardRow:
     review: ReviewRecord | None = None  # the last verdict, which an accepted ticket's words name
 
 
+@dataclass(frozen=True)
+class Board:
+    """A board's tickets, at most so many per state, and how many tickets each state has in all."""
+
+    rows: list[BoardRow]
+    totals: dict[WorkState, int]  # a state with none is missing
+
+
 def utc(value: datetime) -> datetime:
     """A stored timestamp as an aware datetime in UTC (naive ones were written in UTC)."""
     if value.tzinfo is None:
@@ -128,6 +137,7 @@ _SUMMARY_COLUMNS = (
     tickets.c.title,
     tickets.c.created_at,
     tickets.c.updated_at,
+    func.coalesce(tickets.c.state_since, tickets.c.updated_at).label("state_since"),
 )
 
 
@@ -144,6 +154,7 @@ def _summary(row: RowMapping) -> TicketSummary:
         repository_id=row["repository_id"],
         created_at=utc(row["created_at"]),
         updated_at=utc(row["updated_at"]),
+        state_since=utc(row["state_since"]),
     )
 
 
@@ -290,11 +301,29 @@ class Reads:
         runner: str | None = None,
         stale: bool = False,
         readable: frozenset[int] | None = None,
-        limit: int = MAX_LIMIT,
-    ) -> list[BoardRow]:
-        """The tickets in `states` matching the other filters, with their rails and stale flags, in one
-        statement: the longest-waiting first (the board's order within a column). `stale`: only claims
-        flagged stale. `readable`: only tickets of these repositories (GitHub's ids); None: of any."""
+        per_state: int = MAX_LIMIT,
+    ) -> Board:
+        """The tickets in `states` matching the other filters, with their rails and stale flags: in each state
+        the `per_state` longest there (the board's order within a column), and how many match in all.
+        `stale`: only claims flagged stale. `readable`: only tickets of these repositories (GitHub's ids);
+        None: of any."""
+        since = func.coalesce(tickets.c.state_since, tickets.c.updated_at)
+        matching: Select[Any] = select(
+            tickets.c.id.label("ticket_id"),
+            tickets.c.state,
+            func.row_number().over(partition_by=tickets.c.state, order_by=(since, tickets.c.id)).label("place"),
+        ).where(tickets.c.state.in_([state.value for state in states]))
+        if repository is not None:
+            matching = matching.where(_same_name(tickets.c.repository, repository))
+        if runner is not None:
+            matching = matching.where(_same_name(tickets.c.runner, runner))
+        if stale:
+            matching = matching.outerjoin(ticket_activity, ticket_activity.c.ticket_id == tickets.c.id).where(
+                ticket_activity.c.stale_at.is_not(None), tickets.c.state == WorkState.CLAIMED.value
+            )
+        if readable is not None:
+            matching = matching.where(tickets.c.repository_id.in_(sorted(readable)))
+        shown = matching.subquery("shown")
         newer = reviews.alias("newer")
         last = (
             select(func.max(newer.c.id)).where(newer.c.ticket_id == tickets.c.id).correlate(tickets).scalar_subquery()
@@ -306,31 +335,29 @@ class Reads:
                 ticket_activity.c.stale_at,
                 *(column.label(f"review_{column.name}") for column in reviews.c),
             )
+            .join(shown, shown.c.ticket_id == tickets.c.id)
             .outerjoin(evidence_rails, evidence_rails.c.ticket_id == tickets.c.id)
             .outerjoin(ticket_activity, ticket_activity.c.ticket_id == tickets.c.id)
             .outerjoin(reviews, reviews.c.id == last)
-            .where(tickets.c.state.in_([state.value for state in states]))
+            .where(shown.c.place <= per_state)
+            .order_by(since, tickets.c.id)
         )
-        if repository is not None:
-            query = query.where(_same_name(tickets.c.repository, repository))
-        if runner is not None:
-            query = query.where(_same_name(tickets.c.runner, runner))
-        if stale:
-            query = query.where(ticket_activity.c.stale_at.is_not(None), tickets.c.state == WorkState.CLAIMED.value)
-        if readable is not None:
-            query = query.where(tickets.c.repository_id.in_(sorted(readable)))
-        query = query.order_by(tickets.c.updated_at, tickets.c.id).limit(limit)
+        counted = select(shown.c.state, func.count()).group_by(shown.c.state)
+        rows: list[BoardRow] = []
         with self._connect() as connection:
-            return [
-                BoardRow(
-                    _summary(row),
-                    None if row["rail"] is None else dict(row["rail"]),
-                    # only a claim is stale, as the status comment shows it
-                    _maybe_utc(row["stale_at"]) if row["state"] == WorkState.CLAIMED.value else None,
-                    _review({name[7:]: value for name, value in row.items() if name.startswith("review_")}),
+            totals = {WorkState(state): int(count) for state, count in connection.execute(counted)}
+            for row in connection.execute(query).mappings():
+                summary = _summary(row)
+                rows.append(
+                    BoardRow(
+                        summary,
+                        None if row["rail"] is None else dict(row["rail"]),
+                        # only a claim is stale, as the status comment shows it
+                        _maybe_utc(row["stale_at"]) if summary.state is WorkState.CLAIMED else None,
+                        _review({name[7:]: value for name, value in row.items() if name.startswith("review_")}),
+                    )
                 )
-                for row in connection.execute(query).mappings()
-            ]
+        return Board(rows, totals)
 
     def work_times(
         self, *, since: datetime, repository: str | None = None, readable: frozenset[int] | None = None
@@ -363,6 +390,7 @@ __all__ = [
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
     "AttemptRecord",
+    "Board",
     "BoardRow",
     "DeliveryRecord",
     "Reads",

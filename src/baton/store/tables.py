@@ -48,6 +48,8 @@ tickets = Table(
     Column("title", Text),  # the title, as GitHub last told it (None: not told)
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+    # when it entered its state, or while claimed its runner's hands (a brief's edit does not move it)
+    Column("state_since", DateTime(timezone=True)),
     UniqueConstraint("installation_id", "repository_id", "number"),
     Index(None, "repository", "state"),
 )

@@ -56,18 +56,22 @@ _SQL = {
             AND t.number = :number""",
     "insert_ticket": """
         INSERT INTO tickets (installation_id, repository_id, number, repository, state, revision, owner,
-            runner, attempt, deliveries, brief, title, created_at, updated_at)
+            runner, attempt, deliveries, brief, title, created_at, updated_at, state_since)
         VALUES (:installation_id, :repository_id, :number, :repository, :state, :revision, :owner,
-            :runner, :attempt, :deliveries, :brief, :title, :now, :now)
+            :runner, :attempt, :deliveries, :brief, :title, :now, :now, :now)
         RETURNING id""",
     # The issue's title as GitHub last told it: no revision, it is not part of the work rail.
     "retitle": """
         UPDATE tickets SET title = :title
         WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number
             AND (title IS NULL OR title <> :title)""",
+    # `state_since` moves with the state or the runner; on the right of SET, columns are the row's old values.
+    # (`new_state` and `new_runner` repeat `state` and `runner`: PostgreSQL gives one parameter one type.)
     "swap": """
         UPDATE tickets SET state = :state, revision = :revision, runner = :runner, attempt = :attempt,
-            deliveries = :deliveries, owner = :owner, brief = :brief, updated_at = :now
+            deliveries = :deliveries, owner = :owner, brief = :brief, updated_at = :now,
+            state_since = CASE WHEN state <> :new_state OR COALESCE(runner, '') <> COALESCE(:new_runner, '')
+                OR state_since IS NULL THEN :now ELSE state_since END
         WHERE id = :ticket_id AND revision = :expected""",
     # Insert the runner's count at 1 or add one to it, only while it is below the limit.
     "gain_claim": """
@@ -257,8 +261,9 @@ class WorkTx(RawTx):
         """
         brief = json.dumps(ticket.brief.to_dict()) if ticket.brief else None
         cursor = self._run(
-            "swap", ticket_id=ticket_id, expected=expected_revision, owner=ticket.owner, brief=brief, **_changes(ticket)
-        )
+            "swap", ticket_id=ticket_id, expected=expected_revision, owner=ticket.owner, brief=brief,
+            new_state=ticket.state.value, new_runner=ticket.runner, **_changes(ticket),
+        )  # fmt: skip
         return bool(cursor.rowcount == 1)
 
     def count_claims(self, before: Ticket, after: Ticket, limit: int | None) -> bool:

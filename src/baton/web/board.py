@@ -49,6 +49,7 @@ from .session import COOKIE, LIFETIME, Sessions
 
 BOARD_STATES = (WorkState.OPEN, WorkState.CLAIMED, WorkState.DELIVERED, WorkState.ACCEPTED)
 REFRESH_SECONDS = 5
+COLUMN_CARDS = 200  # a column shows the tickets longest in its state; the filters narrow it to the others
 _IMAGE_ENDINGS = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif")
 
 
@@ -90,7 +91,8 @@ class Card:
 @dataclass(frozen=True)
 class Column:
     state: WorkState
-    cards: list[Card]
+    cards: list[Card]  # the longest in the state first, at most COLUMN_CARDS
+    total: int  # how many match the filters in this state, shown or not
 
 
 @dataclass(frozen=True)
@@ -140,12 +142,13 @@ def _review(record: ReviewRecord | None) -> Review | None:
 
 def _card(row: BoardRow, site: str, now: datetime) -> Card:
     ticket = row.ticket
+    since = ticket.state_since or ticket.updated_at
     return Card(
         ref=f"{ticket.repository}#{ticket.number}", path=f"/t/{ticket.repository}/{ticket.number}",
         url=f"{site}/{ticket.repository}/issues/{ticket.number}", title=ticket.title or "(no title seen yet)",
         state=ticket.state, runner=ticket.runner, attempt=ticket.attempt,
         rails=rails(ticket, row.evidence, _review(row.review)),
-        stale=row.stale_at is not None, since=ticket.updated_at, for_words=for_words(now - ticket.updated_at),
+        stale=row.stale_at is not None, since=since, for_words=for_words(now - since),
     )  # fmt: skip
 
 
@@ -277,16 +280,19 @@ def _filters(repo: str, runner: str, state: str, stale: str) -> Filters:
 
 
 def _columns(board: Board, filters: Filters, viewer: Viewer) -> list[Column]:
-    rows = board.read_api.reads.board(
+    found = board.read_api.reads.board(
         repository=filters.repo or None,
         states=filters.states(),
         runner=filters.runner or None,
         stale=filters.stale,
         readable=viewer.readable,
+        per_state=COLUMN_CARDS,
     )
     now = board.clock.now()
-    cards = [_card(row, board.site, now) for row in rows]
-    return [Column(state, [c for c in cards if c.state is state]) for state in filters.states()]
+    cards = [_card(row, board.site, now) for row in found.rows]
+    return [
+        Column(state, [c for c in cards if c.state is state], found.totals.get(state, 0)) for state in filters.states()
+    ]
 
 
 Text = Annotated[str, Query(max_length=200)]
