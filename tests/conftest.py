@@ -74,6 +74,18 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("figures")
         for line in lines:
             terminalreporter.write_line(line)
+    shots = sorted(
+        {
+            Path(value).parent
+            for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", [])
+            for name, value in report.user_properties
+            if name == "screenshot"
+        }
+    )
+    if shots:
+        terminalreporter.section("screenshots")
+        for folder in shots:
+            terminalreporter.write_line(f"{folder}: {len(list(folder.glob('*.png')))} pictures")
 
 
 def _postgres_unavailable(reason: str) -> None:

@@ -264,6 +264,20 @@ def test_without_a_read_token_the_board_is_off(sqlite_url: str) -> None:
     app.state.work.units.engine.dispose()
 
 
+def test_with_only_the_read_token_the_board_asks_for_it_once(sqlite_url: str) -> None:
+    app = create_app(Settings(database_url=sqlite_url, api_token="only-the-token"))
+    with Served(app) as baton:
+        form = call(baton.url, "GET", "/")
+        assert form.status_code == 200 and 'name="token" type="password"' in form.text
+        assert "/auth/github" not in form.text and "Sign in with GitHub" not in form.text
+        assert call(baton.url, "GET", "/auth/github").status_code == 404
+        assert call(baton.url, "GET", "/auth/github/callback?code=x&state=y").status_code == 404
+        kept = sign_in(baton.url, "only-the-token").cookies["baton_session"]
+        for path in ("/", "/board", "/charts"):
+            assert call(baton.url, "GET", path, kept).status_code == 200, path
+    app.state.work.units.engine.dispose()
+
+
 def test_with_only_the_oauth_client_people_sign_in_with_github_alone(sqlite_url: str) -> None:
     app = create_app(Settings(database_url=sqlite_url, client_id="Iv1.abc", client_secret="s3cret"))
     with Served(app) as baton:

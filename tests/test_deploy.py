@@ -513,6 +513,53 @@ def test_every_baton_variable_named_in_deploy_is_a_setting() -> None:
     assert not unknown, f"not settings Baton has: {unknown}"
 
 
+_DOCKER_VALUED = {"-p", "--publish", "-v", "--volume", "-e", "--env", "--env-file", "--name", "-u", "--user",
+                  "--network", "--mount", "-w", "--workdir"}  # fmt: skip
+
+
+def _readme_commands(text: str) -> list[list[str]]:
+    """Every `baton` command line deploy/README.md gives, as argv: in its shell blocks (a line continued with
+    `\\` is one line) and in its inline code, run as `baton …`, as a path ending in `/baton`, or as the image's
+    arguments (`docker run [options] baton …`, whose entrypoint is `baton`)."""
+    blocks = re.findall(r"^```(?:sh|shell|bash)\n(.*?)^```", text, re.S | re.M)
+    lines = [line for block in blocks for line in block.replace("\\\n", " ").splitlines()]
+    inline = [" ".join(span.split()) for span in re.findall(r"`([^`]+)`", re.sub(r"^```.*?^```", "", text,
+                                                                                 flags=re.S | re.M))]  # fmt: skip
+    found = []
+    for line in lines + inline:
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:  # not a shell line (an apostrophe in prose)
+            continue
+        if words[:2] == ["docker", "run"]:
+            rest = words[2:]
+            while rest and rest[0].startswith("-"):  # docker's own options, and the values some take
+                rest = rest[2:] if rest[0] in _DOCKER_VALUED else rest[1:]
+            if rest and rest[0].split(":")[0] == "baton":
+                found.append(["baton", *(rest[1:] or ["serve"])])  # no arguments: the image's CMD, serve
+            continue
+        if words and words[0] == "systemd-run":
+            words = [word for word in words if not word.startswith("-")][1:]
+        if words and Path(words[0]).name == "baton" and len(words) > 1:
+            found.append(["baton", *words[1:]])
+    return found
+
+
+def test_every_baton_command_deploy_readme_gives_is_one_baton_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    commands = _readme_commands((DEPLOY / "README.md").read_text(encoding="utf-8"))
+    given = {shlex.join(argv) for argv in commands}
+    assert {"baton serve", "baton worker", "baton db upgrade"} <= given, sorted(given)
+    assert any(argv[:2] == ["baton", "setup"] and "--github-url" in argv for argv in commands), sorted(given)
+    for argv in commands:
+        parsed(argv)
+    capsys.readouterr()
+    # the reading itself: a misspelt command in the README would be found and refused
+    (misspelt,) = _readme_commands("Run `baton db upgrad` first.")
+    with pytest.raises(NotBaton):
+        parsed(misspelt)
+    capsys.readouterr()
+
+
 # --- the backups deploy/README.md describes ------------------------------------------------------------------
 
 

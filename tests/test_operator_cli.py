@@ -6,6 +6,7 @@ so in one line and exits 2, with no traceback. `baton --version` tells the versi
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -85,6 +86,62 @@ def test_a_setting_baton_cannot_read_is_named_in_one_line(
     assert "BATON_REDELIVER_EVERY='-5': Input should be greater than or equal to 0" in said
 
 
+@pytest.mark.parametrize(
+    ("variable", "value", "words"),
+    [("BATON_PORT", "70000", "Input should be less than or equal to 65535"),
+     ("BATON_PORT", "-1", "Input should be greater than or equal to 0"),
+     ("BATON_WRITERS", "0", "Input should be greater than or equal to 1"),
+     ("BATON_WRITES_PER_MINUTE", "0", "Input should be greater than or equal to 1"),
+     ("BATON_GITHUB_TIMEOUT", "0", "Input should be greater than 0"),
+     ("BATON_ANSWER_DELAY", "-1", "Input should be greater than or equal to 0"),
+     ("BATON_API_REQUESTS_PER_MINUTE", "0", "Input should be greater than or equal to 1")],
+)  # fmt: skip
+def test_a_number_out_of_its_range_is_named_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, variable: str, value: str, words: str
+) -> None:
+    """No writer threads, a port the system would wrap round, a timeout of nothing: refused at start, not run."""
+    monkeypatch.setenv(variable, value)
+    assert main(["refused"]) == 2
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and f"{variable}='{value}': {words}" in said, said
+
+
+def _serving(env: dict[str, str], *arguments: str) -> tuple[subprocess.Popen[str], int, list[str]]:
+    """A real `baton serve`, up: the process, the port uvicorn says it bound, and what it said until then."""
+    serving = subprocess.Popen([sys.executable, "-m", "baton.cli", "serve", *arguments], env=env, cwd=ROOT,
+                               stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)  # fmt: skip
+    assert serving.stderr is not None
+    lines = []
+    for line in serving.stderr:  # uvicorn says it runs once it is up, after Baton's own lines
+        lines.append(line)
+        if "Uvicorn running on" in line:
+            return serving, int(line.rsplit(":", 1)[1].split()[0]), lines
+    serving.wait(30)
+    raise AssertionError(f"baton serve never came up: {lines}")
+
+
+def test_the_callback_named_to_github_follows_the_proxy_baton_is_told_to_believe(tmp_path: Path) -> None:
+    """Behind a reverse proxy that terminates TLS, the sign-in's callback is https at the proxy's host. Baton
+    believes X-Forwarded-Proto from BATON_FORWARDED_ALLOW_IPS only (127.0.0.1 unless set), so a proxy in
+    another container must be named there, or the callback GitHub is sent is plain http."""
+    import httpx
+
+    env = {name: value for name, value in os.environ.items() if not name.startswith("BATON_")}
+    env.update(BATON_DATABASE_URL=f"sqlite:///{tmp_path}/baton.db", BATON_CLIENT_ID="Iv1.proxy",
+               BATON_CLIENT_SECRET="proxied")  # fmt: skip
+    proxied = {"Host": "baton.example.com", "X-Forwarded-Proto": "https"}
+    for believed, scheme in (("127.0.0.1", "https"), ("10.9.8.7", "http")):
+        serving, port, _ = _serving({**env, "BATON_FORWARDED_ALLOW_IPS": believed}, "--port", "0")
+        try:
+            start = httpx.get(f"http://127.0.0.1:{port}/auth/github", headers=proxied)
+        finally:
+            serving.terminate()
+            serving.wait(30)
+        assert start.status_code == 303, start.text
+        callback = f"redirect_uri={scheme}%3A%2F%2Fbaton.example.com%2Fauth%2Fgithub%2Fcallback"
+        assert callback in start.headers["location"], (believed, start.headers["location"])
+
+
 def test_a_database_never_migrated_is_told_how_to_migrate(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -105,21 +162,18 @@ def test_baton_docs_where_there_is_no_docs_folder_says_where_to_run_it(
 def test_baton_serve_without_an_app_starts_and_says_once_that_webhooks_are_off(tmp_path: Path) -> None:
     env = {name: value for name, value in os.environ.items() if not name.startswith("BATON_")}
     env["BATON_DATABASE_URL"] = f"sqlite:///{tmp_path}/baton.db"
-    serving = subprocess.Popen([sys.executable, "-m", "baton.cli", "serve", "--port", "0"], env=env, cwd=ROOT,
-                               stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)  # fmt: skip
-    try:
-        assert serving.stderr is not None
-        lines = []
-        for line in serving.stderr:  # uvicorn says it runs once it is up, after Baton's own line
-            lines.append(line)
-            if "Uvicorn running on" in line:
-                break
-    finally:
-        serving.terminate()
-        serving.wait(30)
+    serving, port, lines = _serving(env, "--port", "0")
+    serving.terminate()
+    serving.wait(30)
     ours = [line for line in lines if line.startswith("baton:")]
     assert len(ours) == 1 and "webhooks are off" in ours[0], lines
-    assert any("Uvicorn running on" in line for line in lines), lines
+    assert port not in (0, 8000), lines  # --port 0: a free port the system chose, not BATON_PORT's default
+    # BATON_LOG_FORMAT's default, text: time, level, logger, message (docs/operations.md)
+    assert re.fullmatch(
+        rf"\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d,\d{{3}} INFO uvicorn\.error: Uvicorn running on "
+        rf"http://127\.0\.0\.1:{port} \(Press CTRL\+C to quit\)\n",
+        lines[-1],
+    ), lines
 
 
 def test_each_operators_command_says_what_it_does_and_which_settings_it_reads() -> None:
@@ -127,9 +181,9 @@ def test_each_operators_command_says_what_it_does_and_which_settings_it_reads() 
     commands = next(action for action in parser._actions if action.dest == "command").choices
     operators = ["serve", "worker", "deliveries", "refused", "replay", "backfill", "demo", "docs", "setup"]
     fields = {name.upper() for name in Settings.model_fields}
-    # Every setting is read by `baton serve` or `baton worker`, but the App's OAuth client, which `baton setup`
-    # writes for later.
-    assert fields - (set(SERVE_READS) | set(WORKER_COMMAND_READS)) == {"CLIENT_ID", "CLIENT_SECRET"}
+    # Every setting is read by `baton serve` or `baton worker` (the App's OAuth client by serve, for the board),
+    # and their help says so: a setting added without saying who reads it fails here.
+    assert fields == set(SERVE_READS) | set(WORKER_COMMAND_READS)
     assert set(SETUP_WRITES) <= fields
     for name in operators:
         helped = commands[name].format_help()

@@ -53,8 +53,9 @@ def _serve(args: argparse.Namespace) -> int:
     gc.freeze()
     # A line per request costs a sixth of a webhook's acknowledgement; it is there when asked for.
     # No log_config: uvicorn's lines go through Baton's handler (`baton.logs`), in its format.
-    uvicorn.run(app, host=args.host or settings.host, port=args.port or settings.port, log_config=None,
-                log_level=settings.log_level.lower(), access_log=args.access_log)  # fmt: skip
+    uvicorn.run(app, host=args.host or settings.host, port=settings.port if args.port is None else args.port,
+                log_config=None, log_level=settings.log_level.lower(), access_log=args.access_log,
+                proxy_headers=True, forwarded_allow_ips=settings.forwarded_allow_ips)  # fmt: skip
     return 0
 
 
@@ -300,7 +301,7 @@ WORKER_READS = (*APP_READS, "ANSWER_DELAY", "WRITE_INTERVAL", "WRITES_PER_MINUTE
 # `baton worker` alone: where it serves its metrics (`baton serve` has them at its own /metrics).
 WORKER_COMMAND_READS = (*WORKER_READS, "METRICS_PORT", "HOST")
 SERVE_READS = (*WORKER_READS, "WEBHOOK_SECRET", "API_TOKEN", "API_REQUESTS_PER_MINUTE", "WORKER", "SPOOL_DIR",
-               "REDELIVER_EVERY", "HOST", "PORT")  # fmt: skip
+               "REDELIVER_EVERY", "CLIENT_ID", "CLIENT_SECRET", "HOST", "PORT", "FORWARDED_ALLOW_IPS")  # fmt: skip
 # `baton setup` writes these to a .env (GITHUB_API_URL only for a GitHub Enterprise Server).
 SETUP_WRITES = ("APP_ID", "WEBHOOK_SECRET", "CLIENT_ID", "CLIENT_SECRET", "PRIVATE_KEY_PATH", "GITHUB_API_URL")
 
@@ -341,12 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
     refused.add_argument("--limit", type=int, default=50)
     refused.set_defaults(run=_refused)
 
-    replay = _operator(commands, "replay", "process one stored webhook delivery again, now", APP_READS)
+    replay = _operator(commands, "replay", "process one stored webhook delivery again, now", WORKER_READS)
     replay.add_argument("delivery", help="its X-GitHub-Delivery id, as `baton deliveries` lists it")
     replay.set_defaults(run=_replay)
 
     backfill = _operator(commands, "backfill", "offer a repository's open issues that have no ticket yet (as "
-                         "installing the App does)", APP_READS)  # fmt: skip
+                         "installing the App does)", WORKER_READS)  # fmt: skip
     backfill.add_argument("repository", metavar="OWNER/REPO")
     backfill.set_defaults(run=_backfill)
 
@@ -357,7 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--database", help="database URL (default: a new SQLite file in a temporary directory)")
     demo.set_defaults(run=_demo)
 
-    db = commands.add_parser("db", help="database maintenance", description="Database maintenance.")
+    db = commands.add_parser(
+        "db",
+        help="database maintenance",
+        description="Database maintenance.",
+        epilog="reads BATON_DATABASE_URL (or a .env file)",
+    )
     db_commands = db.add_subparsers(dest="db_command", required=True)
     _operator(db_commands, "upgrade", "apply migrations", ("DATABASE_URL",)).set_defaults(run=_db_upgrade)
 

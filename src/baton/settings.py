@@ -29,21 +29,23 @@ class Settings(BaseSettings):
     client_id: str | None = None
     client_secret: SecretStr | None = None
     github_api_url: str = "https://api.github.com"
-    github_timeout: float = 10.0  # seconds a call to GitHub may take before it is given up and tried later
+    github_timeout: float = Field(10.0, gt=0)  # seconds a call to GitHub may take before it is given up and tried later
     api_token: SecretStr | None = None  # the read API answers 403 while this is unset
-    api_requests_per_minute: int = 600  # the agent API's calls per login (429 beyond, with Retry-After)
+    api_requests_per_minute: int = Field(600, ge=1)  # the agent API's calls per login (429 beyond, with Retry-After)
     worker: Literal["inprocess", "external"] = "inprocess"  # external: `baton worker` processes do the work
-    answer_delay: float = 2.0  # seconds answers on one issue wait, so a race's refusals share one reply
+    answer_delay: float = Field(2.0, ge=0)  # seconds answers on one issue wait, so a race's refusals share one reply
     # One write budget per installation, shared by every process (GitHub's secondary rate limits).
-    write_interval: float = 1.0  # seconds between two GitHub writes
-    writes_per_minute: int = 80
-    writes_per_hour: int = 500
-    writers: int = 4  # threads writing to GitHub per process, each for one installation at a time
+    write_interval: float = Field(1.0, ge=0)  # seconds between two GitHub writes
+    writes_per_minute: int = Field(80, ge=1)
+    writes_per_hour: int = Field(500, ge=1)
+    writers: int = Field(4, ge=1)  # threads writing to GitHub per process, each for one installation at a time
     # Seconds between sweeps of GitHub's webhook delivery log for missed deliveries (`baton serve`); 0: off.
     redeliver_every: float = Field(300.0, ge=0)
     spool_dir: str = "./baton-spool"  # deliveries received while the database is unreachable wait here
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: int = Field(8000, ge=0, le=65535)  # 0: any free port
+    # Addresses whose X-Forwarded-Proto and X-Forwarded-For Baton believes (the reverse proxy's); `*`: any.
+    forwarded_allow_ips: str = "127.0.0.1"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"  # Baton's own loggers (and uvicorn's)
     log_format: Literal["text", "json"] = "text"  # json: one object per line, the fields as keys
     # `baton worker` serves /metrics on BATON_HOST:this port (unset: none; 0: any free port)
