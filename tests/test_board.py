@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import func, select
 
 from baton.demo.stage import Stage
+from baton.demo.story import wait_for
 from baton.settings import Settings
 from baton.store import make_engine, tables
 from baton.store.board_sessions import BoardSession, BoardSessions
@@ -209,6 +210,42 @@ def test_the_ticket_page_shows_the_rails_deliveries_reviews_and_timeline(stage: 
 
     unknown = call(stage.baton_url, "GET", "/t/octo/shop/99", cookie)
     assert unknown.status_code == 404 and "Baton does not track octo/shop#99" in unknown.text
+
+
+def test_a_self_review_a_screenshot_that_is_no_image_and_a_long_timeline_on_a_ticket_page(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repository that allows self-review: @maria claims, delivers with a recording's link, and accepts her own
+    work. Her review says it is not independent; the recording is a link, not a thumbnail; a timeline longer
+    than the page shows says the read API has the rest."""
+    with Stage.open(sqlite_url, api_token=TOKEN, answer_delay=0.0) as stage:
+        name = stage.full_name
+        maria = stage.person("maria", "maintain")
+        maria.push(
+            name,
+            "main",
+            "Let reviewers accept their own work",
+            files={".github/baton.yml": "allow_self_review: true\n"},
+        )
+        number = maria.open_issue(name, "Record the onboarding flow")
+        link = "https://example.test/onboarding.webm"
+        steps = [("/claim", "baton:claimed"), (f"/deliver Recorded.\nscreenshot: {link}", "baton:delivered"),
+                 ("/accept Looks right.", "baton:accepted")]  # fmt: skip
+        for command, label in steps:
+            maria.comment(name, number, command)
+            wait_for(stage, number, lambda seen, label=label: label in seen.labels, label)
+        cookie = session(stage.baton_url)
+        html = call(stage.baton_url, "GET", f"/t/{name}/{number}", cookie).text
+        (review,) = re.findall(r'<li class="review">(.*?)</li>', html, re.S)
+        assert "by @maria as reviewer,\nself-verified, not independent: Looks right." in review
+        assert f'<li><a href="{link}">Screenshot: {link}</a></li>' in html and '<img class="shot"' not in html
+        assert "The timeline goes on" not in html
+        monkeypatch.setattr("baton.web.board.TIMELINE_EVENTS", 2)
+        html = call(stage.baton_url, "GET", f"/t/{name}/{number}", cookie).text
+        assert (
+            html.count('<li data-rail="') == 2 and "The timeline goes on; the read API pages through all of it." in html
+        )
+    stage.app.state.work.units.engine.dispose()
 
 
 def test_the_token_is_asked_for_once_and_kept_in_a_signed_cookie(

@@ -49,6 +49,7 @@ from .session import COOKIE, LIFETIME, Sessions
 
 BOARD_STATES = (WorkState.OPEN, WorkState.CLAIMED, WorkState.DELIVERED, WorkState.ACCEPTED)
 REFRESH_SECONDS = 5
+TIMELINE_EVENTS = 100  # a ticket page's timeline; beyond it, a line says the read API has the rest
 COLUMN_CARDS = 200  # a column shows the tickets longest in its state; the filters narrow it to the others
 _IMAGE_ENDINGS = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif")
 
@@ -340,7 +341,9 @@ def board_router() -> APIRouter:
         # a ticket of a repository the viewer may not read is missing to them, as one Baton does not track
         if detail is not None and viewer.readable is not None and detail.ticket.repository_id not in viewer.readable:
             detail = None
-        timeline = reads.timeline(f"{owner}/{repo}", number, after=None) if detail is not None else None
+        timeline = (
+            reads.timeline(f"{owner}/{repo}", number, after=None, limit=TIMELINE_EVENTS) if detail is not None else None
+        )
         if detail is None or timeline is None:
             return _page("missing.html", 404, ref=f"{owner}/{repo}#{number}", viewer=viewer)
         summary = detail.ticket
