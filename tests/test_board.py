@@ -175,7 +175,7 @@ def test_a_column_shows_so_many_cards_and_says_how_many_more_there_are(
     html = call(stage.baton_url, "GET", "/?state=accepted", cookie).text
     assert page(html).columns == {"accepted": []} and 'Accepted <span class="meta">(1)</span>' in html
     assert '<p class="meta" data-more="1">The 0 longest accepted of 1; the filters find the others.</p>' in html
-    monkeypatch.setattr("baton.web.board.COLUMN_CARDS", 200)
+    monkeypatch.setattr("baton.web.board.COLUMN_CARDS", 100)
     assert "data-more" not in call(stage.baton_url, "GET", "/?state=accepted", cookie).text
 
 

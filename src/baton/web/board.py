@@ -50,7 +50,7 @@ from .session import COOKIE, LIFETIME, Sessions
 BOARD_STATES = (WorkState.OPEN, WorkState.CLAIMED, WorkState.DELIVERED, WorkState.ACCEPTED)
 REFRESH_SECONDS = 5
 TIMELINE_EVENTS = 100  # a ticket page's timeline; beyond it, a line says the read API has the rest
-COLUMN_CARDS = 200  # a column shows the tickets longest in its state; the filters narrow it to the others
+COLUMN_CARDS = 100  # a column shows the tickets longest in its state; the filters narrow it to the others
 _IMAGE_ENDINGS = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif")
 
 

@@ -1,0 +1,131 @@
+"""The board's pages as a person gets them: how long `baton serve` takes to answer `/` (the four columns), the
+`/board` fragment the page fetches every five seconds, a ticket page and `/charts`, with many tickets stored.
+
+A database of its own (SQLite in a temporary folder, or a scratch PostgreSQL database), migrated, holds
+`--tickets` tickets spread over the states as a long-lived installation has them (most accepted), each with
+its `created` event, over twenty repositories and twenty runners, the claims started over the last weeks.
+Then one `baton serve` with the defaults a user gets (and BATON_API_TOKEN, to sign in with; no App, so
+webhooks are off: only the pages are asked for) answers, one request at a time, over one kept-alive
+connection, `--repeat` times each page. Printed per database and size: the median and p95 answer time, and
+the page's size.
+
+Usage (from the repository root):
+
+    python bench/board_pages.py                         # 500 and 5,000 tickets, SQLite then PostgreSQL
+    python bench/board_pages.py --database sqlite --tickets 20000 --repeat 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from baton.store import make_engine, tables, upgrade
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `bench` is a package here
+from bench.claim_race import scratch_postgres, scratch_sqlite
+from bench.webhook_race import free_port, wait_for
+
+POSTGRES = os.environ.get("BATON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+TOKEN = "board-bench-token"
+# How a long-lived installation's tickets are spread over the states: most of the work is done.
+SHARES = (("accepted", 55), ("open", 15), ("claimed", 12), ("delivered", 8), ("withdrawn", 6), ("draft", 4))
+
+
+def seed(url: str, count: int) -> None:
+    engine = make_engine(url)
+    try:
+        upgrade(engine)
+        now = datetime.now(UTC)
+        states = [state for state, share in SHARES for _ in range(share)]
+        rows, events = [], []
+        for index in range(count):
+            state = states[index % len(states)]
+            started = now - timedelta(minutes=index * 7 % (60 * 24 * 40))
+            runner = None if state in ("open", "draft", "withdrawn") else f"agent-{index % 20}"
+            rows.append({
+                "id": index + 1, "installation_id": 1, "repository_id": 100 + index % 20, "number": index + 1,
+                "repository": f"octo/repo-{index % 20}", "state": state, "revision": 3, "owner": "maria",
+                "runner": runner, "attempt": 1 if runner else 0, "deliveries": 1 if state in ("delivered",
+                "accepted") else 0, "brief": None, "title": f"Task number {index + 1} of the backlog",
+                "created_at": started, "updated_at": started, "state_since": started,
+            })  # fmt: skip
+            events.append({"ticket_id": index + 1, "type": "created", "actor": "maria", "role": "requester",
+                           "attempt": 0, "revision": 1, "operation_id": None, "created_at": started,
+                           "data": {"state": "open", "owner": "maria", "brief": None}})  # fmt: skip
+        with engine.begin() as connection:
+            connection.execute(tables.tickets.insert(), rows)
+            connection.execute(tables.events.insert(), events)
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def serving(url: str) -> Iterator[str]:
+    port = free_port()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("BATON_")},
+           "BATON_DATABASE_URL": url, "BATON_API_TOKEN": TOKEN}  # fmt: skip
+    process = subprocess.Popen([sys.executable, "-m", "baton.cli", "serve", "--port", str(port)], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        wait_for(f"http://127.0.0.1:{port}/healthz")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def measure(base: str, repeat: int) -> dict[str, tuple[float, float, int]]:
+    """Per page: median and p95 answer time in ms, and the answer's size in bytes."""
+    with httpx.Client(base_url=base, timeout=60) as client:
+        signed = client.post("/sign-in", data={"token": TOKEN, "next": "/"})
+        assert signed.status_code == 303, signed.text
+        pages = {"/": "/", "/board (the refresh)": "/board", "/t/… (a ticket)": "/t/octo/repo-0/1",
+                 "/charts": "/charts"}  # fmt: skip
+        figures = {}
+        for name, path in pages.items():
+            assert client.get(path).status_code == 200, path  # warm: the first answer compiles its statements
+            times, size = [], 0
+            for _ in range(repeat):
+                start = time.perf_counter()
+                answer = client.get(path)
+                times.append((time.perf_counter() - start) * 1000)
+                assert answer.status_code == 200, (path, answer.status_code)
+                size = len(answer.content)
+            times.sort()
+            figures[name] = (statistics.median(times), times[max(0, int(len(times) * 0.95) - 1)], size)
+        return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--tickets", type=int, nargs="+", default=[500, 5000])
+    parser.add_argument("--repeat", type=int, default=30)
+    args = parser.parse_args(argv)
+    kinds = ["sqlite", "postgresql"] if args.database == "both" else [args.database]
+    print(f"{'database':<11} {'tickets':>7}  {'page':<22} {'p50 ms':>8} {'p95 ms':>8} {'size KB':>8}")
+    for kind in kinds:
+        for count in args.tickets:
+            scratch: Any = scratch_sqlite() if kind == "sqlite" else scratch_postgres(POSTGRES)
+            with scratch as url:
+                seed(url, count)
+                with serving(url) as base:
+                    for page, (p50, p95, size) in measure(base, args.repeat).items():
+                        print(f"{kind:<11} {count:>7}  {page:<22} {p50:>8.1f} {p95:>8.1f} {size / 1024:>8.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
