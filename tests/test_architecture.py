@@ -73,6 +73,8 @@ def test_serving_baton_loads_neither_the_stand_in_nor_the_demo() -> None:
     code = "import sys, baton.cli, baton.web, baton.runtime; print(' '.join(sorted(sys.modules)))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert not [name for name in loaded if name.startswith(("github_standin", "baton.demo"))]
+    # the board's templates load at its first page, not when serving starts
+    assert "jinja2" not in loaded
 
 
 def test_importing_the_core_loads_no_io_library() -> None:

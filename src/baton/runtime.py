@@ -4,7 +4,9 @@ side by side, so a decision never waits for a GitHub write, a verification read 
 - The decide lane takes the pending deliveries in batches, oldest first, and decides them (the commands on
   one ticket in one transaction); then it wakes the writers.
 - The write lane is a few threads; each holds one installation at a time (`baton.writer`), so one
-  installation's backlog, slowness or rate limit holds one thread while the others serve the rest.
+  installation's backlog, slowness or rate limit holds one thread while the others serve the rest. While
+  there is nothing to write, only the first thread looks for writes come due; it wakes the next when it
+  finds more installations due than it can take, and that one the next.
 - The sweep lane looks for quiet claims every 30 seconds (`baton.service.quiet`): it flags them stale, or
   releases them where a repository sets `auto_release_after`. Every process runs it; the compare-and-swap of
   each action keeps two processes from doing it twice.
@@ -15,6 +17,7 @@ once when it ends (`Outage`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -27,6 +30,9 @@ from baton.wiring import Parts
 log = logging.getLogger("baton.runtime")
 
 BATCH = 200  # deliveries decided per round of the decide lane
+# Seconds an idle write lane but the first waits before it looks on its own. The first looks every
+# `write_poll`, and wakes the next when more installations are due than it can take at once.
+RESTING_WRITER = 5.0
 BACKOFF = (0.5, 1.0, 2.0, 5.0)  # seconds a lane waits after its 1st, 2nd, 3rd … failure in a row
 
 
@@ -124,7 +130,8 @@ class Runtime:
         self.outage = Outage()
         self.decider = Lane("baton-decide", self._decide, self.outage)
         self.writers = [
-            Lane(f"baton-write-{n}", self._write, self.outage) for n in range(writers if parts.writer else 0)
+            Lane(f"baton-write-{n}", functools.partial(self._write, n), self.outage)
+            for n in range(writers if parts.writer else 0)
         ]
         self.sweeper = Lane("baton-sweep", parts.sweep.step, self.outage) if sweep else None
         # On PostgreSQL, deliveries another process stores wake the decide lane at once.
@@ -161,13 +168,21 @@ class Runtime:
         if not deliveries:
             return self.poll
         decide(inbox, self.parts.intake, deliveries)
-        if self.writers:  # one writer is enough to look; the others look on their own every `write_poll`
+        if self.writers:  # one writer is enough to look; it wakes the next when there is more to do
             self._next_writer = (self._next_writer + 1) % len(self.writers)
             self.writers[self._next_writer].wake()
         return 0.0
 
-    def _write(self) -> float:
+    def _write(self, index: int) -> float:
+        """Write lane `index`'s round: every installation due that no other lane holds, one after another."""
         writer = self.parts.writer
         assert writer is not None
-        worked = sum(writer.turn(installation_id, self._stopping.is_set) for installation_id in writer.free())
-        return 0.0 if worked else self.write_poll
+        free = writer.free()
+        if len(free) > 1 and index + 1 < len(self.writers):  # more than this lane can take at once
+            self.writers[index + 1].wake()
+        worked = sum(writer.turn(installation_id, self._stopping.is_set) for installation_id in free)
+        if worked:
+            return 0.0
+        # Idle: one lane keeps looking for writes come due (an answer's delay, a retry's backoff, another
+        # process's decisions); the others rest until woken, so an idle process does not query in four threads.
+        return self.write_poll if index == 0 else RESTING_WRITER

@@ -65,6 +65,19 @@ def _ready(now: datetime) -> ColumnElement[bool]:
     return or_(due, _lapsed(now))
 
 
+# Whether any delivery is ready (`_ready`), built once: an idle decide lane asks it every `poll`.
+_LOOK = (
+    select(_c.id)
+    .where(
+        or_(
+            and_(_c.status == "pending", or_(_c.next_attempt_at.is_(None), _c.next_attempt_at <= bindparam("now"))),
+            and_(_c.status == "processing", _c.processed_at < bindparam("lapsed")),
+        )
+    )
+    .limit(1)
+)
+
+
 def _delivery(row: Any) -> WebhookDelivery:
     received = row.received_at if row.received_at.tzinfo else row.received_at.replace(tzinfo=UTC)
     return WebhookDelivery(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts, received)
@@ -226,7 +239,7 @@ class Inbox:
         """Take up to `limit` deliveries that are ready (or whose lease ran out), oldest first, in one statement."""
         now = datetime.now(UTC)
         with one_statement(self.engine, reads=True) as connection:  # looking takes no lock; taking does
-            if connection.execute(select(_c.id).where(_ready(now)).limit(1)).first() is None:
+            if connection.execute(_LOOK, {"now": now, "lapsed": now - LEASE}).first() is None:
                 return []
         chosen = select(_c.id).where(_ready(now)).order_by(_c.received_at).limit(limit)
         if self.engine.dialect.name == "postgresql":

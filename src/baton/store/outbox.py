@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import ColumnElement, Engine, and_, case, delete, desc, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, Engine, and_, bindparam, case, delete, desc, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from baton.domain import TicketKey
@@ -59,6 +59,29 @@ _stopped = (
     .exists()
 )
 
+_b = t.write_budgets.c
+# The write lane's look, built once: an idle process runs it every `write_poll`.
+_DUE_INSTALLATIONS = (
+    select(_o.installation_id)
+    .select_from(t.outbox.outerjoin(t.write_budgets, _b.installation_id == _o.installation_id))
+    .where(
+        _o.due_at <= bindparam("now"),
+        _o.attempts < MAX_ATTEMPTS,
+        ~_stopped,
+        or_(
+            _b.installation_id.is_(None),
+            and_(
+                or_(_b.held_until.is_(None), _b.held_until < bindparam("now")),
+                or_(_b.paused_until.is_(None), _b.paused_until <= bindparam("now")),
+                or_(_b.next_at.is_(None), _b.next_at <= bindparam("soon")),
+            ),
+        ),
+    )
+    .group_by(_o.installation_id)
+    .order_by(func.min(_o.urgency), func.min(_o.due_at))
+    .limit(bindparam("limit"))
+)
+
 
 def _at(key: TicketKey) -> ColumnElement[bool]:
     return and_(
@@ -91,26 +114,9 @@ class Outbox:
         """Installations with rows due now that a writer may take: not held by another writer, not paused,
         their budget allowing a write before `soon`. Most urgent first."""
         now = now or datetime.now(UTC)
-        soon = soon or now
-        b = t.write_budgets.c
-        free = or_(
-            b.installation_id.is_(None),
-            and_(
-                or_(b.held_until.is_(None), b.held_until < now),
-                or_(b.paused_until.is_(None), b.paused_until <= now),
-                or_(b.next_at.is_(None), b.next_at <= soon),
-            ),
-        )
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                select(_o.installation_id)
-                .select_from(t.outbox.outerjoin(t.write_budgets, b.installation_id == _o.installation_id))
-                .where(_o.due_at <= now, _o.attempts < MAX_ATTEMPTS, ~_stopped, free)
-                .group_by(_o.installation_id)
-                .order_by(func.min(_o.urgency), func.min(_o.due_at))
-                .limit(limit)
-            ).scalars()
-            return list(rows)
+            found = connection.execute(_DUE_INSTALLATIONS, {"now": now, "soon": soon or now, "limit": limit})
+            return list(found.scalars())
 
     def due(
         self, now: datetime | None = None, installation_id: int | None = None, limit: int | None = None

@@ -13,12 +13,11 @@ import functools
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from jinja2 import Environment, PackageLoader, select_autoescape
 
 from baton.clock import SYSTEM, Clock
 from baton.domain import Ticket, TicketKey, WorkState
@@ -47,6 +46,9 @@ from .github_sign_in import (
 )
 from .session import COOKIE, LIFETIME, Sessions
 
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
 BOARD_STATES = (WorkState.OPEN, WorkState.CLAIMED, WorkState.DELIVERED, WorkState.ACCEPTED)
 REFRESH_SECONDS = 5
 TIMELINE_EVENTS = 100  # a ticket page's timeline; beyond it, a line says the read API has the rest
@@ -56,6 +58,10 @@ _IMAGE_ENDINGS = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif")
 
 @functools.cache
 def _templates() -> Environment:
+    """The templates, loaded at the first page asked for: a `baton serve` that serves no page (a webhook
+    receiver, a test's) never imports Jinja2, a tenth of its start."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
     environment = Environment(
         loader=PackageLoader("baton.web", "templates"), autoescape=select_autoescape(default=True), trim_blocks=True,
         lstrip_blocks=True,
