@@ -357,6 +357,8 @@ def shown(repository: Repository) -> tuple[Counter[int], Counter[int]]:
 def test_baton_stopped_in_a_burst_of_commands_decides_every_command_once_after_it_starts_again(
     database_url: str, tmp_path: Path
 ) -> None:
+    """BATON_REDELIVER_EVERY stays at its default (300 s): the sweep Baton makes as it starts brings back what
+    GitHub failed to deliver while it was down."""
     world = World(STAGE_APP_ID, app_public_key())
     with world.lock:
         installation = world.install("octo")
@@ -370,7 +372,7 @@ def test_baton_stopped_in_a_burst_of_commands_decides_every_command_once_after_i
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("BATON_")},
                "BATON_DATABASE_URL": database_url, "BATON_WEBHOOK_SECRET": "webhook-secret",
                "BATON_APP_ID": str(STAGE_APP_ID), "BATON_PRIVATE_KEY": app_key(), "BATON_GITHUB_API_URL": github.url,
-               "BATON_REDELIVER_EVERY": "1", "BATON_ANSWER_DELAY": "0.3", "BATON_WRITE_INTERVAL": "0",
+               "BATON_ANSWER_DELAY": "0.3", "BATON_WRITE_INTERVAL": "0",
                "BATON_WRITES_PER_MINUTE": "1000", "BATON_SPOOL_DIR": str(tmp_path / "spool")}  # fmt: skip
         baton = Baton(env, tmp_path)
         stack.callback(baton.stop)
