@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Engine, delete, insert, or_, select, update
+from sqlalchemy import Engine, bindparam, delete, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from . import tables as t
@@ -27,6 +27,38 @@ HOLD = LEASE
 
 _b = t.write_budgets.c
 _l = t.write_log.c
+
+# The statements every GitHub write runs (hold, slot, spend, renew, release), built once: building one
+# costs about as much CPU as running it on SQLite.
+_ONE = _b.installation_id == bindparam("installation")
+_UPSERT = {
+    name: dialect.insert(t.write_budgets).values(installation_id=bindparam("installation")).on_conflict_do_nothing()
+    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+_HOLD = (
+    update(t.write_budgets)
+    .where(
+        _ONE,
+        or_(_b.holder.is_(None), _b.held_until < bindparam("now"), _b.holder == bindparam("by")),
+        or_(_b.paused_until.is_(None), _b.paused_until <= bindparam("now")),
+        or_(_b.next_at.is_(None), _b.next_at <= bindparam("soon")),
+    )
+    .values(holder=bindparam("by"), held_until=bindparam("until"))
+)
+_RENEW = update(t.write_budgets).where(_ONE, _b.holder == bindparam("by")).values(held_until=bindparam("until"))
+_RELEASE = update(t.write_budgets).where(_ONE, _b.holder == bindparam("by")).values(holder=None, held_until=None)
+_SLOT = select(_b.next_at, _b.paused_until).where(_ONE)
+# the write `skip` writes back in the log
+_EDGE = (
+    select(_l.at)
+    .where(_l.installation_id == bindparam("installation"))
+    .order_by(_l.at.desc())
+    .offset(bindparam("skip"))
+    .limit(1)
+)
+_LOG = insert(t.write_log).values(installation_id=bindparam("installation"), at=bindparam("moment"))
+_NEXT = update(t.write_budgets).where(_ONE).values(next_at=bindparam("next"))
+_FORGET = delete(t.write_log).where(_l.installation_id == bindparam("installation"), _l.at < bindparam("before"))
 
 
 @dataclass(frozen=True)
@@ -73,9 +105,8 @@ class Budgets:
         self._holds: Heartbeat[tuple[int, str]] = Heartbeat(self._renew_all, "baton-write-holds")
 
     def _upsert(self, connection: object, installation_id: int) -> None:
-        dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
-        statement = dialect.insert(t.write_budgets).values(installation_id=installation_id).on_conflict_do_nothing()
-        connection.execute(statement)  # type: ignore[attr-defined]
+        statement = _UPSERT["postgresql" if self.engine.dialect.name == "postgresql" else "sqlite"]
+        connection.execute(statement, {"installation": installation_id})  # type: ignore[attr-defined]
 
     def hold(self, installation_id: int, holder: str, now: datetime | None = None) -> bool:
         """Take the installation for `holder`, unless another writer holds it or its budget is spent for now."""
@@ -84,14 +115,7 @@ class Budgets:
         with self.engine.begin() as connection:
             self._upsert(connection, installation_id)
             taken = connection.execute(
-                update(t.write_budgets)
-                .where(
-                    _b.installation_id == installation_id,
-                    or_(_b.holder.is_(None), _b.held_until < now, _b.holder == holder),
-                    or_(_b.paused_until.is_(None), _b.paused_until <= now),
-                    or_(_b.next_at.is_(None), _b.next_at <= soon),
-                )
-                .values(holder=holder, held_until=now + HOLD)
+                _HOLD, {"installation": installation_id, "now": now, "by": holder, "soon": soon, "until": now + HOLD}
             ).rowcount
         return bool(taken)
 
@@ -109,38 +133,23 @@ class Budgets:
         now = datetime.now(UTC)
         with self.engine.begin() as connection:
             kept = connection.execute(
-                update(t.write_budgets)
-                .where(_b.installation_id == installation_id, _b.holder == holder)
-                .values(held_until=now + HOLD)
+                _RENEW, {"installation": installation_id, "by": holder, "until": now + HOLD}
             ).rowcount
         return bool(kept)
 
     def release(self, installation_id: int, holder: str) -> None:
         with self.engine.begin() as connection:
-            connection.execute(
-                update(t.write_budgets)
-                .where(_b.installation_id == installation_id, _b.holder == holder)
-                .values(holder=None, held_until=None)
-            )
+            connection.execute(_RELEASE, {"installation": installation_id, "by": holder})
 
     def slot(self, installation_id: int, now: datetime | None = None) -> datetime:
         """The first moment the installation's next write may leave."""
         now = now or datetime.now(UTC)
         with self.engine.connect() as connection:
-            row = connection.execute(
-                select(_b.next_at, _b.paused_until).where(_b.installation_id == installation_id)
-            ).first()
-            edges = []
-            for count in (self.limits.per_minute, self.limits.per_hour):
-                edges.append(
-                    connection.execute(
-                        select(_l.at)
-                        .where(_l.installation_id == installation_id)
-                        .order_by(_l.at.desc())
-                        .offset(max(0, count - 1))
-                        .limit(1)
-                    ).scalar()
-                )
+            row = connection.execute(_SLOT, {"installation": installation_id}).first()
+            edges = [
+                connection.execute(_EDGE, {"installation": installation_id, "skip": max(0, count - 1)}).scalar()
+                for count in (self.limits.per_minute, self.limits.per_hour)
+            ]
         next_at, paused_until = (_utc(row.next_at), _utc(row.paused_until)) if row else (None, None)
         return earliest(now, self.limits, next_at, paused_until, _utc(edges[0]), _utc(edges[1]))
 
@@ -149,15 +158,11 @@ class Budgets:
         at = at or datetime.now(UTC)
         with self.engine.begin() as connection:
             self._upsert(connection, installation_id)
-            connection.execute(insert(t.write_log).values(installation_id=installation_id, at=at))
+            connection.execute(_LOG, {"installation": installation_id, "moment": at})
             connection.execute(
-                update(t.write_budgets)
-                .where(_b.installation_id == installation_id)
-                .values(next_at=at + timedelta(seconds=self.limits.interval))
+                _NEXT, {"installation": installation_id, "next": at + timedelta(seconds=self.limits.interval)}
             )
-            connection.execute(
-                delete(t.write_log).where(_l.installation_id == installation_id, _l.at < at - timedelta(hours=1))
-            )
+            connection.execute(_FORGET, {"installation": installation_id, "before": at - timedelta(hours=1)})
 
     def defer(self, installation_id: int, until: datetime) -> None:
         """No write before `until` (the per-minute or per-hour limit is reached): writers pass this one by."""

@@ -65,6 +65,13 @@ def _ready(now: datetime) -> ColumnElement[bool]:
     return or_(due, _lapsed(now))
 
 
+# Built once, as every delivery runs them: which of a batch are stored already, and a batch decided.
+_KNOWN = select(_c.id).where(_c.id.in_(bindparam("ids", expanding=True)))
+_FINISH_ALL = (
+    update(_inbox)
+    .where(_c.id.in_(bindparam("ids", expanding=True)))
+    .values(status=bindparam("finished"), error=None, processed_at=bindparam("now"), next_attempt_at=None)
+)
 # Whether any delivery is ready (`_ready`), built once: an idle decide lane asks it every `poll`.
 _LOOK = (
     select(_c.id)
@@ -187,7 +194,7 @@ class Inbox:
         ids = {incoming.id for incoming in batch}
         results: list[Received] = []
         with self.engine.begin() as connection:
-            known = set(connection.execute(select(_c.id).where(_c.id.in_(ids))).scalars())
+            known = set(connection.execute(_KNOWN, {"ids": list(ids)}).scalars())
             new: list[dict[str, object]] = []
             for incoming in batch:
                 if incoming.id not in known:
@@ -271,11 +278,7 @@ class Inbox:
             by_status.setdefault(status, []).append(id_)
         with self.engine.begin() as connection:
             for status, ids in by_status.items():
-                connection.execute(
-                    update(_inbox)
-                    .where(_c.id.in_(ids))
-                    .values(status=status, error=None, processed_at=now, next_attempt_at=None)
-                )
+                connection.execute(_FINISH_ALL, {"ids": ids, "finished": status, "now": now})
 
     def retry(self, delivery_id: str, after: float, error: str) -> None:
         """Processing failed for a passing reason: try again in `after` seconds."""

@@ -60,6 +60,18 @@ _stopped = (
 )
 
 _b = t.write_budgets.c
+# Before each write that is not a 👍: does another issue of the installation have one waiting?
+_URGENT_ELSEWHERE = (
+    select(_o.number)
+    .where(
+        _o.installation_id == bindparam("installation"),
+        _o.urgency == URGENT,
+        _o.due_at <= bindparam("now"),
+        _o.attempts < MAX_ATTEMPTS,
+        ~and_(_o.repository_id == bindparam("repository"), _o.number == bindparam("number")),
+    )
+    .limit(1)
+)
 # The write lane's look, built once: an idle process runs it every `write_poll`.
 _DUE_INSTALLATIONS = (
     select(_o.installation_id)
@@ -144,18 +156,9 @@ class Outbox:
     def urgent_elsewhere(self, key: TicketKey, now: datetime | None = None) -> bool:
         """Whether another issue of the installation has a 👍 waiting (it goes before this issue's writes)."""
         now = now or datetime.now(UTC)
+        values = {"installation": key.installation_id, "repository": key.repository_id, "number": key.number}
         with self.engine.connect() as connection:
-            row = connection.execute(
-                select(_o.number)
-                .where(
-                    _o.installation_id == key.installation_id,
-                    _o.urgency == URGENT,
-                    _o.due_at <= now,
-                    _o.attempts < MAX_ATTEMPTS,
-                    ~and_(_o.repository_id == key.repository_id, _o.number == key.number),
-                )
-                .limit(1)
-            ).first()
+            row = connection.execute(_URGENT_ELSEWHERE, {**values, "now": now}).first()
         return row is not None
 
     def ticket(self, key: TicketKey) -> tuple[StoredTicket | None, Review | None, list[str]]:
