@@ -353,6 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = _operator(commands, "demo", "play the reference story against a stand-in GitHub, then keep serving the "
                      "read API", ())  # fmt: skip
+    demo.epilog = ("reads the settings baton serve reads (or a .env file), but those it chooses itself: the "
+                   "database, the App and its webhook secret, GitHub's address, the read token, the answer delay "
+                   "and the write interval")  # fmt: skip
     demo.add_argument("--once", action="store_true", help="exit after the story")
     demo.add_argument("--port", type=int, default=8000, help="Baton's port on 127.0.0.1 (default 8000; 0: any)")
     demo.add_argument("--database", help="database URL (default: a new SQLite file in a temporary directory)")
