@@ -35,12 +35,17 @@ _c = _inbox.c
 CHANNEL = "baton_inbox"
 
 
-def _lapsed(now: datetime) -> ColumnElement[bool]:
-    return and_(_c.status == "processing", _c.processed_at < now - LEASE)
+# A moment, or a bind parameter standing for one in a statement built once.
+Moment = datetime | ColumnElement[Any]
+
+
+def _lapsed(cutoff: Moment) -> ColumnElement[bool]:
+    """Taken by a process before `cutoff` (now less the lease): that process is gone."""
+    return and_(_c.status == "processing", _c.processed_at < cutoff)
 
 
 def _abandoned(now: datetime) -> ColumnElement[bool]:
-    return or_(_c.status == "failed", _lapsed(now))
+    return or_(_c.status == "failed", _lapsed(now - LEASE))
 
 
 _RETURNED = (_c.id, _c.event, _c.action, _c.installation_id, _c.payload, _c.attempts, _c.received_at)
@@ -59,10 +64,10 @@ _FINISH = (
 )
 
 
-def _ready(now: datetime) -> ColumnElement[bool]:
-    """Pending and due, or taken by a process whose lease ran out."""
+def _ready(now: Moment, cutoff: Moment) -> ColumnElement[bool]:
+    """Pending and due, or taken by a process whose lease ran out (taken before `cutoff`, now less the lease)."""
     due = and_(_c.status == "pending", or_(_c.next_attempt_at.is_(None), _c.next_attempt_at <= now))
-    return or_(due, _lapsed(now))
+    return or_(due, _lapsed(cutoff))
 
 
 # Built once, as every delivery runs them: which of a batch are stored already, and a batch decided.
@@ -73,16 +78,7 @@ _FINISH_ALL = (
     .values(status=bindparam("finished"), error=None, processed_at=bindparam("now"), next_attempt_at=None)
 )
 # Whether any delivery is ready (`_ready`), built once: an idle decide lane asks it every `poll`.
-_LOOK = (
-    select(_c.id)
-    .where(
-        or_(
-            and_(_c.status == "pending", or_(_c.next_attempt_at.is_(None), _c.next_attempt_at <= bindparam("now"))),
-            and_(_c.status == "processing", _c.processed_at < bindparam("lapsed")),
-        )
-    )
-    .limit(1)
-)
+_LOOK = select(_c.id).where(_ready(bindparam("now"), bindparam("cutoff"))).limit(1)
 
 
 def _delivery(row: Any) -> WebhookDelivery:
@@ -246,15 +242,15 @@ class Inbox:
         """Take up to `limit` deliveries that are ready (or whose lease ran out), oldest first, in one statement."""
         now = datetime.now(UTC)
         with one_statement(self.engine, reads=True) as connection:  # looking takes no lock; taking does
-            if connection.execute(_LOOK, {"now": now, "lapsed": now - LEASE}).first() is None:
+            if connection.execute(_LOOK, {"now": now, "cutoff": now - LEASE}).first() is None:
                 return []
-        chosen = select(_c.id).where(_ready(now)).order_by(_c.received_at).limit(limit)
+        chosen = select(_c.id).where(_ready(now, now - LEASE)).order_by(_c.received_at).limit(limit)
         if self.engine.dialect.name == "postgresql":
             chosen = chosen.with_for_update(skip_locked=True)
         with one_statement(self.engine) as connection:
             rows = connection.execute(
                 update(_inbox)
-                .where(_c.id.in_(chosen.scalar_subquery()), _ready(now))
+                .where(_c.id.in_(chosen.scalar_subquery()), _ready(now, now - LEASE))
                 .values(status="processing", attempts=_c.attempts + 1, processed_at=now, next_attempt_at=None)
                 .returning(*_RETURNED)
             ).all()
@@ -265,7 +261,9 @@ class Inbox:
         now = datetime.now(UTC)
         with self.engine.connect() as connection:
             return list(
-                connection.execute(select(_c.id).where(_ready(now)).order_by(_c.received_at).limit(limit)).scalars()
+                connection.execute(
+                    select(_c.id).where(_ready(now, now - LEASE)).order_by(_c.received_at).limit(limit)
+                ).scalars()
             )
 
     def finish_all(self, finished: list[tuple[str, str]]) -> None:
@@ -296,7 +294,7 @@ class Inbox:
         with one_statement(self.engine) as connection:
             changed = connection.execute(
                 update(_inbox)
-                .where(_c.id == delivery_id, or_(_c.status != "processing", _lapsed(datetime.now(UTC))))
+                .where(_c.id == delivery_id, or_(_c.status != "processing", _lapsed(datetime.now(UTC) - LEASE)))
                 .values(status="pending", attempts=0, error=None, next_attempt_at=None)
             ).rowcount
         return bool(changed)

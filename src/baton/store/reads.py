@@ -124,6 +124,9 @@ def _maybe_utc(value: datetime | None) -> datetime | None:
     return None if value is None else utc(value)
 
 
+# When a ticket entered its state (`updated_at` for a row no migration dated: there is none after 0014).
+_SINCE = func.coalesce(tickets.c.state_since, tickets.c.updated_at)
+
 _SUMMARY_COLUMNS = (
     tickets.c.id,
     tickets.c.repository,
@@ -137,7 +140,7 @@ _SUMMARY_COLUMNS = (
     tickets.c.title,
     tickets.c.created_at,
     tickets.c.updated_at,
-    func.coalesce(tickets.c.state_since, tickets.c.updated_at).label("state_since"),
+    _SINCE.label("state_since"),
 )
 
 
@@ -307,11 +310,10 @@ class Reads:
         the `per_state` longest there (the board's order within a column), and how many match in all.
         `stale`: only claims flagged stale. `readable`: only tickets of these repositories (GitHub's ids);
         None: of any."""
-        since = func.coalesce(tickets.c.state_since, tickets.c.updated_at)
         matching: Select[Any] = select(
             tickets.c.id.label("ticket_id"),
             tickets.c.state,
-            func.row_number().over(partition_by=tickets.c.state, order_by=(since, tickets.c.id)).label("place"),
+            func.row_number().over(partition_by=tickets.c.state, order_by=(_SINCE, tickets.c.id)).label("place"),
         ).where(tickets.c.state.in_([state.value for state in states]))
         if repository is not None:
             matching = matching.where(_same_name(tickets.c.repository, repository))
@@ -340,7 +342,7 @@ class Reads:
             .outerjoin(ticket_activity, ticket_activity.c.ticket_id == tickets.c.id)
             .outerjoin(reviews, reviews.c.id == last)
             .where(shown.c.place <= per_state)
-            .order_by(since, tickets.c.id)
+            .order_by(_SINCE, tickets.c.id)
         )
         counted = select(shown.c.state, func.count()).group_by(shown.c.state)
         rows: list[BoardRow] = []
