@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=30)
     args = parser.parse_args(argv)
     kinds = ["sqlite", "postgresql"] if args.database == "both" else [args.database]
+    print("baton serve with Baton's defaults, and BATON_API_TOKEN set to sign in with (no App: webhooks are off)")
     print(f"{'database':<11} {'tickets':>7}  {'page':<22} {'p50 ms':>8} {'p95 ms':>8} {'size KB':>8}")
     for kind in kinds:
         for count in args.tickets:
