@@ -211,9 +211,10 @@ def test_a_delivery_held_by_a_killed_worker_is_taken_back_within_seconds_and_dec
             workers.append(_worker(postgres_url, stage.github_url, tmp_path, "first"))
             until(lambda: all(r.status in ("done", "ignored") for r in rows(engine)), 60, "the issue to be decided")
             stage.hub.rest.inject(Fault("GET", r"/collaborators/agent-a/permission$", status=None, delay=30))
-            agent.comment(SHOP, number, "/claim")
-            with stage.hub.world.lock:  # the comment's webhook, not one Baton's own writes caused since
-                claim = next(d for d in reversed(stage.hub.deliveries) if d.event == "issue_comment")
+            comment_id = agent.comment(SHOP, number, "/claim")
+            with stage.hub.world.lock:  # the comment's webhook, not one of the status comment Baton writes meanwhile
+                claim = next(d for d in stage.hub.deliveries if d.event == "issue_comment"
+                             and json.loads(d.body)["comment"]["id"] == comment_id)  # fmt: skip
             assert claim.status == 202
             until(lambda: _status(engine, claim.id) == ("processing", 1), 30, "the first worker to take the claim")
             held = time.monotonic()

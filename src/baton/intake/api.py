@@ -8,12 +8,12 @@ from GitHub and tracked on first use, as a first comment on it would make it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from baton.domain import Command, Refused, Situation, TicketKey, create
 from baton.domain import decide as decide_command
-from baton.service.work import Issue, Outcome, Request
+from baton.service.work import UNREAD, Issue, Outcome, Request
 
 from .commands import brief_teams
 from .context import Intake
@@ -35,23 +35,43 @@ def _installed(intake: Intake, repository: str, number: int | None = None) -> tu
     return found
 
 
-def decide(
+def prepare(
     intake: Intake, repository: str, number: int, command: Command, login: str, is_bot: bool, operation_id: str
-) -> tuple[TicketKey, Outcome]:
-    """Decide `command` by `login` on `repository#number`. Raises `Missing`."""
+) -> Request:
+    """`command` by `login` on `repository#number`, ready to decide: the repository's settings, and the caller's
+    access and teams there. Raises `Missing`."""
     installation_id, repository_id = _installed(intake, repository, number)
     key = TicketKey(installation_id, repository_id, number)
-    issue = Issue(key, repository, "")
-    if intake.work.ticket(key) is None:  # first use: read it from GitHub, as a first comment would carry it
-        read = intake.issues.issue(installation_id, repository, number) if intake.issues is not None else None
-        if read is None:
-            raise Missing(f"{repository} has no open issue #{number}.")
-        issue = Issue(key, repository, read.author, read.body, read.labels, read.title)
     policy = intake.policy(installation_id, repository, key, login)
     teams = brief_teams(intake, key, [command])
     actor = intake.person(installation_id, repository, login, is_bot, policy, key, teams)
-    request = Request(issue, command, actor, operation_id, policy, via="api")
-    return key, intake.work.apply_together(request)
+    return Request(Issue(key, repository, "", read=False), command, actor, operation_id, policy, via="api")
+
+
+def decide_all(intake: Intake, requests: Sequence[Request]) -> list[Outcome | Exception]:
+    """Decide prepared requests together (`WorkService.apply_all`), each as if alone. An issue Baton has no
+    ticket for yet is read from GitHub first, as a first comment on it would carry it: where it is not open
+    there, its request gets `Missing`."""
+    outcomes: list[Outcome | Exception] = list(intake.work.apply_all(requests))
+    again: list[tuple[int, Request]] = []
+    for n, (request, outcome) in enumerate(zip(requests, outcomes, strict=True)):
+        if isinstance(outcome, Outcome) and outcome.kind == UNREAD:
+            key = request.issue.key
+            try:
+                read = intake.issues.issue(key.installation_id, request.issue.repository, key.number) if (
+                    intake.issues is not None) else None  # fmt: skip
+            except Exception as error:  # this request fails (GitHub could not be asked), the others go on
+                outcomes[n] = error
+                continue
+            if read is None:
+                outcomes[n] = Missing(f"{request.issue.repository} has no open issue #{key.number}.")
+                continue
+            issue = Issue(key, request.issue.repository, read.author, read.body, read.labels, read.title)
+            again.append((n, replace(request, issue=issue)))
+    if again:
+        for (n, _), outcome in zip(again, intake.work.apply_all([r for _, r in again]), strict=True):
+            outcomes[n] = outcome
+    return outcomes
 
 
 def create_and_claim(

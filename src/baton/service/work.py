@@ -45,10 +45,10 @@ from baton.store import Conflict, StoredTicket
 from baton.store.due import Answer
 
 from . import briefs
-from .together import Together
 from .unit import UnitOfWork, Units
 
 log = logging.getLogger("baton.decisions")
+UNREAD = "unread"  # an `Outcome.kind`: see `Issue.read`
 
 
 @dataclass(frozen=True)
@@ -61,11 +61,14 @@ class Issue:
     body: str = ""  # where known: the brief a new ticket is made with is read from it (`read_brief`)
     labels: tuple[str, ...] = ()  # where known: under `offer: labeled` they say whether it is offered
     title: str | None = None  # where known: kept on a new ticket, for the tasks an agent lists
+    # False: GitHub has not been asked about the issue yet (an agent API call). Where it has no ticket, its
+    # command is not decided: it comes back `unread`, and the caller reads the issue and asks again.
+    read: bool = True
 
 
 @dataclass(frozen=True)
 class Outcome:
-    kind: str  # "applied" | "refused" | "noted"
+    kind: str  # "applied" | "refused" | "noted" | "unread" (nothing decided: see `Issue.read`)
     command: str
     state: WorkState | None  # None: the issue has no ticket
     revision: int
@@ -156,7 +159,6 @@ class WorkService:
         self.answer_delay = answer_delay
         self.decided = decided
         self.activity = Activity(units)
-        self._together: Together[Request, Outcome] = Together(self.apply_all)
 
     def open_ticket(
         self,
@@ -220,18 +222,13 @@ class WorkService:
         # everything back; the next round reads what won.
         what = f"operation {requests[0].operation_id}" if requests else "nothing"
         outcomes = self.units.settle(what, lambda uow: self._decide_all(uow, requests))
+        decided = [(r, o) for r, o in zip(requests, outcomes, strict=True) if o.kind != UNREAD]
         if self.decided is not None:
-            self.decided(requests, outcomes)
+            self.decided([r for r, _ in decided], [o for _, o in decided])
         if log.isEnabledFor(logging.INFO):
-            for request, outcome in zip(requests, outcomes, strict=True):
+            for request, outcome in decided:
                 _log_decision(request, outcome)
         return outcomes
-
-    def apply_together(self, request: Request) -> Outcome:
-        """Decide `request` in one transaction with the requests that arrive while another is being decided
-        (`apply_all`): an API caller waits for its own decision, and twenty claims arriving at once cost two
-        transactions, not twenty."""
-        return self._together.run(request)
 
     def _decide_all(self, uow: UnitOfWork, requests: Sequence[Request]) -> list[Outcome]:
         if not requests:
@@ -275,6 +272,9 @@ class WorkService:
                 outcomes.append(outcome)
                 continue
             stored = current[key]
+            if stored is None and not issue.read:
+                outcomes.append(Outcome(UNREAD, command.name, None, 0, None))
+                continue
             if stored is None:
                 stored = self._first_sight(uow, issue, policy, request.operation_id)
                 if stored is not None:  # a new ticket is shown, whatever its first command's answer

@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -31,12 +31,15 @@ from baton.github.identity import BadToken, Identities, Identity, IdentityUnavai
 from baton.github.issues import NotOpened
 from baton.github.webhooks import MAX_NUMBER
 from baton.intake import Intake
-from baton.intake.api import Missing, create_and_claim, decide
+from baton.intake.api import Missing, create_and_claim, decide_all, prepare
 from baton.intake.context import DirectoryUnavailable
+from baton.service import work
 from baton.service.work import Outcome
 from baton.settings import Settings
 from baton.store.api_requests import ApiRequests, Remembered
 from baton.store.reads import Reads
+
+from .batches import Batches
 
 # A refusal's code -> the HTTP status and the `error` word of the answer.
 _REFUSALS: dict[str, tuple[int, str]] = {
@@ -156,6 +159,38 @@ def _problem(status: int, error: str, message: str, **fields: Any) -> JSONRespon
     return JSONResponse(Problem(error=error, message=message, **fields).model_dump(mode="json"), status, headers)
 
 
+def _unavailable(error: Missing | DirectoryUnavailable | NotOpened) -> JSONResponse:
+    """The answer to a call that could not be decided: no such issue (404), or GitHub could not be asked (503)."""
+    if isinstance(error, Missing):
+        return _problem(404, "not_found", error.message)
+    if isinstance(error, NotOpened):
+        return _problem(503, "unavailable", f"The issue was not opened: {error}; try again shortly.")
+    return _problem(503, "unavailable", f"{error}; try again shortly.")
+
+
+@dataclass(frozen=True)
+class Opened:
+    operation: str  # the call's operation id
+    first: Remembered | None  # with an Idempotency-Key, what its first request left (None: this is the first)
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A command on an issue, as an agent sent it."""
+
+    command: Command
+    repository: str  # "owner/name"
+    number: int
+    identity: Identity
+    key: str | None  # its Idempotency-Key
+    body: dict[str, Any]
+
+    @property
+    def fingerprint(self) -> list[Any]:
+        """What a retry with the same Idempotency-Key must send again."""
+        return [self.command.name, self.repository.lower(), self.number, self.command.rev, self.body]
+
+
 class Refusal(Exception):
     def __init__(self, response: JSONResponse) -> None:
         self.response = response
@@ -195,6 +230,7 @@ class AgentApi:
         self.may_read = readers(intake, identities)
         self.listing = Reads(intake.work.units.engine)
         self.read_token = settings.api_token.get_secret_value() if settings.api_token else ""
+        self._calls: Batches[_Call, JSONResponse] = Batches(self.decide_calls, most=100)
 
     def caller(self, authorization: str | None) -> Identity:
         """Who sends `authorization`, asking GitHub when the token is not known; raises `Refusal`."""
@@ -228,6 +264,32 @@ class AgentApi:
             raise Refusal(response)
         return identity
 
+    def opening(self, identity: Identity, key: str | None, request: list[Any]) -> JSONResponse | Opened:
+        """Before a call is decided: its operation id and, with an Idempotency-Key, what the key's first request
+        left; or the answer the call gets at once (the key's first answer, or why the key cannot be used)."""
+        if key is None:
+            return Opened(f"api:{identity.login.lower()}:{uuid.uuid4().hex}", None)
+        if not 1 <= len(key) <= 200:
+            return _problem(422, "invalid", "Idempotency-Key takes 1 to 200 characters.")
+        fingerprint = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+        first = self.requests.claim_key(identity.login, key, fingerprint)
+        if first is not None and first.fingerprint != fingerprint:
+            return _problem(422, "invalid", f"Idempotency-Key {key!r} was used for another request.")
+        if first is not None and first.status is not None and first.body is not None:
+            return JSONResponse(json.loads(first.body), first.status)
+        # The operation id is the key's: a retry racing the first request is decided once.
+        return Opened(f"api:{identity.login.lower()}:key:{hashlib.sha256(key.encode()).hexdigest()[:32]}", first)
+
+    def closing(self, identity: Identity, key: str | None, response: JSONResponse) -> JSONResponse:
+        """After a call is answered: with an Idempotency-Key, its answer is kept for the retries; an answer of
+        5xx decided nothing (GitHub could not be asked), so a retry tries again."""
+        if key is not None:
+            if response.status_code >= 500:
+                self.requests.release(identity.login, key)
+            else:
+                self.requests.answered(identity.login, key, response.status_code, bytes(response.body).decode())
+        return response
+
     def once(
         self,
         identity: Identity,
@@ -239,59 +301,66 @@ class AgentApi:
         """`answer(operation_id)`, or with an Idempotency-Key the first answer that key got for this same request;
         `answer` is called where the issue can be found and the caller's role read now, else 404 or 503. With
         `resume`, a retry of a first request that was never answered is answered as `resume(first)` says."""
-        if key is None:
-            return self._unavailable(answer, f"api:{identity.login.lower()}:{uuid.uuid4().hex}")
-        if not 1 <= len(key) <= 200:
-            return _problem(422, "invalid", "Idempotency-Key takes 1 to 200 characters.")
-        fingerprint = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
-        first = self.requests.claim_key(identity.login, key, fingerprint)
-        if first is not None and first.fingerprint != fingerprint:
-            return _problem(422, "invalid", f"Idempotency-Key {key!r} was used for another request.")
-        if first is not None and first.status is not None and first.body is not None:
-            return JSONResponse(json.loads(first.body), first.status)
-        if first is not None and resume is not None:
-            resumed = resume(first)
+        opened = self.opening(identity, key, request)
+        if isinstance(opened, JSONResponse):
+            return opened
+        if opened.first is not None and resume is not None:
+            resumed = resume(opened.first)
             if isinstance(resumed, JSONResponse):
                 return resumed
             answer = resumed
-        # The operation id is the key's: a retry racing the first request is decided once.
-        operation = f"api:{identity.login.lower()}:key:{hashlib.sha256(key.encode()).hexdigest()[:32]}"
-        response = self._unavailable(answer, operation)
-        if response.status_code >= 500:  # nothing was decided (GitHub could not be asked): a retry tries again
-            self.requests.release(identity.login, key)
-        else:
-            self.requests.answered(identity.login, key, response.status_code, bytes(response.body).decode())
-        return response
-
-    @staticmethod
-    def _unavailable(answer: Callable[[str], JSONResponse], operation: str) -> JSONResponse:
         try:
-            return answer(operation)
-        except Missing as error:
-            return _problem(404, "not_found", error.message)
-        except DirectoryUnavailable as error:
-            return _problem(503, "unavailable", f"{error}; try again shortly.")
-        except NotOpened as error:
-            return _problem(503, "unavailable", f"The issue was not opened: {error}; try again shortly.")
+            response = answer(opened.operation)
+        except (Missing, DirectoryUnavailable, NotOpened) as error:
+            response = _unavailable(error)
+        return self.closing(identity, key, response)
 
-    def act(
+    async def act(
         self, command: Command, owner: str, repo: str, number: int, identity: Identity, if_match: str | None,
         key: str | None, body: dict[str, Any],
     ) -> JSONResponse:  # fmt: skip
-        repository = f"{owner}/{repo}"
+        """Decide a command on an issue, together with the calls that arrive meanwhile (`decide_calls`)."""
         if if_match is not None:
             found = re.fullmatch(r'\s*(?:W/)?"?(\d{1,18})"?\s*', if_match)
             if found is None:
                 return _problem(422, "invalid", 'If-Match takes a ticket revision in quotes, as in `If-Match: "19"`.')
             command = replace(command, rev=int(found.group(1)))
+        return await self._calls.run(_Call(command, f"{owner}/{repo}", number, identity, key, body))
 
-        def answer(operation: str) -> JSONResponse:
-            where, outcome = decide(self.intake, repository, number, command, identity.login, identity.is_bot,
-                                    operation)  # fmt: skip
-            return _answer(outcome, repository, number, self.site, self.intake, where)
-
-        request = [command.name, repository.lower(), number, command.rev, body]
-        return self.once(identity, key, request, answer)
+    def decide_calls(self, calls: list[_Call]) -> list[JSONResponse | Exception]:
+        """In a worker thread: the answers to calls that arrived together, their commands decided in one
+        transaction, each as if alone (`decide_all`)."""
+        answers: list[JSONResponse | Exception | None] = [None] * len(calls)
+        ready: list[tuple[int, work.Request]] = []
+        warm = getattr(self.intake.directory, "warm", None)
+        if warm is not None:  # who the callers are, asked of GitHub side by side where it is not known
+            installed = self.intake.installations
+            where = {call.repository: installed.find(call.repository) if installed else None for call in calls}
+            warm({(found[0], call.repository, call.identity.login) for call in calls
+                  if (found := where[call.repository]) is not None})  # fmt: skip
+        for n, call in enumerate(calls):
+            try:
+                opened = self.opening(call.identity, call.key, call.fingerprint)
+                if isinstance(opened, JSONResponse):
+                    answers[n] = opened
+                    continue
+                ready.append((n, prepare(self.intake, call.repository, call.number, call.command, call.identity.login,
+                                         call.identity.is_bot, opened.operation)))  # fmt: skip
+            except (Missing, DirectoryUnavailable) as error:
+                answers[n] = self.closing(call.identity, call.key, _unavailable(error))
+            except Exception as error:  # this call answers 500, the others go on
+                answers[n] = error
+        outcomes = decide_all(self.intake, [request for _, request in ready]) if ready else []
+        for (n, request), outcome in zip(ready, outcomes, strict=True):
+            call = calls[n]
+            if isinstance(outcome, Missing):
+                answers[n] = self.closing(call.identity, call.key, _unavailable(outcome))
+            elif isinstance(outcome, Exception):
+                answers[n] = outcome
+            else:
+                response = _answer(outcome, call.repository, call.number, self.site, self.intake, request.issue.key)
+                answers[n] = self.closing(call.identity, call.key, response)
+        return [answer if answer is not None else RuntimeError("not answered") for answer in answers]
 
     def create_and_claim(self, repository: str, issue: NewIssue, identity: Identity, key: str | None) -> JSONResponse:
         def opening(number: int) -> None:  # kept with the key at once: a retry claims this issue, opens no other
@@ -387,42 +456,42 @@ def agents_router() -> APIRouter:
     }
 
     @router.post(f"{issue_path}/claim", response_model=Answer, responses=answers, summary="Claim the task")
-    def claim(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
+    async def claim(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
               key: Key = None, body: Nothing | None = None) -> JSONResponse:  # fmt: skip
-        return api.act(Command("claim"), owner, repo, number, identity, if_match, key, {})
+        return await api.act(Command("claim"), owner, repo, number, identity, if_match, key, {})
 
     @router.post(f"{issue_path}/release", response_model=Answer, responses=answers, summary="Release the task")
-    def release(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
+    async def release(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
                 key: Key = None, body: Nothing | None = None) -> JSONResponse:  # fmt: skip
-        return api.act(Command("release"), owner, repo, number, identity, if_match, key, {})
+        return await api.act(Command("release"), owner, repo, number, identity, if_match, key, {})
 
     @router.post(f"{issue_path}/deliver", response_model=Answer, responses=answers,
                  summary="Deliver the task with its evidence")  # fmt: skip
-    def deliver(api: Api, owner: Owner, repo: Repo, number: Number, body: Deliver, identity: Caller,
+    async def deliver(api: Api, owner: Owner, repo: Repo, number: Number, body: Deliver, identity: Caller,
                 if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
         evidence = Evidence(body.branch, body.commit, body.pr, tuple(body.tests), tuple(body.screenshots))
         made = Command("deliver", text=body.summary, evidence=evidence, summary=body.summary)
-        return api.act(made, owner, repo, number, identity, if_match, key, body.model_dump())
+        return await api.act(made, owner, repo, number, identity, if_match, key, body.model_dump())
 
     @router.post(f"{issue_path}/accept", response_model=Answer, responses=answers, summary="Accept the delivery")
-    def accept(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, body: Note | None = None,
+    async def accept(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, body: Note | None = None,
                if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
         note = body.note if body else ""
-        return api.act(Command("accept", text=note), owner, repo, number, identity, if_match, key, {"note": note})
+        return await api.act(Command("accept", text=note), owner, repo, number, identity, if_match, key, {"note": note})
 
     @router.post(f"{issue_path}/send-back", response_model=Answer, responses=answers,
                  summary="Send the delivery back to its runner")  # fmt: skip
-    def send_back(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller,
+    async def send_back(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller,
                   body: Feedback | None = None, if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
         text = body.feedback if body else ""
-        return api.act(Command("send-back", text=text), owner, repo, number, identity, if_match, key,
+        return await api.act(Command("send-back", text=text), owner, repo, number, identity, if_match, key,
                        {"feedback": text})  # fmt: skip
 
     @router.post(f"{issue_path}/reopen", response_model=Answer, responses=answers, summary="Reopen accepted work")
-    def reopen(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, body: Reason | None = None,
+    async def reopen(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, body: Reason | None = None,
                if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
         text = body.reason if body else ""
-        return api.act(Command("reopen", text=text), owner, repo, number, identity, if_match, key,
+        return await api.act(Command("reopen", text=text), owner, repo, number, identity, if_match, key,
                        {"reason": text})  # fmt: skip
 
     @router.post("/repos/{owner}/{repo}/issues", status_code=201, response_model=Answer, responses=answers,

@@ -17,7 +17,6 @@ While the database cannot be reached, a delivery is kept in the spool (`baton.st
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
@@ -25,7 +24,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, BackgroundTasks, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from baton.github.webhooks import Unreadable, dig, number, verify
@@ -34,6 +32,8 @@ from baton.settings import Settings
 from baton.store.engine import unreachable
 from baton.store.inbox import Inbox, Incoming, Received
 from baton.store.spool import Spool
+
+from .batches import Batches
 
 if TYPE_CHECKING:
     from baton.metrics import Metrics
@@ -113,33 +113,10 @@ class GroupCommit:
     def __init__(self, inbox: Inbox, spool: Spool | None = None) -> None:
         self.inbox = inbox
         self.spool = spool
-        self._waiting: list[tuple[Incoming, asyncio.Future[Received]]] = []
-        self._flushing: asyncio.Task[None] | None = None
+        self._batches: Batches[Incoming, Received] = Batches(self._store)
 
     async def receive(self, incoming: Incoming) -> Received:
-        stored: asyncio.Future[Received] = asyncio.get_running_loop().create_future()
-        self._waiting.append((incoming, stored))
-        if self._flushing is None:
-            self._flushing = asyncio.create_task(self._flush())
-        return await stored
-
-    async def _flush(self) -> None:
-        try:
-            while self._waiting:
-                batch, self._waiting = self._waiting, []
-                try:
-                    results = await run_in_threadpool(self._store, [incoming for incoming, _ in batch])
-                except Exception as error:  # each request of the batch answers 500
-                    results = [error] * len(batch)
-                for (_, stored), result in zip(batch, results, strict=True):
-                    if stored.done():  # its client went away
-                        continue
-                    if isinstance(result, Exception):  # this request answers 500
-                        stored.set_exception(result)
-                    else:
-                        stored.set_result(result)
-        finally:
-            self._flushing = None
+        return await self._batches.run(incoming)
 
     def _store(self, batch: list[Incoming]) -> list[Received | Exception]:
         """In a worker thread: each delivery's answer, or the error its request answers 500 with."""

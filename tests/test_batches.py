@@ -1,0 +1,88 @@
+"""`Batches`: requests that arrive on the event loop while a batch runs are done together in the next, in one
+worker thread."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from baton.web.batches import Batches
+
+
+def test_requests_arriving_together_share_batches_and_each_gets_its_own_result() -> None:
+    batches_seen: list[list[int]] = []
+    threads: set[str] = set()
+
+    def work(items: list[int]) -> list[int]:
+        batches_seen.append(list(items))
+        threads.add(threading.current_thread().name)
+        time.sleep(0.02)  # a transaction's worth of time, in which the others arrive
+        return [item * 10 for item in items]
+
+    async def main() -> list[int]:
+        batches: Batches[int, int] = Batches(work)
+        first = asyncio.ensure_future(batches.run(0))
+        await asyncio.sleep(0.005)  # its batch is under way in a thread: the others arrive meanwhile
+        return [await first, *await asyncio.gather(*(batches.run(n) for n in range(1, 20)))]
+
+    assert asyncio.run(main()) == [n * 10 for n in range(20)]
+    assert sorted(item for batch in batches_seen for item in batch) == list(range(20))  # each done once
+    assert batches_seen[0] == [0] and batches_seen[1] == list(range(1, 20))  # in the order they came
+    assert threading.main_thread().name not in threads  # the work never runs on the event loop's thread
+
+
+def test_an_exception_as_a_result_is_raised_to_its_caller_alone() -> None:
+    def work(items: list[int]) -> list[int | Exception]:
+        return [ValueError(f"no {item}") if item == 3 else item for item in items]
+
+    async def main() -> list[int | BaseException]:
+        batches: Batches[int, int] = Batches(work)
+        return list(await asyncio.gather(*(batches.run(n) for n in range(6)), return_exceptions=True))
+
+    results = asyncio.run(main())
+    assert [r for n, r in enumerate(results) if n != 3] == [0, 1, 2, 4, 5]
+    assert isinstance(results[3], ValueError) and str(results[3]) == "no 3"
+
+
+def test_a_batch_that_fails_raises_to_each_of_its_callers_and_the_next_batch_goes_on() -> None:
+    calls = 0
+
+    def work(items: list[int]) -> list[int]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("the database went away")
+        return items
+
+    async def main() -> None:
+        batches: Batches[int, int] = Batches(work)
+        with pytest.raises(RuntimeError, match="went away"):
+            await batches.run(1)
+        assert await batches.run(2) == 2
+
+    asyncio.run(main())
+
+
+def test_at_most_the_given_number_of_items_go_in_one_batch_and_a_caller_that_went_away_is_skipped() -> None:
+    sizes: list[int] = []
+
+    def work(items: list[int]) -> list[int]:
+        sizes.append(len(items))
+        time.sleep(0.01)
+        return items
+
+    async def main() -> list[int]:
+        batches: Batches[int, int] = Batches(work, most=4)
+        first = asyncio.ensure_future(batches.run(0))
+        await asyncio.sleep(0)  # the first batch is under way
+        gone = asyncio.ensure_future(batches.run(99))
+        rest = [asyncio.ensure_future(batches.run(n)) for n in range(1, 10)]
+        await asyncio.sleep(0)
+        gone.cancel()
+        return [await first] + [await one for one in rest]
+
+    assert asyncio.run(main()) == list(range(10))
+    assert sizes[0] == 1 and max(sizes) == 4 and sum(sizes) == 11
