@@ -10,6 +10,7 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -147,6 +148,46 @@ def test_twenty_agents_at_once_one_wins_and_nineteen_are_told_who(scene: Scene) 
     assert statuses == Counter({200: 1, 409: 19}), statuses
     winner = next(login for login, answer in answers.items() if answer.status_code == 200)
     assert all(f"@{winner}" in a.json()["message"] for a in answers.values() if a.status_code == 409)
+
+
+def test_issues_baton_never_heard_of_are_read_from_github_at_first_use_and_a_failed_read_fails_its_call_alone(
+    scene: Scene,
+) -> None:
+    """Two issues are opened while no webhook reaches Baton. Three agents call at once: one claims the issue Baton
+    knows, one an unseen issue (read from GitHub, then tracked and claimed), one an unseen issue GitHub fails to
+    give (503, nothing decided, a retry works)."""
+    known, unseen, broken = Agent(scene, "agent-a"), Agent(scene, "agent-b"), Agent(scene, "agent-c")
+    with scene.hub.world.lock:  # opened on GitHub while Baton heard nothing
+        author = scene.hub.world.account("olivia")
+        first = scene.hub.world.add_issue(scene.repository, "Rotate the keys", author).number
+        second = scene.hub.world.add_issue(scene.repository, "Trim the logs", author).number
+    scene.rest.inject(Fault("GET", rf"/repos/{scene.full_name}/issues/{second}$", status=502))
+    together = threading.Barrier(3)
+    answers: dict[str, httpx.Response] = {}
+
+    def claim(agent: Agent, number: int) -> None:
+        together.wait()
+        answers[agent.login] = agent.post("claim", number, Idempotency_Key="first-try")
+
+    threads = [threading.Thread(target=claim, args=pair)
+               for pair in ((known, scene.number), (unseen, first), (broken, second))]  # fmt: skip
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert answers["agent-a"].status_code == 200 and answers["agent-a"].json()["runner"] == "agent-a"
+    assert answers["agent-b"].status_code == 200, answers["agent-b"].text
+    assert (answers["agent-b"].json()["issue"], answers["agent-b"].json()["state"]) == (first, "claimed")
+    failed = answers["agent-c"]
+    assert failed.status_code == 503 and failed.json()["error"] == "unavailable", failed.text
+    assert f"#{second}" in failed.json()["message"]
+    work = scene.app.state.work
+    assert work.ticket(replace(scene.key, number=second)) is None  # nothing decided, nothing tracked
+    tasks = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name, "state": "claimed"},
+                     headers={"Authorization": f"Bearer {unseen.token}"}).json()["tasks"]  # fmt: skip
+    assert {(task["issue"], task["title"]) for task in tasks} >= {(first, "Rotate the keys")}  # its title kept
+    retried = broken.post("claim", second, Idempotency_Key="first-try")  # a 503 keeps no answer for its key
+    assert retried.status_code == 200 and retried.json()["runner"] == "agent-c"
 
 
 def test_no_token_reaches_the_logs_or_the_database(scene: Scene, caplog: pytest.LogCaptureFixture) -> None:

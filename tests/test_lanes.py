@@ -175,7 +175,10 @@ def test_a_delivery_failing_for_a_passing_reason_is_tried_again_until_decided(st
     # the claim's delivery, not those of Baton's own comments coming back
     claim = next(d.id for d in stage.hub.deliveries if d.event == "issue_comment" and b'"/claim"' in d.body)
     until(lambda: (inbox.status(claim) or ("",))[0] == "done", 10, "the delivery to be finished")
-    assert inbox.status(claim) == ("done", 3, None)
+    # Two failed attempts and the third done; or, where the claim shared a batch with the echo of Baton's own
+    # status comment, the batch's side-by-side permission lookup met the first 502 and the claim took two.
+    status, attempts, error = inbox.status(claim) or ("", 0, None)
+    assert (status, error) == ("done", None) and attempts in (2, 3), (status, attempts, error)
 
 
 @pytest.mark.long

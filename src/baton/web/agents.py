@@ -12,6 +12,7 @@ import functools
 import hashlib
 import hmac
 import json
+import logging
 import re
 import threading
 import time
@@ -40,6 +41,8 @@ from baton.store.api_requests import ApiRequests, Remembered
 from baton.store.reads import Reads
 
 from .batches import Batches
+
+log = logging.getLogger("baton.api")
 
 # A refusal's code -> the HTTP status and the `error` word of the answer.
 _REFUSALS: dict[str, tuple[int, str]] = {
@@ -355,8 +358,10 @@ class AgentApi:
             call = calls[n]
             if isinstance(outcome, Missing):
                 answers[n] = self.closing(call.identity, call.key, _unavailable(outcome))
-            elif isinstance(outcome, Exception):
-                answers[n] = outcome
+            elif isinstance(outcome, Exception):  # GitHub could not say what the issue is: nothing was decided
+                log.warning("reading %s#%d from GitHub failed: %s", call.repository, call.number, outcome)
+                said = f"GitHub could not be asked about {call.repository}#{call.number}; try again shortly."
+                answers[n] = self.closing(call.identity, call.key, _problem(503, "unavailable", said))
             else:
                 response = _answer(outcome, call.repository, call.number, self.site, self.intake, request.issue.key)
                 answers[n] = self.closing(call.identity, call.key, response)
