@@ -156,6 +156,7 @@ class EvidenceService:
         etx = uow.evidence
         found = etx.ticket(key)
         if found is not None:
+            etx.lock(key.repository_key)  # evidence events are appended one writer at a time (see `EvidenceTx.lock`)
             rail = etx.rail(found[0], key.number).rail
             etx.append(
                 found[0], "acceptance", source, {"revision": revision, "heads": list(accepted_heads(rail))}, rail
@@ -185,7 +186,10 @@ class EvidenceService:
         with self.units.begin() as uow:
             etx = uow.evidence
             found = etx.ticket(key)
-            if found is None or data in etx.events_of(found[0], f"issue_{action}"):
+            if found is None:
+                return False
+            etx.lock(key.repository_key)  # one writer at a time: its event's id and time follow the others'
+            if data in etx.events_of(found[0], f"issue_{action}"):
                 return False
             rail = etx.rail(found[0], key.number).rail
             etx.append(found[0], f"issue_{action}", source, data, rail)

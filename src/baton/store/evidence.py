@@ -82,7 +82,9 @@ class EvidenceTx:
         """Serialise evidence writers of one repository (PostgreSQL; SQLite's writers are serial already).
 
         A fact logged by one transaction and a rail that starts holding its subject in another must meet:
-        without this, each could miss the other's uncommitted row and the rail would never see the fact.
+        without this, each could miss the other's uncommitted row and the rail would never see the fact. And
+        every writer of evidence events takes it: one at a time, their ids follow the times they are stamped with,
+        which the timeline's merge by time relies on (store/timeline.py).
         """
         if self._postgres:
             self.connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _lock_key(place)})
