@@ -96,6 +96,13 @@ class Intake:
         installation_id = envelope.installation_id
         return self.installations is None or installation_id is None or self.installations.active(installation_id)
 
+    def warm(self, people: set[tuple[int, str, str]]) -> None:
+        """Find out, all at once, who these (installation, repository, login) are where the directory can:
+        GitHub's answers arrive side by side instead of one after another."""
+        warm = getattr(self.directory, "warm", None)
+        if warm is not None and people:
+            warm(people)
+
     def from_baton(self, envelope: Envelope, where: str) -> bool:
         """Whether the comment or issue at `where` was written by Baton itself (it carries Baton's App id);
         other bots are ordinary actors."""

@@ -79,10 +79,7 @@ def _route(delivery: WebhookDelivery) -> tuple[str, str]:
 def _warm(intake: Intake, envelopes: Sequence[Envelope]) -> None:
     """Find out, all at once, who the authors of the commands among the deliveries are, where the
     directory can (GitHub's answers arrive side by side instead of one after another)."""
-    warm = getattr(intake.directory, "warm", None)
-    if warm is None:
-        return
-    warm({
+    intake.warm({
         (envelope.installation_id, envelope.repository, envelope.sender)
         for envelope in envelopes
         if _route(envelope.delivery) in COMMAND_READERS and "/" in envelope.delivery.payload

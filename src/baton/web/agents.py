@@ -333,14 +333,12 @@ class AgentApi:
     def decide_calls(self, calls: list[_Call]) -> list[JSONResponse | Exception]:
         """In a worker thread: the answers to calls that arrived together, their commands decided in one
         transaction, each as if alone (`decide_all`)."""
-        answers: list[JSONResponse | Exception | None] = [None] * len(calls)
+        answers: dict[int, JSONResponse | Exception] = {}  # by the call's place in `calls`
         ready: list[tuple[int, work.Request]] = []
-        warm = getattr(self.intake.directory, "warm", None)
-        if warm is not None:  # who the callers are, asked of GitHub side by side where it is not known
-            installed = self.intake.installations
-            where = {call.repository: installed.find(call.repository) if installed else None for call in calls}
-            warm({(found[0], call.repository, call.identity.login) for call in calls
-                  if (found := where[call.repository]) is not None})  # fmt: skip
+        installed = self.intake.installations
+        found = {name: installed.find(name) for name in {call.repository for call in calls}} if installed else {}
+        self.intake.warm({(where[0], call.repository, call.identity.login) for call in calls
+                          if (where := found.get(call.repository)) is not None})  # fmt: skip
         for n, call in enumerate(calls):
             try:
                 opened = self.opening(call.identity, call.key, call.fingerprint)
@@ -365,7 +363,7 @@ class AgentApi:
             else:
                 response = _answer(outcome, call.repository, call.number, self.site, self.intake, request.issue.key)
                 answers[n] = self.closing(call.identity, call.key, response)
-        return [answer if answer is not None else RuntimeError("not answered") for answer in answers]
+        return [answers[n] for n in range(len(calls))]
 
     def create_and_claim(self, repository: str, issue: NewIssue, identity: Identity, key: str | None) -> JSONResponse:
         def opening(number: int) -> None:  # kept with the key at once: a retry claims this issue, opens no other
