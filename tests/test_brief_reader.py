@@ -338,3 +338,24 @@ def test_changes_name_access_evidence_sentences_and_a_reviewer_in_words() -> Non
         "1280px”",
         "reviewer now “named frontend maintainer” (as written)",
     ]
+
+
+def test_an_issue_forms_evidence_may_be_sentences_beside_counted_kinds() -> None:
+    body = (
+        "### Task\n\nx\n\n### Access\n\nrunner has repository access through their own account\n\n"
+        "### Evidence\n\n- diff or branch\n- commands and actual test output\n"
+        "- real screenshots at 390px, 1280px\n- commit, pr: 1\n"
+    )
+    assert read_brief(body) == BriefReading(False, Brief(
+        task="x", access="runner has repository access through their own account",
+        required_evidence=("branch", "commit", "pr", "tests", "screenshot", "screenshot"),
+        evidence_lines=("diff or branch", "commands and actual test output", "real screenshots at 390px, 1280px"),
+    ), ())  # fmt: skip
+
+
+def test_a_yaml_list_may_give_a_kind_its_count_beside_sentences() -> None:
+    reading = read_brief(block("task: x\nevidence: [{screenshot: 2}, commands and actual test output]\n"))
+    assert reading.brief is not None and reading.brief.required_evidence == ("tests", "screenshot", "screenshot")
+    # a count written wrong is reported as written, whatever sentences name the same kind
+    wrong = read_brief(block("task: x\nevidence: [{branch: 2}, diff or branch]\n"))
+    assert wrong.problems == ("`evidence.branch` must be 1 (a delivery reports one), not 2",)

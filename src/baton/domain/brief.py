@@ -37,6 +37,7 @@ _REVIEWER = re.compile(rf"^@?({_LOGIN}(?:\[bot\])?|{_LOGIN}/[A-Za-z0-9_.-]{{1,10
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*(ya?ml)[ \t]*$", re.IGNORECASE)
 _HEADING = re.compile(r"^ {0,3}###[ \t]+(.+?)[ \t#]*$")
 _ITEM = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?(?:\[[ xX]\][ \t]+)?(.*?)[ \t]*$")
+_COUNTED = re.compile(r"^[\w-]+[ \t]*(?::[ \t]*\S+)?$")  # a kind, with an optional count, in a form's line
 _NO_RESPONSE = "_no response_"  # what GitHub writes for a form field left empty
 MAX_TEXT = 2000
 MAX_ITEMS = 50
@@ -145,14 +146,18 @@ def _form_value(key: str, text: str) -> Any:
     if key in ("scope.files", "scope.excluded", "acceptance"):
         return _items(text)
     if key == "evidence":
-        counts: dict[str, Any] = {}
+        # Each line is kinds with optional counts (`tests, screenshot: 2`), or else a sentence.
+        items: list[Any] = []
         for item in _items(text):
-            for part in item.split(","):
-                kind, _, count = part.strip().partition(":")
-                if kind.strip():
-                    number = count.strip()
-                    counts[kind.strip()] = int(number) if number.isdigit() else (number or 1)
-        return counts
+            parts = [part.strip() for part in item.split(",") if part.strip()]
+            if not all(_COUNTED.match(part) for part in parts):
+                items.append(item)
+                continue
+            for part in parts:
+                kind, _, count = part.partition(":")
+                number = count.strip()
+                items.append({kind.strip(): int(number) if number.isdigit() else (number or 1)})
+        return items
     if key in ("code", "draft"):
         return _YES.get(text.lower(), text)
     return text
@@ -259,23 +264,31 @@ def read_evidence(
     else:
         allowed = f"a list of {', '.join(EVIDENCE_KINDS)}, or a mapping of them to counts like `screenshot: 2`"
     lines: list[str] = []
-    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+    if isinstance(value, list) and all(isinstance(item, (str, dict)) for item in value):
         if len(value) > MAX_ITEMS:
             problems.append(f"`{key}` must be {allowed}, of at most {MAX_ITEMS} items, not {len(value)}")
             return (), ()
-        counts: Counter[str] = Counter()
+        counts: dict[Any, Any] = {}
+        said: Counter[str] = Counter()
         for item in value:
+            if isinstance(item, dict):  # a kind with its count (`- screenshot: 2`), checked below
+                counts.update(item)
+                continue
             text = item.strip()
             if text in EVIDENCE_KINDS:
-                counts[text] = max(counts[text], 1)  # a kind listed twice is still one item
+                counts.setdefault(text, 1)  # a kind listed twice is still one item
                 continue
             named = evidence_line(text) if sentences and len(text) <= MAX_TEXT else Counter[str]()
             if not sentences or len(text) > MAX_TEXT or (not named and len(text.split()) <= 1):
                 problems.append(f"`{key}` names {_shown(item)}, which is not a kind of evidence ({allowed})")
                 continue
             lines.append(text)
-            counts.update(named)
-        value = {kind: (min(count, 1) if kind in SINGLE_KINDS else count) for kind, count in counts.items()}
+            said.update(named)
+        for kind, count in said.items():
+            had = counts.get(kind, 0)
+            if type(had) is int:  # else the count is wrong, and reported as it was written
+                counts[kind] = (had or 1) if kind in SINGLE_KINDS else had + count
+        value = counts
     if not isinstance(value, dict):
         problems.append(f"`{key}` must be {allowed}, not {_shown(value)}")
         return (), ()
