@@ -287,7 +287,7 @@ def test_each_sentence_of_evidence_is_read_into_the_kinds_it_names(line: str, ki
 
 
 def test_sentences_mix_with_kinds_and_a_sentence_naming_no_kind_is_kept_for_the_reviewer() -> None:
-    text = "task: x\nevidence: [tests, \"screenshots at 390px\", \"a short video of the flow\", \"diff\"]\n"
+    text = 'task: x\nevidence: [tests, "screenshots at 390px", "a short video of the flow", "diff"]\n'
     reading = read_brief(block(text))
     assert reading.problems == () and reading.brief is not None
     assert reading.brief.required_evidence == ("branch", "tests", "screenshot")

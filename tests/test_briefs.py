@@ -197,10 +197,7 @@ def test_code_evidence_the_repository_requires_is_not_asked_of_a_non_code_task(s
 
 
 def test_an_invalid_brief_is_explained_once_and_the_last_good_brief_stays(scene: Scene) -> None:
-    bad = (
-        "```yaml\ntask: Tidy the cart\nacceptance: [tidy]\nevidence: {screenshot: 0, video: 1}\n"
-        "reviewer: [rita]\n```"
-    )
+    bad = "```yaml\ntask: Tidy the cart\nacceptance: [tidy]\nevidence: {screenshot: 0, video: 1}\nreviewer: [rita]\n```"
     open_issue(scene, bad)
     scene.comment("maria", "/status")
     scene.drain()
