@@ -194,6 +194,11 @@ def test_the_ticket_page_shows_the_rails_deliveries_reviews_and_timeline(stage: 
     assert 'data-rail="work">Accepted by @maria — attempt 2' in html
     assert f'data-rail="repository">Pull request #{PULL} merged' in html
     assert 'data-rail="deployment">Deployed to production' in html
+    # the demo's brief, the billing-history template, in its own words
+    assert 'data-brief="access">runner has repository access through their own account</dd>' in html
+    assert "<li>“real screenshots at 390px and 1280px” (2 screenshots)</li>" in html
+    assert "<li>“diff or branch” (branch)</li>" in html
+    assert 'data-brief="reviewer">named frontend maintainer (as the brief says it; not a GitHub login or team)' in html
     assert html.count('<li class="delivery">') == 2
     branch = f"{TASK}-empty-state"
     assert f'<a href="{stage.github_url}/octo/shop/tree/{branch}">branch {branch}</a>' in html

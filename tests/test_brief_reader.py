@@ -3,11 +3,13 @@ show for it; and how two briefs differ. Pure, apart from the YAML parser."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from baton.briefs import NO_BRIEF, BriefReading, read_brief
 from baton.domain import Brief, Evidence
-from baton.domain.brief import changes, required, shortfall
+from baton.domain.brief import changes, evidence_line, required, shortfall
 
 
 def block(text: str) -> str:
@@ -63,8 +65,8 @@ def test_valid_briefs(body: str | None, reading: BriefReading) -> None:
     ("text", "problems"),
     [
         ("task: x\ncolour: blue\n",
-         ["`colour` is not a field of a brief (known: task, scope, acceptance, evidence, reviewer, owner, code, "
-          "draft)"]),
+         ["`colour` is not a field of a brief (known: task, scope, access, acceptance, evidence, reviewer, owner, "
+          "code, draft)"]),
         ("task: [a, b]\n", ["`task` must be text of at most 2000 characters, not ['a', 'b']"]),
         ("task: x\nscope: [a.py]\n", ["`scope` must be a mapping with `files` and `excluded` lists, not ['a.py']"]),
         ("task: x\nscope: {files: [a.py], only: [b.py]}\n",
@@ -73,21 +75,23 @@ def test_valid_briefs(body: str | None, reading: BriefReading) -> None:
         ("task: x\nacceptance: {a: b}\n", ["`acceptance` must be a list of at most 50 lines of text, not {'a': 'b'}"]),
         ("task: x\nacceptance: ['']\n", ["`acceptance` must be a list of at most 50 lines of text, not ['']"]),
         ("task: x\nevidence: [video]\n",
-         ["`evidence` names 'video', which is not a kind of evidence (a list of branch, commit, pr, tests, screenshot, "
-          "or a mapping of them to counts like `screenshot: 2`)"]),
+         ["`evidence` names 'video', which is not a kind of evidence (a list of branch, commit, pr, tests, screenshot "
+          "or sentences naming them, or a mapping of the kinds to counts like `screenshot: 2`)"]),
         ("task: x\nevidence: tests\n",
-         ["`evidence` must be a list of branch, commit, pr, tests, screenshot, or a mapping of them to counts like "
-          "`screenshot: 2`, not 'tests'"]),
+         ["`evidence` must be a list of branch, commit, pr, tests, screenshot or sentences naming them, or a mapping "
+          "of the kinds to counts like `screenshot: 2`, not 'tests'"]),
+        ("task: x\nevidence: ['screenshots at 320px, 360px, 375px, 390px, 414px, 768px, 1024px, 1280px, 1440px, "
+         "1920px and 2560px']\n",
+         ["`evidence.screenshot` must be a whole number from 1 to 10, not 11"]),
         ("task: x\nevidence: {screenshot: 0}\n", ["`evidence.screenshot` must be a whole number from 1 to 10, not 0"]),
         ("task: x\nevidence: {screenshot: 11}\n",
          ["`evidence.screenshot` must be a whole number from 1 to 10, not 11"]),
         ("task: x\nevidence: {tests: two}\n", ["`evidence.tests` must be a whole number from 1 to 10, not 'two'"]),
         ("task: x\nevidence: {tests: true}\n", ["`evidence.tests` must be a whole number from 1 to 10, not True"]),
         ("task: x\nevidence: {branch: 2}\n", ["`evidence.branch` must be 1 (a delivery reports one), not 2"]),
-        ("task: x\nreviewer: not a login\n",
-         ["`reviewer` must be a login or an org/team name (like `@mona`), not 'not a login'"]),
         ("task: x\nreviewer: [rita]\n",
-         ["`reviewer` must be a login or an org/team name (like `@mona`), not ['rita']"]),
+         ["`reviewer` must be a login, an org/team name or text (like `@mona`), not ['rita']"]),
+        ("task: x\naccess: [ssh]\n", ["`access` must be text of at most 2000 characters, not ['ssh']"]),
         ("task: x\nowner: octo/team\n", ["`owner` must be a login (like `@mona`), not 'octo/team'"]),
         ("task: x\nowner: -dash\n", ["`owner` must be a login (like `@mona`), not '-dash'"]),
         ("task: x\ncode: no thanks\n", ["`code` must be true or false, not 'no thanks'"]),
@@ -95,8 +99,8 @@ def test_valid_briefs(body: str | None, reading: BriefReading) -> None:
         ("task: [unclosed\n", ["the brief is not valid YAML at line 1 of the block"]),
     ],
     ids=["unknown-key", "task-list", "scope-list", "scope-key", "scope-files", "acceptance-map", "acceptance-blank",
-         "evidence-kind", "evidence-text", "count-zero", "count-high", "count-text", "count-bool", "single-kind",
-         "reviewer", "reviewer-list", "owner-team", "owner-dash", "code", "draft", "yaml"],
+         "evidence-kind", "evidence-text", "eleven-widths", "count-zero", "count-high", "count-text", "count-bool",
+         "single-kind", "reviewer-list", "access-list", "owner-team", "owner-dash", "code", "draft", "yaml"],
 )  # fmt: skip
 def test_invalid_briefs_list_every_problem_and_give_no_brief(text: str, problems: list[str]) -> None:
     reading = read_brief(block(text))
@@ -162,8 +166,8 @@ def test_an_issue_form_reads_as_the_same_fields() -> None:
     [
         ("### Task\n\nx\n\n### Acceptance\n\n_No response_\n", BriefReading(False, Brief(task="x"), ())),
         ("### Task\n\nx\n\n### Colour\n\nred\n",
-         BriefReading(True, None, ("`Colour` is not a field of a brief (known: task, scope, acceptance, evidence, "
-                                   "reviewer, owner, code, draft)",))),
+         BriefReading(True, None, ("`Colour` is not a field of a brief (known: task, scope, access, acceptance, "
+                                   "evidence, reviewer, owner, code, draft)",))),
         ("### Task\n\nx\n\n### Code\n\nperhaps\n",
          BriefReading(True, None, ("`code` must be true or false, not 'perhaps'",))),
         ("### Task\n\nx\n\n### Evidence\n\nscreenshot: lots\n",
@@ -198,3 +202,160 @@ def test_changes_name_what_changed() -> None:
     assert changes(before, before) == []
     assert changes(None, before) == ["a brief was added"]
     assert changes(before, None) == ["the brief was removed"]
+
+
+# The template from "the article the project started from", pasted as it is.
+TEMPLATE = """\
+task: "Add an empty state to the billing history view"
+scope:
+  files: ["src/BillingHistory.tsx", "src/BillingHistory.test.tsx"]
+  excluded: ["billing API", "payment settings"]
+access: "runner has repository access through their own account"
+acceptance:
+  - "No invoices: show the approved empty-state copy"
+  - "Invoices present: preserve current list and pagination"
+  - "Keyboard focus remains in a sensible order"
+evidence:
+  - "diff or branch"
+  - "commands and actual test output"
+  - "real screenshots at 390px and 1280px"
+reviewer: "named frontend maintainer"
+"""
+
+TEMPLATE_BRIEF = Brief(
+    task="Add an empty state to the billing history view",
+    scope=("src/BillingHistory.tsx", "src/BillingHistory.test.tsx"),
+    excluded=("billing API", "payment settings"),
+    access="runner has repository access through their own account",
+    acceptance=(
+        "No invoices: show the approved empty-state copy",
+        "Invoices present: preserve current list and pagination",
+        "Keyboard focus remains in a sensible order",
+    ),
+    required_evidence=("branch", "tests", "screenshot", "screenshot"),
+    evidence_lines=("diff or branch", "commands and actual test output", "real screenshots at 390px and 1280px"),
+    reviewer_as_written="named frontend maintainer",
+)
+
+
+def test_the_template_is_a_brief_of_an_open_ticket() -> None:
+    assert read_brief(block(TEMPLATE)) == BriefReading(False, TEMPLATE_BRIEF, ())
+
+
+def test_the_template_with_draft_true_is_a_draft_with_no_problems() -> None:
+    assert read_brief(block(TEMPLATE + "draft: true\n")) == BriefReading(True, TEMPLATE_BRIEF, ())
+
+
+def test_the_templates_brief_survives_storage_and_publishes_without_a_named_reviewer() -> None:
+    assert Brief.from_dict(TEMPLATE_BRIEF.to_dict()) == TEMPLATE_BRIEF
+    assert TEMPLATE_BRIEF.missing() == ()
+    assert TEMPLATE_BRIEF.missing(require_reviewer=True) == (
+        "a reviewer named as a login or org/team (like `@mona` or `@octo/design`), not “named frontend maintainer”",
+    )
+    # a brief without the new fields is stored as before they existed
+    assert set(Brief(task="x").to_dict()) == {
+        "task", "scope", "excluded", "acceptance", "required_evidence", "reviewer", "owner", "code"
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("line", "kinds"),
+    [
+        ("diff or branch", {"branch": 1}),
+        ("commands and actual test output", {"tests": 1}),
+        ("real screenshots at 390px and 1280px", {"screenshot": 2}),
+        ("a diff", {"branch": 1}),
+        ("the branch you pushed", {"branch": 1}),
+        ("the commit SHA", {"commit": 1}),
+        ("a link to the pull request", {"pr": 1}),
+        ("PR URL", {"pr": 1}),
+        ("passing tests", {"tests": 1}),
+        ("a screenshot of the empty state", {"screenshot": 1}),
+        ("two screenshots of the dialog", {"screenshot": 2}),
+        ("3 mobile screenshots", {"screenshot": 3}),
+        ("screenshots at 390, 768 and 1280 px", {"screenshot": 3}),
+        ("screen shots at 390/1280px", {"screenshot": 2}),
+        ("screenshots at 390px and 390px", {"screenshot": 1}),  # a width named twice is one screenshot
+        ("screenshot and test output", {"screenshot": 1, "tests": 1}),
+        ("branch or pull request", {}),  # a choice: nothing required, for the reviewer to judge
+        ("a video of the flow", {}),
+        ("latest attestation of the contest", {}),  # words that merely contain a kind
+    ],
+)
+def test_each_sentence_of_evidence_is_read_into_the_kinds_it_names(line: str, kinds: dict[str, int]) -> None:
+    assert evidence_line(line) == kinds
+
+
+def test_sentences_mix_with_kinds_and_a_sentence_naming_no_kind_is_kept_for_the_reviewer() -> None:
+    text = 'task: x\nevidence: [tests, "screenshots at 390px", "a short video of the flow", "diff"]\n'
+    reading = read_brief(block(text))
+    assert reading.problems == () and reading.brief is not None
+    assert reading.brief.required_evidence == ("branch", "tests", "screenshot")
+    assert reading.brief.evidence_lines == ("screenshots at 390px", "a short video of the flow", "diff")
+    # a branch asked twice is still the one branch a delivery reports
+    twice = read_brief(block("task: x\nevidence: [branch, diff or branch]\n")).brief
+    assert twice is not None and twice.required_evidence == ("branch",)
+
+
+@pytest.mark.parametrize(
+    ("written", "reviewer", "as_written"),
+    [
+        ("rita", "rita", None),
+        ("'@rita'", "rita", None),
+        ("'@octo/design'", "octo/design", None),
+        ("octo/design", "octo/design", None),
+        ("helper[bot]", "helper[bot]", None),
+        ("named frontend maintainer", None, "named frontend maintainer"),
+        ("'the @octo/design team'", None, "the @octo/design team"),
+        ("''", None, None),
+    ],
+)
+def test_a_reviewer_is_a_login_a_team_or_words_shown_as_written(
+    written: str, reviewer: str | None, as_written: str | None
+) -> None:
+    reading = read_brief(block(f"task: x\nreviewer: {written}\n"))
+    assert reading.problems == () and reading.brief is not None
+    assert (reading.brief.reviewer, reading.brief.reviewer_as_written) == (reviewer, as_written)
+
+
+def test_changes_name_access_evidence_sentences_and_a_reviewer_in_words() -> None:
+    before = TEMPLATE_BRIEF
+    after = replace(
+        before,
+        access="a token from the runbook",
+        evidence_lines=("branch", "commands and actual test output", "real screenshots at 390px and 1280px"),
+        reviewer="rita",
+        reviewer_as_written=None,
+    )
+    assert changes(before, after) == [
+        "access now “a token from the runbook”",
+        "evidence reworded: “branch”; “commands and actual test output”; “real screenshots at 390px and 1280px”",
+        "reviewer now @rita",
+    ]
+    assert changes(after, before) == [
+        "access now “runner has repository access through their own account”",
+        "evidence reworded: “diff or branch”; “commands and actual test output”; “real screenshots at 390px and "
+        "1280px”",
+        "reviewer now “named frontend maintainer” (as written)",
+    ]
+
+
+def test_an_issue_forms_evidence_may_be_sentences_beside_counted_kinds() -> None:
+    body = (
+        "### Task\n\nx\n\n### Access\n\nrunner has repository access through their own account\n\n"
+        "### Evidence\n\n- diff or branch\n- commands and actual test output\n"
+        "- real screenshots at 390px, 1280px\n- commit, pr: 1\n"
+    )
+    assert read_brief(body) == BriefReading(False, Brief(
+        task="x", access="runner has repository access through their own account",
+        required_evidence=("branch", "commit", "pr", "tests", "screenshot", "screenshot"),
+        evidence_lines=("diff or branch", "commands and actual test output", "real screenshots at 390px, 1280px"),
+    ), ())  # fmt: skip
+
+
+def test_a_yaml_list_may_give_a_kind_its_count_beside_sentences() -> None:
+    reading = read_brief(block("task: x\nevidence: [{screenshot: 2}, commands and actual test output]\n"))
+    assert reading.brief is not None and reading.brief.required_evidence == ("tests", "screenshot", "screenshot")
+    # a count written wrong is reported as written, whatever sentences name the same kind
+    wrong = read_brief(block("task: x\nevidence: [{branch: 2}, diff or branch]\n"))
+    assert wrong.problems == ("`evidence.branch` must be 1 (a delivery reports one), not 2",)

@@ -139,6 +139,9 @@ APPLIED = [
          state=A, event="accepted", role=Role.REPOSITORY_MAINTAINER),
     Case("publish without scope", ticket(D, brief=Brief(acceptance=("shown",), reviewer="rita")), Command("publish"),
          OWNER, policy=Policy(require_reviewer=True), state=O, event="published", role=Role.TASK_OWNER, attempt=0),
+    Case("publish with a reviewer named in words", ticket(D, brief=Brief(acceptance=("shown",),
+         reviewer_as_written="named frontend maintainer")), Command("publish"), OWNER, state=O, event="published",
+         role=Role.TASK_OWNER, attempt=0),
     Case("deliver a non-code task without the code evidence the repository requires",
          ticket(C, brief=Brief(code=False, required_evidence=("screenshot",))),
          Command("deliver", text="written", evidence=Evidence(screenshots=("https://s/1.png",))), RUNNER,
@@ -259,6 +262,12 @@ REFUSED = [
     Case("deliver without the brief's evidence", ticket(C, brief=Brief(required_evidence=("screenshot", "tests"))),
          Command("deliver"), RUNNER, code="missing_evidence",
          message="#42 cannot be delivered: the delivery lacks a summary, tests, screenshot. " + AGAIN),
+    Case("deliver without the screenshots a sentence of the brief asks for",
+         ticket(C, brief=Brief(required_evidence=("branch", "screenshot", "screenshot"),
+                               evidence_lines=("diff or branch", "real screenshots at 390px and 1280px"))),
+         Command("deliver", text="done", evidence=Evidence(branch="b")), RUNNER, code="missing_evidence",
+         message="#42 cannot be delivered: the delivery lacks 2 screenshots (0 given). The brief asks for “real "
+                 "screenshots at 390px and 1280px”. " + AGAIN),
     Case("deliver with too few screenshots", ticket(C, brief=Brief(required_evidence=("screenshot", "screenshot"))),
          Command("deliver", text="done", evidence=Evidence(screenshots=("https://s/1.png",))), RUNNER,
          code="missing_evidence",
@@ -326,6 +335,12 @@ REFUSED = [
          Command("publish"), OWNER, policy=Policy(require_reviewer=True), code="incomplete_brief",
          message="#42 cannot be published: its brief lacks a reviewer. "
                  "Add them to the issue's brief and /publish again."),
+    Case("publish with a reviewer named in words where the repository requires one",
+         ticket(D, brief=Brief(acceptance=("shown",), reviewer_as_written="named frontend maintainer")),
+         Command("publish"), OWNER, policy=Policy(require_reviewer=True), code="incomplete_brief",
+         message="#42 cannot be published: its brief lacks a reviewer named as a login or org/team (like `@mona` "
+                 "or `@octo/design`), not “named frontend maintainer”. Add them to the issue's brief and /publish "
+                 "again."),
     Case("publish a brief without acceptance criteria", ticket(D, brief=Brief(scope=("a.py",))),
          Command("publish"), MAINTAINER, code="incomplete_brief",
          message="#42 cannot be published: its brief lacks acceptance criteria. "

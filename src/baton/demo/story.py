@@ -21,15 +21,20 @@ STATUS_MARKER = "<!-- baton:status -->"
 BRIEF = """Customers with no invoices see an empty table. Show the approved empty state instead.
 
 ```yaml
+task: "Add an empty state to the billing history view"
 scope:
-  files: [src/BillingHistory.tsx, src/BillingHistory.test.tsx]
-  excluded: [billing API]
+  files: ["src/BillingHistory.tsx", "src/BillingHistory.test.tsx"]
+  excluded: ["billing API", "payment settings"]
+access: "runner has repository access through their own account"
 acceptance:
-  - no invoices: the approved empty-state copy
-  - invoices: list and pagination unchanged
-  - keyboard focus order is sensible
-evidence: [branch, tests, screenshot]
-reviewer: maria
+  - "No invoices: show the approved empty-state copy"
+  - "Invoices present: preserve current list and pagination"
+  - "Keyboard focus remains in a sensible order"
+evidence:
+  - "diff or branch"
+  - "commands and actual test output"
+  - "real screenshots at 390px and 1280px"
+reviewer: "named frontend maintainer"
 ```"""
 
 
@@ -86,10 +91,13 @@ def work_line(status: str | None) -> str:
     return lines[1] if len(lines) > 1 else ""
 
 
+RAILS = ("**Repository:**", "**Mismatch:**", "**Deployment:**")
+
+
 def rail_lines(status: str | None) -> str:
     """The status comment's evidence lines (repository, deployment, any mismatch), on one line."""
     lines = (status or "").splitlines()[2:]
-    return " · ".join(line for line in lines if line.startswith("**") and not line.startswith("**Work"))
+    return " · ".join(line for line in lines if line.startswith(RAILS))
 
 
 def showing(state: str, *also: str) -> Callable[[Seen], bool]:
@@ -127,6 +135,9 @@ def play(stage: Stage, say: Callable[[str], None] = print) -> dict[str, Seen]:
     maria.comment(name, task, "Ready for an agent.\n/status")
     after["filed"] = wait_for(stage, task, showing("open"), "open")
     say(f"   #{task} is open: {work_line(after['filed'].status)}")
+    asked = [line for line in (after["filed"].status or "").splitlines() if line.startswith("**Evidence asked:**")]
+    for line in asked:
+        say(f"   {line}")
 
     say(f"2. @agent-a and @agent-b both comment /claim on #{task} at the same moment.")
     barrier = threading.Barrier(2)

@@ -23,7 +23,7 @@ from typing import Any
 from .model import EVIDENCE_KINDS, Brief, Evidence
 
 # The keys a brief may hold, in the order the docs list them.
-KEYS = ("task", "scope", "acceptance", "evidence", "reviewer", "owner", "code", "draft")
+KEYS = ("task", "scope", "access", "acceptance", "evidence", "reviewer", "owner", "code", "draft")
 SCOPE_KEYS = ("files", "excluded")
 # Evidence a delivery reports once (one branch, one commit, one pull request), and evidence it may repeat.
 SINGLE_KINDS = ("branch", "commit", "pr")
@@ -37,6 +37,7 @@ _REVIEWER = re.compile(rf"^@?({_LOGIN}(?:\[bot\])?|{_LOGIN}/[A-Za-z0-9_.-]{{1,10
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*(ya?ml)[ \t]*$", re.IGNORECASE)
 _HEADING = re.compile(r"^ {0,3}###[ \t]+(.+?)[ \t#]*$")
 _ITEM = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?(?:\[[ xX]\][ \t]+)?(.*?)[ \t]*$")
+_COUNTED = re.compile(r"^[\w-]+[ \t]*(?::[ \t]*\S+)?$")  # a kind, with an optional count, in a form's line
 _NO_RESPONSE = "_no response_"  # what GitHub writes for a form field left empty
 MAX_TEXT = 2000
 MAX_ITEMS = 50
@@ -48,6 +49,7 @@ FORM_LABELS = {
     "files": "scope.files",
     "excluded": "scope.excluded",
     "out of scope": "scope.excluded",
+    "access": "access",
     "acceptance": "acceptance",
     "acceptance criteria": "acceptance",
     "evidence": "evidence",
@@ -144,14 +146,18 @@ def _form_value(key: str, text: str) -> Any:
     if key in ("scope.files", "scope.excluded", "acceptance"):
         return _items(text)
     if key == "evidence":
-        counts: dict[str, Any] = {}
+        # Each line is kinds with optional counts (`tests, screenshot: 2`), or else a sentence.
+        items: list[Any] = []
         for item in _items(text):
-            for part in item.split(","):
-                kind, _, count = part.strip().partition(":")
-                if kind.strip():
-                    number = count.strip()
-                    counts[kind.strip()] = int(number) if number.isdigit() else (number or 1)
-        return counts
+            parts = [part.strip() for part in item.split(",") if part.strip()]
+            if not all(_COUNTED.match(part) for part in parts):
+                items.append(item)
+                continue
+            for part in parts:
+                kind, _, count = part.partition(":")
+                number = count.strip()
+                items.append({kind.strip(): int(number) if number.isdigit() else (number or 1)})
+        return items
     if key in ("code", "draft"):
         return _YES.get(text.lower(), text)
     return text
@@ -175,9 +181,10 @@ def check(data: Any) -> Checked:
         problems.append(f"`task` must be text of at most {MAX_TEXT} characters, not {_shown(task)}")
         task = ""
     files, excluded = _scope(data.get("scope"), problems)
+    access = _text("access", data.get("access"), problems)
     acceptance = _texts("acceptance", data.get("acceptance"), problems)
-    evidence = evidence_kinds("evidence", data.get("evidence"), problems)
-    reviewer = _person("reviewer", data.get("reviewer"), _REVIEWER, "a login or an org/team name", problems)
+    evidence, lines = read_evidence("evidence", data.get("evidence"), problems)
+    reviewer, reviewer_as_written = _reviewer(data.get("reviewer"), problems)
     owner = _person("owner", data.get("owner"), _OWNER, "a login", problems)
     code = _flag("code", data.get("code", True), problems)
     draft = _flag("draft", data.get("draft", False), problems)
@@ -192,6 +199,9 @@ def check(data: Any) -> Checked:
         reviewer=reviewer,
         owner=owner,
         code=code is not False,
+        access=access,
+        evidence_lines=lines,
+        reviewer_as_written=reviewer_as_written,
     )
     return Checked(brief, draft is True)
 
@@ -232,15 +242,56 @@ def _scope(value: Any, problems: list[str]) -> tuple[tuple[str, ...], tuple[str,
 
 def evidence_kinds(key: str, value: Any, problems: list[str]) -> tuple[str, ...]:
     """Required evidence as a list of kinds (each once) or a mapping of kinds to counts (`screenshot: 2`),
-    as `Brief.required_evidence` holds it; each problem is added to `problems`, naming `key`."""
+    as `Brief.required_evidence` holds it; each problem is added to `problems`, naming `key`. Only kinds:
+    what `.github/baton.yml` requires is a rule, never a sentence."""
+    return read_evidence(key, value, problems, sentences=False)[0]
+
+
+def read_evidence(
+    key: str, value: Any, problems: list[str], *, sentences: bool = True
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A brief's `evidence`: the kinds required (as `evidence_kinds`) and the items written as sentences,
+    kept as written. A list may mix kinds with sentences (`"real screenshots at 390px and 1280px"`); each
+    sentence requires the kinds it names (`evidence_line`), and one that names none is for the reviewer
+    alone. A single word that is no kind is a problem: it is a kind misspelt more often than a sentence."""
     if value is None:
-        return ()
-    allowed = f"a list of {', '.join(EVIDENCE_KINDS)}, or a mapping of them to counts like `screenshot: 2`"
-    if isinstance(value, list) and all(isinstance(kind, str) for kind in value):
-        value = dict.fromkeys(value, 1)
+        return (), ()
+    if sentences:
+        allowed = (
+            f"a list of {', '.join(EVIDENCE_KINDS)} or sentences naming them, or a mapping of the kinds to counts "
+            "like `screenshot: 2`"
+        )
+    else:
+        allowed = f"a list of {', '.join(EVIDENCE_KINDS)}, or a mapping of them to counts like `screenshot: 2`"
+    lines: list[str] = []
+    if isinstance(value, list) and all(isinstance(item, (str, dict)) for item in value):
+        if len(value) > MAX_ITEMS:
+            problems.append(f"`{key}` must be {allowed}, of at most {MAX_ITEMS} items, not {len(value)}")
+            return (), ()
+        counts: dict[Any, Any] = {}
+        said: Counter[str] = Counter()
+        for item in value:
+            if isinstance(item, dict):  # a kind with its count (`- screenshot: 2`), checked below
+                counts.update(item)
+                continue
+            text = item.strip()
+            if text in EVIDENCE_KINDS:
+                counts.setdefault(text, 1)  # a kind listed twice is still one item
+                continue
+            named = evidence_line(text) if sentences and len(text) <= MAX_TEXT else Counter[str]()
+            if not sentences or len(text) > MAX_TEXT or (not named and len(text.split()) <= 1):
+                problems.append(f"`{key}` names {_shown(item)}, which is not a kind of evidence ({allowed})")
+                continue
+            lines.append(text)
+            said.update(named)
+        for kind, count in said.items():
+            had = counts.get(kind, 0)
+            if type(had) is int:  # else the count is wrong, and reported as it was written
+                counts[kind] = (had or 1) if kind in SINGLE_KINDS else had + count
+        value = counts
     if not isinstance(value, dict):
         problems.append(f"`{key}` must be {allowed}, not {_shown(value)}")
-        return ()
+        return (), ()
     kinds: list[str] = []
     for kind, count in value.items():
         if kind not in EVIDENCE_KINDS:
@@ -252,13 +303,72 @@ def evidence_kinds(key: str, value: Any, problems: list[str]) -> tuple[str, ...]
             problems.append(f"`{key}.{kind}` must be {what}, not {_shown(count)}")
             continue
         kinds.extend([kind] * count)
-    return tuple(sorted(kinds, key=EVIDENCE_KINDS.index))  # one order, so equal requirements compare equal
+    # one order, so equal requirements compare equal
+    return tuple(sorted(kinds, key=EVIDENCE_KINDS.index)), tuple(lines)
+
+
+# What a sentence of evidence names, by kind. A diff is shown by the branch that holds it.
+_LINE_KINDS = (
+    ("branch", re.compile(r"\b(?:branch(?:es)?|diffs?)\b")),
+    ("commit", re.compile(r"\bcommits?\b")),
+    ("pr", re.compile(r"\b(?:pull[ -]?requests?|prs?)\b")),
+    ("tests", re.compile(r"\btest(?:s|ing)?\b")),
+    ("screenshot", re.compile(r"\bscreen[ -]?(?:shots?|captures?)\b")),
+)
+# Widths named in a run like `390px and 1280px`, `390, 768 and 1280 px` or `390/1280px`.
+_WIDTHS = re.compile(r"\d{2,5}(?:\s*px)?(?:\s*(?:,|and|&|/|or)\s*\d{2,5}(?:\s*px)?)*")
+_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                 "nine": 9, "ten": 10}  # fmt: skip
+_SHOT_COUNT = re.compile(r"\b(\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")\s+(?:[a-z-]+\s+)?screen[ -]?shots\b")
+
+
+def evidence_line(line: str) -> Counter[str]:
+    """The kinds of evidence a sentence names, with how many screenshots: one per width it names
+    (`at 390px and 1280px`: two), or the number it says (`two screenshots`), else one. A sentence that
+    offers a choice of kinds (`branch or pull request`) requires none of them: it is for the reviewer."""
+    text = line.lower()
+    kinds = [kind for kind, pattern in _LINE_KINDS if pattern.search(text)]
+    if len(kinds) > 1 and re.search(r"\b(?:or|either)\b", text):
+        return Counter()
+    named = Counter(dict.fromkeys(kinds, 1))
+    if "screenshot" in named:
+        widths = {
+            number
+            for run in _WIDTHS.finditer(text)
+            if "px" in run.group(0)
+            for number in re.findall(r"\d{2,5}", run.group(0))
+        }
+        said = _SHOT_COUNT.search(text)
+        if widths:
+            named["screenshot"] = len(widths)
+        elif said is not None:
+            word = said.group(1)
+            named["screenshot"] = int(word) if word.isdigit() else _NUMBER_WORDS[word]
+        named["screenshot"] = max(named["screenshot"], 1)
+    return named
+
+
+def _text(key: str, value: Any, problems: list[str]) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > MAX_TEXT:
+        problems.append(f"`{key}` must be text of at most {MAX_TEXT} characters, not {_shown(value)}")
+        return None
+    return value.strip() or None
+
+
+def _reviewer(value: Any, problems: list[str]) -> tuple[str | None, str | None]:
+    """A login or team reviews by rule; any other text names a reviewer in words, shown as written."""
+    if isinstance(value, str) and _REVIEWER.match(value.strip()) is None:
+        written = _text("reviewer", value, problems)
+        return None, written
+    return _person("reviewer", value, _REVIEWER, "a login, an org/team name or text", problems), None
 
 
 def _person(key: str, value: Any, pattern: re.Pattern[str], what: str, problems: list[str]) -> str | None:
     if value is None:
         return None
-    found = pattern.match(value) if isinstance(value, str) else None
+    found = pattern.match(value.strip()) if isinstance(value, str) else None
     if found is None:
         problems.append(f"`{key}` must be {what} (like `@mona`), not {_shown(value)}")
         return None
@@ -320,6 +430,15 @@ def shortfall(needed: Counter[str], evidence: Evidence) -> list[str]:
     return gaps
 
 
+def unmet_lines(brief: Brief | None, needed: Counter[str], evidence: Evidence) -> list[str]:
+    """The brief's evidence sentences that name a kind the delivery lacks, as written."""
+    if brief is None:
+        return []
+    have = given(evidence)
+    short = {kind for kind, want in needed.items() if have[kind] < want}
+    return [line for line in brief.evidence_lines if short & set(evidence_line(line))]
+
+
 def counted(kinds: Iterable[str]) -> str:
     """Required evidence in words: `branch, tests, 2 screenshots`."""
     counts = Counter(kinds)
@@ -358,14 +477,36 @@ def changes(before: Brief | None, after: Brief | None) -> list[str]:
             said.append(f"{name} added {_listed(added)}")
         if removed:
             said.append(f"{name} removed {_listed(removed)}")
+    if old.access != after.access:
+        said.append(f"access now “{after.access}”" if after.access else "access removed")
     if Counter(old.required_evidence) != Counter(after.required_evidence):
         said.append(f"evidence now {counted(after.required_evidence) or 'none'}")
+    elif old.evidence_lines != after.evidence_lines:
+        said.append(f"evidence reworded: {_listed(after.evidence_lines) or 'no sentences'}")
     for name, was_person, now_person in (("reviewer", old.reviewer, after.reviewer), ("owner", old.owner, after.owner)):
-        if (was_person or "").lower() != (now_person or "").lower():
+        if name == "reviewer" and after.reviewer_as_written:
+            if old.reviewer_as_written != after.reviewer_as_written or was_person:
+                said.append(f"reviewer now “{after.reviewer_as_written}” (as written)")
+        elif (was_person or "").lower() != (now_person or "").lower() or (
+            name == "reviewer" and old.reviewer_as_written and not now_person
+        ):
             said.append(f"{name} now {'@' + now_person if now_person else 'none'}")
     if old.code != after.code:
         said.append("now a code task" if after.code else "now a non-code task")
     return said if before is not None else said[:1]
 
 
-__all__ = ["Checked", "changes", "check", "counted", "evidence_kinds", "form", "required", "shortfall", "yaml_block"]
+__all__ = [
+    "Checked",
+    "changes",
+    "check",
+    "counted",
+    "evidence_kinds",
+    "evidence_line",
+    "form",
+    "read_evidence",
+    "required",
+    "shortfall",
+    "unmet_lines",
+    "yaml_block",
+]

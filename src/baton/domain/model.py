@@ -127,6 +127,11 @@ class Brief:
     asks for test output and two screenshots). `owner`, when set, is the task owner instead of the issue's
     author; `reviewer` is a login or an `org/team`. `code` False: a non-code task, whose evidence rails are
     not applicable.
+
+    `access` is how the runner reaches what the task needs, in the brief's words. `evidence_lines` are the
+    evidence items written as sentences ("real screenshots at 390px and 1280px"), kept as written for the
+    reviewer; the kinds they name are in `required_evidence` too. `reviewer_as_written` is a reviewer the
+    brief names in words rather than as a login or team ("named frontend maintainer"): shown, never a rule.
     """
 
     scope: tuple[str, ...] = ()
@@ -137,19 +142,29 @@ class Brief:
     task: str = ""
     owner: str | None = None
     code: bool = True
+    access: str | None = None
+    evidence_lines: tuple[str, ...] = ()
+    reviewer_as_written: str | None = None
 
     def missing(self, require_reviewer: bool = False) -> tuple[str, ...]:
         """What `/publish` needs and the brief lacks: acceptance criteria, and a reviewer where the
-        repository requires one (`require_reviewer`). Scope is optional."""
+        repository requires one (`require_reviewer`). Scope is optional. A reviewer named only in words
+        does not count: a rule needs someone GitHub can tell."""
         gaps = []
         if not self.acceptance:
             gaps.append("acceptance criteria")
         if require_reviewer and not self.reviewer:
-            gaps.append("a reviewer")
+            if self.reviewer_as_written:
+                gaps.append(
+                    f"a reviewer named as a login or org/team (like `@mona` or `@octo/design`), not "
+                    f"“{self.reviewer_as_written}”"
+                )
+            else:
+                gaps.append("a reviewer")
         return tuple(gaps)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "task": self.task,
             "scope": list(self.scope),
             "excluded": list(self.excluded),
@@ -159,6 +174,14 @@ class Brief:
             "owner": self.owner,
             "code": self.code,
         }
+        # Written only when set, so a brief without them is stored and recorded as before they existed.
+        if self.access is not None:
+            data["access"] = self.access
+        if self.evidence_lines:
+            data["evidence_lines"] = list(self.evidence_lines)
+        if self.reviewer_as_written is not None:
+            data["reviewer_as_written"] = self.reviewer_as_written
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Brief | None:
@@ -173,6 +196,9 @@ class Brief:
             task=data.get("task", ""),
             owner=data.get("owner"),
             code=data.get("code", True),
+            access=data.get("access"),
+            evidence_lines=tuple(data.get("evidence_lines", ())),
+            reviewer_as_written=data.get("reviewer_as_written"),
         )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .brief import counted, evidence_line
 from .evidence import OWN_CHECK, EvidenceRail, deployment_text, mismatch_text, repository_text, same_commit, short
 from .model import Ticket, WorkState
 from .quiet import Quiet, quiet_line
@@ -94,6 +95,25 @@ def brief_line(ticket: Ticket, changed: Sequence[BriefChange]) -> str | None:
     return f"changed during attempt {ticket.attempt} — " + " / ".join(said) + ". Read the issue body again."
 
 
+def asked_lines(ticket: Ticket) -> list[str]:
+    """What the brief says in its own words, for the runner and the reviewer while the work is live: how the
+    runner gets access, each evidence sentence with what Baton reads it to require, and a reviewer named in
+    words rather than as a login or team."""
+    brief = ticket.brief
+    if brief is None or ticket.state in (WorkState.ACCEPTED, WorkState.WITHDRAWN):
+        return []
+    lines = []
+    if brief.access:
+        lines.append(f"**Access:** {brief.access}")
+    if brief.evidence_lines:
+        read = [f"“{line}” ({counted(evidence_line(line).elements()) or 'for the reviewer'})"
+                for line in brief.evidence_lines]  # fmt: skip
+        lines.append(f"**Evidence asked:** {'; '.join(read)}")
+    if brief.reviewer_as_written:
+        lines.append(f"**Reviewer:** {brief.reviewer_as_written} (as the brief says it; not a GitHub login or team)")
+    return lines
+
+
 def view(
     ticket: Ticket,
     review: Review | None = None,
@@ -103,9 +123,9 @@ def view(
 ) -> View:
     """The labels, assignee and status comment for a ticket: the three rails side by side, a `Mismatch:` line
     when the runner's report and GitHub disagree, a `Quiet:` line and `baton:stale` while a claim is flagged
-    stale (`quiet`), a `Brief:` line when the brief changed under the current attempt (`changed`: the
-    ticket's brief changes), and what comes next. Without a rail (nothing recorded yet) the evidence rails
-    are at their first states."""
+    stale (`quiet`), the brief's own words where it has them (`asked_lines`), a `Brief:` line when the brief
+    changed under the current attempt (`changed`: the ticket's brief changes), and what comes next. Without a
+    rail (nothing recorded yet) the evidence rails are at their first states."""
     rail = rail or EvidenceRail(ticket.key.number)
     stale = quiet is not None and ticket.state is WorkState.CLAIMED
     lines = [STATUS_MARKER, f"**Work:** {work_line(ticket, review)}"]
@@ -116,6 +136,7 @@ def view(
     if mismatch is not None:
         lines.append(f"**Mismatch:** {mismatch}")
     lines.append(f"**Deployment:** {deployment_text(rail)}")
+    lines += asked_lines(ticket)
     brief = brief_line(ticket, changed)
     if brief is not None:
         lines.append(f"**Brief:** {brief}")

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from .brief import required, shortfall
+from .brief import required, shortfall, unmet_lines
 from .model import (
     Actor,
     AttemptEnd,
@@ -336,14 +336,17 @@ def _deliver(ticket: Ticket, command: Command, actor: Actor, situation: Situatio
             "not_runner",
             f"{ticket.ref} is {describe(ticket)} (revision {ticket.revision}); only @{ticket.runner} can /deliver it.",
         )
-    gaps = shortfall(required(ticket.brief, situation.policy.required_evidence), command.evidence)
+    needed = required(ticket.brief, situation.policy.required_evidence)
+    gaps = shortfall(needed, command.evidence)
     if not command.summarised():
         gaps.insert(0, "a summary")
     if gaps:
+        unmet = unmet_lines(ticket.brief, needed, command.evidence)
+        asks = f" The brief asks for {'; '.join(f'“{line}”' for line in unmet)}." if unmet else ""
         return Refused(
             "missing_evidence",
-            f"{ticket.ref} cannot be delivered: the delivery lacks {', '.join(gaps)}. Send /deliver again with "
-            "a line saying what was done and an evidence line for each item (`branch:`, `commit:`, `pr:`, "
+            f"{ticket.ref} cannot be delivered: the delivery lacks {', '.join(gaps)}.{asks} Send /deliver again "
+            "with a line saying what was done and an evidence line for each item (`branch:`, `commit:`, `pr:`, "
             "`tests:`, `screenshot:`).",
         )
     return _apply(

@@ -24,7 +24,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, bindparam, func, select
 
-from baton.domain import WorkState
+from baton.domain import Brief, WorkState
 from baton.domain.weekly import FLOW_EVENTS, WorkTime
 
 from .engine import READ_ONLY
@@ -92,6 +92,7 @@ class TicketDetail:
     reviews: tuple[ReviewRecord, ...]
     evidence: dict[str, Any] | None = None  # the evidence rails as stored; None before their first fact
     evidence_updated_at: datetime | None = None
+    brief: Brief | None = None  # the brief in force; None when the issue has none
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ def _same_name(column: Any, value: str) -> ColumnElement[bool]:
 # repository now. A repository deleted and made again under the same name has a new id: the newest ticket
 # under the name is the one its URL means.
 _FIND = (
-    select(*_SUMMARY_COLUMNS)
+    select(*_SUMMARY_COLUMNS, tickets.c.brief)
     .where(func.lower(tickets.c.repository) == func.lower(bindparam("repository")), tickets.c.number == bindparam("n"))
     .order_by(tickets.c.id.desc())
     .limit(1)
@@ -212,9 +213,9 @@ class Reads:
             # Leaving without a commit rolls back: there is nothing to keep, and it ends the snapshot.
 
     @staticmethod
-    def _find(connection: Connection, repository: str, number: int) -> tuple[int, TicketSummary] | None:
+    def _find(connection: Connection, repository: str, number: int) -> tuple[int, TicketSummary, Brief | None] | None:
         row = connection.execute(_FIND, {"repository": repository, "n": number}).mappings().first()
-        return None if row is None else (int(row["id"]), _summary(row))
+        return None if row is None else (int(row["id"]), _summary(row), Brief.from_dict(row["brief"]))
 
     def ticket(self, repository: str, number: int) -> TicketDetail | None:
         """A ticket by repository ("owner/name", any case) and issue number, with its history rows."""
@@ -222,7 +223,7 @@ class Reads:
             found = self._find(connection, repository, number)
             if found is None:
                 return None
-            ticket_id, summary = found
+            ticket_id, summary, brief = found
             attempt_rows = connection.execute(_ATTEMPTS, {"ticket": ticket_id})
             delivery_rows = connection.execute(_DELIVERIES, {"ticket": ticket_id})
             review_rows = connection.execute(_REVIEWS, {"ticket": ticket_id})
@@ -268,6 +269,7 @@ class Reads:
                 ),
                 evidence=None if rail is None else dict(rail.rail),
                 evidence_updated_at=None if rail is None else utc(rail.updated_at),
+                brief=brief,
             )
 
     def tickets(

@@ -127,7 +127,7 @@ class TimelineReads(Reads):
             found = self._find(connection, repository, number)
             if found is None:
                 return None
-            ticket_id, _ = found
+            ticket_id, *_ = found
             work = list(_work(connection, ticket_id, after.work, limit + 1)) if "work" in rails else []
             evidence: list[TimelineEntry] = []
             if rails - {"work"}:

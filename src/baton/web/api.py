@@ -21,7 +21,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AfterValidator, BaseModel, Field
 from sqlalchemy import Engine
 
-from baton.domain import DeploymentState, RepositoryState, WorkState
+from baton.domain import EVIDENCE_KINDS, Brief, DeploymentState, RepositoryState, WorkState
+from baton.domain.brief import evidence_line
 from baton.domain.evidence import (
     EvidenceRail,
     blocker,
@@ -183,8 +184,38 @@ class EvidenceRails(BaseModel):
     updated_at: datetime | None = Field(description="When the rails last changed; null before their first fact.")
 
 
+class EvidenceLineOut(BaseModel):
+    text: str = Field(description="The brief's evidence item, as written.")
+    kinds: list[str] = Field(
+        description="The kinds of evidence Baton reads it to require, each once per item (two screenshots: "
+        "`screenshot` twice); empty when it names none or offers a choice, so it is for the reviewer alone."
+    )
+
+
+class BriefOut(BaseModel):
+    """The task brief in force, as read from the issue body."""
+
+    task: str
+    scope: list[str] = Field(description="The files the task may touch (`scope.files`).")
+    excluded: list[str] = Field(description="What is out of scope (`scope.excluded`).")
+    access: str | None = Field(description="How the runner gets access to what the task needs, as written.")
+    acceptance: list[str]
+    required_evidence: list[str] = Field(
+        description="The kinds a delivery must show, from the brief alone (the repository's `required_evidence` "
+        "adds to it), each once per item: branch, commit, pr, tests, screenshot."
+    )
+    evidence_lines: list[EvidenceLineOut] = Field(description="The evidence items written as sentences.")
+    reviewer: str | None = Field(description="The reviewer as a login or `org/team`, when the brief names one.")
+    reviewer_as_written: str | None = Field(
+        description="A reviewer the brief names in words, not as a login or team: shown, never enforced."
+    )
+    owner: str | None = Field(description="The task owner the brief names, instead of the issue's author.")
+    code: bool = Field(description="False for a non-code task, which has no evidence rails.")
+
+
 class TicketOut(SummaryOut):
     created_at: datetime
+    brief: BriefOut | None = Field(description="The brief in force; null when the issue has none.")
     attempts: list[AttemptOut]
     deliveries: list[DeliveryOut]
     reviews: list[ReviewOut]
@@ -283,12 +314,34 @@ def _ticket(detail: TicketDetail) -> TicketOut:
     return TicketOut(
         **_summary(ticket).model_dump(),
         created_at=ticket.created_at,
+        brief=_brief(detail.brief),
         attempts=[AttemptOut.model_validate(a, from_attributes=True) for a in detail.attempts],
         deliveries=[_delivery(d) for d in detail.deliveries],
         reviews=[ReviewOut.model_validate(r, from_attributes=True) for r in detail.reviews],
         evidence=_evidence(
             from_dict(detail.evidence) if detail.evidence else EvidenceRail(ticket.number), detail.evidence_updated_at
         ),
+    )
+
+
+def _brief(brief: Brief | None) -> BriefOut | None:
+    if brief is None:
+        return None
+    return BriefOut(
+        task=brief.task,
+        scope=list(brief.scope),
+        excluded=list(brief.excluded),
+        access=brief.access,
+        acceptance=list(brief.acceptance),
+        required_evidence=list(brief.required_evidence),
+        evidence_lines=[
+            EvidenceLineOut(text=line, kinds=sorted(evidence_line(line).elements(), key=EVIDENCE_KINDS.index))
+            for line in brief.evidence_lines
+        ],
+        reviewer=brief.reviewer,
+        reviewer_as_written=brief.reviewer_as_written,
+        owner=brief.owner,
+        code=brief.code,
     )
 
 

@@ -20,7 +20,8 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from baton.clock import SYSTEM, Clock
-from baton.domain import Ticket, TicketKey, WorkState
+from baton.domain import Brief, Ticket, TicketKey, WorkState
+from baton.domain.brief import counted, evidence_line
 from baton.domain.evidence import EvidenceRail, deployment_text, mismatch_text, repository_text
 from baton.domain.status import Review, work_line
 from baton.domain.weekly import Week, first_monday, weekly
@@ -136,6 +137,13 @@ def _model(ticket: TicketSummary) -> Ticket:
     """The work state as the domain words it (the ids are not the board's business)."""
     return Ticket(TicketKey(0, 0, ticket.number), ticket.repository, ticket.state, ticket.revision, ticket.owner,
                   ticket.runner, ticket.attempt)  # fmt: skip
+
+
+def _asked(brief: Brief | None) -> list[tuple[str, str]]:
+    """The brief's evidence sentences, each with what Baton reads it to require."""
+    if brief is None:
+        return []
+    return [(line, counted(evidence_line(line).elements()) or "for the reviewer") for line in brief.evidence_lines]
 
 
 def rails(ticket: TicketSummary, evidence: dict[str, Any] | None, review: Review | None = None) -> Rails:
@@ -360,7 +368,7 @@ def board_router() -> APIRouter:
             rails=rails(summary, detail.evidence, review), detail=detail, events=timeline.entries,
             more=timeline.next is not None,
             evidence={d.number: _evidence(d, board.site, summary.repository) for d in detail.deliveries},
-            viewer=viewer,
+            brief=detail.brief, asked=_asked(detail.brief), viewer=viewer,
         )  # fmt: skip
 
     @router.get("/charts", response_class=HTMLResponse)
