@@ -45,6 +45,8 @@ from baton.store.reads import (
 from baton.store.timeline import DEFAULT_LIMIT as TIMELINE_LIMIT
 from baton.store.timeline import RAILS, Cursor, Rail, TimelineEntry, TimelineReads
 
+from .agents import is_token68
+
 _STATES = ", ".join(state.value for state in WorkState)
 
 InboxStatus = Literal["pending", "processing", "done", "ignored", "failed"]
@@ -385,12 +387,19 @@ def _authorize(request: Request, credentials: Annotated[HTTPAuthorizationCredent
     expected, readers = api.token, api.readers
     owner, repo = request.path_params.get("owner"), request.path_params.get("repo")
     presented_token = credentials.credentials if credentials is not None else ""
+    if credentials is not None and presented_token != expected and not is_token68(presented_token):
+        # Bytes outside ASCII, or characters no bearer token holds (RFC 6750): no token of anyone's, and never
+        # sent on to GitHub.
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "Invalid API token.", headers=_UNAUTHORIZED)
     if readers is not None and owner and repo and presented_token and presented_token != expected:
         # A ticket of one repository: an agent's own GitHub token reads it where its person may read the
-        # repository on GitHub.
+        # repository on GitHub, within that person's rate (as their agent API calls).
+        readable = False
         with suppress(Exception):  # not a person's token, or GitHub cannot say: the read token's rules
-            if readers(presented_token, f"{owner}/{repo}"):
-                return
+            readable = readers(presented_token, f"{owner}/{repo}")
+        if readable:
+            request.app.state.agent_api.limit_reader(presented_token)
+            return
     if not expected:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN,
