@@ -108,14 +108,14 @@ class DatabaseGate:
         if self._since is None:
             self._since = self._probed = time.monotonic()
             log.warning(
-                "the database is unreachable (%s): the API, MCP and board answer 503 until it is back",
+                "the database cannot be reached (%s): the API, MCP and board answer 503 until it answers again",
                 describe(error),
             )
 
     def _succeeded(self) -> None:
         if self._since is not None:
             log.warning(
-                "the database is reachable again after %.1f s: the API, MCP and board answer as ever",
+                "the database answers again after %.1f s: so do the API, MCP and board",
                 time.monotonic() - self._since,
             )
             self._since = None
