@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -220,23 +221,28 @@ def test_a_body_of_the_wrong_shape_is_422_with_baton_s_error_body(scene: Scene) 
 # -- webhooks carrying text no column can hold -------------------------------------------------------------------
 
 
-def test_a_webhook_whose_issue_title_and_body_hold_nul_is_stored_with_the_character_replaced_and_decided(
+def test_webhook_text_holding_nul_or_a_lone_surrogate_is_stored_with_the_character_replaced_and_decided(
     scene: Scene,
 ) -> None:
     olivia = scene.person("olivia")
     number = olivia.open_issue(scene.full_name, "Cart\x00 empty \ud800state", "Make it\x00 so.\n\n\udfff")
     scene.settle()
     olivia.edit_issue(scene.full_name, number, title="Cart\x00 empty, again")
+    scene.comment("agent-b", "/claim\n\nTaking it\x00 now \ud800", number=number)
     scene.settle()
     engine = scene.app.state.work.units.engine
     with engine.connect() as connection:
         deliveries = t.webhook_deliveries
         issues = list(connection.execute(select(deliveries.c.status, deliveries.c.error)
                                          .where(deliveries.c.event == "issues")))  # fmt: skip
+        comments = list(connection.execute(select(deliveries.c.status, deliveries.c.error)
+                                           .where(deliveries.c.event == "issue_comment")))  # fmt: skip
         title = connection.execute(select(t.tickets.c.title).where(t.tickets.c.number == number)).scalar_one()
     assert issues == [("done", None)] * 3, issues  # the first issue's, and this one's opening and edit
+    assert comments == [("done", None)], comments
+    assert scene.app.state.work.ticket(replace(scene.key, number=number)).runner == "agent-b"
     assert title == "Cart\ufffd empty, again"
-    listed = HTTP.get(_url(scene, f"/api/v1/tasks?repo={scene.full_name}"),
+    listed = HTTP.get(_url(scene, f"/api/v1/tasks?repo={scene.full_name}&state=claimed"),
                       headers={"Authorization": f"Bearer {scene.stage.person('agent-a').token()}"})  # fmt: skip
     assert listed.status_code == 200 and "Cart\ufffd empty, again" in [task["title"] for task in listed.json()["tasks"]]
 
