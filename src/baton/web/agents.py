@@ -516,7 +516,8 @@ class AgentApi:
 
     def tasks(self, repo: str, authorization: str | None, state: WorkState, limit: int) -> JSONResponse:
         token = (authorization or "").partition(" ")[2].strip()
-        if not (self.read_token and hmac.compare_digest(token.encode(), self.read_token.encode())):
+        # header bytes arrive decoded as latin-1: encoding back compares the bytes sent (as the read API does)
+        if not (self.read_token and hmac.compare_digest(token.encode("latin-1"), self.read_token.encode())):
             self.caller(authorization)  # an agent: known to GitHub, and within its rate
             try:
                 readable = self.may_read(token, repo)
