@@ -9,6 +9,7 @@ false`) and given back after. Every process and server binds to 127.0.0.1.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -41,6 +43,7 @@ from conftest import scratch_database, url_of
 from github_standin.server import Fault
 from keys import app_key
 from processes import stop
+from standin_scene import opened
 from test_lanes import open_stage
 from test_webhooks import APP_ID, INSTALLATION, REPOSITORY_ID, SECRET, FakeDirectory, comment
 
@@ -426,3 +429,96 @@ def test_a_delivery_whose_lease_ran_out_is_taken_again_and_one_cut_off_too_often
         assert _status(engine, "cut-8") == ("failed", 9)
         assert stage.app.state.inbox.status("cut-8")[2].startswith("Interrupted: ")
     stage.app.state.work.units.engine.dispose()
+
+
+# -- 13. the API, MCP and board while the database is unreachable ----------------------------------------------
+
+
+def _families(full_name: str, number: int, agent: str, reader: str, session: str) -> dict[str, list[Any]]:
+    """Every route family that reads the database, as (method, path, body, headers) on one keep-alive connection."""
+    issue = f"/api/v1/repos/{full_name}/issues/{number}"
+    mine = {"Authorization": f"Bearer {agent}", "Content-Type": "application/json"}
+    read = {"Authorization": f"Bearer {reader}"}
+    board = {"Cookie": f"baton_session={session}"}
+    mcp = {**mine, "Accept": "application/json, text/event-stream"}
+    listing = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": {"name": "list_tasks", "arguments": {"repo": full_name}}}).encode()  # fmt: skip
+    return {
+        "agent API": [
+            ("POST", f"{issue}/claim", b"{}", mine),
+            ("POST", f"{issue}/deliver", b'{"summary": "done", "branch": "cart"}', mine),
+            ("POST", f"/api/v1/repos/{full_name}/issues", b'{"title": "A new task"}', mine),
+            ("GET", f"/api/v1/tasks?repo={full_name}", None, mine),
+        ],
+        "read API": [
+            ("GET", issue, None, read),
+            ("GET", f"{issue}/events", None, read),
+            ("GET", "/api/v1/tickets", None, read),
+            ("GET", "/api/v1/deliveries", None, read),
+            ("GET", issue, None, mine),  # a person's own token
+        ],
+        "MCP": [("POST", "/mcp", listing, mcp)],
+        "board": [
+            ("GET", "/", None, board),
+            ("GET", "/board", None, board),
+            ("GET", f"/t/{full_name}/{number}", None, board),
+            ("GET", "/charts", None, board),
+        ],
+    }
+
+
+@pytest.mark.long
+@pytest.mark.postgres
+def test_while_the_database_is_unreachable_the_api_mcp_and_board_answer_503_on_an_open_connection(
+    database: Database, caplog: pytest.LogCaptureFixture, figure: Callable[[str], None]
+) -> None:
+    token = "read-token-for-the-outage"
+    with opened(database.url, api_token=SecretStr(token)) as scene:
+        scene.settle()
+        agent = scene.stage.person("agent-a", "write").token()
+        signed_in = httpx.post(f"{scene.stage.baton_url}/sign-in", data={"token": token, "next": "/"})
+        session = signed_in.cookies["baton_session"]
+        families = _families(scene.full_name, scene.number, agent, token, session)
+        where = urlsplit(scene.stage.baton_url)
+        connection = http.client.HTTPConnection(where.hostname or "127.0.0.1", where.port, timeout=30)
+
+        def ask(method: str, path: str, body: bytes | None, headers: dict[str, str]) -> tuple[int, str | None, Any]:
+            connection.request(method, path, body=body, headers=headers)
+            answer = connection.getresponse()
+            content = answer.read()
+            said = json.loads(content) if answer.getheader("Content-Type", "").startswith("application/json") else None
+            return answer.status, answer.getheader("Retry-After"), said
+
+        def normal() -> list[tuple[str, int]]:
+            return [(call[1], ask(*call)[0]) for calls in families.values() for call in calls
+                    if call[0] == "GET"]  # fmt: skip
+
+        before = normal()
+        assert all(status < 500 for _, status in before), before  # every route answers, and the identities are known
+        sock = connection.sock
+        caplog.clear()
+        statuses: list[int] = []
+        # One outage per family, each begun by a request of that family: each family's own use of the database
+        # is what finds the outage; then every family is answered 503 while it lasts.
+        for first in families:
+            with database.down():
+                for name in [first, *[other for other in families if other != first]]:
+                    for call in families[name]:
+                        status, retry_after, said = ask(*call)
+                        statuses.append(status)
+                        assert (status, retry_after) == (503, "5"), (first, name, call[:2], status, said)
+                        assert said is not None and said["error"] == "unavailable", said
+                        assert "database" in said["message"]
+                        assert connection.sock is sock, "the connection was closed"
+            until(lambda: all(status < 500 for _, status in normal()), 30, "the routes to answer again")
+            assert connection.sock is sock, "the connection was closed"
+        again = ask("POST", *families["agent API"][0][1:])
+        assert again[0] == 200 and again[2]["state"] == "claimed", again
+        connection.close()
+    said = [record.getMessage() for record in caplog.records if record.name == "baton.web"]
+    assert len([line for line in said if "cannot be reached" in line]) == len(families), said
+    assert len([line for line in said if "answers again after" in line]) == len(families), said
+    assert not [record for record in caplog.records if record.exc_info is not None], said
+    assert 500 not in statuses
+    figure(f"{len(families)} database outages: {len(statuses)} requests on one connection, all 503 with "
+           f"Retry-After, 0 × 500, the connection kept; one line as each began and one as it ended")  # fmt: skip

@@ -31,7 +31,7 @@ class Settings(BaseSettings):
     github_api_url: str = "https://api.github.com"
     github_timeout: float = Field(10.0, gt=0)  # seconds a call to GitHub may take before it is given up and tried later
     api_token: SecretStr | None = None  # the read API answers 403 while this is unset
-    api_requests_per_minute: int = Field(600, ge=1)  # the agent API's calls per login (429 beyond, with Retry-After)
+    api_requests_per_minute: int = Field(600, ge=1)  # requests per login, a tenth at once (then 429, Retry-After)
     worker: Literal["inprocess", "external"] = "inprocess"  # external: `baton worker` processes do the work
     answer_delay: float = Field(2.0, ge=0)  # seconds answers on one issue wait, so a race's refusals share one reply
     # One write budget per installation, shared by every process (GitHub's secondary rate limits).

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from typing import Any
 
 SIGNATURE_PREFIX = "sha256="
@@ -45,9 +46,24 @@ def dig(payload: Any, *path: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
-def text(payload: Any, *path: str) -> str:
+# What no column can hold: NUL (PostgreSQL refuses it in text) and a UTF-16 surrogate without its pair (JSON's
+# `\ud800` alone decodes to one; it has no UTF-8 form). GitHub can send either in text people wrote.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(value: str) -> str:
+    """`value` with NUL and lone surrogates replaced by U+FFFD, as a decoder replaces what it cannot read."""
+    return _UNSTORABLE.sub("\ufffd", value)
+
+
+def _raw(payload: Any, *path: str) -> str:
     value = dig(payload, *path, default="")
     return value if isinstance(value, str) else ""
+
+
+def text(payload: Any, *path: str) -> str:
+    """Text people wrote (a title, a body, a label's name): "" when absent, and always storable."""
+    return storable(_raw(payload, *path))
 
 
 # The most GitHub sends. Ids are positive and fit a signed 64-bit integer (a BIGINT column); issue and pull
@@ -91,7 +107,7 @@ def issue_number(payload: Any, *path: str) -> int | None:
 
 
 def _name(payload: Any, path: tuple[str, ...], longest: int) -> str:
-    value = text(payload, *path)
+    value = _raw(payload, *path)
     if len(value) > longest:
         raise Unreadable(f"{'.'.join(path)} has {len(value)} characters; GitHub's have at most {longest}")
     if not value.isprintable():

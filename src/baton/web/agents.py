@@ -23,8 +23,11 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field, StringConstraints
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from baton.domain import Command, Evidence, Permission, Refused, TicketKey, WorkState
@@ -80,6 +83,12 @@ class Answer(BaseModel):
     message: str | None = None
 
 
+class FieldProblem(BaseModel):
+    field: str = Field(description='Where in the request: a body field (`summary`, `tests[0]`), or the header, path '
+                       'or query parameter; `body` for the body as a whole.')  # fmt: skip
+    message: str
+
+
 class Problem(BaseModel):
     error: str = Field(description="conflict, precondition_failed, forbidden, not_found, invalid, unauthorized, "
                        "rate_limited or unavailable")  # fmt: skip
@@ -88,6 +97,9 @@ class Problem(BaseModel):
     runner: str | None = None
     revision: int | None = None
     message: str
+    problems: list[FieldProblem] | None = Field(
+        None, description="With `invalid` for a request that is not valid: each problem, naming its field."
+    )
 
 
 class Task(BaseModel):
@@ -105,7 +117,35 @@ class Tasks(BaseModel):
     tasks: list[Task]
 
 
-class Deliver(BaseModel):
+# What no issue, comment or column can hold: NUL, and a UTF-16 surrogate without its pair (JSON's `\ud800` escape
+# alone decodes to one; it has no UTF-8 form). A body carrying one is refused before anything is decided or
+# written to GitHub.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _storable(value: Any) -> Any:
+    texts = value if isinstance(value, list) else [value]
+    for one in texts:
+        if isinstance(one, str) and (found := _UNSTORABLE.search(one)) is not None:
+            if found.group() == "\x00":
+                raise ValueError("holds a NUL character (\\u0000), which GitHub and Baton cannot store")
+            raise ValueError(f"holds a lone surrogate (\\u{ord(found.group()):04x}), which is not text: send UTF-8")
+    return value
+
+
+class Body(BaseModel):
+    """An agent API body: a field it does not know is refused, naming it (rather than dropped unread), and no
+    text field may hold what cannot be stored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable_text(cls, value: Any) -> Any:
+        return _storable(value)
+
+
+class Deliver(Body):
     summary: Annotated[str, StringConstraints(min_length=1, max_length=10_000)]
     branch: Annotated[str, StringConstraints(pattern=r"^[^\s~^:?*\[\\]{1,255}$")] | None = None
     commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{7,40}$")] | None = None
@@ -114,24 +154,24 @@ class Deliver(BaseModel):
     screenshots: Annotated[list[Line], Field(max_length=20)] = []
 
 
-class NewIssue(BaseModel):
+class NewIssue(Body):
     title: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     body: Text = ""
 
 
-class Note(BaseModel):
+class Note(Body):
     note: Text = ""
 
 
-class Feedback(BaseModel):
+class Feedback(Body):
     feedback: Text = ""
 
 
-class Reason(BaseModel):
+class Reason(Body):
     reason: Text = ""
 
 
-class Nothing(BaseModel):
+class Nothing(Body):
     pass
 
 
@@ -159,7 +199,80 @@ class _Limiter:
 
 def _problem(status: int, error: str, message: str, **fields: Any) -> JSONResponse:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(Problem(error=error, message=message, **fields).model_dump(mode="json"), status, headers)
+    answer = Problem(error=error, message=message, **fields)
+    # `problems` belongs to the answer to an invalid request alone
+    return JSONResponse(answer.model_dump(mode="json", exclude=None if answer.problems else {"problems"}), status,
+                        headers)  # fmt: skip
+
+
+def _field(location: tuple[Any, ...]) -> str:
+    """Pydantic's location of a problem as the request names it: `tests[0]`, `If-Match`, `body`."""
+    where, *rest = location or ("body",)
+    if not rest:
+        return str(where)
+    named = str(rest[0])
+    for part in rest[1:]:
+        named += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return named
+
+
+def _said(problem: dict[str, Any]) -> str:
+    kind = problem.get("type", "")
+    if kind == "extra_forbidden":
+        return "unknown field: this request takes no such field"
+    if kind == "string_unicode":  # pydantic's word for a lone surrogate
+        return "holds a lone surrogate (\\ud800 to \\udfff without its pair), which is not text: send UTF-8"
+    if kind == "json_invalid":
+        return f"not valid JSON: {(problem.get('ctx') or {}).get('error', 'it cannot be read')}"
+    message = str(problem.get("msg", "not valid"))
+    return message.removeprefix("Value error, ")
+
+
+async def invalid_request(request: Request, error: Exception) -> Response:
+    """A request the agent API cannot take as sent answers 422 with Baton's error body, naming each problem's
+    field; the read API keeps FastAPI's (docs/api.md)."""
+    assert isinstance(error, RequestValidationError)
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute) or "agents" not in route.tags:
+        return await request_validation_exception_handler(request, error)
+    problems = [
+        FieldProblem(field="body" if one.get("type") == "json_invalid" else _field(tuple(one.get("loc", ()))),
+                     message=_said(one))
+        for one in error.errors()
+    ]  # fmt: skip
+    said = "; ".join(f"{one.field}: {one.message}" for one in problems[:5]) or "the request is not valid"
+    return _problem(422, "invalid", f"The request is not valid: {said}.", problems=problems)
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+class _StrictJson(Request):
+    """A request body read as RFC 8259 JSON: Python also reads `NaN`, `Infinity` and `-Infinity`, which no JSON
+    encoder (Baton's answers, its columns) can write back."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            body = await self.body()
+            try:
+                self._json = json.loads(body, parse_constant=_constant)
+            except (ValueError, RecursionError) as error:  # not UTF-8, a constant, too deep, too many digits
+                if isinstance(error, json.JSONDecodeError):
+                    raise
+                raise json.JSONDecodeError(str(error), body.decode("utf-8", "replace"), 0) from None
+        return self._json
+
+
+class _StrictRoute(APIRoute):
+    def get_route_handler(self) -> Callable[[Request], Any]:
+        handler = super().get_route_handler()
+
+        async def strict(request: Request) -> Response:
+            answered: Response = await handler(_StrictJson(request.scope, request.receive))
+            return answered
+
+        return strict
 
 
 def _unavailable(error: Missing | DirectoryUnavailable | NotOpened) -> JSONResponse:
@@ -256,6 +369,13 @@ class AgentApi:
         """`caller` for a token Baton knows already, without waiting on anything; None when GitHub must be asked."""
         identity = self.identities.known(_token(authorization))
         return None if identity is None else self._within_rate(identity)
+
+    def limit_reader(self, token: str) -> None:
+        """A person reading tickets with their own token counts against their rate, as their agent API calls do;
+        raises `Refusal` (429) beyond it."""
+        identity = self.identities.known(token)
+        if identity is not None:
+            self._within_rate(identity)
 
     def _within_rate(self, identity: Identity) -> Identity:
         wait = self.limiter.wait(identity.login)
@@ -396,7 +516,8 @@ class AgentApi:
 
     def tasks(self, repo: str, authorization: str | None, state: WorkState, limit: int) -> JSONResponse:
         token = (authorization or "").partition(" ")[2].strip()
-        if not (self.read_token and hmac.compare_digest(token.encode(), self.read_token.encode())):
+        # header bytes arrive decoded as latin-1: encoding back compares the bytes sent (as the read API does)
+        if not (self.read_token and hmac.compare_digest(token.encode("latin-1"), self.read_token.encode())):
             self.caller(authorization)  # an agent: known to GitHub, and within its rate
             try:
                 readable = self.may_read(token, repo)
@@ -424,10 +545,22 @@ class AgentApi:
         return JSONResponse(Tasks(tasks=listed).model_dump(mode="json"))
 
 
+# RFC 6750's token68: what a bearer token may hold. Starlette reads header bytes as Latin-1, so a token sent with
+# bytes outside ASCII arrives as other characters, and is no token GitHub ever made.
+TOKEN68 = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+
+def is_token68(token: str) -> bool:
+    return TOKEN68.fullmatch(token) is not None
+
+
 def _token(authorization: str | None) -> str:
     scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Refusal(_problem(401, "unauthorized", "Send your GitHub token: `Authorization: Bearer <token>`."))
+    if not is_token68(token.strip()):
+        raise Refusal(_problem(401, "unauthorized", "That is not a token GitHub gives: a bearer token holds only "
+                               "ASCII letters, digits and -._~+/ (RFC 6750)."))  # fmt: skip
     return token.strip()
 
 
@@ -452,7 +585,7 @@ def agents_router() -> APIRouter:
     """The agent API's routes, made once per process: working out a route's parameters and answers costs
     about a millisecond, and every app (every test's) would pay it again. Each call finds its app's
     `AgentApi` on the app."""
-    router = APIRouter(prefix="/api/v1", tags=["agents"])
+    router = APIRouter(prefix="/api/v1", tags=["agents"], route_class=_StrictRoute)
     issue_path = "/repos/{owner}/{repo}/issues/{number}"
     answers: dict[int | str, dict[str, Any]] = {
         code: {"model": Problem} for code in (401, 403, 404, 409, 412, 422, 429, 503)
@@ -535,4 +668,4 @@ def _answer(outcome: Outcome, repository: str, number: int, site: str, intake: I
     return JSONResponse(answer.model_dump(mode="json"), 200)
 
 
-__all__ = ["AgentApi", "Refusal", "agents_router", "web_url"]
+__all__ = ["AgentApi", "Refusal", "agents_router", "invalid_request", "is_token68", "web_url"]

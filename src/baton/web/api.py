@@ -46,6 +46,8 @@ from baton.store.reads import (
 from baton.store.timeline import DEFAULT_LIMIT as TIMELINE_LIMIT
 from baton.store.timeline import RAILS, Cursor, Rail, TimelineEntry, TimelineReads
 
+from .agents import is_token68
+
 _STATES = ", ".join(state.value for state in WorkState)
 
 InboxStatus = Literal["pending", "processing", "done", "ignored", "failed"]
@@ -438,12 +440,21 @@ def _authorize(request: Request, credentials: Annotated[HTTPAuthorizationCredent
     expected, readers = api.token, api.readers
     owner, repo = request.path_params.get("owner"), request.path_params.get("repo")
     presented_token = credentials.credentials if credentials is not None else ""
-    if readers is not None and owner and repo and presented_token and presented_token != expected:
+    # Starlette decodes header bytes as latin-1: encoding back gives the bytes the client sent.
+    configured = bool(expected) and hmac.compare_digest(presented_token.encode("latin-1"), expected.encode("utf-8"))
+    if credentials is not None and not configured and not is_token68(presented_token):
+        # Bytes outside ASCII, or characters no bearer token holds (RFC 6750): no token of anyone's, and never
+        # sent on to GitHub.
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "Invalid API token.", headers=_UNAUTHORIZED)
+    if readers is not None and owner and repo and presented_token and not configured:
         # A ticket of one repository: an agent's own GitHub token reads it where its person may read the
-        # repository on GitHub.
+        # repository on GitHub, within that person's rate (as their agent API calls).
+        readable = False
         with suppress(Exception):  # not a person's token, or GitHub cannot say: the read token's rules
-            if readers(presented_token, f"{owner}/{repo}"):
-                return
+            readable = readers(presented_token, f"{owner}/{repo}")
+        if readable:
+            request.app.state.agent_api.limit_reader(presented_token)
+            return
     if not expected:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN,
@@ -456,9 +467,7 @@ def _authorize(request: Request, credentials: Annotated[HTTPAuthorizationCredent
             "Missing API token: send it as `Authorization: Bearer <token>`.",
             headers=_UNAUTHORIZED,
         )
-    # Starlette decodes header bytes as latin-1: encoding back gives the bytes the client sent.
-    presented = credentials.credentials.encode("latin-1")
-    if not hmac.compare_digest(presented, expected.encode("utf-8")):
+    if not configured:
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "Invalid API token.", headers=_UNAUTHORIZED)
 
 

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
@@ -21,9 +22,10 @@ from baton.store.api_requests import ApiRequests
 from baton.store.spool import Spool
 from baton.wiring import assemble
 
-from .agents import AgentApi, Refusal, agents_router, readers
+from .agents import AgentApi, Refusal, agents_router, invalid_request, readers
 from .api import ReadApi, api_router
 from .board import Board, board_router
+from .gate import DatabaseGate
 from .mcp_http import McpEndpoint
 from .webhooks import AcksFirst, webhook_router
 
@@ -118,6 +120,9 @@ def create_app(
     mcp = McpEndpoint(app.state.agent_api)
     app.router.routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
     app.add_exception_handler(Refusal, _refused)
+    app.add_exception_handler(RequestValidationError, invalid_request)
+    # Outermost of Baton's own: a database outage met anywhere below answers 503 (docs/operations.md).
+    app.add_middleware(DatabaseGate, engine=engine)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
