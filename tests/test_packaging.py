@@ -135,6 +135,10 @@ def test_baton_setup_answers_its_page_from_the_installed_wheel(built: tuple[Path
         cwd=work, env=env, capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     assert Path(where.stdout.strip()).is_relative_to(site), where.stdout
+    version = subprocess.run(
+        [sys.executable, "-m", "baton.cli", "--version"], cwd=work, env=env, capture_output=True, text=True, timeout=60
+    )  # fmt: skip
+    assert version.stdout.strip() == "baton 0.1.0", (version.stdout, version.stderr)
     command = [sys.executable, "-m", "baton.cli", "setup", "--url", "https://baton.example.org", "--port", "0",
                "--env-file", str(work / ".env"), "--key-file", str(work / "app.pem")]  # fmt: skip
     process = subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -402,7 +402,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("baton")
+        return version("baton-github")  # the distribution's name; the package is `baton`
     except PackageNotFoundError:  # run from a checkout that was never installed
         return "unknown"
 
