@@ -194,6 +194,8 @@ def test_each_operators_command_says_what_it_does_and_which_settings_it_reads() 
         assert named <= fields, (name, named - fields)
     upgrade = next(action for action in commands["db"]._actions if action.dest == "db_command").choices["upgrade"]
     assert upgrade.epilog == "reads BATON_DATABASE_URL (or a .env file)"
+    check = next(action for action in commands["config"]._actions if action.dest == "config_command").choices["check"]
+    assert check.description and check.epilog == "reads no setting"
 
 
 @pytest.mark.parametrize("command", [["db", "upgrade"], ["serve", "--port", "0"], ["worker"]])

@@ -281,6 +281,41 @@ def _setup(args: argparse.Namespace) -> int:
     return run(args, os.environ)
 
 
+def _config_check(args: argparse.Namespace) -> int:
+    """Read a `.github/baton.yml` as the App reads it: its problems, each with its key (exit 1), or the settings
+    it puts in force (exit 0)."""
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    from baton.config import ConfigError, effective, parse, problem_key
+
+    path = Path(args.file)
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")  # as the App decodes the file GitHub gives it
+    except OSError as error:
+        print(f"baton: cannot read {path}: {error.strerror or error}", file=sys.stderr)
+        return 2
+    try:
+        policy = parse(text)
+    except ConfigError as error:
+        if args.json:
+            problems = [{"key": problem_key(problem), "problem": problem} for problem in error.problems]
+            print(json.dumps({"file": str(path), "valid": False, "problems": problems}, indent=2))
+        else:
+            for problem in error.problems:
+                print(f"{path}: {problem_key(problem) or '(file)'}: {problem}")
+        return 1
+    settings = effective(policy)
+    if args.json:
+        print(json.dumps({"file": str(path), "valid": True, "settings": settings}, indent=2))
+    else:
+        print(f"# {path} is valid; the settings in force (defaults for the keys it does not set):")
+        print(yaml.safe_dump(settings, sort_keys=False, default_flow_style=False), end="")
+    return 0
+
+
 def _docs(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -389,6 +424,17 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_argument("--host", default="127.0.0.1", help="bind address of the setup page (default 127.0.0.1)")
     setup.add_argument("--port", type=int, default=8001, help="its port (default 8001; 0: any)")
     setup.set_defaults(run=_setup)
+
+    config = commands.add_parser(
+        "config", help="a repository's .github/baton.yml", description="A repository's .github/baton.yml."
+    )
+    config_commands = config.add_subparsers(dest="config_command", required=True)
+    check = _operator(config_commands, "check", "check a .github/baton.yml as the App reads it: print each problem "
+                      "with its key (exit 1), or the settings it puts in force (exit 0)", ())  # fmt: skip
+    check.add_argument("file", nargs="?", default=".github/baton.yml", metavar="FILE",
+                       help="the file (default .github/baton.yml)")  # fmt: skip
+    check.add_argument("--json", action="store_true", help="print the problems or the settings as JSON")
+    check.set_defaults(run=_config_check)
 
     docs = _operator(commands, "docs", "regenerate docs/commands.md and docs/state-machine.md", ())
     docs.add_argument("directory", nargs="?", default="docs")
