@@ -1,4 +1,5 @@
-"""Baton's distribution, `baton-github`, as it is built for the index and for the image.
+"""Baton's distribution, `baton-github`, as it is built for the index and for the image; and the files people
+look for in a project (the licence, the changelog, how to contribute, the CI workflow).
 
 The sdist and the wheel are built from what is committed (`git archive HEAD`), cut down to what the image's build
 context keeps (deploy/Dockerfile, .dockerignore), with `python -m build` (no isolation: the `test` extra brings the
@@ -18,12 +19,15 @@ import stat
 import subprocess
 import sys
 import tarfile
+import tomllib
+import urllib.parse
 import zipfile
 from collections.abc import Iterator
 from email.parser import HeaderParser
 from pathlib import Path
 
 import pytest
+import yaml
 
 from local_http import HTTP
 
@@ -153,3 +157,57 @@ def test_baton_setup_answers_its_page_from_the_installed_wheel(built: tuple[Path
     finally:
         process.terminate()
         process.communicate(timeout=30)
+
+
+# --- the files people look for ----------------------------------------------------------------------------------
+
+
+def test_the_license_is_mit_as_the_metadata_says() -> None:
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License\n\nCopyright (c) 2026 The Baton authors\n")
+    assert 'THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND' in text
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["name"] == DISTRIBUTION and project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    assert project["scripts"] == {"baton": "baton.cli:main"}
+
+
+def test_the_changelog_has_an_entry_for_this_version() -> None:
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "[Keep a Changelog]" in text and "## [Unreleased]" in text
+    entries = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d\d-\d\d)$", text, re.MULTILINE)
+    assert entries and entries[0][0] == version, entries  # the newest entry is the version being built
+    assert re.search(r"^### (Added|Changed|Deprecated|Removed|Fixed|Security)$", text, re.MULTILINE)
+
+
+def test_contributing_covers_setup_tests_benches_layout_and_proposing_a_change() -> None:
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^## (.+)$", text, re.MULTILINE)
+    assert headings == ["Set-up", "Tests", "Benchmarks", "Layout", "Proposing a change"]
+    assert "pip install -e '.[test]'" in text and ".ci/run" in text
+
+
+def test_the_github_workflow_runs_ci_run_with_postgresql_chromium_and_npm() -> None:
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8"))
+    assert {"push", "pull_request"} <= set(workflow[True])  # YAML reads the key `on` as true
+    [job] = workflow["jobs"].values()
+    assert job["services"]["postgres"]["image"] == "postgres:15"
+    runs = "\n".join(step.get("run", "") for step in job["steps"])
+    assert "bash .ci/run" in runs
+    assert all(package in runs for package in ("nodejs", "npm", "chromium", "postgresql-client")), runs
+    url = urllib.parse.urlsplit(job["env"]["BATON_TEST_POSTGRES_URL"])
+    assert url.hostname == "postgres" and url.port == 5432 and url.path == "/test"  # the service, by its name
+    assert job["services"]["postgres"]["env"]["POSTGRES_DB"] == "test"
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    for step in (
+        "ruff check .",
+        "ruff format --check .",
+        "mypy",
+        "npm ci --prefix tests",
+        "BATON_REQUIRE_CORPUS=1",
+        "BATON_REQUIRE_POSTGRES=1",
+        "BATON_REQUIRE_BROWSER=1",
+        "BATON_CORPUS_DIR=",
+        "\npytest\n",
+    ):
+        assert step in script, step
