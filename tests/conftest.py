@@ -66,7 +66,7 @@ def pytest_report_header() -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     """The npm corpora are installed once, by the process that starts the run (before any test worker starts;
-    each worker inherits the note of what happened).
+    each worker inherits the note of what happened, and BATON_CORPUS_DIR).
 
     Each test process collects its garbage less often. A test process holds Baton, the stand-in GitHub and
     GitHub's REST description at once, and with Python's default thresholds (700, 10, 10) a sixth of its CPU
@@ -75,6 +75,9 @@ def pytest_configure(config: pytest.Config) -> None:
     src/baton/cli.py.)"""
     if not hasattr(config, "workerinput") and CORPUS_NOTE_VARIABLE not in os.environ:
         os.environ[CORPUS_NOTE_VARIABLE] = _install_corpora()
+        # These tests' own folder, named for every reader (tests/corpus.py, the stand-in's contract, and the
+        # processes the tests start), wherever the baton package was installed from.
+        os.environ.setdefault("BATON_CORPUS_DIR", str(TESTS / "node_modules"))
     gc.set_threshold(20_000, 20, 100)
 
 
