@@ -6,6 +6,7 @@ import functools
 import gc
 import os
 import shutil
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,12 +31,53 @@ FAULT_SUITE = {
 }  # fmt: skip
 
 
+TESTS = Path(__file__).resolve().parent
+CORPUS_NOTE_VARIABLE = "BATON_CORPUS_NOTE"  # what the session did about the npm corpora, for the report header
+
+
+def _install_corpora() -> str:
+    """Install the npm corpora pinned in tests/package-lock.json into tests/node_modules when they are missing
+    and npm is there (`npm ci --prefix tests`, quietly); return one line saying what happened. Whatever it
+    says, a test that needs a missing corpus skips with the install command (fails under BATON_REQUIRE_CORPUS=1).
+    Nothing is done when BATON_CORPUS_DIR names another folder: that folder is the caller's to fill."""
+    if os.environ.get("BATON_CORPUS_DIR"):
+        return f"corpora: read from BATON_CORPUS_DIR={os.environ['BATON_CORPUS_DIR']}"
+    if (TESTS / "node_modules").exists():
+        return "corpora: tests/node_modules"
+    npm = shutil.which("npm")
+    if npm is None:
+        return "corpora: not installed and no npm here; the tests that need them skip (npm ci --prefix tests)"
+    try:
+        done = subprocess.run(
+            [npm, "ci", "--prefix", str(TESTS), "--no-audit", "--no-fund", "--loglevel=error"],
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"corpora: npm ci --prefix tests failed ({error}); the tests that need them skip"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        return f"corpora: npm ci --prefix tests failed ({last}); the tests that need them skip"
+    return "corpora: installed into tests/node_modules by npm ci --prefix tests"
+
+
+def pytest_report_header() -> str:
+    return os.environ.get(CORPUS_NOTE_VARIABLE, "")
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Each test process collects its garbage less often. A test process holds Baton, the stand-in GitHub and
+    """The npm corpora are installed once, by the process that starts the run (before any test worker starts;
+    each worker inherits the note of what happened, and BATON_CORPUS_DIR).
+
+    Each test process collects its garbage less often. A test process holds Baton, the stand-in GitHub and
     GitHub's REST description at once, and with Python's default thresholds (700, 10, 10) a sixth of its CPU
     went to the garbage collector walking them; with these, a twentieth. Only timing changes: what the tests
     check does not depend on when garbage is collected. (`baton serve` freezes what it loaded at start instead,
     src/baton/cli.py.)"""
+    if not hasattr(config, "workerinput") and CORPUS_NOTE_VARIABLE not in os.environ:
+        os.environ[CORPUS_NOTE_VARIABLE] = _install_corpora()
+        # These tests' own folder, named for every reader (tests/corpus.py, the stand-in's contract, and the
+        # processes the tests start), wherever the baton package was installed from.
+        os.environ.setdefault("BATON_CORPUS_DIR", str(TESTS / "node_modules"))
     gc.set_threshold(20_000, 20, 100)
 
 

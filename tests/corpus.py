@@ -1,13 +1,16 @@
 """GitHub's example webhook payloads, from the npm package `@octokit/webhooks-examples` (test data only).
 
 The package is pinned in `tests/package.json` / `tests/package-lock.json` and installed into
-`tests/node_modules` by `npm ci --prefix tests`; nothing of it is copied into the repository. Its
+`tests/node_modules` by `npm ci --prefix tests` (the test session runs it when the folder is missing and npm is
+there: tests/conftest.py); `BATON_CORPUS_DIR` names another folder holding the packages. Nothing of them is
+copied into the repository. Its
 `api.github.com/index.json` is one JSON array with an entry per event: `{"name", "description",
 "actions", "properties", "examples": [payload, ...]}`.
 
 Use `webhook_examples()` inside a test (or the `webhook_corpus` fixture): without the package the test
 is skipped with the command that installs it, or fails when `BATON_REQUIRE_CORPUS=1` (as in CI). Use
-`corpus_event_names()` to parametrize at collection time: it never skips or fails by itself.
+`corpus_event_names()` to parametrize at collection time, and `corpus_installed()` to build anything else at
+import time: neither skips or fails by itself, so every module imports and collects without the packages.
 """
 
 from __future__ import annotations
@@ -20,31 +23,45 @@ from typing import Any, NoReturn
 
 import pytest
 
+from github_standin.contract import corpus_root
+
 PACKAGE = "@octokit/webhooks-examples"
 INSTALL_COMMAND = "npm ci --prefix tests"
-CORPUS_FILE = Path(__file__).resolve().parent / "node_modules" / PACKAGE / "api.github.com" / "index.json"
+
+
+def corpus_file() -> Path:
+    """The corpus's one JSON file, under `corpus_root()` (BATON_CORPUS_DIR, or tests/node_modules)."""
+    return corpus_root() / PACKAGE / "api.github.com" / "index.json"
+
+
 NOT_INSTALLED = "<corpus not installed>"  # the one parameter id used when the package is missing
 
 
 @functools.cache
 def _load() -> dict[str, list[dict[str, Any]]] | None:
     """Event name → its examples, read once per session; None if the package is not installed."""
-    if not CORPUS_FILE.is_file():
+    path = corpus_file()
+    if not path.is_file():
         return None
-    entries = json.loads(CORPUS_FILE.read_text(encoding="utf-8"))
+    entries = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(entries, list):
-        raise TypeError(f"{CORPUS_FILE}: expected a JSON array of events, got {type(entries).__name__}")
+        raise TypeError(f"{path}: expected a JSON array of events, got {type(entries).__name__}")
     corpus: dict[str, list[dict[str, Any]]] = {}
     for entry in entries:
         name, examples = entry.get("name"), entry.get("examples")
         if not isinstance(name, str) or not isinstance(examples, list):
-            raise TypeError(f"{CORPUS_FILE}: an entry without a string `name` and a list of `examples`")
+            raise TypeError(f"{path}: an entry without a string `name` and a list of `examples`")
         if name in corpus:
-            raise ValueError(f"{CORPUS_FILE}: the event {name!r} is listed twice")
+            raise ValueError(f"{path}: the event {name!r} is listed twice")
         if not all(isinstance(example, dict) for example in examples):
-            raise TypeError(f"{CORPUS_FILE}: an example of {name!r} is not a JSON object")
+            raise TypeError(f"{path}: an example of {name!r} is not a JSON object")
         corpus[name] = examples
     return corpus
+
+
+def corpus_installed() -> bool:
+    """Whether the webhook example corpus is there; never skips or fails (for use at import time)."""
+    return _load() is not None
 
 
 def missing(message: str) -> NoReturn:

@@ -20,9 +20,10 @@ import pytest
 from baton.demo.stage import Stage
 from board_scene import OTHER, SECRET, TASK, TOKEN, VAULT, played
 from corpus import missing
+from github_standin.contract import corpus_root
 
 CHROMIUM = Path("/usr/bin/chromium")
-AXE = Path(__file__).parent / "node_modules/axe-core/axe.min.js"
+AXE = corpus_root() / "axe-core/axe.min.js"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 SIZES = {"phone": (390, 844), "laptop": (1280, 800)}
 # Where the run keeps what it shows a person: the screenshots, one folder for the whole run.

@@ -13,7 +13,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # What the checks cover: the sources, the tests, the docs and the files that ship or deploy Baton.
-COVERED = ("src", "tests", "docs", "bench", "deploy", "README.md", "app.yml", "pyproject.toml")
+COVERED = ("src", "tests", "docs", "bench", "deploy", "README.md", "app.yml", "pyproject.toml", "CHANGELOG.md",
+           "CONTRIBUTING.md", ".github", ".ci")  # fmt: skip
 SKIPPED_DIRECTORIES = {"node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 
 # Built from parts, so that this file does not hold the strings it looks for.
@@ -24,7 +25,8 @@ FORBIDDEN = {
     "/" + "work/": "points to a path on a particular machine, outside the repository",
 }
 
-MARKDOWN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "deploy" / "README.md"]
+MARKDOWN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "deploy" / "README.md",
+            ROOT / "CHANGELOG.md", ROOT / "CONTRIBUTING.md"]  # fmt: skip
 DESIGN = ROOT / "docs" / "design.md"
 
 _FENCE = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1[^\n]*$", re.MULTILINE | re.DOTALL)

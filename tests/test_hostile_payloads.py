@@ -27,7 +27,7 @@ from baton.github.webhooks import signature
 from baton.settings import Settings
 from baton.store import tables as t
 from baton.web import create_app
-from corpus import webhook_examples
+from corpus import corpus_installed, webhook_examples
 from test_webhook_examples import FakeDirectory
 
 SECRET = "It's a Secret to Everybody"
@@ -107,8 +107,16 @@ def hostile(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     return event, payload
 
 
-EXAMPLES = _examples() if webhook_examples() else []
+# Built at import only when the corpus is there; without it the tests skip through their `examples` fixture.
+EXAMPLES = _examples() if corpus_installed() else []
 DELIVERIES = itertools.count()
+
+
+@pytest.fixture
+def examples() -> list[tuple[str, dict[str, Any]]]:
+    """EXAMPLES, or a skip (a failure under BATON_REQUIRE_CORPUS=1) that names the install command."""
+    webhook_examples()
+    return EXAMPLES
 
 
 @pytest.fixture
@@ -123,7 +131,7 @@ def client(database_url: str) -> Iterator[TestClient]:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=hostile())
 def test_extreme_values_in_real_payloads_never_answer_500_and_never_fail_later(
-    client: TestClient, case: tuple[str, dict[str, Any]]
+    examples: list[tuple[str, dict[str, Any]]], client: TestClient, case: tuple[str, dict[str, Any]]
 ) -> None:
     event, payload = case
     delivery = f"hostile-{next(DELIVERIES)}"
@@ -147,10 +155,12 @@ def test_extreme_values_in_real_payloads_never_answer_500_and_never_fail_later(
 
 
 @pytest.mark.parametrize("value", [2_147_483_648, "README.md", None, {"path": ".github/baton.yml"}])
-def test_a_push_whose_file_lists_are_not_lists_is_decided(client: TestClient, value: Any) -> None:
+def test_a_push_whose_file_lists_are_not_lists_is_decided(
+    examples: list[tuple[str, dict[str, Any]]], client: TestClient, value: Any
+) -> None:
     """A push to the default branch is read for a changed `.github/baton.yml`; a commit's `added`,
     `modified` or `removed` that is not a list of paths is no such change, and no failure."""
-    pushes = [p for e, p in EXAMPLES if e == "push" and p["ref"] == f"refs/heads/{p['repository']['default_branch']}"]
+    pushes = [p for e, p in examples if e == "push" and p["ref"] == f"refs/heads/{p['repository']['default_branch']}"]
     assert pushes, "the corpus has no push to a default branch: has its layout changed?"
     for kind in ("added", "modified", "removed"):
         payload = copy.deepcopy(pushes[0])

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ import pytest
 from baton.cli import SERVE_READS, SETUP_WRITES, WORKER_COMMAND_READS, build_parser, main
 from baton.settings import Settings
 from conftest import scratch_database
+from keys import app_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -194,6 +197,8 @@ def test_each_operators_command_says_what_it_does_and_which_settings_it_reads() 
         assert named <= fields, (name, named - fields)
     upgrade = next(action for action in commands["db"]._actions if action.dest == "db_command").choices["upgrade"]
     assert upgrade.epilog == "reads BATON_DATABASE_URL (or a .env file)"
+    check = next(action for action in commands["config"]._actions if action.dest == "config_command").choices["check"]
+    assert check.description and check.epilog == "reads no setting"
 
 
 @pytest.mark.parametrize("command", [["db", "upgrade"], ["serve", "--port", "0"], ["worker"]])
@@ -219,3 +224,96 @@ def test_a_database_a_newer_baton_migrated_is_one_line_and_left_as_it_is(tmp_pat
     assert "restore the backup taken before the upgrade" in done.stderr
     with sqlite3.connect(tmp_path / "baton.db") as database:
         assert database.execute("SELECT version_num FROM alembic_version").fetchall() == [("9999",)]
+
+
+# --- one line and exit 2 for what keeps `baton serve`, `baton worker` and `baton demo` from starting ---------------
+
+
+def _baton(tmp_path: Path, *argv: str, **settings: str) -> subprocess.CompletedProcess[str]:
+    """`baton ARGV` in a process of its own, with only the BATON_ settings given (cwd: tmp_path, so no .env)."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("BATON_")}
+    env |= {f"BATON_{name.upper()}": value for name, value in settings.items()}
+    return subprocess.run([sys.executable, "-m", "baton.cli", *argv], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, check=False)  # fmt: skip
+
+
+def _one_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert done.stderr.startswith("baton: ") and done.stderr.count("\n") == 1, done.stderr
+    return done.stderr
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that another socket listens on."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        yield held.getsockname()[1]
+
+
+def test_baton_serve_on_a_busy_port_says_so_in_one_line_before_doing_anything(tmp_path: Path, taken_port: int) -> None:
+    database = tmp_path / "baton.db"
+    said = _one_line(_baton(tmp_path, "serve", "--port", str(taken_port), database_url=f"sqlite:///{database}"))
+    assert said == (f"baton: cannot serve on 127.0.0.1:{taken_port}: Address already in use; "
+                    "choose another --port or BATON_PORT\n")  # fmt: skip
+    assert not database.exists(), "the port is tried before the database is touched"
+    # BATON_PORT says the same
+    said = _one_line(_baton(tmp_path, "serve", database_url=f"sqlite:///{database}", port=str(taken_port)))
+    assert f"127.0.0.1:{taken_port}: Address already in use" in said
+
+
+def test_baton_serve_on_an_address_that_is_not_this_machines_says_so_in_one_line(tmp_path: Path) -> None:
+    said = _one_line(_baton(tmp_path, "serve", "--host", "192.0.2.1", "--port", "0"))  # TEST-NET-1: nobody's
+    assert said.startswith("baton: cannot serve on 192.0.2.1:0: ") and "--host or BATON_HOST" in said, said
+
+
+def test_baton_demo_and_a_workers_metrics_on_a_busy_port_say_so_the_same_way(tmp_path: Path, taken_port: int) -> None:
+    said = _one_line(_baton(tmp_path, "demo", "--once", "--port", str(taken_port)))
+    assert said == f"baton: cannot serve on 127.0.0.1:{taken_port}: Address already in use; choose another --port\n"
+    database = f"sqlite:///{tmp_path}/baton.db"
+    assert _baton(tmp_path, "db", "upgrade", database_url=database).returncode == 0
+    said = _one_line(_baton(tmp_path, "worker", database_url=database, app_id="1", private_key=app_key(),
+                            metrics_port=str(taken_port)))  # fmt: skip
+    assert said == (f"baton: cannot serve on 127.0.0.1:{taken_port}: Address already in use; "
+                    "choose another BATON_METRICS_PORT\n")  # fmt: skip
+
+
+def _not_text(path: Path) -> Path:
+    path.write_bytes(b"\xff\xfe-----BEGIN RSA PRIVATE KEY-----\x00")
+    return path
+
+
+def _unreadable(path: Path) -> Path:
+    path.write_text(app_key())
+    path.chmod(0)
+    return path
+
+
+KEYS = {
+    "not-text": (_not_text, "is not a PEM key (it is not text)"),
+    "missing": (lambda path: path, "is not a readable file"),
+    "a-folder": (lambda path: path.mkdir() or path, "is not a readable file"),
+}
+if os.geteuid() != 0:  # a file's mode keeps no one but root out
+    KEYS["no-permission"] = (_unreadable, "cannot be read: Permission denied")
+
+
+@pytest.mark.parametrize("kind", sorted(KEYS))
+def test_baton_serve_with_a_key_it_cannot_read_says_so_in_one_line(tmp_path: Path, kind: str) -> None:
+    make, words = KEYS[kind]
+    key = make(tmp_path / "app.pem")
+    said = _one_line(_baton(tmp_path, "serve", "--port", "0", database_url=f"sqlite:///{tmp_path}/baton.db",
+                            app_id="1", private_key_path=str(key), webhook_secret="s3cret"))  # fmt: skip
+    assert said.startswith(f"baton: BATON_PRIVATE_KEY_PATH={key} ") and words in said, said
+    assert "s3cret" not in said
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql://postgres@127.0.0.1:9/baton", "postgresql://baton_no_such_role@127.0.0.1:5432/baton"],
+    ids=["nothing-answers", "the-server-refuses-the-login"],
+)
+def test_baton_serve_on_a_database_that_refuses_says_so_in_one_line(tmp_path: Path, url: str) -> None:
+    said = _one_line(_baton(tmp_path, "serve", "--port", "0", database_url=url))
+    assert said.startswith("baton: cannot use the database in BATON_DATABASE_URL: "), said

@@ -630,7 +630,11 @@ def test_the_fast_webhook_check_refuses_whatever_jsonschema_refuses_in_githubs_e
     GitHub's corpus (many of which its own schemas refuse), and each one made invalid on purpose, the two agree."""
     from github_standin.contract import WEBHOOK_SCHEMAS_FILE, _package_file, _webhook_schemas
 
-    schemas = _webhook_schemas(_package_file(None, WEBHOOK_SCHEMAS_FILE, "@octokit/webhooks-schemas").resolve())
+    try:
+        path = _package_file(None, WEBHOOK_SCHEMAS_FILE, "@octokit/webhooks-schemas")
+    except ContractUnavailable as exc:
+        missing(str(exc))
+    schemas = _webhook_schemas(path.resolve())
     compared = refused = 0
     for event, examples in webhook_examples().items():
         for example in examples:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import gc
+import socket
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -16,15 +19,32 @@ if TYPE_CHECKING:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from baton.github.client import app_credentials
     from baton.logs import configure
-    from baton.settings import SettingsError
-    from baton.web import create_app
 
     settings = Settings()
     configure(settings)
+    host, port = args.host or settings.host, settings.port if args.port is None else args.port
+    # The port first: taken, or an address not this machine's, is one line before anything else is done or said.
+    try:
+        listening = _listening(host, port)
+    except OSError as error:
+        unknown = isinstance(error, socket.gaierror) or error.errno == errno.EADDRNOTAVAIL
+        advice = "use an address of this machine in --host or BATON_HOST" if unknown else (
+            "choose another --port or BATON_PORT")  # fmt: skip
+        return _cannot_listen(host, port, error, advice)
+    try:
+        return _serve_on(listening, host, port, settings, args)
+    finally:
+        listening.close()
+
+
+def _serve_on(listening: socket.socket, host: str, port: int, settings: Settings, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from baton.github.client import app_credentials
+    from baton.settings import SettingsError
+    from baton.web import create_app
+
     try:
         credentials = app_credentials(settings)
         if settings.webhook_secret is not None and credentials is None:
@@ -53,10 +73,49 @@ def _serve(args: argparse.Namespace) -> int:
     _loaded()
     # A line per request costs a sixth of a webhook's acknowledgement; it is there when asked for.
     # No log_config: uvicorn's lines go through Baton's handler (`baton.logs`), in its format.
-    uvicorn.run(app, host=args.host or settings.host, port=settings.port if args.port is None else args.port,
-                log_config=None, log_level=settings.log_level.lower(), access_log=args.access_log,
-                proxy_headers=True, forwarded_allow_ips=settings.forwarded_allow_ips)  # fmt: skip
-    return 0
+    # The socket bound at start is handed over; host and port only name it in uvicorn's "running on" line.
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=settings.log_level.lower(),
+                            access_log=args.access_log, proxy_headers=True,
+                            forwarded_allow_ips=settings.forwarded_allow_ips)  # fmt: skip
+    server = _bound_server()(config)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=[listening])
+    return 0 if server.started else 3  # 3: the application did not start (uvicorn's own status for it)
+
+
+def _bound_server() -> type[Any]:
+    import uvicorn
+
+    class BoundServer(uvicorn.Server):
+        """uvicorn's server on a socket bound beforehand, saying "Uvicorn running on ..." once it listens, as it
+        does on a socket it binds itself (it leaves that line out for sockets handed to it)."""
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if sockets is not None and self.started:
+                self._log_started_message(sockets)
+
+    return BoundServer
+
+
+def _listening(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to host:port (0: any free port), as uvicorn would bind it; OSError if it cannot be."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    made = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        made.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        made.bind((host, port))
+    except OSError:
+        made.close()
+        raise
+    return made
+
+
+def _cannot_listen(host: str, port: int, error: OSError, advice: str) -> int:
+    """What `baton serve`, `baton worker` (its metrics) and `baton demo` say when they cannot listen on a port
+    (taken, or an address not this machine's): one line on stderr; the exit status 2."""
+    print(f"baton: cannot serve on {host}:{port}: {error.strerror or error}; {advice}", file=sys.stderr)
+    return 2
 
 
 def _assembled(settings: Settings) -> Parts | None:
@@ -94,10 +153,8 @@ def _worker(args: argparse.Namespace) -> int:
         try:
             metrics_server = parts.metrics.serve(settings.host, settings.metrics_port)
         except OSError as error:
-            print(f"baton: cannot serve metrics on {settings.host}:{settings.metrics_port} (BATON_METRICS_PORT): "
-                  f"{error.strerror}", file=sys.stderr)  # fmt: skip
             parts.engine.dispose()
-            return 2
+            return _cannot_listen(settings.host, settings.metrics_port, error, "choose another BATON_METRICS_PORT")
         port = metrics_server.server_port
         log.info("metrics at http://%s:%d/metrics", settings.host, port, extra={"host": settings.host, "port": port})
     stop = threading.Event()
@@ -194,9 +251,7 @@ def _demo(args: argparse.Namespace) -> int:
         try:
             stage = stack.enter_context(Stage.open(database, api_token=token, baton_port=args.port, oauth=True))
         except OSError as error:
-            print(f"baton: cannot serve on 127.0.0.1:{args.port}: {error.strerror}; choose another --port",
-                  file=sys.stderr)  # fmt: skip
-            return 2
+            return _cannot_listen("127.0.0.1", args.port, error, "choose another --port")
         checked = "every call checked against GitHub's REST description" if stage.hub.contract else (
             "calls not checked: GitHub's description is not installed (npm ci --prefix tests)")  # fmt: skip
         print(f"GitHub stand-in at {stage.github_url} ({checked}); Baton at {stage.baton_url}\n", flush=True)
@@ -279,6 +334,41 @@ def _setup(args: argparse.Namespace) -> int:
     from baton.registration import run
 
     return run(args, os.environ)
+
+
+def _config_check(args: argparse.Namespace) -> int:
+    """Read a `.github/baton.yml` as the App reads it: its problems, each with its key (exit 1), or the settings
+    it puts in force (exit 0)."""
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    from baton.config import ConfigError, effective, parse, problem_key
+
+    path = Path(args.file)
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")  # as the App decodes the file GitHub gives it
+    except OSError as error:
+        print(f"baton: cannot read {path}: {error.strerror or error}", file=sys.stderr)
+        return 2
+    try:
+        policy = parse(text)
+    except ConfigError as error:
+        if args.json:
+            problems = [{"key": problem_key(problem), "problem": problem} for problem in error.problems]
+            print(json.dumps({"file": str(path), "valid": False, "problems": problems}, indent=2))
+        else:
+            for problem in error.problems:
+                print(f"{path}: {problem_key(problem) or '(file)'}: {problem}")
+        return 1
+    settings = effective(policy)
+    if args.json:
+        print(json.dumps({"file": str(path), "valid": True, "settings": settings}, indent=2))
+    else:
+        print(f"# {path} is valid; the settings in force (defaults for the keys it does not set):")
+        print(yaml.safe_dump(settings, sort_keys=False, default_flow_style=False), end="")
+    return 0
 
 
 def _docs(args: argparse.Namespace) -> int:
@@ -390,6 +480,17 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_argument("--port", type=int, default=8001, help="its port (default 8001; 0: any)")
     setup.set_defaults(run=_setup)
 
+    config = commands.add_parser(
+        "config", help="a repository's .github/baton.yml", description="A repository's .github/baton.yml."
+    )
+    config_commands = config.add_subparsers(dest="config_command", required=True)
+    check = _operator(config_commands, "check", "check a .github/baton.yml as the App reads it: print each problem "
+                      "with its key (exit 1), or the settings it puts in force (exit 0)", ())  # fmt: skip
+    check.add_argument("file", nargs="?", default=".github/baton.yml", metavar="FILE",
+                       help="the file (default .github/baton.yml)")  # fmt: skip
+    check.add_argument("--json", action="store_true", help="print the problems or the settings as JSON")
+    check.set_defaults(run=_config_check)
+
     docs = _operator(commands, "docs", "regenerate docs/commands.md and docs/state-machine.md", ())
     docs.add_argument("directory", nargs="?", default="docs")
     docs.set_defaults(run=_docs)
@@ -402,7 +503,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("baton")
+        return version("baton-github")  # the distribution's name; the package is `baton`
     except PackageNotFoundError:  # run from a checkout that was never installed
         return "unknown"
 

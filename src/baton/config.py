@@ -47,6 +47,45 @@ class ConfigError(ValueError):
         self.problems = problems
 
 
+_NAMED = re.compile(r"^`([A-Za-z_]+)[.`]")
+
+
+def problem_key(problem: str) -> str | None:
+    """The key a problem is about (each names its key first, in backquotes), or None for the file as a whole."""
+    found = _NAMED.match(problem)
+    return found.group(1) if found is not None else None
+
+
+def shown_duration(seconds: int) -> str:
+    """Seconds as the file writes them: `3d`, `12h`, `90m` (the largest unit that divides them)."""
+    for unit, size in sorted(_SECONDS.items(), key=lambda item: -item[1]):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    raise AssertionError("every whole number of seconds divides by 1")
+
+
+def effective(policy: Policy) -> dict[str, Any]:
+    """The settings in force, every key of KEYS, written as the file writes them (`parse` reads it back equal)."""
+    counts: dict[str, int] = {}
+    for kind in policy.required_evidence:
+        counts[kind] = counts.get(kind, 0) + 1
+    evidence: list[str] | dict[str, int] = counts if any(n > 1 for n in counts.values()) else list(counts)
+    shown: dict[str, Any] = {
+        "offer": policy.offer,
+        "offer_label": policy.offer_label,
+        "max_active_claims": policy.max_active_claims,
+        "stale_after": shown_duration(policy.stale_after),
+        "auto_release_after": None if policy.auto_release_after is None else shown_duration(policy.auto_release_after),
+        "allow_self_review": policy.allow_self_review,
+        "reviewers": sorted(policy.reviewers),
+        "runners": sorted(policy.runners) if policy.runners else policy.runner_access,
+        "maintainers": sorted(policy.maintainers),
+        "required_evidence": evidence,
+        "require_reviewer": policy.require_reviewer,
+    }
+    return shown
+
+
 def duration(value: Any) -> int:
     """`30s`, `90m`, `12h`, `3d`, `2w` → seconds."""
     match = _DURATION.match(value) if isinstance(value, str) else None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import os
 import re
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
@@ -120,7 +121,14 @@ GITHUBKIT_MODELS: Mapping[str, str] = {
 }
 
 _DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "tests" / "node_modules"
+CORPUS_DIR_VARIABLE = "BATON_CORPUS_DIR"  # where the npm packages are, when not in tests/node_modules
 _MAX_SHOWN = 80  # characters of an offending value quoted in a problem
+
+
+def corpus_root() -> Path:
+    """The folder holding the npm packages: `BATON_CORPUS_DIR` when set, else this repository's tests/node_modules."""
+    named = os.environ.get(CORPUS_DIR_VARIABLE)
+    return Path(named) if named else _DEFAULT_ROOT
 
 
 class ContractUnavailable(Exception):
@@ -263,7 +271,7 @@ def _openapi_problems(exc: BaseException, side: str) -> list[str]:
 
 
 def _package_file(root: Path | None, relative: Path, package: str) -> Path:
-    path = (root if root is not None else _DEFAULT_ROOT) / relative
+    path = (root if root is not None else corpus_root()) / relative
     if not path.is_file():
         raise ContractUnavailable(f"{package} is not installed ({path} is missing): run `{INSTALL_COMMAND}`")
     return path
@@ -322,7 +330,7 @@ class Contract:
 
     @classmethod
     def load(cls, root: Path | None = None) -> Contract:
-        """The contract read from `root` (default: this repository's tests/node_modules), cached per process."""
+        """The contract read from `root` (default: `corpus_root()`), cached per process."""
         path = _package_file(root, OPENAPI_FILE, OPENAPI_PACKAGE)
         _require_validators()
         return _load_contract(path.resolve())

@@ -55,7 +55,15 @@ def app_credentials(settings: Settings) -> AppCredentials | None:
         path = Path(settings.private_key_path)
         if not path.is_file():
             raise SettingsError(f"BATON_PRIVATE_KEY_PATH={path} is not a readable file.")
-        key = path.read_text(encoding="utf-8")
+        try:
+            key = path.read_text(encoding="utf-8")
+        except OSError as error:
+            raise SettingsError(f"BATON_PRIVATE_KEY_PATH={path} cannot be read: {error.strerror or error}.") from None
+        except UnicodeDecodeError:
+            raise SettingsError(
+                f"BATON_PRIVATE_KEY_PATH={path} is not a PEM key (it is not text): download a new key from the App's "
+                "settings."
+            ) from None
     if settings.app_id is None and key is None:
         return None
     if settings.app_id is None:
