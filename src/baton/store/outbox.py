@@ -141,9 +141,7 @@ class Outbox:
         """The rows due now (of one installation, when given), most urgent first: a 👍 waiting, then the one
         due longest."""
         query = (
-            select(
-                _o.installation_id, _o.repository_id, _o.number, _o.repository, _o.version, _o.attempts, _o.urgency
-            )
+            select(_o.installation_id, _o.repository_id, _o.number, _o.repository, _o.version, _o.attempts, _o.urgency)
             .where(_o.due_at <= (now or datetime.now(UTC)), _o.attempts < MAX_ATTEMPTS, ~_stopped)
             .order_by(_o.urgency, _o.due_at, _o.number)
             .limit(limit)
