@@ -26,6 +26,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -92,6 +93,33 @@ def main() -> None:
         created = time.time() - installed
 
         acks: dict[int, tuple[int, float]] = {}  # comment id -> (issue, when Baton answered its webhook)
+        thumbs: dict[int, float] = {}
+        decided: dict[int, float] = {}
+        shown: dict[int, float] = {}
+        work, claiming = stage.app.state.work, True
+
+        def watch() -> None:
+            """What each claim shows, and when, looked at every 50 ms while the claims are made and after."""
+            while claiming or len(shown) < len(acks):
+                if time.monotonic() > deadline:
+                    return
+                with world.lock:
+                    for call in stage.hub.rest.writes():
+                        found = re.search(r"/issues/comments/(\d+)/reactions$", call.path)
+                        if found and int(found.group(1)) in acks and int(found.group(1)) not in thumbs:
+                            thumbs[int(found.group(1))] = call.at - acks[int(found.group(1))][1]
+                for comment, (number, acked) in list(acks.items()):
+                    if comment not in decided:
+                        ticket = work.ticket(TicketKey(backlog.installation_id, backlog.id, number))
+                        if ticket is not None and ticket.state.value == "claimed":
+                            decided[comment] = time.time() - acked
+                    now = seen(backlog, number, world.lock)
+                    if comment not in shown and "baton:claimed" in now.labels and now.assignees and now.status:
+                        shown[comment] = time.time() - acked
+                time.sleep(0.05)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
         for n in range(args.claims):
             login = f"agent-{n:02d}"
             with world.lock:
@@ -104,28 +132,9 @@ def main() -> None:
             comment = stage.hub.person(login).comment(backlog.full_name, number, "/claim")
             acks[comment] = (number, time.time())
             time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
-
-        thumbs: dict[int, float] = {}
-        decided: dict[int, float] = {}
-        shown: dict[int, float] = {}
-        work = stage.app.state.work
-        while len(shown) < len(acks):
-            assert time.monotonic() < deadline, f"only {len(shown)} of {len(acks)} claims shown"
-            with world.lock:
-                for call in stage.hub.rest.writes():
-                    found = re.search(r"/issues/comments/(\d+)/reactions$", call.path)
-                    if found and int(found.group(1)) in acks and int(found.group(1)) not in thumbs:
-                        thumbs[int(found.group(1))] = call.at - acks[int(found.group(1))][1]
-            for comment, (number, acked) in acks.items():
-                key = TicketKey(backlog.installation_id, backlog.id, number)
-                if comment not in decided:
-                    ticket = work.ticket(key)
-                    if ticket is not None and ticket.state.value == "claimed":
-                        decided[comment] = time.time() - acked
-                now = seen(backlog, number, world.lock)
-                if comment not in shown and "baton:claimed" in now.labels and now.assignees and now.status:
-                    shown[comment] = time.time() - acked
-            time.sleep(0.05)
+        claiming = False
+        watcher.join()
+        assert len(shown) == len(acks), f"only {len(shown)} of {len(acks)} claims shown in {args.timeout} s"
 
         while time.time() - installed < args.watch:
             time.sleep(0.2)
