@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -24,6 +25,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from baton.demo.stage import Stage
 from baton.demo.story import seen
 from baton.domain.status import LABELS, STATUS_MARKER
+from baton.store import make_engine, upgrade
+from baton.store.budget import Budgets, Limits
 from github_standin import shapes
 from github_standin.world import Repository
 from keys import app_key, app_public_key
@@ -202,3 +205,28 @@ def test_baton_backfill_tells_its_progress_a_line_per_hundred_or_a_bar_on_a_term
         frames = text.rstrip("\n").split("\r")
         assert frames[-1] == f"octo/shop [{'#' * 30}] 250/250 issues offered"
         assert f"octo/shop [{'#' * 12}{'.' * 18}] 100/250 issues offered" in frames
+
+
+def test_offerings_share_is_counted_in_the_database_for_every_process(database_url: str) -> None:
+    """Two budgets on one database (two processes): offering writes logged by one hold back the other's,
+    while the writes that are not offering's still find room."""
+    engine = make_engine(database_url)
+    upgrade(engine)
+    try:
+        limits = Limits(interval=0.0, per_minute=6, per_hour=10)  # offering: 3 a minute, 5 an hour
+        one, other = Budgets(engine, limits), Budgets(engine, limits)
+        now = datetime.now(UTC)
+        assert other.slot(7, now, offering=True) == now
+        for seconds in (50, 40, 30):
+            one.spend(7, now - timedelta(seconds=seconds), offering=True)
+        # three offering writes in the last minute: the next one waits until the first is a minute old
+        assert abs((other.slot(7, now, offering=True) - (now + timedelta(seconds=10))).total_seconds()) < 0.01
+        assert other.slot(7, now) == now  # an answer goes at once
+        for minutes in (58, 57):
+            one.spend(7, now - timedelta(minutes=minutes), offering=True)
+        # five offering writes in the hour: the next waits until the oldest of them is an hour old
+        assert abs((other.slot(7, now, offering=True) - (now + timedelta(minutes=2))).total_seconds()) < 0.01
+        assert other.slot(7, now) == now  # five of the hour's ten writes are left for the rest
+        assert other.slot(8, now, offering=True) == now  # another installation's share is its own
+    finally:
+        engine.dispose()

@@ -121,9 +121,11 @@ class Gate:
             now = datetime.now(UTC)
             slot = self.budgets.slot(installation_id, now, offering=offering)
             if slot > now + timedelta(seconds=self.patience):
-                if offering and self.budgets.slot(installation_id, now) <= now + timedelta(seconds=self.patience):
-                    raise ShareSpent(slot)
-                raise Spent(slot)
+                if not offering:
+                    raise Spent(slot)
+                # the whole budget spent, or only offering's share of it (the rest stays for the answers)
+                plain = self.budgets.slot(installation_id, now)
+                raise ShareSpent(slot) if plain <= now + timedelta(seconds=self.patience) else Spent(plain)
             if (
                 turn is not None
                 and turn.urgency != URGENT
