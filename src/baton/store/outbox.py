@@ -4,8 +4,8 @@ change.)
 
 Rows are written for one installation at a time by whichever writer holds it (`budget.Budgets.hold`), so
 there is no lease per row: the holder takes the most urgent due row of its installation (a 👍 waiting
-first, then the oldest), works on it, and puts it back or clears it. Reconciling is idempotent (labels and
-assignees are compared first, the status comment and replies are found by their markers), so doing an
+first, then a changed ticket, then an issue only being offered; the oldest first within each), works on
+it, and puts it back or clears it. Reconciling is idempotent (labels and assignees are compared first, the status comment and replies are found by their markers), so doing an
 issue twice after a crash doubles nothing.
 """
 
@@ -39,12 +39,7 @@ class Due:
     repository: str
     version: int
     attempts: int
-    urgency: int = ORDINARY  # URGENT, ORDINARY or OFFERING (`due`)
-
-    @property
-    def offering(self) -> bool:
-        """Only offered: its writes are held to offering's share of the budget."""
-        return self.urgency >= OFFERING
+    urgency: int = ORDINARY  # URGENT, ORDINARY or OFFERING (`due`): the last is held to offering's share
 
 
 @dataclass(frozen=True)
