@@ -5,8 +5,9 @@ change.)
 Rows are written for one installation at a time by whichever writer holds it (`budget.Budgets.hold`), so
 there is no lease per row: the holder takes the most urgent due row of its installation (a 👍 waiting
 first, then a changed ticket, then an issue only being offered; the oldest first within each), works on
-it, and puts it back or clears it. Reconciling is idempotent (labels and assignees are compared first, the status comment and replies are found by their markers), so doing an
-issue twice after a crash doubles nothing.
+it, and puts it back or clears it. Reconciling is idempotent (labels and assignees are compared first, the
+status comment and replies are found by their markers), so doing an issue twice after a crash doubles
+nothing.
 """
 
 from __future__ import annotations
