@@ -4,7 +4,8 @@ Baton runs with the settings a user gets (answer delay, write pacing: one write 
 80 a minute, 500 an hour) on SQLite, beside the stand-in GitHub (`baton demo`'s stage: both real HTTP servers
 on 127.0.0.1). Someone opens `--issues` issues, one every `--gap` seconds. For each issue the bench notes
 when the `issues opened` delivery was answered, when the ticket existed (decided), and when GitHub showed
-`baton:open` and the status comment. Printed: median and max of each, in seconds after the issue was opened.
+`baton:open` (an offered issue has no status comment until somebody acts on it). Printed: median and max
+of each, in seconds after the issue was opened, and how many status comments appeared (none is expected).
 
 Usage (from the repository root):
 
@@ -48,7 +49,7 @@ def main() -> None:
         commented: dict[int, float] = {}
         deadline = time.monotonic() + args.timeout
         next_open = time.monotonic()
-        while len(shown) < args.issues or len(commented) < args.issues:
+        while len(shown) < args.issues:
             now = time.monotonic()
             assert now < deadline, f"only {len(shown)} of {args.issues} issues shown in {args.timeout} s"
             if len(opened) < args.issues and now >= next_open:
@@ -81,7 +82,7 @@ def main() -> None:
     print(f"{args.issues} issues opened, one every {args.gap} s:")
     print(line("ticket open (decided)", decided))
     print(line("baton:open on GitHub", shown))
-    print(line("status comment on GitHub", commented))
+    print(f"  status comments on offered issues: {len(commented)} (an offered issue shows its label only)")
 
 
 if __name__ == "__main__":

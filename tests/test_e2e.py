@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from baton.demo.stage import Stage
-from baton.demo.story import play, showing, wait_for, work_line
+from baton.demo.story import offered, play, showing, wait_for, work_line
 from corpus import missing
 from github_standin.contract import Contract, ContractUnavailable
 from github_standin.people import Person
@@ -144,7 +144,7 @@ def test_twenty_agents_claim_at_once_one_wins_and_github_sees_at_most_six_writes
         maria = stage.person("maria", "maintain")
         agents = [stage.person(f"agent-{n:02d}", "write") for n in range(20)]
         number = maria.open_issue(stage.full_name, "A popular task")
-        wait_for(stage, number, showing("open"), "offered")  # its label and status comment come first
+        wait_for(stage, number, offered, "offered")  # its label comes first (its status comment with the claim)
         _settled(stage)
         writes_before = len(stage.hub.rest.writes())
         together = threading.Barrier(20)
@@ -178,7 +178,7 @@ def test_twenty_agents_claim_at_once_one_wins_and_github_sees_at_most_six_writes
 def test_a_state_label_removed_by_hand_comes_back(stage: Stage) -> None:
     maria, agent = stage.person("maria", "maintain"), stage.person("agent-a", "write")
     number = maria.open_issue(stage.full_name, "A task")
-    wait_for(stage, number, showing("open"), "offered")
+    wait_for(stage, number, offered, "offered")
     _settled(stage)  # Baton's own `baton:open` has come back to it as a webhook
     agent.comment(stage.full_name, number, "/claim")
     wait_for(stage, number, showing("claimed"), "claimed")

@@ -320,15 +320,13 @@ def test_deliveries_received_while_the_database_is_unreachable_are_spooled_then_
         numbers = [olivia.open_issue(SHOP, f"Task {n}") for n in range(count)]
 
         def quiet() -> bool:
-            """Every issue offered and shown, and every webhook GitHub sent about it (Baton's own writes
-            come back as webhooks too) answered and decided: nothing else arrives during the outage."""
+            """Every issue offered and shown (its label: the status comment comes with the claim), and every
+            webhook GitHub sent about it (Baton's own writes come back as webhooks too) answered and decided:
+            nothing else arrives during the outage."""
             with stage.hub.world.lock:
                 shown = all("baton:open" in stage.repository.issues[n].labels for n in numbers)
                 answered = all(d.status is not None for d in stage.hub.deliveries)
-                comments = sum(c.body.startswith("<!-- baton:status -->") for c in stage.repository.comments.values())
-            return (
-                shown and answered and comments == count and all(r.status in ("done", "ignored") for r in rows(engine))
-            )
+            return shown and answered and all(r.status in ("done", "ignored") for r in rows(engine))
 
         until(quiet, 60, "the issues to be offered, shown and every webhook about them decided")
         time.sleep(1)

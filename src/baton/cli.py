@@ -9,7 +9,7 @@ import gc
 import socket
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from baton.agent_commands import add_agent_commands
 from baton.settings import Settings
@@ -294,13 +294,15 @@ def _db_upgrade(args: argparse.Namespace) -> int:
 def _backfill(args: argparse.Namespace) -> int:
     """Offer a repository's open issues that have no ticket yet, as installing the App does."""
     from baton.intake.offering import backfill
+    from baton.store.budget import Limits
 
     repository = args.repository.strip()
     owner, _, name = repository.partition("/")
     if not owner or not name or "/" in name:
         print(f"baton: {args.repository!r} is not OWNER/REPO", file=sys.stderr)
         return 2
-    parts = _assembled(Settings())
+    settings = Settings()
+    parts = _assembled(settings)
     if parts is None:
         return 2
     intake = parts.intake
@@ -320,12 +322,62 @@ def _backfill(args: argparse.Namespace) -> int:
         print(f"baton: the App's installation on {owner} is {intake.installations.status(installation_id)}.",
               file=sys.stderr)  # fmt: skip
         return 2
-    counts = backfill(intake.offering, intake.issues, intake.configs, installation_id, repository_id, repository)
+    progress = _Progress(repository, sys.stderr)
+    counts = backfill(
+        intake.offering, intake.issues, intake.configs, installation_id, repository_id, repository,
+        progress=progress,
+    )  # fmt: skip
+    progress.end()
     words = {"created": "offered", "reoffered": "offered again", "tracked": "already tracked",
              "not offered": "not offered"}  # fmt: skip
     said = ", ".join(f"{counts[what]} {word}" for what, word in words.items() if counts.get(what))
     print(f"{repository}: {said or 'no open issues'}")
+    to_show = counts.get("created", 0) + counts.get("reoffered", 0)
+    if to_show:
+        limits = Limits(settings.write_interval, settings.writes_per_minute, settings.writes_per_hour)
+        print(
+            f"{repository}: GitHub shows their labels within offering's share of the write budget "
+            f"({limits.offering_per_minute} a minute, {limits.offering_per_hour} an hour), in about "
+            f"{_duration(limits.offering_seconds(to_show))}; answers to commands go first"
+        )
     return 0
+
+
+def _duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    if minutes < 1:
+        return f"{round(seconds)} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+
+
+class _Progress:
+    """A backfill's progress on `stream`: a bar redrawn in place on a terminal, else a line per `EVERY` issues
+    (a log keeps every line)."""
+
+    EVERY = 100
+    WIDTH = 30
+
+    def __init__(self, repository: str, stream: TextIO) -> None:
+        self.repository = repository
+        self.stream = stream
+        self.bar = stream.isatty()
+        self.drawn = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar:
+            filled = self.WIDTH * done // max(1, total)
+            line = f"\r{self.repository} [{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total} issues offered"
+            self.stream.write(line)
+            self.stream.flush()
+            self.drawn = True
+        elif done % self.EVERY == 0 or (done == total and done >= self.EVERY):
+            print(f"{self.repository}: {done} of {total} issues offered", file=self.stream, flush=True)
+
+    def end(self) -> None:
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
 
 
 def _setup(args: argparse.Namespace) -> int:

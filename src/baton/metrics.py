@@ -166,6 +166,11 @@ class DatabaseGauges(Collector):
             "baton_outbox_parked_issues", "Issues GitHub refused to show, waiting for their next change "
             "(`baton refused`), by installation.", labels=["installation"],
         )  # fmt: skip
+        to_offer = GaugeMetricFamily(
+            "baton_issues_to_offer", "Issues offered (by offering or a backfill) whose label GitHub does not show "
+            "yet: they are written within offering's share of the write budget, by installation.",
+            labels=["installation"],
+        )  # fmt: skip
         stale = GaugeMetricFamily(
             "baton_stale_claims", "Claimed tickets flagged stale (quiet past their repository's quiet period), "
             "by installation.", labels=["installation"],
@@ -175,6 +180,7 @@ class DatabaseGauges(Collector):
             issues.add_metric(label, backlog.issues)
             oldest.add_metric(label, backlog.oldest_due_seconds)
             parked.add_metric(label, backlog.parked)
+            to_offer.add_metric(label, backlog.to_offer)
             stale.add_metric(label, readings.stale.get(installation_id, 0))
         waiting = GaugeMetricFamily(
             "baton_deliveries_waiting", "Webhook deliveries stored and not decided yet (pending or being decided)."
@@ -184,4 +190,4 @@ class DatabaseGauges(Collector):
             "baton_deliveries_oldest_waiting_seconds", "How long the oldest of those deliveries has waited (0: none)."
         )
         waited.add_metric([], readings.oldest_waiting_seconds)
-        yield from (issues, oldest, parked, stale, waiting, waited)
+        yield from (issues, oldest, parked, to_offer, stale, waiting, waited)

@@ -12,6 +12,11 @@ a 👍 due on another issue of the installation goes first: the issue being writ
 again after it. A budget spent for longer than a moment (the per-minute or per-hour limit, a pause after a
 rate limit) ends the writer's turn on the installation, and others are served meanwhile.
 
+Issues only being offered come last (the outbox's lowest tier) and yield to any other issue due. Their
+writes are held to offering's share of the budget (`Budgets.slot`): when it is spent, they wait until it
+allows one again, and the writer goes on with everything else. Such an issue shows only its label: its
+status comment comes once somebody acts on it (`comment_due`), carrying what they did.
+
 GitHub failing is expected. A rate limit pauses the installation for every process as long as GitHub
 says (`Retry-After`, or the reset time) and puts the issue back until then. 5xx, timeouts and lost
 connections put the issue back after 1, 2, 4 … seconds, up to `MAX_ATTEMPTS` tries; then it waits for
@@ -39,14 +44,15 @@ from githubkit.exception import RequestError, RequestFailed
 
 from baton.domain.evidence import EvidenceRail, Repository, Subject, pull_request_head
 from baton.domain.model import TicketKey, WorkState
-from baton.domain.status import Acceptance, BriefChange, CheckView, acceptance_check, view
+from baton.domain.status import Acceptance, BriefChange, CheckView, acceptance_check, comment_due, view
 from baton.github.projection import GitHubProjector, Refused
 from baton.github.refusals import describe, failure, rate_limit, refused
 from baton.github.verify import Verifier
 from baton.service.evidence import EvidenceService
 from baton.store import StoredTicket
 from baton.store.budget import Budgets
-from baton.store.outbox import MAX_ATTEMPTS, ORDINARY, URGENT, Due, Item, Outbox
+from baton.store.due import OFFERING, ORDINARY, URGENT
+from baton.store.outbox import MAX_ATTEMPTS, Due, Item, Outbox
 
 log = logging.getLogger("baton.writer")
 
@@ -76,6 +82,11 @@ class Spent(Exception):
         self.until = until
 
 
+class ShareSpent(Spent):
+    """Offering's share of the installation's budget allows no offering write before `until`; other writes may
+    go on."""
+
+
 @dataclass
 class _Turn:
     key: TicketKey
@@ -84,8 +95,9 @@ class _Turn:
 
 class Gate:
     """Where each GitHub write waits for its installation's budget. A write that would wait longer than
-    `patience` seconds raises `Spent`; one that is not a 👍 raises `Preempted` when a 👍 is due elsewhere
-    in the installation."""
+    `patience` seconds raises `Spent` (`ShareSpent` when only offering's share is spent); one that is not a
+    👍 raises `Preempted` when a 👍 is due elsewhere in the installation, and one that only offers an issue
+    when anything else is."""
 
     def __init__(self, budgets: Budgets, outbox: Outbox, patience: float) -> None:
         self.budgets = budgets
@@ -104,17 +116,26 @@ class Gate:
 
     def wait(self, installation_id: int) -> None:
         turn: _Turn | None = getattr(self._local, "turn", None)
+        offering = turn is not None and turn.urgency >= OFFERING
         while True:
             now = datetime.now(UTC)
-            slot = self.budgets.slot(installation_id, now)
+            slot = self.budgets.slot(installation_id, now, offering=offering)
             if slot > now + timedelta(seconds=self.patience):
-                raise Spent(slot)
-            if turn is not None and turn.urgency != URGENT and self.outbox.urgent_elsewhere(turn.key, now):
+                if not offering:
+                    raise Spent(slot)
+                # the whole budget spent, or only offering's share of it (the rest stays for the answers)
+                plain = self.budgets.slot(installation_id, now)
+                raise ShareSpent(slot) if plain <= now + timedelta(seconds=self.patience) else Spent(plain)
+            if (
+                turn is not None
+                and turn.urgency != URGENT
+                and self.outbox.urgent_elsewhere(turn.key, now, below=turn.urgency)
+            ):
                 raise Preempted()
             if slot <= now:
                 break
             time.sleep((slot - now).total_seconds())
-        self.budgets.spend(installation_id)
+        self.budgets.spend(installation_id, offering=offering)
 
 
 def _backoff(attempts: int) -> float:
@@ -195,6 +216,8 @@ class Writer:
                 after = self._project(due, turn)
         except Preempted:
             self.outbox.later(due, datetime.now(UTC))
+        except ShareSpent as spent:  # only offering waits; the rest of the installation goes on
+            self.outbox.offer_later(installation_id, spent.until)
         except Spent as spent:
             self.budgets.defer(installation_id, spent.until)
             return False
@@ -272,7 +295,7 @@ class Writer:
                 with self._answer(due, [item]):
                     self.projector.react(key.installation_id, repository, key.number, item.comment_id)
                     self.outbox.sent([item.id])
-        turn.urgency = ORDINARY
+        turn.urgency = max(ORDINARY, due.urgency)
         replies = [item for item in items if item.kind == "reply"]
         opens = min((item.due_at for item in replies if item.due_at is not None), default=None)
         if opens is not None and opens > datetime.now(UTC):
@@ -287,9 +310,12 @@ class Writer:
         rail = self._verified(where, key.number)
         refusal: Refused | None = None
         shown = view(stored.ticket, review, rail, self.outbox.quiet(key), self._brief_changes(stored))
+        known = self.outbox.status_comment(key)
+        # Until somebody acts on an offered issue, its label is all it costs (a backlog of hundreds).
+        comment = known is not None or comment_due(stored.ticket, rail, bool(items) or self.outbox.answered(key))
         try:
             comment_id: int | None = self.projector.show(
-                key.installation_id, repository, key.number, shown, past_runners, self.outbox.status_comment(key),
+                key.installation_id, repository, key.number, shown, past_runners, known, comment=comment,
             )  # fmt: skip
         except Refused as refusing:  # the rest was written; the check runs are still due
             refusal, comment_id = refusing, refusing.comment_id

@@ -112,6 +112,11 @@ def showing(state: str, *also: str) -> Callable[[Seen], bool]:
     return check
 
 
+def offered(s: Seen) -> bool:
+    """The issue shows `baton:open`: an offered issue that nobody acted on yet shows its label only."""
+    return "baton:open" in s.labels
+
+
 def at_once(act: Callable[[str], None], people: tuple[str, str]) -> None:
     """Each person acts on a thread of their own; their comments reach GitHub together (a barrier)."""
     threads = [threading.Thread(target=act, args=(who,)) for who in people]

@@ -145,6 +145,18 @@ def view(
     return View(state_label(ticket.state), ticket.runner if holds else None, "\n".join(lines), stale)
 
 
+def comment_due(ticket: Ticket, rail: EvidenceRail | None, answered: bool) -> bool:
+    """Whether an issue Baton offered shows its status comment yet: once somebody acted on it (a command
+    answered there, `answered`; any change to the ticket since it was created; evidence recorded about it).
+    Until then its label says all there is, and offering a backlog of hundreds costs one write each. The
+    comment then tells the first command's result."""
+    if answered or ticket.revision > 1:
+        return True
+    if rail is None:
+        return False
+    return bool(rail.pull_requests or rail.branches or rail.checks or rail.deployments or rail.reports)
+
+
 # ---------------------------------------------------------------------------------------------- the check run
 
 CHECK_NAME = OWN_CHECK

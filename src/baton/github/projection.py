@@ -72,11 +72,12 @@ class GitHubProjector:
 
     def show(
         self, installation_id: int, repository: str, number: int, view: View, past_runners: list[str],
-        status_comment_id: int | None,
-    ) -> int:  # fmt: skip
-        """Make the issue show `view`; returns the status comment's id. The label, the assignee and the
-        status comment are written each on its own: one that GitHub refuses for good does not keep the
-        others off, and is raised afterwards (`Refused`)."""
+        status_comment_id: int | None, *, comment: bool = True,
+    ) -> int | None:  # fmt: skip
+        """Make the issue show `view`; returns the status comment's id (None: without `comment`, the status
+        comment is neither looked for nor written). The label, the assignee and the status comment are
+        written each on its own: one that GitHub refuses for good does not keep the others off, and is
+        raised afterwards (`Refused`)."""
         client = self.github.installation(installation_id)
         owner, _, name = repository.partition("/")
         issue = _data(client.rest.issues.get(owner, name, number))
@@ -88,13 +89,13 @@ class GitHubProjector:
         with _or_refused(errors):
             self._assignees(installation_id, client, owner, name, number, view.assignee, past_runners, assignees)
         comment_id = None
-        with _or_refused(errors):
-            comment_id = self._status_comment(
-                installation_id, client, owner, name, number, view.comment, status_comment_id
-            )
+        if comment:
+            with _or_refused(errors):
+                comment_id = self._status_comment(
+                    installation_id, client, owner, name, number, view.comment, status_comment_id
+                )
         if errors:
             raise Refused(errors, comment_id)
-        assert comment_id is not None
         return comment_id
 
     def _labels(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 
 from baton.domain import TicketKey
 from baton.domain.offering import DELETED, TRANSFERRED, UNFINISHED, UNLABELED, offered
@@ -196,10 +197,12 @@ def backfill(
     repository_id: int,
     repository: str,
     run: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, int]:
     """Offer every open issue of a repository that it offers and that has no ticket yet (and put back one
     that offering withdrew). Idempotent: an issue with a ticket is left as it is. How many issues came to
-    what: `created`, `reoffered`, `tracked` (had a ticket), `not offered`."""
+    what: `created`, `reoffered`, `tracked` (had a ticket), `not offered`. `progress(done, total)` is told
+    after each issue offered."""
     policy = configs.load(installation_id, repository).policy
     place = TicketKey(installation_id, repository_id, 0).repository_key
     listed = [
@@ -208,7 +211,7 @@ def backfill(
     ]
     chosen = [issue for issue in listed if offered(policy, issue.labels)]
     operation = f"{installation_id}:backfill:{run or uuid.uuid4().hex}:{repository_id}"
-    counts = offering.offer_all(chosen, BATON, operation)
+    counts = offering.offer_all(chosen, BATON, operation, progress)
     counts["tracked"] = counts.get("tracked", 0) + counts.pop("duplicate", 0)
     if len(listed) > len(chosen):
         counts["not offered"] = len(listed) - len(chosen)

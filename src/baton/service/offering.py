@@ -1,7 +1,8 @@
 """Keeping tickets in step with what a repository offers (`baton.domain.offering`), one unit of work each.
 
 An offered issue without a ticket gets an `open` one (a `draft` when the brief in its body says so), shown on
-GitHub with `baton:open` and its status comment through the outbox; an issue that stops being offered has
+GitHub with its label through the outbox, in its lowest tier (offering's share of the write budget; the
+status comment follows the first command); an issue that stops being offered has
 its open ticket withdrawn, with an event that says why and who did it. Each change carries an operation id
 from the delivery (or backfill) that caused it, so doing it twice changes nothing (what changes nothing is
 not recorded at all), and creating a ticket races safely with a command creating it: the first insert
@@ -10,7 +11,7 @@ wins and the other reads what won.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from baton.briefs import read_brief
 from baton.domain import Event, Ticket, WorkState
@@ -39,23 +40,28 @@ class Offering:
             stored = uow.work.ticket(issue.key)
             if stored is None:
                 ticket_id, _ = self.work.new_ticket(uow, issue, operation_id, read_brief(issue.body))
-                return _done(uow, issue, ticket_id, operation_id, CREATED)
+                return _done(uow, issue, ticket_id, operation_id, CREATED, offering=True)
             if new_only:
                 return TRACKED
             applied = reoffer(stored.ticket, actor)
             if applied is None or not withdrawn_by_offering(uow.work.events(stored.id)):
                 return TRACKED  # nothing changes, and nothing is recorded
             _change(uow, stored, applied.ticket, applied.event, operation_id)
-            return _done(uow, issue, stored.id, operation_id, REOFFERED)
+            return _done(uow, issue, stored.id, operation_id, REOFFERED, offering=True)
 
         return self.work.units.settle(f"operation {operation_id}", attempt)
 
-    def offer_all(self, issues: Sequence[Issue], actor: str, operation: str) -> dict[str, int]:
-        """`offer` each issue (operation ids `operation:NUMBER`); how many of each result."""
+    def offer_all(
+        self, issues: Sequence[Issue], actor: str, operation: str, progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, int]:
+        """`offer` each issue (operation ids `operation:NUMBER`); how many of each result. `progress(done,
+        total)` after each."""
         counts: dict[str, int] = {}
-        for issue in issues:
+        for done, issue in enumerate(issues, 1):
             result = self.offer(issue, actor, f"{operation}:{issue.key.number}")
             counts[result] = counts.get(result, 0) + 1
+            if progress is not None:
+                progress(done, len(issues))
         return counts
 
     def withdraw(
@@ -94,12 +100,15 @@ def _change(uow: UnitOfWork, stored: StoredTicket, after: Ticket, event: Event, 
     uow.work.append(stored.id, event, operation_id)
 
 
-def _done(uow: UnitOfWork, issue: Issue, ticket_id: int, operation_id: str, result: str, *, show: bool = True) -> str:
+def _done(
+    uow: UnitOfWork, issue: Issue, ticket_id: int, operation_id: str, result: str, *, show: bool = True,
+    offering: bool = False,
+) -> str:  # fmt: skip
     """Record a change's result under its operation id (doing it again returns `DUPLICATE`), and mark the
-    issue due on GitHub unless it is gone."""
+    issue due on GitHub unless it is gone (`offering`: in the outbox's lowest tier)."""
     uow.work.record_operation(operation_id, ticket_id, {"offering": result})
     if show:
-        uow.outbox.due(issue.key, issue.repository)
+        uow.outbox.due(issue.key, issue.repository, offering=offering)
     return result
 
 

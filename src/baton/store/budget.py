@@ -9,6 +9,11 @@ so its writes leave most urgent first. Its slots come from `slot()`: not before 
 pause a rate limit set (`pause`, by any process), nor a time that would put more than the per-minute or
 per-hour number of writes inside one minute or hour of the log. A hold that its writer's process stops renewing
 (the process died) runs out after `HOLD`, a few seconds (`baton.store.leases`).
+
+Offering issues (a new issue's label, a backfill's hundreds) may take only a share of the budget: the log
+marks each offering write, and an offering write's slot also waits until fewer than half the per-minute
+(and per-hour) number of offering writes lie inside the last minute (hour). Answers and the work of claimed
+tickets are never held to it, so they always find room, whatever is left to offer.
 """
 
 from __future__ import annotations
@@ -56,7 +61,17 @@ _EDGE = (
     .offset(bindparam("skip"))
     .limit(1)
 )
-_LOG = insert(t.write_log).values(installation_id=bindparam("installation"), at=bindparam("moment"))
+# the offering write `skip` writes back in the log
+_OFFERING_EDGE = (
+    select(_l.at)
+    .where(_l.installation_id == bindparam("installation"), _l.offering.is_(True))
+    .order_by(_l.at.desc())
+    .offset(bindparam("skip"))
+    .limit(1)
+)
+_LOG = insert(t.write_log).values(
+    installation_id=bindparam("installation"), at=bindparam("moment"), offering=bindparam("offering")
+)
 _NEXT = update(t.write_budgets).where(_ONE).values(next_at=bindparam("next"))
 _FORGET = delete(t.write_log).where(_l.installation_id == bindparam("installation"), _l.at < bindparam("before"))
 
@@ -69,6 +84,26 @@ class Limits:
     interval: float = 1.0  # seconds between two writes
     per_minute: int = 80
     per_hour: int = 500
+
+    @property
+    def offering_per_minute(self) -> int:
+        """Offering's share of a minute's writes: half, and at least one."""
+        return max(1, self.per_minute // 2)
+
+    @property
+    def offering_per_hour(self) -> int:
+        """Offering's share of an hour's writes: half, and at least one."""
+        return max(1, self.per_hour // 2)
+
+    def offering_seconds(self, writes: int) -> float:
+        """How long `writes` offering writes take at offering's share, from a log with none of them (and
+        nothing else written meanwhile): whole hours of the hourly share, then minutes of the minute's, each
+        paced by the interval."""
+        if writes <= 0:
+            return 0.0
+        hours, rest = divmod(writes - 1, self.offering_per_hour)
+        minutes, last = divmod(rest, self.offering_per_minute)
+        return hours * 3600.0 + max(minutes * 60.0 + last * self.interval, rest * self.interval)
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -141,24 +176,36 @@ class Budgets:
         with self.engine.begin() as connection:
             connection.execute(_RELEASE, {"installation": installation_id, "by": holder})
 
-    def slot(self, installation_id: int, now: datetime | None = None) -> datetime:
-        """The first moment the installation's next write may leave."""
+    def slot(self, installation_id: int, now: datetime | None = None, *, offering: bool = False) -> datetime:
+        """The first moment the installation's next write may leave (`offering`: a write that offers an
+        issue, which also waits for offering's share of the budget)."""
         now = now or datetime.now(UTC)
+        limits = self.limits
         with self.engine.connect() as connection:
             row = connection.execute(_SLOT, {"installation": installation_id}).first()
             edges = [
                 connection.execute(_EDGE, {"installation": installation_id, "skip": max(0, count - 1)}).scalar()
-                for count in (self.limits.per_minute, self.limits.per_hour)
+                for count in (limits.per_minute, limits.per_hour)
             ]
+            if offering:
+                shares = [
+                    connection.execute(
+                        _OFFERING_EDGE, {"installation": installation_id, "skip": max(0, count - 1)}
+                    ).scalar()
+                    for count in (limits.offering_per_minute, limits.offering_per_hour)
+                ]
         next_at, paused_until = (_utc(row.next_at), _utc(row.paused_until)) if row else (None, None)
-        return earliest(now, self.limits, next_at, paused_until, _utc(edges[0]), _utc(edges[1]))
+        moment = earliest(now, limits, next_at, paused_until, _utc(edges[0]), _utc(edges[1]))
+        if offering:
+            moment = max(moment, earliest(now, limits, None, None, _utc(shares[0]), _utc(shares[1])))
+        return moment
 
-    def spend(self, installation_id: int, at: datetime | None = None) -> None:
-        """One write leaves now: log it, and move the next slot an interval on."""
+    def spend(self, installation_id: int, at: datetime | None = None, *, offering: bool = False) -> None:
+        """One write leaves now: log it (`offering`: as offering's), and move the next slot an interval on."""
         at = at or datetime.now(UTC)
         with self.engine.begin() as connection:
             self._upsert(connection, installation_id)
-            connection.execute(_LOG, {"installation": installation_id, "moment": at})
+            connection.execute(_LOG, {"installation": installation_id, "moment": at, "offering": offering})
             connection.execute(
                 _NEXT, {"installation": installation_id, "next": at + timedelta(seconds=self.limits.interval)}
             )

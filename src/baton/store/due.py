@@ -30,6 +30,11 @@ _STATEMENTS = Statements({
         VALUES (:installation_id, :repository_id, :number, :kind, :comment_id, :author, :message, :now, :due_at)""",
 }, many=("mark_due", "add_item"))  # fmt: skip
 
+# How urgent an issue's writes are, most urgent first: a 👍 waits on it; its ticket changed; it is only
+# offered (its label, within offering's share of the write budget, `budget.Budgets.slot`). A row takes the
+# most urgent of the reasons it was marked due for.
+URGENT, ORDINARY, OFFERING = 0, 1, 2
+
 Answer = tuple[str, int | None, str, str]  # kind ("reaction" | "reply"), comment id, author, text
 
 
@@ -43,15 +48,23 @@ class OutboxTx(RawTx):
     def __init__(self, connection: Connection) -> None:
         super().__init__(connection, _STATEMENTS)
 
-    def due(self, key: TicketKey, repository: str, after: float = 0.0, *, urgent: bool = False) -> None:
-        """Mark the issue due for reconciling on GitHub in `after` seconds (`urgent`: a 👍 waits on it)."""
-        self.due_all({key: (repository, after, urgent)})
+    def due(
+        self, key: TicketKey, repository: str, after: float = 0.0, *, urgent: bool = False, offering: bool = False
+    ) -> None:
+        """Mark the issue due for reconciling on GitHub in `after` seconds (`urgent`: a 👍 waits on it;
+        `offering`: it is only being offered, the lowest tier)."""
+        if offering and not urgent:
+            self._many("mark_due", [{**_key(key), "repository": repository, "due_at": self._now(after),
+                                     "urgency": OFFERING}])  # fmt: skip
+        else:
+            self.due_all({key: (repository, after, urgent)})
 
     def due_all(self, wanted: dict[TicketKey, tuple[str, float, bool]]) -> None:
         """`due` for many issues in one statement: each key's (repository, after, urgent)."""
         if wanted:
             self._many("mark_due", [
-                {**_key(key), "repository": repository, "due_at": self._now(after), "urgency": 0 if urgent else 1}
+                {**_key(key), "repository": repository, "due_at": self._now(after),
+                 "urgency": URGENT if urgent else ORDINARY}
                 for key, (repository, after, urgent) in wanted.items()
             ])  # fmt: skip
 

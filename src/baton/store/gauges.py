@@ -10,6 +10,7 @@ from datetime import datetime
 from sqlalchemy import Engine, and_, case, func, select
 
 from . import tables as t
+from .due import OFFERING
 from .outbox import MAX_ATTEMPTS, utc
 
 _o = t.outbox.c
@@ -24,6 +25,7 @@ class Backlog:
     issues: int = 0
     oldest_due_seconds: float = 0.0
     parked: int = 0
+    to_offer: int = 0  # of `issues`, those only being offered (the outbox's lowest tier)
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ def read(engine: Engine, now: datetime) -> Readings:
                     _o.installation_id,
                     func.count().label("issues"),
                     func.sum(case((parked, 1), else_=0)).label("parked"),
+                    func.sum(case((and_(~parked, _o.urgency >= OFFERING), 1), else_=0)).label("to_offer"),
                     func.min(case((and_(~parked, _o.due_at <= now), _o.due_at), else_=None)).label("due"),
                 ).group_by(_o.installation_id)
             )
@@ -69,7 +72,9 @@ def read(engine: Engine, now: datetime) -> Readings:
             backlogs[installation_id] = Backlog()
             continue
         due = (now - utc(row.due)).total_seconds() if row.due is not None else 0.0
-        backlogs[installation_id] = Backlog(int(row.issues) - int(row.parked), max(0.0, due), int(row.parked))
+        backlogs[installation_id] = Backlog(
+            int(row.issues) - int(row.parked), max(0.0, due), int(row.parked), int(row.to_offer)
+        )
     oldest = (now - utc(waiting[1])).total_seconds() if waiting[1] is not None else 0.0
     return Readings(
         backlogs,

@@ -4,9 +4,10 @@ change.)
 
 Rows are written for one installation at a time by whichever writer holds it (`budget.Budgets.hold`), so
 there is no lease per row: the holder takes the most urgent due row of its installation (a 👍 waiting
-first, then the oldest), works on it, and puts it back or clears it. Reconciling is idempotent (labels and
-assignees are compared first, the status comment and replies are found by their markers), so doing an
-issue twice after a crash doubles nothing.
+first, then a changed ticket, then an issue only being offered; the oldest first within each), works on
+it, and puts it back or clears it. Reconciling is idempotent (labels and assignees are compared first, the
+status comment and replies are found by their markers), so doing an issue twice after a crash doubles
+nothing.
 """
 
 from __future__ import annotations
@@ -22,13 +23,12 @@ from baton.domain.quiet import Quiet
 from baton.domain.status import BriefChange, CheckView, Review
 
 from . import tables as t
+from .due import OFFERING, ORDINARY, URGENT
 from .work import StoredTicket, WorkTx, loaded
 
 # A check-run creation not finished after this long died with its writer.
 LEASE = timedelta(seconds=60)
 MAX_ATTEMPTS = 12  # a row failed this many times in a row waits for the issue's next change
-URGENT = 0  # a 👍 waits on the row
-ORDINARY = 1
 
 _o = t.outbox.c
 _i = t.outbox_items.c
@@ -40,6 +40,7 @@ class Due:
     repository: str
     version: int
     attempts: int
+    urgency: int = ORDINARY  # URGENT, ORDINARY or OFFERING (`due`): the last is held to offering's share
 
 
 @dataclass(frozen=True)
@@ -60,12 +61,12 @@ _stopped = (
 )
 
 _b = t.write_budgets.c
-# Before each write that is not a 👍: does another issue of the installation have one waiting?
+# Before each write that is not a 👍: does another issue of the installation have more urgent writes waiting?
 _URGENT_ELSEWHERE = (
     select(_o.number)
     .where(
         _o.installation_id == bindparam("installation"),
-        _o.urgency == URGENT,
+        _o.urgency < bindparam("below"),
         _o.due_at <= bindparam("now"),
         _o.attempts < MAX_ATTEMPTS,
         ~and_(_o.repository_id == bindparam("repository"), _o.number == bindparam("number")),
@@ -136,30 +137,54 @@ class Outbox:
         """The rows due now (of one installation, when given), most urgent first: a 👍 waiting, then the one
         due longest."""
         query = (
-            select(_o.installation_id, _o.repository_id, _o.number, _o.repository, _o.version, _o.attempts)
+            select(_o.installation_id, _o.repository_id, _o.number, _o.repository, _o.version, _o.attempts, _o.urgency)
             .where(_o.due_at <= (now or datetime.now(UTC)), _o.attempts < MAX_ATTEMPTS, ~_stopped)
-            .order_by(_o.urgency, _o.due_at)
+            .order_by(_o.urgency, _o.due_at, _o.number)
             .limit(limit)
         )
         if installation_id is not None:
             query = query.where(_o.installation_id == installation_id)
         with self.engine.connect() as connection:
             rows = connection.execute(query).all()
-        return [Due(TicketKey(r.installation_id, r.repository_id, r.number), r.repository, r.version, r.attempts)
-                for r in rows]  # fmt: skip
+        return [Due(TicketKey(r.installation_id, r.repository_id, r.number), r.repository, r.version, r.attempts,
+                    r.urgency) for r in rows]  # fmt: skip
 
     def most_urgent(self, installation_id: int) -> Due | None:
         """The installation's next row to write."""
         found = self.due(installation_id=installation_id, limit=1)
         return found[0] if found else None
 
-    def urgent_elsewhere(self, key: TicketKey, now: datetime | None = None) -> bool:
-        """Whether another issue of the installation has a 👍 waiting (it goes before this issue's writes)."""
+    def urgent_elsewhere(self, key: TicketKey, now: datetime | None = None, below: int = ORDINARY) -> bool:
+        """Whether another issue of the installation has writes due more urgent than `below` (a 👍 waiting,
+        by default; for an issue only being offered, any change): they go before this issue's writes."""
         now = now or datetime.now(UTC)
         values = {"installation": key.installation_id, "repository": key.repository_id, "number": key.number}
         with self.engine.connect() as connection:
-            row = connection.execute(_URGENT_ELSEWHERE, {**values, "now": now}).first()
+            row = connection.execute(_URGENT_ELSEWHERE, {**values, "now": now, "below": below}).first()
         return row is not None
+
+    def offer_later(self, installation_id: int, until: datetime) -> None:
+        """Offering's share of the budget allows no write before `until`: the installation's issues that are
+        only being offered wait until then (one that changes meanwhile leaves their tier, and is due at once)."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(t.outbox)
+                .where(_o.installation_id == installation_id, _o.urgency >= OFFERING, _o.due_at < until)
+                .values(due_at=until)
+            )
+
+    def to_offer(self, installation_id: int | None = None) -> int:
+        """Issues offered and not shown on GitHub yet (of one installation, when given)."""
+        query = select(func.count()).select_from(t.outbox).where(_o.urgency >= OFFERING, _o.attempts < MAX_ATTEMPTS)
+        if installation_id is not None:
+            query = query.where(_o.installation_id == installation_id)
+        with self.engine.connect() as connection:
+            return int(connection.execute(query).scalar_one())
+
+    def answered(self, key: TicketKey) -> bool:
+        """Whether a command on the issue was ever answered there (a 👍 or a reply, sent or waiting)."""
+        with self.engine.connect() as connection:
+            return connection.execute(select(_i.id).where(_items_at(key)).limit(1)).first() is not None
 
     def ticket(self, key: TicketKey) -> tuple[StoredTicket | None, Review | None, list[str]]:
         """The ticket, its last review, and everyone who has been its runner (to unassign them)."""
@@ -259,10 +284,13 @@ class Outbox:
         """Clear the row unless something changed since it was read; then it is due again at once."""
         self.later(due, None)
 
-    def later(self, due: Due, at: datetime | None, urgency: int = ORDINARY) -> None:
-        """Put the row back, due at `at` (None: nothing is left to do), with what remains its `urgency`.
+    def later(self, due: Due, at: datetime | None, urgency: int | None = None) -> None:
+        """Put the row back, due at `at` (None: nothing is left to do), with what remains its `urgency`
+        (by default: ordinary, or still offering for an issue only being offered).
         A change made meanwhile (its version rose) makes it due at once: that change may carry a 👍."""
         now = datetime.now(UTC)
+        if urgency is None:
+            urgency = max(ORDINARY, due.urgency)
         with self.engine.begin() as connection:
             if at is None:
                 cleared = connection.execute(delete(t.outbox).where(_at(due.key), _o.version == due.version))

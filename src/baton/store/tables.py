@@ -16,6 +16,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 metadata = MetaData(
@@ -386,5 +387,7 @@ write_log = Table(
     Column("id", Id, primary_key=True),
     Column("installation_id", BigInteger, nullable=False),
     Column("at", DateTime(timezone=True), nullable=False),
+    # offering an issue (its label, for offering or a backfill): held to a share of the budget
+    Column("offering", Boolean, nullable=False, server_default=false()),
     Index(None, "installation_id", "at"),
 )
