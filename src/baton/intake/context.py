@@ -5,7 +5,7 @@ which settings the repository has."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -90,6 +90,24 @@ class Intake:
     issues: IssueSource | None = None  # None: repositories' existing issues are not offered on installation
     inbox: Inbox | None = None  # where an installation stores the backfill of its repositories
     metrics: Metrics | None = None  # hears of each delivery decided (how long after its acknowledgement)
+    # Asks GitHub where a repository Baton has no record of is installed, and records what it says
+    # (`service.installations.Lookup`); None: only what the installation events and sweeps recorded counts.
+    lookup: Callable[[str], None] | None = None
+
+    def locate(self, repository: str) -> tuple[int, int] | None:
+        """The installation and id of `repository` ("owner/name", any case) where an active installation of
+        Baton holds it; None where none does. A repository with no record is asked of GitHub first (`lookup`),
+        so a database that missed the installation event still serves it. Raises `DirectoryUnavailable`
+        when GitHub cannot be asked."""
+        if self.installations is None:
+            return None
+        found = self.installations.find(repository)
+        if found is None and self.lookup is not None:
+            self.lookup(repository)
+            found = self.installations.find(repository)
+        if found is None or not self.installations.active(found[0]):
+            return None
+        return found
 
     def active(self, envelope: Envelope) -> bool:
         """An uninstalled or suspended installation's commands stop; its history stays."""

@@ -31,6 +31,7 @@ from baton.domain.evidence import (
     repository_text,
 )
 from baton.github.webhooks import MAX_NUMBER
+from baton.intake.api import not_served
 from baton.settings import Settings
 from baton.store.engine import READ_ONLY
 from baton.store.evidence_codec import from_dict
@@ -387,10 +388,14 @@ def _authorize(request: Request, credentials: Annotated[HTTPAuthorizationCredent
     presented_token = credentials.credentials if credentials is not None else ""
     if readers is not None and owner and repo and presented_token and presented_token != expected:
         # A ticket of one repository: an agent's own GitHub token reads it where its person may read the
-        # repository on GitHub.
+        # repository on GitHub. A person who may not is answered as for a repository Baton does not serve.
+        may: bool | None = None
         with suppress(Exception):  # not a person's token, or GitHub cannot say: the read token's rules
-            if readers(presented_token, f"{owner}/{repo}"):
-                return
+            may = readers(presented_token, f"{owner}/{repo}")
+        if may:
+            return
+        if may is False:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, not_served(f"{owner}/{repo}"))
     if not expected:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN,
