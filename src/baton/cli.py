@@ -77,7 +77,7 @@ def _worker(args: argparse.Namespace) -> int:
     import threading
 
     from baton.logs import configure
-    from baton.runtime import Runtime
+    from baton.runtime import Lane, Runtime
 
     settings = Settings()
     configure(settings)
@@ -104,10 +104,17 @@ def _worker(args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     lanes = Runtime(parts, writers=settings.writers)
+    # The App's installations, as the worker starts and every hour (one process at a time, `baton serve` too).
+    sweep = parts.installation_sweep
+    installations = Lane("baton-installations", sweep.step, lanes.outage) if sweep is not None else None
     _loaded()
     log.info("deciding webhook deliveries; %d threads writing to GitHub; sweeping quiet claims", settings.writers)
     lanes.start()
+    if installations is not None:
+        installations.start()
     stop.wait()
+    if installations is not None:
+        installations.stop()
     lanes.stop()
     if metrics_server is not None:
         metrics_server.shutdown()

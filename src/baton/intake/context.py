@@ -15,6 +15,7 @@ from baton.github.configs import DefaultConfigs, Loaded
 from baton.github.issues import OpenIssue
 from baton.github.webhooks import number
 from baton.service.evidence import EvidenceService
+from baton.service.installations import LookupFailed
 from baton.service.offering import Offering
 from baton.service.work import WorkService
 from baton.store.inbox import Inbox
@@ -103,7 +104,10 @@ class Intake:
             return None
         found = self.installations.find(repository)
         if found is None and self.lookup is not None:
-            self.lookup(repository)
+            try:
+                self.lookup(repository)
+            except LookupFailed as error:
+                raise DirectoryUnavailable(str(error)) from None
             found = self.installations.find(repository)
         if found is None or not self.installations.active(found[0]):
             return None
