@@ -305,7 +305,7 @@ def _docs(args: argparse.Namespace) -> int:
 # The settings each operator's command reads (as BATON_<NAME>, or from a `.env` file).
 APP_READS = ("DATABASE_URL", "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "GITHUB_API_URL", "GITHUB_TIMEOUT")
 WORKER_READS = (*APP_READS, "ANSWER_DELAY", "WRITE_INTERVAL", "WRITES_PER_MINUTE", "WRITES_PER_HOUR", "WRITERS",
-                "LOG_LEVEL", "LOG_FORMAT")  # fmt: skip
+                "LOG_LEVEL", "LOG_FORMAT", "INSTALLATIONS_EVERY")  # fmt: skip
 # `baton worker` alone: where it serves its metrics (`baton serve` has them at its own /metrics).
 WORKER_COMMAND_READS = (*WORKER_READS, "METRICS_PORT", "HOST")
 SERVE_READS = (*WORKER_READS, "WEBHOOK_SECRET", "API_TOKEN", "API_REQUESTS_PER_MINUTE", "WORKER", "SPOOL_DIR",

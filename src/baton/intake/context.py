@@ -98,18 +98,21 @@ class Intake:
     def locate(self, repository: str) -> tuple[int, int] | None:
         """The installation and id of `repository` ("owner/name", any case) where an active installation of
         Baton holds it; None where none does. A repository with no record is asked of GitHub first (`lookup`),
-        so a database that missed the installation event still serves it. Raises `DirectoryUnavailable`
+        so a database that missed the installation event still serves it (and one recorded under an installation
+        no longer active, in case it was installed again). Raises `DirectoryUnavailable`
         when GitHub cannot be asked."""
         if self.installations is None:
             return None
-        found = self.installations.find(repository)
-        if found is None and self.lookup is not None:
+        installations = self.installations
+        found = installations.find(repository)
+        if (found is None or not installations.active(found[0])) and self.lookup is not None:
+            # Perhaps installed again, under a new installation, with its events missed too.
             try:
                 self.lookup(repository)
             except LookupFailed as error:
                 raise DirectoryUnavailable(str(error)) from None
-            found = self.installations.find(repository)
-        if found is None or not self.installations.active(found[0]):
+            found = installations.find(repository)
+        if found is None or not installations.active(found[0]):
             return None
         return found
 
