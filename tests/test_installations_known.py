@@ -5,20 +5,25 @@ Baton it was installed (a new database behind an App installed long ago)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import select
 
-from baton.demo.stage import Stage
+from baton.demo.stage import APP_ID, Stage
 from baton.store import make_engine
 from baton.store import tables as t
 from baton.store.sweeps import Sweeps
 from keys import app_key, app_public_key
 from local_http import HTTP
+from processes import stop
 from standin_scene import Scene, opened
 
 NOT_SERVED = "Baton is not installed on {}, or you cannot read it."
@@ -109,6 +114,13 @@ def test_the_sweep_records_installations_and_follows_repositories_removed_and_su
     assert found is not None and found.gone == (installation,)
     assert _recorded(scene)[0] == {installation: "deleted"}
 
+    with world.lock:
+        again = world.install("octo")
+        scene.repository.installation_id = again.id  # installed again: no event, and no sweep yet
+    answered = _claim(scene, "agent-a", scene.full_name, scene.number)
+    assert answered.status_code == 200 and answered.json()["runner"] == "agent-a", answered.text
+    assert _recorded(scene)[0] == {installation: "deleted", again.id: "active"}
+
 
 def test_one_process_sweeps_at_a_time_and_not_again_before_its_period(database_url: str) -> None:
     engine = make_engine(database_url)
@@ -128,17 +140,31 @@ def test_one_process_sweeps_at_a_time_and_not_again_before_its_period(database_u
 
 def test_baton_serve_sweeps_as_it_starts(database_url: str) -> None:
     with Stage.open(database_url, key=(app_key(), app_public_key()), announce=False, write_interval=0) as stage:
-        deadline = time.monotonic() + 30
-        engine = stage.app.state.work.units.engine
-        while True:
-            with engine.connect() as connection:
-                recorded = {
-                    row.full_name: row.present for row in connection.execute(select(t.installation_repositories))
-                }
-            if recorded:
-                break
-            assert time.monotonic() < deadline, "no sweep recorded the installation"
-            time.sleep(0.05)
-        assert recorded == {stage.full_name: True}
+        assert _repositories_recorded(stage.app.state.work.units.engine) == {stage.full_name: True}
         with stage.hub.world.lock:
             assert [c.path for c in stage.hub.rest.calls if c.method == "GET"].count("/app/installations") == 1
+
+
+def _repositories_recorded(engine: Any, within: float = 60.0) -> dict[str, bool]:
+    """The repositories recorded, as soon as there are any (within `within` seconds)."""
+    deadline = time.monotonic() + within
+    while True:
+        with engine.connect() as connection:
+            recorded = {row.full_name: row.present for row in connection.execute(select(t.installation_repositories))}
+        if recorded:
+            return recorded
+        assert time.monotonic() < deadline, "no sweep recorded the installation"
+        time.sleep(0.05)
+
+
+def test_baton_worker_sweeps_as_it_starts(database_url: str) -> None:
+    with Stage.open(database_url, key=(app_key(), app_public_key()), announce=False, lanes=False) as stage:
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("BATON_")},
+               "BATON_DATABASE_URL": database_url, "BATON_APP_ID": str(APP_ID), "BATON_PRIVATE_KEY": app_key(),
+               "BATON_GITHUB_API_URL": stage.github_url}  # fmt: skip
+        worker = subprocess.Popen([sys.executable, "-m", "baton.cli", "worker"], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        try:
+            assert _repositories_recorded(stage.app.state.work.units.engine) == {stage.full_name: True}
+        finally:
+            stop(worker)

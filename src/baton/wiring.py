@@ -104,9 +104,11 @@ def assemble(
         found = GitHubInstallations(github)
         installations = intake.installations
         assert installations is not None
-        intake.lookup = Lookup(found, installations)
+        lookup = intake.lookup = Lookup(found, installations)
         if settings.installations_every > 0:
-            installation_sweep = InstallationSweep(found, installations, Sweeps(engine), settings.installations_every)
+            installation_sweep = InstallationSweep(
+                found, installations, Sweeps(engine), settings.installations_every, lookup
+            )
     redelivery = None
     if github is not None and settings.redeliver_every > 0:
         redelivery = Redelivery(GitHubHookDeliveries(github), Redeliveries(engine), settings.redeliver_every)

@@ -69,11 +69,12 @@ def status_of(installed: Installed) -> str:
 
 class InstallationSweep:
     def __init__(self, github: InstallationSource, installations: Installations, sweeps: Sweeps,
-                 every: float = EVERY) -> None:  # fmt: skip
+                 every: float = EVERY, lookup: Lookup | None = None) -> None:  # fmt: skip
         self.github = github
         self.installations = installations
         self.sweeps = sweeps
         self.every = every
+        self.lookup = lookup  # what it remembers is forgotten after each sweep: the sweep knows better
         self.holder = f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._started = False
         self._failing = False  # GitHub failed the last sweep: said once, until a sweep gets through
@@ -101,6 +102,8 @@ class InstallationSweep:
             self.sweeps.release(SWEEP, self.holder)
             raise
         self.sweeps.done(SWEEP, self.holder)
+        if self.lookup is not None:
+            self.lookup.forget_all()
         if self._failing:
             log.warning("GitHub lists the App's installations again")
             self._failing = False
@@ -152,6 +155,11 @@ class Lookup:
         self.forget = forget
         self._none: dict[str, float] = {}  # lower-case "owner/name" -> when GitHub said no installation holds it
         self._lock = threading.Lock()
+
+    def forget_all(self) -> None:
+        """Every repository is asked about again at its next call."""
+        with self._lock:
+            self._none.clear()
 
     def __call__(self, repository: str) -> None:
         """Raises `LookupFailed` when GitHub cannot be asked."""
