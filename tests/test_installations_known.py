@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -70,6 +71,14 @@ def test_a_new_database_behind_an_installed_app_answers_a_claim_asking_github_on
         missing = _claim(scene, "agent-a", "octo/nowhere", 1)
         assert missing.status_code == 404 and missing.json()["message"] == NOT_SERVED.format("octo/nowhere")
     assert _asked(scene, "/repos/octo/nowhere/installation") == 1
+
+    # Calls about one repository at once ask once too: the others wait for that answer.
+    token = scene.hub.person("agent-a").token()
+    url, headers = f"{scene.stage.baton_url}/api/v1/tasks", {"Authorization": f"Bearer {token}"}
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: HTTP.get(url, params={"repo": "octo/elsewhere"}, headers=headers), range(8)))
+    assert [answer.status_code for answer in answers] == [404] * 8
+    assert _asked(scene, "/repos/octo/elsewhere/installation") == 1
 
 
 def test_the_sweep_records_installations_and_follows_repositories_removed_and_suspensions(scene: Scene) -> None:

@@ -19,7 +19,7 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Protocol
 
@@ -146,6 +146,14 @@ class InstallationSweep:
         log.warning("could not list the App's installations (%s); the next sweep tries again", failure(error))
 
 
+@dataclass
+class _Asking:
+    """The calls about one repository under way: one asks GitHub at a time."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    calls: int = 0
+
+
 class Lookup:
     """Asks GitHub where a repository with no record is installed (`__call__`), and records what it says."""
 
@@ -154,20 +162,38 @@ class Lookup:
         self.installations = installations
         self.forget = forget
         self._none: dict[str, float] = {}  # lower-case "owner/name" -> when GitHub said no installation holds it
+        self._answered: dict[str, float] = {}  # … -> when GitHub last said which one does (recorded then)
+        self._asking: dict[str, _Asking] = {}  # … -> the calls asking about it now
         self._lock = threading.Lock()
 
     def forget_all(self) -> None:
         """Every repository is asked about again at its next call."""
         with self._lock:
             self._none.clear()
+            self._answered.clear()
 
     def __call__(self, repository: str) -> None:
-        """Raises `LookupFailed` when GitHub cannot be asked."""
-        name, now = repository.lower(), time.monotonic()
+        """Raises `LookupFailed` when GitHub cannot be asked. Calls about one repository at once ask GitHub
+        once: the others wait for that answer."""
+        name = repository.lower()
         with self._lock:
-            said = self._none.get(name)
-        if said is not None and now - said < self.forget:
-            return
+            asking = self._asking.setdefault(name, _Asking())
+            asking.calls += 1
+        try:
+            with asking.lock:
+                self._ask(repository, name)
+        finally:
+            with self._lock:
+                asking.calls -= 1
+                if not asking.calls:
+                    del self._asking[name]
+
+    def _ask(self, repository: str, name: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            said, answered = self._none.get(name), self._answered.get(name)
+        if (said is not None and now - said < self.forget) or (answered is not None and now - answered < 1.0):
+            return  # told no, or another call just recorded what GitHub said
         try:
             held = self.github.holding(repository)
         except RequestError as error:
@@ -178,6 +204,10 @@ class Lookup:
             self.installations.record(installed.id, installed.account, status_of(installed))
             if not installed.suspended:
                 self.installations.repositories(installed.id, [(repository_id, full_name)], True)
+                with self._lock:
+                    self._answered[name] = time.monotonic()
+                    if len(self._answered) > 10_000:
+                        self._answered.clear()
                 return
         with self._lock:
             if len(self._none) > 10_000:
