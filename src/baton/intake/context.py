@@ -97,16 +97,15 @@ class Intake:
 
     def locate(self, repository: str) -> tuple[int, int] | None:
         """The installation and id of `repository` ("owner/name", any case) where an active installation of
-        Baton holds it; None where none does. A repository with no record is asked of GitHub first (`lookup`),
-        so a database that missed the installation event still serves it (and one recorded under an installation
-        no longer active, in case it was installed again). Raises `DirectoryUnavailable`
-        when GitHub cannot be asked."""
+        Baton holds it; None where none does. A repository with no record, or recorded under an installation no
+        longer active, is asked of GitHub first (`lookup`): a database that missed the installation event still
+        serves it. Raises `DirectoryUnavailable` when GitHub cannot be asked."""
         if self.installations is None:
             return None
         installations = self.installations
         found = installations.find(repository)
         if (found is None or not installations.active(found[0])) and self.lookup is not None:
-            # Perhaps installed again, under a new installation, with its events missed too.
+            # Inactive: perhaps installed again, under a new installation, with its events missed too.
             try:
                 self.lookup(repository)
             except LookupFailed as error:
