@@ -286,8 +286,9 @@ def test_create_and_claim_opens_an_issue_that_is_never_open_for_anyone_else(scen
         assert (issue.title, issue.user.login) == ("Totals in the footer", "baton[bot]")
         assert issue.labels == ["baton:claimed"] and issue.assignees == ["agent-a"]
 
-    nobody = Agent(scene, "nobody", "none")
-    refused = HTTP.post(url, json={"title": "Not mine to run"}, headers={"Authorization": f"Bearer {nobody.token}"})
+    scene.configure('runners: ["@agent-a"]\n')  # a reader outside the list may not run, so may not open one
+    reader = Agent(scene, "reed")
+    refused = HTTP.post(url, json={"title": "Not mine to run"}, headers={"Authorization": f"Bearer {reader.token}"})
     assert refused.status_code == 403 and refused.json()["code"] == "not_permitted", refused.text
     with scene.hub.world.lock:
         assert max(scene.repository.issues) == number  # no issue was opened for a refusal

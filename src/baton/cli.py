@@ -136,7 +136,7 @@ def _worker(args: argparse.Namespace) -> int:
     import threading
 
     from baton.logs import configure
-    from baton.runtime import Runtime
+    from baton.runtime import Lane, Runtime
 
     settings = Settings()
     configure(settings)
@@ -161,10 +161,17 @@ def _worker(args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     lanes = Runtime(parts, writers=settings.writers)
+    # The App's installations, as the worker starts and every hour (one process at a time, `baton serve` too).
+    sweep = parts.installation_sweep
+    installations = Lane("baton-installations", sweep.step, lanes.outage) if sweep is not None else None
     _loaded()
     log.info("deciding webhook deliveries; %d threads writing to GitHub; sweeping quiet claims", settings.writers)
     lanes.start()
+    if installations is not None:
+        installations.start()
     stop.wait()
+    if installations is not None:
+        installations.stop()
     lanes.stop()
     if metrics_server is not None:
         metrics_server.shutdown()
@@ -440,7 +447,7 @@ def _docs(args: argparse.Namespace) -> int:
 # The settings each operator's command reads (as BATON_<NAME>, or from a `.env` file).
 APP_READS = ("DATABASE_URL", "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "GITHUB_API_URL", "GITHUB_TIMEOUT")
 WORKER_READS = (*APP_READS, "ANSWER_DELAY", "WRITE_INTERVAL", "WRITES_PER_MINUTE", "WRITES_PER_HOUR", "WRITERS",
-                "LOG_LEVEL", "LOG_FORMAT")  # fmt: skip
+                "LOG_LEVEL", "LOG_FORMAT", "INSTALLATIONS_EVERY")  # fmt: skip
 # `baton worker` alone: where it serves its metrics (`baton serve` has them at its own /metrics).
 WORKER_COMMAND_READS = (*WORKER_READS, "METRICS_PORT", "HOST")
 SERVE_READS = (*WORKER_READS, "WEBHOOK_SECRET", "API_TOKEN", "API_REQUESTS_PER_MINUTE", "WORKER", "SPOOL_DIR",

@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     writers: int = Field(4, ge=1)  # threads writing to GitHub per process, each for one installation at a time
     # Seconds between sweeps of GitHub's webhook delivery log for missed deliveries (`baton serve`); 0: off.
     redeliver_every: float = Field(300.0, ge=0)
+    # Seconds between sweeps of the App's installations and their repositories (`baton serve` and `baton worker`,
+    # one process at a time; each also sweeps as it starts); 0: off.
+    installations_every: float = Field(3600.0, ge=0)
     spool_dir: str = "./baton-spool"  # deliveries received while the database is unreachable wait here
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)  # 0: any free port

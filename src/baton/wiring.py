@@ -10,12 +10,14 @@ from baton.clock import SYSTEM, Clock
 from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
 from baton.github.configs import DefaultConfigs, GitHubConfigs
 from baton.github.hooks import GitHubHookDeliveries
+from baton.github.installations import GitHubInstallations
 from baton.github.issues import GitHubIssues
 from baton.github.projection import GitHubProjector
 from baton.github.verify import Verifier
 from baton.intake import Configs, Directory, Intake, NoDirectory
 from baton.metrics import Metrics
 from baton.service.evidence import EvidenceService
+from baton.service.installations import InstallationSweep, Lookup
 from baton.service.offering import Offering
 from baton.service.quiet import Sweep
 from baton.service.redelivery import Redelivery
@@ -28,6 +30,7 @@ from baton.store.inbox import Inbox
 from baton.store.installations import Installations
 from baton.store.outbox import Outbox
 from baton.store.redeliveries import Redeliveries
+from baton.store.sweeps import Sweeps
 from baton.writer import Gate, Writer
 
 
@@ -43,6 +46,8 @@ class Parts:
     metrics: Metrics  # this process's counts, and the database's figures read at each scrape
     # Missed webhooks asked for again; None without an App or with `BATON_REDELIVER_EVERY=0`.
     redelivery: Redelivery | None = None
+    # The App's installations listed from GitHub; None without an App or with `BATON_INSTALLATIONS_EVERY=0`.
+    installation_sweep: InstallationSweep | None = None
 
 
 def work_service(
@@ -94,7 +99,17 @@ def assemble(
         gate = Gate(budgets, outbox, patience=limits.interval + 1.0)
         writer = Writer(outbox, GitHubProjector(github, gate), budgets, gate, evidence, Verifier(github))
     sweep = Sweep(work.units, intake.configs, answer_delay=settings.answer_delay, installations=intake.installations)
+    installation_sweep = None
+    if github is not None:
+        found = GitHubInstallations(github)
+        installations = intake.installations
+        assert installations is not None
+        lookup = intake.lookup = Lookup(found, installations)
+        if settings.installations_every > 0:
+            installation_sweep = InstallationSweep(
+                found, installations, Sweeps(engine), settings.installations_every, lookup
+            )
     redelivery = None
     if github is not None and settings.redeliver_every > 0:
         redelivery = Redelivery(GitHubHookDeliveries(github), Redeliveries(engine), settings.redeliver_every)
-    return Parts(engine, work, evidence, inbox, intake, writer, sweep, metrics, redelivery)
+    return Parts(engine, work, evidence, inbox, intake, writer, sweep, metrics, redelivery, installation_sweep)

@@ -187,6 +187,9 @@ def _without_examples(node: Any) -> Any:
     return node
 
 
+_ACCOUNTS = {"Simple User", "Enterprise"}  # the two kinds of account an App can be installed on
+
+
 def patch(node: Any) -> list[str]:
     """Fixes, in place, what GitHub's description says but does not mean; returns what it changed.
 
@@ -197,11 +200,17 @@ def patch(node: Any) -> list[str]:
     - `nullable: true` beside a `oneOf`/`anyOf` (a commit's `author`, null when GitHub knows no account for
       the commit's e-mail): the validator applies `nullable` only beside a `type`, so null would match no
       member. A member that is only null joins them.
+    - an `allOf` of a Simple User and an Enterprise (an installation's `account` in `GET /app/installations`):
+      an account is one or the other, as the `installation` component says with an `anyOf`. It becomes one.
     """
     changed: list[str] = []
 
     def walk(value: Any, where: str) -> None:
         if isinstance(value, dict):
+            every = value.get("allOf")
+            if isinstance(every, list) and {m.get("title") for m in every if isinstance(m, dict)} == _ACCOUNTS:
+                value["anyOf"] = value.pop("allOf")
+                changed.append(f"{where}: allOf of a user and an enterprise made anyOf")
             enum = value.get("enum")
             if value.get("nullable") is True and isinstance(enum, list) and None not in enum:
                 enum.append(None)

@@ -39,7 +39,7 @@ from .oauth import access_token, authorize, user_installations
 from .registration import conversion, registration_page
 from .rendering import render_check_run, render_issue, render_pull_request
 from .teams import team_membership
-from .world import CheckRun, Comment, Issue, Reaction, Repository, Token, World, sha_of
+from .world import CheckRun, Comment, Installation, Issue, Reaction, Repository, Token, World, sha_of
 
 Json = Any
 Notify = Callable[[str, dict[str, Any]], None]  # a webhook for Baton: (event, payload)
@@ -245,6 +245,17 @@ class StandIn:
             if status >= 400:
                 raise Answer(status, answer)
             return status, answer, {}
+        if method == "GET" and path == "/app/installations":
+            with self.world.lock:
+                return 200, self._app_installations(base, web, headers, query), {}
+        if method == "GET" and path == "/installation/repositories":
+            with self.world.lock:
+                return 200, self._installation_repositories(base, headers, query), {}
+        located = re.fullmatch(r"/repos/([^/]+)/([^/]+)/installation", path)
+        if method == "GET" and located is not None:
+            with self.world.lock:
+                owner, name = map(unquote, located.groups())
+                return 200, self._repository_installation(base, web, headers, owner, name), {}
         membership = re.fullmatch(r"/orgs/([^/]+)/teams/([^/]+)/memberships/([^/]+)", path)
         if method == "GET" and membership is not None:
             with self.world.lock:
@@ -292,6 +303,40 @@ class StandIn:
         token = Token(f"ghs_{secrets.token_hex(18)}", installation_id, self.world.now() + timedelta(hours=1))
         self.world.tokens[token.value] = token
         return 201, shapes.installation_token(token.value, token.expires_at)
+
+    # -- the App's installations ------------------------------------------------------------------------
+
+    def _installation(self, installation: Installation, base: str, web: str) -> Json:
+        suspended = (installation.account, shapes.timestamp(self.world.now())) if installation.suspended else None
+        return shapes.installation_object(installation.id, self.world.app_of(installation.app_id), installation.account,
+                                          api_url=base, web_url=web, suspended=suspended)  # fmt: skip
+
+    def _app_installations(self, base: str, web: str, headers: dict[str, str], query: dict[str, str]) -> Json:
+        """`GET /app/installations` (the App's JWT): its installations, suspended ones too, a page at a time."""
+        app_id = self._app_jwt(headers)
+        mine = sorted((one for one in self.world.installations.values() if one.app_id == app_id), key=lambda i: i.id)
+        return [self._installation(one, base, web) for one in _paged(mine, query)]
+
+    def _installation_repositories(self, base: str, headers: dict[str, str], query: dict[str, str]) -> Json:
+        """`GET /installation/repositories` (an installation token): the repositories it reaches, a page at a time."""
+        scheme, _, credential = headers.get("authorization", "").partition(" ")
+        token = self.world.tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
+        if token is None or token.expires_at <= self.world.now():
+            raise Answer(401, "Bad credentials")
+        if self.world.installations[token.installation_id].suspended:
+            raise Answer(403, "This installation has been suspended")
+        reached = sorted((one for one in self.world.repositories.values()
+                          if one.installation_id == token.installation_id), key=lambda r: r.id)  # fmt: skip
+        return shapes.installation_repositories([one.shape(base) for one in _paged(reached, query)], len(reached))
+
+    def _repository_installation(self, base: str, web: str, headers: dict[str, str], owner: str, name: str) -> Json:
+        """`GET /repos/{owner}/{repo}/installation` (the App's JWT): the App's installation holding it, or 404."""
+        app_id = self._app_jwt(headers)
+        repository = self.world.repository(f"{owner}/{name}")
+        installation = self.world.installations.get(repository.installation_id) if repository else None
+        if installation is None or installation.app_id != app_id:
+            raise Answer(404, "Not Found")
+        return self._installation(installation, base, web)
 
     def _app_jwt(self, headers: dict[str, str]) -> int:
         """The call is the App's own: it carries a JWT signed with the App's key, as GitHub requires of the
@@ -428,6 +473,13 @@ class _Context:
 # -- the operations ----------------------------------------------------------------------------------
 # Each takes the context and the path's remaining parts, and returns (status, body). The world's lock is
 # held. Argument names follow GitHub's path parameters.
+
+
+def _paged(items: list[Any], query: dict[str, str]) -> list[Any]:
+    """One page of `items`, as GitHub pages with `per_page` (at most 100; 30 by default) and `page`."""
+    per_page = max(1, min(100, int(query.get("per_page") or 30)))
+    page = max(1, int(query.get("page") or 1))
+    return items[(page - 1) * per_page : page * per_page]
 
 
 def _get_repository(c: _Context) -> tuple[int, Json]:

@@ -85,12 +85,14 @@ class Stage:
         clock: Clock = SYSTEM,
         oauth: bool = False,
         hidden: tuple[str, ...] = (),
+        announce: bool = True,
         **settings: Any,
     ) -> Iterator[Stage]:
         """`settings` override Baton's (e.g. `answer_delay`, `write_interval`, `api_token`); Baton listens
         on `baton_port` (0: any free port). Without `lanes` nothing writes to GitHub by itself: a delivery
         is decided right after its answer, and the caller writes with `stage.app.state.writer.drain()`. `clock`:
-        Baton's time, for quiet claims (a test moves it by hand)."""
+        Baton's time, for quiet claims (a test moves it by hand). Without `announce`, GitHub never tells Baton
+        it was installed (as for an App installed before Baton ran, or a new database)."""
         private, public = key or key_pair()
         secret = secrets.token_hex(16)
         world = World(APP_ID, public)
@@ -125,5 +127,6 @@ class Stage:
                     installation.id, world.app, installation.account, world.account(f"{OWNER}-admin"),
                     [one.shape(github.url) for one in (repository, *others)], api_url=github.url,
                 )  # fmt: skip
-            hub.deliver("installation", installed)
+            if announce:
+                hub.deliver("installation", installed)
             yield cls(hub, repository, baton_settings, baton.url, github.url, app)

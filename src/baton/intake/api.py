@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from baton.domain import Command, Refused, Situation, TicketKey, create
+from baton.domain import Command, Permission, Refused, Situation, TicketKey, create
 from baton.domain import decide as decide_command
 from baton.service.work import UNREAD, Issue, Outcome, Request
 
@@ -26,12 +26,20 @@ class Missing(Exception):
     message: str
 
 
-def _installed(intake: Intake, repository: str, number: int | None = None) -> tuple[int, int]:
-    installations = intake.installations
-    found = installations.find(repository) if installations is not None else None
-    if found is None or installations is None or not installations.active(found[0]):
-        raise Missing(f"Baton is not installed on {repository}" + (f", or it has no issue #{number} there." if number
-                                                                     else "."))  # fmt: skip
+def not_served(repository: str) -> str:
+    """The one answer to a caller about a repository Baton does not serve, or one the caller cannot read: the
+    same words for both, so nobody learns from Baton what a private repository holds, or that it exists."""
+    return f"Baton is not installed on {repository}, or you cannot read it."
+
+
+def readable(intake: Intake, repository: str, login: str) -> tuple[int, int]:
+    """The installation and id of `repository`, where Baton serves it and GitHub lets `login` read it. Every
+    agent API call passes here before any ticket or issue is looked at; a caller who may not read the
+    repository gets `Missing(not_served(repository))`, as for a repository Baton does not serve. Raises
+    `DirectoryUnavailable` when GitHub cannot be asked."""
+    found = intake.locate(repository)
+    if found is None or intake.directory.access(found[0], repository, login).permission is Permission.NONE:
+        raise Missing(not_served(repository))
     return found
 
 
@@ -39,8 +47,9 @@ def prepare(
     intake: Intake, repository: str, number: int, command: Command, login: str, is_bot: bool, operation_id: str
 ) -> Request:
     """`command` by `login` on `repository#number`, ready to decide: the repository's settings, and the caller's
-    access and teams there. Raises `Missing`."""
-    installation_id, repository_id = _installed(intake, repository, number)
+    access and teams there. Raises `Missing` (the same for a repository the caller cannot read as for one Baton
+    does not serve)."""
+    installation_id, repository_id = readable(intake, repository, login)
     key = TicketKey(installation_id, repository_id, number)
     policy = intake.policy(installation_id, repository, key, login)
     teams = brief_teams(intake, key, [command])
@@ -87,7 +96,7 @@ def create_and_claim(
 
     GitHub's `issues` `opened` webhook about it is Baton's own (`performed_via_github_app`) and offers nothing;
     under `offer: labeled` the issue gets the offer label, as an offered issue has."""
-    installation_id, repository_id = _installed(intake, repository)
+    installation_id, repository_id = readable(intake, repository, login)
     if intake.issues is None:
         raise Missing(f"Baton cannot open issues on {repository}: it runs without a GitHub App.")
     policy = intake.configs.load(installation_id, repository).policy

@@ -5,7 +5,7 @@ which settings the repository has."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -15,6 +15,7 @@ from baton.github.configs import DefaultConfigs, Loaded
 from baton.github.issues import OpenIssue
 from baton.github.webhooks import number
 from baton.service.evidence import EvidenceService
+from baton.service.installations import LookupFailed
 from baton.service.offering import Offering
 from baton.service.work import WorkService
 from baton.store.inbox import Inbox
@@ -90,6 +91,29 @@ class Intake:
     issues: IssueSource | None = None  # None: repositories' existing issues are not offered on installation
     inbox: Inbox | None = None  # where an installation stores the backfill of its repositories
     metrics: Metrics | None = None  # hears of each delivery decided (how long after its acknowledgement)
+    # Asks GitHub where a repository Baton has no record of is installed, and records what it says
+    # (`service.installations.Lookup`); None: only what the installation events and sweeps recorded counts.
+    lookup: Callable[[str], None] | None = None
+
+    def locate(self, repository: str) -> tuple[int, int] | None:
+        """The installation and id of `repository` ("owner/name", any case) where an active installation of
+        Baton holds it; None where none does. A repository with no record, or recorded under an installation no
+        longer active, is asked of GitHub first (`lookup`): a database that missed the installation event still
+        serves it. Raises `DirectoryUnavailable` when GitHub cannot be asked."""
+        if self.installations is None:
+            return None
+        installations = self.installations
+        found = installations.find(repository)
+        if (found is None or not installations.active(found[0])) and self.lookup is not None:
+            # Inactive: perhaps installed again, under a new installation, with its events missed too.
+            try:
+                self.lookup(repository)
+            except LookupFailed as error:
+                raise DirectoryUnavailable(str(error)) from None
+            found = installations.find(repository)
+        if found is None or not installations.active(found[0]):
+            return None
+        return found
 
     def active(self, envelope: Envelope) -> bool:
         """An uninstalled or suspended installation's commands stop; its history stays."""

@@ -118,6 +118,56 @@ class Installations:
             self._found[name] = (now, found)
         return found
 
+    def statuses(self) -> dict[int, str]:
+        """Every recorded installation's status (active, suspended or deleted)."""
+        with one_statement(self.engine, reads=True) as connection:
+            return {int(row.id): str(row.status) for row in connection.execute(select(_i.id, _i.status))}
+
+    def reconcile(self, installation_id: int, repositories: list[tuple[int, str]]) -> tuple[list[str], list[str]]:
+        """The installation holds exactly `repositories` (id, "owner/name"), as GitHub lists them: those are
+        present, every other one recorded for it is not. The names of those that came and went."""
+        try:
+            return self._reconcile(installation_id, repositories)
+        finally:
+            with self._lock:
+                self._found.clear()
+
+    def _reconcile(self, installation_id: int, repositories: list[tuple[int, str]]) -> tuple[list[str], list[str]]:
+        now = datetime.now(UTC)
+        listed = dict(repositories)
+        came: list[str] = []
+        with self.engine.begin() as connection:
+            recorded = {
+                int(row.repository_id): (str(row.full_name), bool(row.present))
+                for row in connection.execute(
+                    select(_r.repository_id, _r.full_name, _r.present).where(_r.installation_id == installation_id)
+                )
+            }
+            gone = [name for repository_id, (name, present) in recorded.items()
+                    if present and repository_id not in listed]  # fmt: skip
+            if gone:
+                connection.execute(
+                    update(t.installation_repositories)
+                    .where(_r.installation_id == installation_id, _r.repository_id.not_in(list(listed)), _r.present)
+                    .values(present=False, updated_at=now)
+                )
+            for repository_id, full_name in listed.items():
+                known = recorded.get(repository_id)
+                if known == (full_name, True):
+                    continue
+                came += [full_name] if known is None or not known[1] else []
+                values = {"full_name": full_name, "present": True, "updated_at": now}
+                if known is None:
+                    connection.execute(
+                        insert(t.installation_repositories).values(
+                            installation_id=installation_id, repository_id=repository_id, **values
+                        )
+                    )
+                else:
+                    where = (_r.installation_id == installation_id) & (_r.repository_id == repository_id)
+                    connection.execute(update(t.installation_repositories).where(where).values(**values))
+        return came, gone
+
     def present(self, installation_id: int) -> dict[str, bool]:
         with self.engine.connect() as connection:
             rows = connection.execute(

@@ -272,6 +272,17 @@ installation_repositories = Table(
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
 
+# Sweeps only one process makes at a time (the App's installations): who holds one, until when (a process that
+# died holding it lets go then), and when the last one ended.
+sweeps = Table(
+    "sweeps",
+    metadata,
+    Column("name", String(60), primary_key=True),
+    Column("holder", String(100)),
+    Column("held_until", DateTime(timezone=True)),
+    Column("swept_at", DateTime(timezone=True)),
+)
+
 # The agent API's idempotency keys (docs/agents.md): a retry with the same key gets the first answer; the key
 # used again for another request is refused. `login` is lower-case; `status` and `body` are the answer, once given.
 api_requests = Table(

@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -30,12 +31,12 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from baton.domain import Command, Evidence, Permission, Refused, TicketKey, WorkState
+from baton.domain import Command, Evidence, Refused, TicketKey, WorkState
 from baton.github.identity import BadToken, Identities, Identity, IdentityUnavailable
 from baton.github.issues import NotOpened
 from baton.github.webhooks import MAX_NUMBER
 from baton.intake import Intake
-from baton.intake.api import Missing, create_and_claim, decide_all, prepare
+from baton.intake.api import Missing, create_and_claim, decide_all, not_served, prepare, readable
 from baton.intake.context import DirectoryUnavailable
 from baton.service import work
 from baton.service.work import Outcome
@@ -321,14 +322,16 @@ def web_url(api_url: str) -> str:
 
 
 def readers(intake: Intake, identities: Identities) -> Callable[[str, str], bool]:
-    """Whether a person's GitHub token may read a repository's tickets: where GitHub lets them read it."""
+    """Whether a person's GitHub token may read a repository's tickets: where Baton serves the repository and
+    GitHub lets them read it (`intake.api.readable`). Raises `BadToken` for a token that is not a person's."""
 
     def may_read(token: str, repository: str) -> bool:
         login = identities.who(token).login
-        found = intake.installations.find(repository) if intake.installations is not None else None
-        if found is None:
+        try:
+            readable(intake, repository, login)
+        except Missing:
             return False
-        return intake.directory.access(found[0], repository, login).permission is not Permission.NONE
+        return True
 
     return may_read
 
@@ -455,8 +458,10 @@ class AgentApi:
         transaction, each as if alone (`decide_all`)."""
         answers: dict[int, JSONResponse | Exception] = {}  # by the call's place in `calls`
         ready: list[tuple[int, work.Request]] = []
-        installed = self.intake.installations
-        found = {name: installed.find(name) for name in {call.repository for call in calls}} if installed else {}
+        found: dict[str, tuple[int, int] | None] = {}
+        for name in {call.repository for call in calls}:
+            with suppress(Exception):  # `prepare` finds it again, and answers for it
+                found[name] = self.intake.locate(name)
         self.intake.warm({(where[0], call.repository, call.identity.login) for call in calls
                           if (where := found.get(call.repository)) is not None})  # fmt: skip
         for n, call in enumerate(calls):
@@ -520,13 +525,15 @@ class AgentApi:
         if not (self.read_token and hmac.compare_digest(token.encode("latin-1"), self.read_token.encode())):
             self.caller(authorization)  # an agent: known to GitHub, and within its rate
             try:
-                readable = self.may_read(token, repo)
+                may = self.may_read(token, repo)
             except DirectoryUnavailable as error:
                 return _problem(503, "unavailable", f"{error}; try again shortly.")
-            if not readable:
-                return _problem(404, "not_found", f"Baton is not installed on {repo}, or you cannot read it.")
-        installations = self.intake.installations
-        found = installations.find(repo) if installations is not None else None
+            if not may:
+                return _problem(404, "not_found", not_served(repo))
+        try:
+            found = self.intake.locate(repo)
+        except DirectoryUnavailable as error:
+            return _problem(503, "unavailable", f"{error}; try again shortly.")
         listed: list[Task] = []
         if found is not None:
             summaries = self.listing.tickets(repository=repo, state=state, limit=limit)

@@ -32,6 +32,7 @@ from baton.domain.evidence import (
     repository_text,
 )
 from baton.github.webhooks import MAX_NUMBER
+from baton.intake.api import not_served
 from baton.settings import Settings
 from baton.store.engine import READ_ONLY
 from baton.store.evidence_codec import from_dict
@@ -448,13 +449,16 @@ def _authorize(request: Request, credentials: Annotated[HTTPAuthorizationCredent
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "Invalid API token.", headers=_UNAUTHORIZED)
     if readers is not None and owner and repo and presented_token and not configured:
         # A ticket of one repository: an agent's own GitHub token reads it where its person may read the
-        # repository on GitHub, within that person's rate (as their agent API calls).
-        readable = False
+        # repository on GitHub, within that person's rate (as their agent API calls). A person who may not is
+        # answered as for a repository Baton does not serve.
+        may: bool | None = None
         with suppress(Exception):  # not a person's token, or GitHub cannot say: the read token's rules
-            readable = readers(presented_token, f"{owner}/{repo}")
-        if readable:
+            may = readers(presented_token, f"{owner}/{repo}")
+        if may:
             request.app.state.agent_api.limit_reader(presented_token)
             return
+        if may is False:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, not_served(f"{owner}/{repo}"))
     if not expected:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN,

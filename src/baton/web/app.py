@@ -69,21 +69,25 @@ def create_app(
     if lanes and parts.redelivery is not None:
         redelivering = Lane("baton-redeliver", parts.redelivery.step, runtime.outage if runtime else Outage())
 
+    # The App's installations are listed as the process starts and every hour (one process at a time).
+    sweeping = None
+    if lanes and parts.installation_sweep is not None:
+        sweeping = Lane("baton-installations", parts.installation_sweep.step, runtime.outage if runtime else Outage())
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if runtime is not None:
             runtime.start()
-        if spooling is not None:
-            spooling.start()
-        if redelivering is not None:
-            redelivering.start()
+        for lane in (spooling, redelivering, sweeping):
+            if lane is not None:
+                lane.start()
         mcp_running = asyncio.create_task(mcp.run())
         try:
             yield
         finally:
             mcp.stop()
             await mcp_running
-            for lane in (spooling, redelivering):
+            for lane in (spooling, redelivering, sweeping):
                 if lane is not None:
                     lane.stop()
                     lane.join(10)

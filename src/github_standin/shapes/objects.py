@@ -458,10 +458,14 @@ def installation_object(
     created_at: str = EPOCH,
     api_url: str = API_URL,
     web_url: str = WEB_URL,
+    suspended: tuple[Account, str] | None = None,
 ) -> Json:
-    """An App's installation on `account` (`installation`), as `GET /user/installations` and the
-    `installation` webhook show it."""
+    """An App's installation on `account` (`installation`), as `GET /user/installations`, `GET
+    /app/installations`, `GET /repos/{owner}/{repo}/installation` and the `installation` webhook show it;
+    `suspended`: who suspended it, and when."""
     api_url, web_url = api_url.rstrip("/"), web_url.rstrip("/")
+    by = user(suspended[0].login, suspended[0].id, type=suspended[0].type, api_url=api_url, web_url=web_url) if (
+        suspended) else None  # fmt: skip
     return {
         "id": installation_id,
         "account": user(account.login, account.id, type=account.type, api_url=api_url, web_url=web_url),
@@ -478,8 +482,8 @@ def installation_object(
         "created_at": created_at,
         "updated_at": created_at,
         "single_file_name": None,
-        "suspended_by": None,
-        "suspended_at": None,
+        "suspended_by": by,
+        "suspended_at": suspended[1] if suspended else None,
     }
 
 
@@ -498,6 +502,12 @@ def user_installation_repositories(repos: Sequence[tuple[Repo, str]], total: int
                        "pull": True}  # fmt: skip
         listed.append({**_repository_core(repo), "permissions": permissions})
     return {"total_count": total, "repository_selection": "selected", "repositories": listed}
+
+
+def installation_repositories(repos: Sequence[Repo], total: int) -> Json:
+    """GET /installation/repositories: one page of the repositories an installation token reaches."""
+    return {"total_count": total, "repository_selection": "selected",
+            "repositories": [_repository_core(repo) for repo in repos]}  # fmt: skip
 
 
 def team_membership(url: str, role: str = "member", state: str = "active") -> Json:

@@ -2,14 +2,14 @@
 process can keep offering (and backfill) to half of any minute's and any hour's writes.
 
 Revision ID: 0017
-Revises: 0014
+Revises: 0016
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0017"
-down_revision = "0014"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
