@@ -84,6 +84,7 @@ def assemble(
         GitHubIssues(github) if github else None,
         inbox,
         metrics,
+        github.login if github else None,
     )
     writer = None
     if github is not None:
