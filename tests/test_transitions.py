@@ -431,7 +431,7 @@ def test_status_and_help_note_without_change(name: str, state: WorkState) -> Non
 @pytest.mark.parametrize("rev", [None, 19, 3], ids=["no-rev", "current-rev", "stale-rev"])
 def test_the_holder_claiming_again_is_noted_with_what_it_holds(rev: int | None) -> None:
     held = ticket(C, attempt=2)
-    for actor in (RUNNER, Actor("AGENT-A", Permission.READ)):
+    for actor in (RUNNER, Actor("AGENT-A", Permission.READ, collaborator=True)):
         decision = decide(held, Command("claim", rev=rev), actor, Situation())
         assert decision == Noted("claim", "already_held", "you already hold #42 (attempt 2, revision 19).")
     # at its claim limit it still holds this one: nothing is counted, nothing refused
