@@ -81,13 +81,14 @@ def free_port() -> int:
 def stand_in(public_key: str, *, installations: int = 1, issues: int = 100) -> Iterator[str]:
     """The stand-in GitHub in a process of its own, so it does not share a GIL with the claimers: the App
     (id APP_ID, `public_key`) installed `installations` times, installation n holding `repository_of(n)`
-    with `issues` open issues and Baton's labels. Yields its URL."""
+    with `issues` open issues and Baton's labels, the agents (`agent-*`) its collaborators. Yields its URL."""
     port = free_port()
     with tempfile.TemporaryDirectory() as folder:
         key = Path(folder) / "app.pub.pem"
         key.write_text(public_key)
         command = [sys.executable, "-m", "github_standin", "--port", str(port), "--app-id", str(APP_ID),
-                   "--app-key", str(key), "--issues", str(issues), "--inspect"]  # fmt: skip
+                   "--app-key", str(key), "--issues", str(issues), "--inspect",
+                   "--collaborator", "agent-*"]  # fmt: skip
         for n in range(1, installations + 1):
             command += ["--repository", f"{n}:{REPOSITORY_ID + n - 1}:{repository_of(n)}"]
         for label in LABELS:

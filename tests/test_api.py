@@ -37,9 +37,9 @@ TOKEN = "t0k"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SHOP, ZOO, API = ("octo/shop", 7, 1001), ("octo/Zoo", 7, 1002), ("acme/api", 8, 2001)
 
-AGENT_A = Actor("agent-a", Permission.READ)
-AGENT_B = Actor("Agent-B", Permission.READ)  # GitHub keeps a login's case; lookups ignore it
-OWNER = Actor("olivia", Permission.READ)
+AGENT_A = Actor("agent-a", Permission.READ, collaborator=True)
+AGENT_B = Actor("Agent-B", Permission.READ, collaborator=True)  # GitHub keeps a login's case; lookups ignore it
+OWNER = Actor("olivia", Permission.READ, collaborator=True)
 MAINTAINER = Actor("maria", Permission.MAINTAIN)
 
 SECOND_HEAD = "5d6e7f8" + "9" * 33

@@ -248,7 +248,8 @@ def reference_order(scenario: Scenario) -> list[int]:
 
 
 def actor(login: str) -> Actor:
-    return Actor(login, PERMISSIONS.get(login.lower(), Permission.NONE))
+    permission = PERMISSIONS.get(login.lower(), Permission.NONE)
+    return Actor(login, permission, collaborator=permission is not Permission.NONE)
 
 
 rarely = st.sampled_from((*(False,) * 7, True))
@@ -463,7 +464,7 @@ def test_twenty_agents_racing_in_one_call_make_one_claim(twin: Twin) -> None:
     single, batch = twin.services()
     target = issue(SHOP, 42)
     policy = Policy(max_active_claims=1, offer="all")
-    agents = [Actor(f"agent-{n:02d}", Permission.READ) for n in range(20)]
+    agents = [Actor(f"agent-{n:02d}", Permission.READ, collaborator=True) for n in range(20)]
     requests = tuple(
         Request(target, Command("claim"), agent, f"race-{n}", policy, Source(700 + n)) for n, agent in enumerate(agents)
     )
@@ -495,7 +496,7 @@ def test_twenty_agents_racing_in_one_call_make_one_claim(twin: Twin) -> None:
     assert len(rows["operations"]) == 20
 
 
-AGENT_A = Actor("agent-a", Permission.READ)
+AGENT_A = Actor("agent-a", Permission.READ, collaborator=True)
 ARRIVALS = {
     # agent-a claims #2, then #1: #1 meets the limit, though its key comes first
     "claims": [(2, "claim"), (1, "claim")],

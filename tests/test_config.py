@@ -58,6 +58,7 @@ require_reviewer: true
     [
         ("runners: anyone\n", "anyone"),
         ("runners: collaborators\n", "collaborators"),
+        ("runners: readers\n", "readers"),
         ("runners: []\n", "collaborators"),
     ],
 )
@@ -82,12 +83,12 @@ def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: st
         ("reviewers: rita\n",
          ["`reviewers` must be a list of logins, org/team names or role:NAME entries, not 'rita'"]),
         ("runners: ['not a login!']\n",
-         ["`runners` must be `collaborators`, `anyone` or a list of logins, org/team names or role:NAME entries, "
-          "not ['not a login!']"]),
+         ["`runners` must be `collaborators`, `readers`, `anyone` or a list of logins, org/team names or "
+          "role:NAME entries, not ['not a login!']"]),
         ("runners: everyone\nmaintainers: mona\n",
          ["`maintainers` must be a list of logins, org/team names or role:NAME entries, not 'mona'",
-          "`runners` must be `collaborators`, `anyone` or a list of logins, org/team names or role:NAME entries, "
-          "not 'everyone'"]),
+          "`runners` must be `collaborators`, `readers`, `anyone` or a list of logins, org/team names or "
+          "role:NAME entries, not 'everyone'"]),
         ("required_evidence: [tests, vibes]\n",
          ["`required_evidence` names 'vibes', which is not a kind of evidence (a list of branch, commit, pr, "
           "tests, screenshot, or a mapping of them to counts like `screenshot: 2`)"]),

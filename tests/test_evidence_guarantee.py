@@ -46,7 +46,7 @@ PR_HEAD = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"  # pull request #2's head i
 DEPLOYED = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"  # the examples' deployed commit
 PUSHED = "6113728f27ae82c7b1a177c8d03f9e96e0adf246"  # the examples' push to master
 
-RUNNER = Actor("agent-a", Permission.READ)
+RUNNER = Actor("agent-a", Permission.READ, collaborator=True)
 MAINTAINER = Actor("maria", Permission.MAINTAIN)
 
 

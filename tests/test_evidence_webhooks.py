@@ -46,7 +46,7 @@ class FakeDirectory:
 
     def access(self, installation_id: int, repository: str, login: str) -> Access:
         permission = self.permissions.get(login, Permission.READ)
-        return Access(permission, permission.value)
+        return Access(permission, permission.value, collaborator=permission is not Permission.NONE)
 
     def member(self, installation_id: int, team: str, login: str) -> bool:
         return False
@@ -510,7 +510,7 @@ def test_concurrent_deliveries_about_one_ticket_never_lose_a_fact(database_url: 
         evidence = EvidenceService(Units(engine), answer_delay=0)
         work = WorkService(Units(engine), evidence, answer_delay=0)
         issue = Issue(TicketKey(SHOP.installation, SHOP.repository_id, 42), SHOP.name, "olivia")
-        runner = Actor("agent-a", Permission.READ)
+        runner = Actor("agent-a", Permission.READ, collaborator=True)
         assert work.apply(issue, Command("claim"), runner, "claim").applied
         repository = Repository(RepositoryKey(SHOP.installation, SHOP.repository_id), SHOP.name)
         branches = [f"42-try-{n}" for n in range(10)]

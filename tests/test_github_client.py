@@ -166,7 +166,40 @@ def test_roles_map_to_permissions(
     github: respx.MockRouter, pem: str, permission: str, role_name: str, expected: Permission
 ) -> None:
     permission_route(github, "maria").respond(200, json=answer(permission, role_name))
+    github.get("/repos/octo/shop/collaborators/maria").respond(204)
     assert directory(pem).permission(INSTALLATION, "octo/shop", "maria") is expected
+
+
+@pytest.mark.parametrize(("status", "collaborator"), [(204, True), (404, False)])
+def test_read_access_asks_the_collaborator_check_and_keeps_its_answer(
+    github: respx.MockRouter, pem: str, status: int, collaborator: bool
+) -> None:
+    permission_route(github, "otto").respond(200, json=answer("read", "read"))
+    check = github.get("/repos/octo/shop/collaborators/otto").respond(status)
+    people = directory(pem)
+    assert people.access(INSTALLATION, "octo/shop", "otto") == Access(Permission.READ, "read", collaborator)
+    assert people.access(INSTALLATION, "octo/shop", "otto").collaborator is collaborator
+    assert check.call_count == 1
+
+
+def test_more_than_read_is_a_collaborator_without_asking_and_none_is_none(github: respx.MockRouter, pem: str) -> None:
+    permission_route(github, "tia").respond(200, json=answer("read", "triage"))
+    permission_route(github, "nobody").respond(200, json=answer("none", "none"))
+    check = github.get(path__regex=r"/repos/octo/shop/collaborators/[^/]+$").respond(204)
+    people = directory(pem)
+    assert people.access(INSTALLATION, "octo/shop", "tia") == Access(Permission.TRIAGE, "triage", True)
+    assert people.access(INSTALLATION, "octo/shop", "nobody") == Access(Permission.NONE, "none", False)
+    assert check.call_count == 0
+
+
+def test_a_failing_collaborator_check_raises_and_is_asked_again(github: respx.MockRouter, pem: str) -> None:
+    permission_route(github, "otto").respond(200, json=answer("read", "read"))
+    check = github.get("/repos/octo/shop/collaborators/otto")
+    check.side_effect = [httpx.Response(502), httpx.Response(204)]
+    people = directory(pem)
+    with pytest.raises(RequestFailed):
+        people.access(INSTALLATION, "octo/shop", "otto")
+    assert people.access(INSTALLATION, "octo/shop", "otto").collaborator is True
 
 
 @pytest.mark.parametrize(
@@ -181,7 +214,8 @@ def test_a_custom_role_counts_as_its_base_level_and_keeps_its_name(
     data = {**answer("write" if flags["push"] else "read", "release-manager")}
     data["user"] = {"login": "maria", "id": 1, "permissions": flags}
     permission_route(github, "maria").respond(200, json=data)
-    assert directory(pem).access(INSTALLATION, "octo/shop", "maria") == Access(expected, "release-manager")
+    github.get("/repos/octo/shop/collaborators/maria").respond(204)
+    assert directory(pem).access(INSTALLATION, "octo/shop", "maria") == Access(expected, "release-manager", True)
 
 
 def membership_route(router: respx.MockRouter, team: str, login: str) -> respx.Route:

@@ -36,11 +36,11 @@ from baton.wiring import work_service
 REPO = "octo/shop"
 INSTALLATION, REPOSITORY_ID = 7, 1001
 
-AGENT_A = Actor("agent-a", Permission.READ)
-AGENT_B = Actor("agent-b", Permission.READ)
-AGENT_C = Actor("agent-c", Permission.READ)
+AGENT_A = Actor("agent-a", Permission.READ, collaborator=True)
+AGENT_B = Actor("agent-b", Permission.READ, collaborator=True)
+AGENT_C = Actor("agent-c", Permission.READ, collaborator=True)
 ADMIN_A = Actor("agent-a", Permission.ADMIN)
-OWNER = Actor("olivia", Permission.READ)
+OWNER = Actor("olivia", Permission.READ, collaborator=True)
 MAINTAINER = Actor("maria", Permission.MAINTAIN)
 STRANGER = Actor("stranger", Permission.NONE)
 
@@ -478,9 +478,9 @@ def test_the_claim_limit_holds_across_tickets_and_the_counts_follow_every_transi
     for number in (1, 2, 3, 4):
         assert rail.service.open_ticket(issue(number), f"open-{number}").applied
     agent_a_upper, agent_a_lower, agent_a_shout = (
-        Actor("Agent-A", Permission.READ),
-        Actor("agent-a", Permission.READ),
-        Actor("AGENT-A", Permission.READ),
+        Actor("Agent-A", Permission.READ, collaborator=True),
+        Actor("agent-a", Permission.READ, collaborator=True),
+        Actor("AGENT-A", Permission.READ, collaborator=True),
     )
 
     def step(number: int, command: Command, actor: Actor) -> Outcome:

@@ -130,6 +130,9 @@ REST_CASES: list[tuple[str, str, int, Any, str]] = [
      "apps/list-repos-accessible-to-installation"),
     ("GET", "/repos/octo-org/widgets/installation", 200, shapes.installation_object(5, APP, ORG, api_url=API),
      "apps/get-repo-installation"),
+
+    ("GET", "/app", 200, shapes.app_object(APP), "apps/get-authenticated"),
+    ("GET", f"{R}/collaborators/alice", 204, None, "repos/check-collaborator"),
     ("GET", f"{R}/collaborators/alice/permission", 200,
      shapes.collaborator_permission(REPO, ALICE, "write", "write"), "repos/get-collaborator-permission-level"),
     ("GET", f"{R}/collaborators/nobody/permission", 200,
@@ -244,7 +247,7 @@ JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
 
 
 def _body(value: Any) -> bytes:
-    return json.dumps(value).encode()
+    return b"" if value is None else json.dumps(value).encode()
 
 
 def _case_id(case: tuple[str, str, int, Any, str]) -> str:
@@ -510,6 +513,7 @@ def test_the_subset_is_a_valid_openapi_description(contract: Contract) -> None:
 # (what Baton asks githubkit to do, the answer the stand-in gives, its status)
 GITHUBKIT_CALLS: list[tuple[str, Callable[[GitHub[Any]], Any], Any, int]] = [
     ("token", lambda gh: gh.rest.apps.create_installation_access_token(5), TOKEN, 201),
+    ("app", lambda gh: gh.rest.apps.get_authenticated(), shapes.app_object(APP), 200),
     ("permission", lambda gh: gh.rest.repos.get_collaborator_permission_level("octo-org", "widgets", "alice"),
      shapes.collaborator_permission(REPO, ALICE, "admin", "admin"), 200),
     ("content", lambda gh: gh.rest.repos.get_content("octo-org", "widgets", ".github/baton.yml"),

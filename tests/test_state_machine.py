@@ -101,7 +101,7 @@ policies = st.builds(
     reviewers=st.sampled_from([frozenset(), frozenset({"agent-b"}), frozenset({"@Agent-C"})]),
     runners=st.sampled_from([frozenset(), frozenset({"agent-a", "Agent-B"})]),
     maintainers=st.sampled_from([frozenset(), frozenset({"@Agent-C"})]),
-    runner_access=st.sampled_from(["collaborators", "anyone"]),
+    runner_access=st.sampled_from(["collaborators", "readers", "anyone"]),
 )
 briefs = st.one_of(
     st.none(),
@@ -211,7 +211,10 @@ def expect(before: Ticket, command: Command, actor: Actor, policy: Policy, held:
         case "claim":
             if policy.runners and not listed(policy.runners, actor.login):
                 return Expected("not_permitted")
-            collaborator = actor.permission is not Permission.NONE
+            reader = actor.permission is not Permission.NONE
+            collaborator = actor.collaborator or actor.permission not in (Permission.NONE, Permission.READ)
+            if not policy.runners and policy.runner_access == "readers" and not reader:
+                return Expected("not_permitted")
             if not policy.runners and policy.runner_access == "collaborators" and not collaborator:
                 return Expected("not_permitted")
             if held >= policy.max_active_claims:
@@ -345,7 +348,11 @@ class Model:
         self.attempt_runners: dict[tuple[int, int], str] = {}
 
     def actor(self, login: str) -> Actor:
-        return Actor(login, self.permissions.get(login.lower(), Permission.NONE))
+        """agent-c reads the repository without being a collaborator (an outsider on a public repository) when
+        GitHub gives it read; everyone else with access is a collaborator."""
+        permission = self.permissions.get(login.lower(), Permission.NONE)
+        collaborator = permission is not Permission.NONE and login.lower() != "agent-c"
+        return Actor(login, permission, collaborator=collaborator)
 
     def open(self, number: int, draft: bool = False, brief: Brief | None = None) -> Ticket:
         ticket, event = create(key(number), REPO, OWNER, draft=draft, brief=brief)

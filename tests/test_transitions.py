@@ -34,9 +34,10 @@ from baton.domain import (
 KEY = TicketKey(installation_id=7, repository_id=1001, number=42)
 REPO = "octo/shop"
 
-RUNNER = Actor("agent-a", Permission.READ)
-OTHER = Actor("agent-b", Permission.READ)
-OWNER = Actor("olivia", Permission.READ)
+RUNNER = Actor("agent-a", Permission.READ, collaborator=True)
+OTHER = Actor("agent-b", Permission.READ, collaborator=True)
+OWNER = Actor("olivia", Permission.READ, collaborator=True)
+OUTSIDER = Actor("otto", Permission.READ)  # reads a public repository, as everybody does: no collaborator
 MAINTAINER = Actor("maria", Permission.MAINTAIN)
 ADMIN_RUNNER = Actor("agent-a", Permission.ADMIN)
 STRANGER = Actor("stranger", Permission.NONE)
@@ -179,6 +180,8 @@ APPLIED = [
          state=C, role=Role.REPOSITORY_MAINTAINER),
     Case("a custom role can be listed by name", ticket(V), Command("accept"), CUSTOM,
          policy=Policy(reviewers=frozenset({"role:Release-Manager"})), state=A, role=Role.REVIEWER),
+    Case("claim by a reader under runners: readers", ticket(O), Command("claim"), OUTSIDER,
+         policy=Policy(runner_access="readers"), state=C, role=Role.RUNNER),
     Case("claim by anyone where runners: anyone", ticket(O), Command("claim"), STRANGER,
          policy=Policy(runner_access="anyone"), state=C, role=Role.RUNNER),
     Case("withdraw claimed by a maintainer", ticket(C), Command("withdraw", text="obsolete"), MAINTAINER,
@@ -364,9 +367,20 @@ REFUSED = [
                  "`maintainers:` of `.github/baton.yml` (@maria, @octo/leads). Ask one of them, or ask to be "
                  "added to that list."),
     Case("claim without access to the repository", ticket(O), Command("claim"), STRANGER, code="not_permitted",
-         message="@stranger cannot /claim #42: that needs a runner, and octo/shop takes runners with access to "
-                 "the repository (read or more), and @stranger has none. Ask a maintainer for access, or to "
-                 "/assign it."),
+         message="@stranger cannot /claim #42: that needs a runner, and only collaborators may run tasks here "
+                 "(`runners: collaborators` in `.github/baton.yml`, the default; `runners: readers` or `runners: "
+                 "anyone` widens it), and @stranger is not a collaborator on octo/shop. Ask a maintainer to add "
+                 "you as a collaborator, or ask a maintainer to /assign it."),
+    Case("claim by a reader who is no collaborator", ticket(O), Command("claim"), OUTSIDER, code="not_permitted",
+         message="@otto cannot /claim #42: that needs a runner, and only collaborators may run tasks here "
+                 "(`runners: collaborators` in `.github/baton.yml`, the default; `runners: readers` or `runners: "
+                 "anyone` widens it), and @otto is not a collaborator on octo/shop. Ask a maintainer to add "
+                 "you as a collaborator, or ask a maintainer to /assign it."),
+    Case("claim without access under runners: readers", ticket(O), Command("claim"), STRANGER,
+         policy=Policy(runner_access="readers"), code="not_permitted",
+         message="@stranger cannot /claim #42: that needs a runner, and only people with read access may run "
+                 "tasks here (`runners: readers` in `.github/baton.yml`; `runners: anyone` widens it), and "
+                 "@stranger has none. Ask a maintainer for access, or ask a maintainer to /assign it."),
     Case("unknown command", ticket(O), Command("frobnicate"), RUNNER, code="unknown_command",
          message="/frobnicate is not a command. Try /help."),
 ]  # fmt: skip
@@ -432,7 +446,7 @@ def test_status_and_help_note_without_change(name: str, state: WorkState) -> Non
 @pytest.mark.parametrize("rev", [None, 19, 3], ids=["no-rev", "current-rev", "stale-rev"])
 def test_the_holder_claiming_again_is_noted_with_what_it_holds(rev: int | None) -> None:
     held = ticket(C, attempt=2)
-    for actor in (RUNNER, Actor("AGENT-A", Permission.READ)):
+    for actor in (RUNNER, Actor("AGENT-A", Permission.READ, collaborator=True)):
         decision = decide(held, Command("claim", rev=rev), actor, Situation())
         assert decision == Noted("claim", "already_held", "you already hold #42 (attempt 2, revision 19).")
     # at its claim limit it still holds this one: nothing is counted, nothing refused

@@ -44,7 +44,9 @@ class FakeDirectory:
 
     def access(self, installation_id: int, repository: str, login: str) -> Access:
         self.asked.append(login)
-        return Access(Permission.MAINTAIN, "maintain") if login == WRITER else Access(Permission.READ, "read")
+        if login == WRITER:
+            return Access(Permission.MAINTAIN, "maintain", True)
+        return Access(Permission.READ, "read", collaborator=True)
 
     def member(self, installation_id: int, team: str, login: str) -> bool:
         return False

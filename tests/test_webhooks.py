@@ -45,7 +45,7 @@ class FakeDirectory:
         if self.down:
             raise DirectoryUnavailable("GitHub did not answer")
         permission = self.permissions.get(login, Permission.READ)
-        return Access(permission, permission.value)
+        return Access(permission, permission.value, collaborator=permission is not Permission.NONE)
 
     def member(self, installation_id: int, team: str, login: str) -> bool:
         return False

@@ -24,7 +24,7 @@ _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _PERSON = re.compile(
     r"^(?:@?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\]|/[A-Za-z0-9_.-]{1,100})?|role:[A-Za-z0-9][\w .-]{0,99})$"
 )
-_RUNNER_ACCESS = ("collaborators", "anyone")
+_RUNNER_ACCESS = ("collaborators", "readers", "anyone")
 
 KEYS = (
     "offer",
@@ -138,7 +138,7 @@ def parse(text: str) -> Policy:
     take("reviewers", people, frozenset, people_are)
     take("maintainers", people, frozenset, people_are)
     take("runners", lambda v: v in _RUNNER_ACCESS or people(v), lambda v: v,
-         f"`collaborators`, `anyone` or {people_are}")  # fmt: skip
+         f"`collaborators`, `readers`, `anyone` or {people_are}")  # fmt: skip
     if isinstance(values.get("runners"), str):
         values["runner_access"] = values.pop("runners")
     elif "runners" in values:

@@ -161,6 +161,8 @@ class Runtime:
             lane.join(max(0.0, deadline - time.monotonic()))
 
     def _decide(self) -> float:
+        # Baton's own login, before the first delivery that may be its own label write coming back
+        self.parts.intake.own_login()
         inbox = self.parts.inbox
         if self.before_batch is not None:
             self.before_batch()

@@ -89,6 +89,7 @@ def assemble(
         GitHubIssues(github) if github else None,
         inbox,
         metrics,
+        app_login=github.login if github else None,
     )
     writer = None
     if github is not None:

@@ -25,9 +25,13 @@ from .server import StandIn
 from .world import World
 
 
-def prepared(app_id: int, public_key: str, repositories: list[str], issues: int, labels: list[str]) -> World:
+def prepared(
+    app_id: int, public_key: str, repositories: list[str], issues: int, labels: list[str],
+    collaborators: tuple[str, ...] = (),
+) -> World:  # fmt: skip
     """A world with `INSTALLATION:REPOSITORY_ID:owner/name` repositories, each with `issues` open issues
-    (opened by its owner) and `labels`."""
+    (opened by its owner), `labels`, and the `collaborators` (logins or patterns like `agent-*`) GitHub's
+    collaborator check counts, with the read role."""
     world = World(app_id, public_key)
     with world.lock:
         for spec in repositories:
@@ -39,6 +43,7 @@ def prepared(app_id: int, public_key: str, repositories: list[str], issues: int,
             if installation.account.login.lower() != owner.lower():
                 raise ValueError(f"installation {installation_id} is on {installation.account.login}, not {owner}")
             repository = world.add_repository(installation, name, id=int(repository_id))
+            repository.collaborators = collaborators
             for label in labels:
                 world.create_label(repository, label, "ededed", None)
             for number in range(1, issues + 1):
@@ -56,10 +61,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="a repository and the installation that holds it (repeat for more)")  # fmt: skip
     parser.add_argument("--issues", type=int, default=0, help="open issues in every repository, numbered from 1")
     parser.add_argument("--label", action="append", default=[], help="a label every repository has already")
+    parser.add_argument("--collaborator", action="append", default=[], metavar="LOGIN",
+                        help="a collaborator of every repository, with the read role (a pattern like `agent-*` "
+                        "names many; repeat for more)")  # fmt: skip
     parser.add_argument("--inspect", action="store_true", help="serve the test-support endpoints under /_standin/")
     parser.add_argument("--checked", action="store_true", help="hold requests and answers to GitHub's description")
     args = parser.parse_args(argv)
-    world = prepared(args.app_id, args.app_key.read_text(), args.repository, args.issues, args.label)
+    world = prepared(args.app_id, args.app_key.read_text(), args.repository, args.issues, args.label,
+                     tuple(args.collaborator))  # fmt: skip
     stand_in = StandIn(world, Contract.load() if args.checked else None)
     app = with_inspection(stand_in) if args.inspect else stand_in.app
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)

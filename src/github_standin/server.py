@@ -234,6 +234,10 @@ class StandIn:
         if method == "POST" and minting is not None:
             with self.world.lock:
                 return *self._mint(int(minting.group(1)), headers), {}
+        if method == "GET" and path == "/app":
+            with self.world.lock:
+                app = self.world.app_of(self._app_jwt(headers))
+                return 200, shapes.app_object(app, api_url=base, web_url=web), {}
         if path.startswith("/app/hook/deliveries"):
             return self._hook_deliveries(base, method, path, query, headers)
         if method == "GET" and path == "/user":
@@ -498,6 +502,13 @@ def _collaborator_permission(c: _Context, username: str) -> tuple[int, Json]:
     return 200, shapes.collaborator_permission(c.repo, account, coarse, role, base=base)
 
 
+def _check_collaborator(c: _Context, username: str) -> tuple[int, Json]:
+    """GET .../collaborators/{username}: 204 for a collaborator (`Repository.is_collaborator`), else 404."""
+    if username.lower() not in c.world.accounts or not c.repository.is_collaborator(username):
+        raise Answer(404, "Not Found")
+    return 204, None
+
+
 def _contents(c: _Context, path: str) -> tuple[int, Json]:
     ref = c.query.get("ref", c.repository.default_branch)
     text = c.repository.files.get(path) if ref == c.repository.default_branch else None
@@ -745,6 +756,7 @@ def _resolve(repository: Repository, ref: str) -> str:
 _OPERATIONS: list[tuple[str, str, Callable[..., tuple[int, Json]]]] = [
     ("GET", r"/repos/([^/]+)/([^/]+)", _get_repository),
     ("GET", r"/repos/([^/]+)/([^/]+)/collaborators/([^/]+)/permission", _collaborator_permission),
+    ("GET", r"/repos/([^/]+)/([^/]+)/collaborators/([^/]+)", _check_collaborator),
     ("GET", r"/repos/([^/]+)/([^/]+)/contents/(.+)", _contents),
     ("GET", r"/repos/([^/]+)/([^/]+)/issues", list_issues),
     ("POST", r"/repos/([^/]+)/([^/]+)/issues", _create_issue),

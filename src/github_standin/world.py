@@ -6,6 +6,7 @@ commenting, opening pull requests, merging, deploying) change the same objects f
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import itertools
 import secrets
@@ -133,6 +134,8 @@ class Repository:
     pulls: dict[int, PullRequest] = field(default_factory=dict)
     check_runs: dict[int, CheckRun] = field(default_factory=dict)
     deployments: dict[int, Deployment] = field(default_factory=dict)
+    # logins (shell-style patterns, `agent-*`) GitHub counts collaborators with the read role, beside `permissions`
+    collaborators: tuple[str, ...] = ()
 
     @property
     def full_name(self) -> str:
@@ -149,7 +152,20 @@ class Repository:
     def permission(self, login: str) -> str:
         if login.lower() == self.owner.login.lower():
             return "admin"
+        if login.lower() not in self.permissions and self._listed(login):
+            return "read"
         return self.permissions.get(login.lower(), "read" if not self.private else "none")
+
+    def is_collaborator(self, login: str) -> bool:
+        """What GitHub's collaborator check says: the owner, and everyone given a role here (`permissions`, not
+        `none`) or listed in `collaborators`. Reading a public repository, as everybody may, is not enough."""
+        if login.lower() == self.owner.login.lower():
+            return True
+        role = self.permissions.get(login.lower())
+        return role != "none" if role is not None else self._listed(login)
+
+    def _listed(self, login: str) -> bool:
+        return any(fnmatch.fnmatchcase(login.lower(), pattern.lower()) for pattern in self.collaborators)
 
     def commits(self, branch: str) -> list[str]:
         return self.branches.get(branch, [])

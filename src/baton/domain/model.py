@@ -74,6 +74,10 @@ class Access:
 
     permission: Permission = Permission.NONE
     role_name: str = ""
+    # what GitHub calls a collaborator (its collaborator check answers 204): direct and outside collaborators,
+    # and organisation members with access through a team or the base permission; read access alone is not
+    # one, since on a public repository everybody has it
+    collaborator: bool = False
 
 
 class AttemptEnd(StrEnum):
@@ -227,7 +231,8 @@ class Actor:
 
     `permission` is the built-in level (a custom role's base level); `role_name` the role GitHub names,
     built-in or custom (`""` when unknown); `teams` the `org/team` entries of the repository's lists the
-    actor is an active member of; `is_bot` a `type: Bot` account or a login ending in `[bot]`.
+    actor is an active member of; `is_bot` a `type: Bot` account or a login ending in `[bot]`; `collaborator`
+    whether GitHub counts them a collaborator of the repository (`Access.collaborator`).
     """
 
     login: str
@@ -235,6 +240,7 @@ class Actor:
     teams: frozenset[str] = frozenset()
     is_bot: bool = False
     role_name: str = ""
+    collaborator: bool = False
 
     def __post_init__(self) -> None:
         if self.login.lower().endswith("[bot]") and not self.is_bot:
@@ -312,7 +318,8 @@ class Policy:
     reviewers: frozenset[str] = frozenset()
     runners: frozenset[str] = frozenset()
     maintainers: frozenset[str] = frozenset()  # replaces "maintain or admin permission" when set
-    runner_access: str = "collaborators"  # without a `runners` list: "collaborators" (read or more) or "anyone"
+    # without a `runners` list: "collaborators" (GitHub's collaborators), "readers" (read access or more) or "anyone"
+    runner_access: str = "collaborators"
     required_evidence: tuple[str, ...] = ()  # each kind once per item required, as in `Brief`
     require_reviewer: bool = False  # `/publish` needs a brief that names a reviewer
     offer: str = "all"

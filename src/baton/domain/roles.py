@@ -23,11 +23,35 @@ def is_maintainer(actor: Actor, policy: Policy) -> bool:
 
 
 def may_run(actor: Actor, policy: Policy) -> bool:
-    """An eligible runner: listed in `runners` when set, else anyone with access to the repository (read or
-    more), or anyone at all with `runners: anyone`."""
+    """An eligible runner: listed in `runners` when set; else, by `runners:`, a collaborator of the repository
+    (the default), anyone with read access or more (`readers`), or anyone at all (`anyone`). Triage or more
+    is given to collaborators only, so it counts as one whatever the actor says."""
     if policy.runners:
         return policy.lists(policy.runners, actor)
-    return policy.runner_access == "anyone" or actor.permission is not Permission.NONE
+    if policy.runner_access == "anyone":
+        return True
+    if policy.runner_access == "readers":
+        return actor.permission is not Permission.NONE
+    return actor.collaborator or actor.permission not in (Permission.NONE, Permission.READ)
+
+
+def runners_are(repository: str, actor: Actor, policy: Policy) -> str:
+    """Who may run a task, for a refusal: the setting in force, and how to change it or get in."""
+    if policy.runners:
+        return (
+            f"{repository} lists its runners in `runners:` of `.github/baton.yml` ({names(policy.runners)}). "
+            "Ask to be added to that list"
+        )
+    if policy.runner_access == "readers":
+        return (
+            f"only people with read access may run tasks here (`runners: readers` in `.github/baton.yml`; "
+            f"`runners: anyone` widens it), and @{actor.login} has none. Ask a maintainer for access"
+        )
+    return (
+        f"only collaborators may run tasks here (`runners: collaborators` in `.github/baton.yml`, the default; "
+        f"`runners: readers` or `runners: anyone` widens it), and @{actor.login} is not a collaborator on "
+        f"{repository}. Ask a maintainer to add you as a collaborator"
+    )
 
 
 def review_role(ticket: Ticket, actor: Actor, policy: Policy) -> Role | None:

@@ -30,7 +30,7 @@ from .model import (
     Verdict,
     WorkState,
 )
-from .roles import is_maintainer, maintainers_are, may_run, names, review_role
+from .roles import is_maintainer, maintainers_are, may_run, names, review_role, runners_are
 
 DRAFT, OPEN, CLAIMED, DELIVERED, ACCEPTED, WITHDRAWN = (
     WorkState.DRAFT,
@@ -251,16 +251,7 @@ def _publish(ticket: Ticket, command: Command, actor: Actor, situation: Situatio
 def _claim(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
     policy = situation.policy
     if not may_run(actor, policy):
-        if policy.runners:
-            who = (
-                f"{ticket.repository} lists its runners in `runners:` of `.github/baton.yml` "
-                f"({names(policy.runners)}). Ask to be added to that list, or ask a maintainer to /assign it"
-            )
-        else:
-            who = (
-                f"{ticket.repository} takes runners with access to the repository (read or more), and "
-                f"@{actor.login} has none. Ask a maintainer for access, or to /assign it"
-            )
+        who = f"{runners_are(ticket.repository, actor, policy)}, or ask a maintainer to /assign it"
         return Refused("not_permitted", f"@{actor.login} cannot /claim {ticket.ref}: that needs a runner, and {who}.")
     if situation.active_claims >= policy.max_active_claims:
         return claim_limit(ticket, actor, situation)
@@ -307,13 +298,7 @@ def _assign(ticket: Ticket, command: Command, actor: Actor, situation: Situation
         return _not_maintainer(ticket, command, actor, situation.policy)
     assignee = situation.assignee
     if assignee is not None and not may_run(assignee, situation.policy):
-        policy = situation.policy
-        who = (
-            f"{ticket.repository} lists its runners in `runners:` of `.github/baton.yml` ({names(policy.runners)})"
-            if policy.runners
-            else f"{ticket.repository} takes runners with access to the repository (read or more), and "
-            f"@{assignee.login} has none"
-        )
+        who = runners_are(ticket.repository, assignee, situation.policy).rpartition(". ")[0]
         return Refused(
             "not_permitted",
             f"@{actor.login} cannot /assign {ticket.ref} to @{assignee.login}: that needs a runner, and {who}. "

@@ -189,6 +189,15 @@ class GitHubApp:
         self._installations: dict[int, GitHub[Any]] = {}
         self._lock = threading.Lock()
 
+    def login(self) -> str:
+        """The App's own login on GitHub, `<slug>[bot]`, from the App's `GET /app`: the sender of every webhook
+        that reports what Baton itself did."""
+        answer: Any = self.app.rest.apps.get_authenticated().json()
+        slug = answer.get("slug") if isinstance(answer, dict) else None
+        if not isinstance(slug, str) or not slug:
+            raise ValueError("GitHub's GET /app answered without the App's slug")
+        return f"{slug}[bot]"
+
     def installation(self, installation_id: int) -> GitHub[Any]:
         with self._lock:
             client = self._installations.get(installation_id)
@@ -245,8 +254,8 @@ class TeamsHidden(RuntimeError):
 
 
 class GitHubDirectory:
-    """Repository permissions from the collaborator-permission API and team memberships from the
-    team-membership API, each cached for `ttl` seconds."""
+    """Repository permissions from the collaborator-permission API (with, for read access, the collaborator
+    check) and team memberships from the team-membership API, each cached for `ttl` seconds."""
 
     def __init__(self, github: GitHubApp, ttl: float = 120.0) -> None:
         self.github = github
@@ -294,9 +303,26 @@ class GitHubDirectory:
             access = Access(Permission.NONE, "")  # not a collaborator, or no such user
         else:
             access = access_of(response.json())
+        if access.permission is Permission.READ:
+            # everybody reads a public repository: only the collaborator check tells a collaborator with the read
+            # role (or an organisation member reading through a team) from an outsider
+            access = dataclasses.replace(access, collaborator=self._collaborator(installation_id, owner, name, login))
+        elif access.permission is not Permission.NONE:
+            access = dataclasses.replace(access, collaborator=True)  # triage or more is given, never public
         with self._lock:
             self._cache[key] = (now, access)
         return access
+
+    def _collaborator(self, installation_id: int, owner: str, name: str, login: str) -> bool:
+        """GitHub's collaborator check: 204 for a collaborator, 404 for anyone else. Any other answer (a 5xx)
+        raises: a claim waits for GitHub rather than being refused."""
+        try:
+            self.github.installation(installation_id).rest.repos.check_collaborator(owner, name, login)
+        except RequestFailed as error:
+            if error.response.status_code != 404:
+                raise
+            return False
+        return True
 
     def member(self, installation_id: int, team: str, login: str) -> bool:
         """Whether `login` is an active member of `team` ("org/team-slug"). Raises `TeamsHidden` when GitHub

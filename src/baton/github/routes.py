@@ -8,6 +8,7 @@ import re
 
 ROUTES = (
     "POST /app/installations/{installation_id}/access_tokens",
+    "GET /app",
     "GET /repos/{owner}/{repo}",
     "GET /repos/{owner}/{repo}/issues",
     "POST /repos/{owner}/{repo}/issues",
@@ -26,6 +27,7 @@ ROUTES = (
     "GET /repos/{owner}/{repo}/labels/{name}",
     "GET /repos/{owner}/{repo}/pulls/{pull_number}",
     "GET /repos/{owner}/{repo}/collaborators/{username}/permission",
+    "GET /repos/{owner}/{repo}/collaborators/{username}",
     "GET /repos/{owner}/{repo}/contents/{path}",
     "GET /repos/{owner}/{repo}/branches/{branch}",
     "GET /repos/{owner}/{repo}/compare/{basehead}",

@@ -204,11 +204,13 @@ def _target(links: list[int], named: int | None) -> int | str:
 
 
 def label_changed(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
-    """A `baton:` label added or removed by hand is put back (`WorkService.label_changed`)."""
+    """A `baton:` label added or removed by hand is put back (`WorkService.label_changed`). Baton's own label
+    writes come back too, often after the ticket moved on (a claim made before the offer's `baton:open`
+    was written): they are not a change by hand, and the projection already shows the state as it is."""
     key = envelope.ticket(issue_number(envelope.payload, "issue", "number"))
     author = login(envelope.payload, "issue", "user", "login")
     label = text(envelope.payload, "label", "name")
-    if key is None or not label or not intake.active(envelope):
+    if key is None or not label or not intake.active(envelope) or intake.by_baton(envelope):
         return ()
     issue = Issue(key, envelope.repository, author)
     intake.work.label_changed(issue, label, envelope.action == "labeled", envelope.sender)

@@ -5,6 +5,8 @@ which settings the repository has."""
 from __future__ import annotations
 
 import hashlib
+import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -25,6 +27,8 @@ from .envelope import Envelope
 
 if TYPE_CHECKING:
     from baton.metrics import Metrics
+
+log = logging.getLogger("baton.intake")
 
 
 class Directory(Protocol):
@@ -115,6 +119,10 @@ class Intake:
             return None
         return found
 
+    app_login: Callable[[], str] | None = None  # asks GitHub for the App's own login (`GitHubApp.login`)
+    _own: str | None = field(default=None, init=False, repr=False)
+    _own_asked: float = field(default=float("-inf"), init=False, repr=False)
+
     def active(self, envelope: Envelope) -> bool:
         """An uninstalled or suspended installation's commands stop; its history stays."""
         installation_id = envelope.installation_id
@@ -126,6 +134,26 @@ class Intake:
         warm = getattr(self.directory, "warm", None)
         if warm is not None and people:
             warm(people)
+
+    def own_login(self) -> str | None:
+        """Baton's own login on GitHub (`<slug>[bot]`), asked of GitHub once; after a failure, again at most
+        once a minute. None while unknown."""
+        if self._own is not None or self.app_login is None:
+            return self._own
+        now = time.monotonic()
+        if now - self._own_asked < 60:
+            return None
+        self._own_asked = now
+        try:
+            self._own = self.app_login()
+        except Exception as error:  # GitHub down for a moment: Baton's own writes look like anyone's meanwhile
+            log.warning("Baton's own login could not be read from GitHub (GET /app): %s", error)
+        return self._own
+
+    def by_baton(self, envelope: Envelope) -> bool:
+        """Whether the delivery reports something Baton itself did (its sender is Baton's own login)."""
+        own = self.own_login()
+        return own is not None and envelope.sender.lower() == own.lower()
 
     def from_baton(self, envelope: Envelope, where: str) -> bool:
         """Whether the comment or issue at `where` was written by Baton itself (it carries Baton's App id);
@@ -185,7 +213,8 @@ class Intake:
                 "settings), team entries in `.github/baton.yml` match nobody.",
                 f"{installation_id}:members-permission:{org}",
             )
-        return Actor(login, access.permission, frozenset(member_of), is_bot=bot, role_name=access.role_name)
+        return Actor(login, access.permission, frozenset(member_of), is_bot=bot, role_name=access.role_name,
+                     collaborator=access.collaborator)  # fmt: skip
 
     def policy(self, installation_id: int, repository: str, where: TicketKey, login: str) -> Policy:
         """The repository's settings. An invalid settings file is explained once, on the issue where

@@ -28,12 +28,14 @@ from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
+from githubkit.exception import RequestError, RequestFailed
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from baton.domain import Command, Evidence, Refused, TicketKey, WorkState
 from baton.github.identity import BadToken, Identities, Identity, IdentityUnavailable
 from baton.github.issues import NotOpened
+from baton.github.refusals import rate_limit
 from baton.github.webhooks import MAX_NUMBER
 from baton.intake import Intake
 from baton.intake.api import Missing, create_and_claim, decide_all, not_served, prepare, readable
@@ -276,6 +278,24 @@ class _StrictRoute(APIRoute):
         return strict
 
 
+# How long a caller is asked to wait when GitHub failed for a moment (a 5xx, a timeout) while Baton asked it.
+GITHUB_RETRY = 5
+
+
+def _github_failed(error: Exception) -> JSONResponse | None:
+    """GitHub failing for a moment while Baton asked who the caller is (a 5xx, a timeout, a rate limit): 503
+    with Retry-After, since nothing was decided and a refusal would be wrong. None for any other error."""
+    if not isinstance(error, RequestError):
+        return None
+    asked = rate_limit(error)
+    if isinstance(error, RequestFailed) and error.response.status_code < 500 and asked is None:
+        return None
+    seconds = max(1, int((asked or GITHUB_RETRY) + 0.999))
+    response = _problem(503, "unavailable", f"GitHub could not be asked: try again in {seconds} s.")
+    response.headers["Retry-After"] = str(seconds)
+    return response
+
+
 def _unavailable(error: Missing | DirectoryUnavailable | NotOpened) -> JSONResponse:
     """The answer to a call that could not be decided: no such issue (404), or GitHub could not be asked (503)."""
     if isinstance(error, Missing):
@@ -439,6 +459,11 @@ class AgentApi:
             response = answer(opened.operation)
         except (Missing, DirectoryUnavailable, NotOpened) as error:
             response = _unavailable(error)
+        except RequestError as error:
+            failed = _github_failed(error)
+            if failed is None:
+                raise
+            response = failed
         return self.closing(identity, key, response)
 
     async def act(
@@ -474,8 +499,9 @@ class AgentApi:
                                          call.identity.is_bot, opened.operation)))  # fmt: skip
             except (Missing, DirectoryUnavailable) as error:
                 answers[n] = self.closing(call.identity, call.key, _unavailable(error))
-            except Exception as error:  # this call answers 500, the others go on
-                answers[n] = error
+            except Exception as error:  # this call answers 503 (GitHub failed for a moment) or 500, the others go on
+                failed = _github_failed(error)
+                answers[n] = error if failed is None else self.closing(call.identity, call.key, failed)
         outcomes = decide_all(self.intake, [request for _, request in ready]) if ready else []
         for (n, request), outcome in zip(ready, outcomes, strict=True):
             call = calls[n]
@@ -528,6 +554,11 @@ class AgentApi:
                 may = self.may_read(token, repo)
             except DirectoryUnavailable as error:
                 return _problem(503, "unavailable", f"{error}; try again shortly.")
+            except RequestError as error:
+                failed = _github_failed(error)
+                if failed is None:
+                    raise
+                return failed
             if not may:
                 return _problem(404, "not_found", not_served(repo))
         try:

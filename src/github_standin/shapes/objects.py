@@ -145,15 +145,21 @@ def _user(account: Account, repo: Repo) -> Json:
 
 
 def _app(app: App, repo: Repo) -> Json:
+    return app_object(app, api_url=repo.api_url, web_url=repo.web_url)
+
+
+def app_object(app: App, *, api_url: str = API_URL, web_url: str = WEB_URL) -> Json:
+    """An App as GitHub shows it (`integration`): embedded in what it wrote, and `GET /app` for itself."""
+    owner = app.owner
     return {
         "id": app.id,
         "slug": app.slug,
         "node_id": _node_id("Integration", app.id),
-        "owner": _user(app.owner, repo),
+        "owner": user(owner.login, owner.id, type=owner.type, api_url=api_url, web_url=web_url),
         "name": app.name,
         "description": None,
-        "external_url": f"{repo.web_url.rstrip('/')}/apps/{app.slug}",
-        "html_url": f"{repo.web_url.rstrip('/')}/apps/{app.slug}",
+        "external_url": f"{web_url.rstrip('/')}/apps/{app.slug}",
+        "html_url": f"{web_url.rstrip('/')}/apps/{app.slug}",
         "created_at": EPOCH,
         "updated_at": EPOCH,
         "permissions": dict(app.permissions),
