@@ -125,9 +125,11 @@ def test_every_route_answers_a_caller_who_cannot_read_as_for_a_repository_baton_
     with scene.hub.world.lock:
         assert len(scene.stage.other("secret").issues) == issues_before
 
-    # On the public repository the same person reads, and is answered as anyone who reads.
+    # On the public repository the same person reads, and is answered as anyone who reads: the real refusal
+    # (readers are not collaborators, the default runners), not the 404.
     public = _call(scene, outsider, "claim", scene.full_name, scene.number)
-    assert public.status_code == 200 and public.json()["runner"] == "mallory", public.text
+    assert public.status_code == 403 and public.json()["code"] == "not_permitted", public.text
+    assert "runners: collaborators" in public.json()["message"], public.text
 
 
 @pytest.mark.parametrize("permission", ["read", "write"])
