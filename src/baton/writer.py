@@ -46,6 +46,7 @@ from baton.github.verify import Verifier
 from baton.service.evidence import EvidenceService
 from baton.store import StoredTicket
 from baton.store.budget import Budgets
+from baton.store.issue_states import issue_state_of
 from baton.store.outbox import MAX_ATTEMPTS, ORDINARY, URGENT, Due, Item, Outbox
 
 log = logging.getLogger("baton.writer")
@@ -286,7 +287,8 @@ class Writer:
         where = Repository(key.repository_key, repository)
         rail = self._verified(where, key.number)
         refusal: Refused | None = None
-        shown = view(stored.ticket, review, rail, self.outbox.quiet(key), self._brief_changes(stored))
+        issue = issue_state_of(self.outbox.engine, key)
+        shown = view(stored.ticket, review, rail, self.outbox.quiet(key), self._brief_changes(stored), issue)
         try:
             comment_id: int | None = self.projector.show(
                 key.installation_id, repository, key.number, shown, past_runners, self.outbox.status_comment(key),

@@ -25,10 +25,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, bindparam, func, select
 
 from baton.domain import WorkState
+from baton.domain.issue import IssueState
 from baton.domain.weekly import FLOW_EVENTS, WorkTime
 
 from .engine import READ_ONLY
-from .tables import attempts, deliveries, events, evidence_rails, reviews, ticket_activity, tickets
+from .tables import attempts, deliveries, events, evidence_rails, issue_states, reviews, ticket_activity, tickets
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
@@ -92,6 +93,7 @@ class TicketDetail:
     reviews: tuple[ReviewRecord, ...]
     evidence: dict[str, Any] | None = None  # the evidence rails as stored; None before their first fact
     evidence_updated_at: datetime | None = None
+    issue: IssueState | None = None  # the issue's state on GitHub as last told; None: never told (open)
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ class BoardRow:
     evidence: dict[str, Any] | None
     stale_at: datetime | None
     review: ReviewRecord | None = None  # the last verdict, which an accepted ticket's words name
+    issue: IssueState | None = None  # the issue's state on GitHub as last told; None: never told (open)
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,15 @@ class Board:
 
     rows: list[BoardRow]
     totals: dict[WorkState, int]  # a state with none is missing
+
+
+def _issue(row: Any) -> IssueState:
+    return IssueState(row.state, row.at, row.actor, row.reason, bool(row.merged))
+
+
+def _issue_row(row: RowMapping) -> IssueState:
+    return IssueState(row["issue_state"], row["issue_at"], row["issue_actor"], row["issue_reason"],
+                      bool(row["issue_merged"]))  # fmt: skip
 
 
 def utc(value: datetime) -> datetime:
@@ -227,6 +239,7 @@ class Reads:
             delivery_rows = connection.execute(_DELIVERIES, {"ticket": ticket_id})
             review_rows = connection.execute(_REVIEWS, {"ticket": ticket_id})
             rail = connection.execute(_RAIL, {"ticket": ticket_id}).first()
+            issue = connection.execute(select(issue_states).where(issue_states.c.ticket_id == ticket_id)).first()
             return TicketDetail(
                 ticket=summary,
                 attempts=tuple(
@@ -268,6 +281,7 @@ class Reads:
                 ),
                 evidence=None if rail is None else dict(rail.rail),
                 evidence_updated_at=None if rail is None else utc(rail.updated_at),
+                issue=None if issue is None else _issue(issue),
             )
 
     def tickets(
@@ -336,11 +350,13 @@ class Reads:
                 evidence_rails.c.rail,
                 ticket_activity.c.stale_at,
                 *(column.label(f"review_{column.name}") for column in reviews.c),
+                *(column.label(f"issue_{column.name}") for column in issue_states.c),
             )
             .join(shown, shown.c.ticket_id == tickets.c.id)
             .outerjoin(evidence_rails, evidence_rails.c.ticket_id == tickets.c.id)
             .outerjoin(ticket_activity, ticket_activity.c.ticket_id == tickets.c.id)
             .outerjoin(reviews, reviews.c.id == last)
+            .outerjoin(issue_states, issue_states.c.ticket_id == tickets.c.id)
             .where(shown.c.place <= per_state)
             .order_by(_SINCE, tickets.c.id)
         )
@@ -357,6 +373,7 @@ class Reads:
                         # only a claim is stale, as the status comment shows it
                         _maybe_utc(row["stale_at"]) if summary.state is WorkState.CLAIMED else None,
                         _review({name[7:]: value for name, value in row.items() if name.startswith("review_")}),
+                        None if row["issue_state"] is None else _issue_row(row),
                     )
                 )
         return Board(rows, totals)
