@@ -99,7 +99,9 @@ class Offering:
         def attempt(uow: UnitOfWork) -> str:
             if uow.work.results([operation_id]).get(operation_id) is not None:
                 return DUPLICATE
-            stored = uow.work.ticket(issue.key)
+            # the ticket's row stays locked until the end: a close and a reopening decided side by side take
+            # turns, and the later sees what the earlier recorded
+            stored = uow.work.tickets([issue.key], lock=True)[issue.key]
             if stored is None:
                 return UNTRACKED
             recorded = issue_state(uow.connection, stored.id)
@@ -113,9 +115,12 @@ class Offering:
                 _change(uow, stored, applied.ticket, applied.event, operation_id)
                 return _done(uow, issue, stored.id, operation_id, WITHDRAWN)
             if state.closed and flagged(ticket, state) and ticket.runner:
+                # no work changes, so no operation is recorded: the state recorded above tells a close told
+                # twice (`newer`), and the runner hears of it once
                 uow.outbox.queue_all({issue.key: [("reply", None, ticket.runner, mention(ticket, state))]},
                                      self.work.answer_delay)  # fmt: skip
-                return _done(uow, issue, stored.id, operation_id, FLAGGED)
+                uow.outbox.due(issue.key, issue.repository)
+                return FLAGGED
             if not state.closed and offered:
                 history = uow.work.events(stored.id)
                 back = reoffer(ticket, actor, withdrawn_state(history))
