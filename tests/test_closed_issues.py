@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from baton.domain import WorkState
+from baton.domain import TicketKey, WorkState, create, replay
+from baton.domain.issue import IssueState, newer
+from baton.domain.offering import CLOSED, reoffer, withdrawal, withdrawn_state
 from board_scene import TOKEN, call, session
 from local_http import HTTP
 from standin_scene import Scene, opened
@@ -172,3 +174,35 @@ def test_a_delivered_ticket_whose_pull_request_merges_and_closes_the_issue_is_no
     issue = ticket(scene)["issue_state"]
     assert (issue["state"], issue["merged"], issue["flagged"]) == ("closed", True, False)
     assert "issue_closed" in {event["type"] for event in scene.app.state.work.evidence.reads.events(scene.key)}
+
+
+# -- the order of GitHub's stamps ----------------------------------------------------------------------
+
+CLOSE = IssueState("closed", "2024-05-01T10:30:00Z", "maria", "not_planned")
+
+
+@pytest.mark.parametrize(
+    ("recorded", "incoming", "acted"),
+    [
+        (None, CLOSE, True),
+        (CLOSE, CLOSE, False),  # the same close told twice
+        (CLOSE, IssueState("open", "2024-05-01T10:31:00Z", "maria"), True),
+        (IssueState("open", "2024-05-01T10:31:00Z", "maria"), CLOSE, False),  # an older close arriving late
+        (CLOSE, IssueState("open", "2024-05-01T10:30:00Z", "maria"), True),  # the same second: the last told wins
+        (CLOSE, IssueState("closed", "2024-05-01T10:30:00Z", "maria", "duplicate"), True),
+    ],
+)
+def test_a_change_is_acted_on_only_when_it_is_newer_than_the_one_recorded(
+    recorded: IssueState | None, incoming: IssueState, acted: bool
+) -> None:
+    assert newer(recorded, incoming) is acted
+
+
+def test_a_withdrawn_draft_replays_back_to_a_draft() -> None:
+    key = TicketKey(1, 2, 3)
+    draft, created = create(key, "octo/shop", "olivia", draft=True)
+    gone = withdrawal(draft, "maria", CLOSED, how=CLOSE.words(), state_reason="not_planned")
+    back = reoffer(gone.ticket, "maria", withdrawn_state([created, gone.event]))
+    assert back is not None and back.ticket.state is WorkState.DRAFT
+    assert replay(key, "octo/shop", [created, gone.event, back.event]) == back.ticket
+    assert gone.event.data["reason"] == "the issue was closed as not planned by @maria"

@@ -46,8 +46,9 @@ class Offering:
                 return _done(uow, issue, ticket_id, operation_id, CREATED)
             if new_only:
                 return TRACKED
-            applied = reoffer(stored.ticket, actor)
-            if applied is None or not withdrawn_by_offering(uow.work.events(stored.id)):
+            history = uow.work.events(stored.id)
+            applied = reoffer(stored.ticket, actor, withdrawn_state(history))
+            if applied is None or not withdrawn_by_offering(history):
                 return TRACKED  # nothing changes, and nothing is recorded
             _change(uow, stored, applied.ticket, applied.event, operation_id)
             return _done(uow, issue, stored.id, operation_id, REOFFERED)
