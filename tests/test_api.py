@@ -184,6 +184,7 @@ ACCEPTED_42 = {
     "attempt": 2,
     "created_at": at(0),
     "updated_at": at(40),
+    "issue_state": {"state": "open", "reason": None, "by": None, "at": None, "merged": False, "flagged": False},
     "attempts": [
         {
             "number": 1,
@@ -453,6 +454,7 @@ def test_a_ticket_mid_life_shows_the_running_attempt_and_an_untouched_one_shows_
         "attempt": 0,
         "created_at": at(50),
         "updated_at": at(50),
+        "issue_state": {"state": "open", "reason": None, "by": None, "at": None, "merged": False, "flagged": False},
         "attempts": [],
         "deliveries": [],
         "reviews": [],
