@@ -118,8 +118,9 @@ class Offering:
             if state.closed and flagged(ticket, state) and ticket.runner:
                 # no work changes, so no operation is recorded: the state recorded above tells a close told
                 # twice (`newer`), and the runner hears of it once
-                uow.outbox.queue_all({issue.key: [("reply", None, ticket.runner, mention(ticket, state))]},
-                                     self.work.answer_delay)  # fmt: skip
+                if (state.by or "").lower() != ticket.runner.lower():  # a runner who closed it knows
+                    uow.outbox.queue_all({issue.key: [("reply", None, ticket.runner, mention(ticket, state))]},
+                                         self.work.answer_delay)  # fmt: skip
                 uow.outbox.due(issue.key, issue.repository)
                 return FLAGGED
             if not state.closed and offered:
