@@ -356,6 +356,7 @@ class Person:
         with world.lock:
             issue = repository.issues[number]
             issue.state, issue.state_reason, issue.closed_at, issue.updated_at = "open", "reopened", None, world.now()
+            issue.changes.append(("reopened", self.account, world.now(), None, None))
             payload = shapes.issues_event("reopened", repo, self._issue_json(repository, repo, issue), self.account,
                                           installation_id=repository.installation_id)  # fmt: skip
         self.hub.deliver("issues", payload)
@@ -484,7 +485,8 @@ class Person:
             for linked in closed_by(issue.body, repository.full_name):
                 closing = repository.issues.get(linked)
                 if closing is not None and closing.state == "open" and not closing.pull_request:
-                    payloads.append(("issues", _close(self.hub, repository, repo, closing, self.account, "completed")))
+                    payloads.append(("issues", _close(self.hub, repository, repo, closing, self.account, "completed",
+                                                      commit=merge_sha)))  # fmt: skip
         for event, payload in payloads:
             self.hub.deliver(event, payload)
         return merge_sha
@@ -578,10 +580,18 @@ class CI:
 
 
 def _close(
-    hub: Hub, repository: Repository, repo: shapes.Repo, issue: Issue, sender: shapes.Account, reason: str
+    hub: Hub,
+    repository: Repository,
+    repo: shapes.Repo,
+    issue: Issue,
+    sender: shapes.Account,
+    reason: str,
+    commit: str | None = None,
 ) -> dict[str, Any]:
+    """Close an issue (`commit`: the merge commit that closed it); the `issues` `closed` payload."""
     moment = hub.world.now()
     issue.state, issue.state_reason, issue.closed_at, issue.updated_at = "closed", reason, moment, moment
+    issue.changes.append(("closed", sender, moment, commit, reason))
     rendered = render_issue(hub.world, repository, repo, issue)
     return shapes.issues_event("closed", repo, rendered, sender, installation_id=repository.installation_id)
 

@@ -20,7 +20,7 @@ import uuid
 
 from baton.domain import TicketKey
 from baton.domain.evidence import stamp
-from baton.domain.issue import CLOSED, OPEN, IssueState, closed_by_merge
+from baton.domain.issue import CLOSED, IN_HAND, OPEN, IssueState, closed_by_merge
 from baton.domain.offering import DELETED, TRANSFERRED, UNFINISHED, UNLABELED, offered
 from baton.domain.status import LABELS
 from baton.github.issues import label_names
@@ -113,6 +113,13 @@ def _issue_state(intake: Intake, envelope: Envelope, issue: Issue) -> IssueState
     merged = False
     if closing and reason in (None, "completed") and intake.evidence is not None:
         merged = closed_by_merge(intake.evidence.rail(issue.key), at)
+        # the merge may not have reached the rail yet (GitHub's deliveries arrive in any order): for a ticket
+        # somebody works on, whose flag depends on it, GitHub's timeline says whether a commit closed it
+        if not merged and intake.issues is not None and envelope.installation_id is not None:
+            stored = intake.work.ticket(issue.key)
+            if stored is not None and stored.state in IN_HAND:
+                found = intake.issues.closing_commit(envelope.installation_id, issue.repository, issue.key.number)
+                merged = found is not None
     return IssueState(CLOSED if closing else OPEN, at, envelope.sender, reason if closing else None, merged)
 
 
