@@ -185,6 +185,7 @@ ACCEPTED_42 = {
     "created_at": at(0),
     "updated_at": at(40),
     "brief": None,
+    "issue_state": {"state": "open", "reason": None, "by": None, "at": None, "merged": False, "flagged": False},
     "attempts": [
         {
             "number": 1,
@@ -455,6 +456,7 @@ def test_a_ticket_mid_life_shows_the_running_attempt_and_an_untouched_one_shows_
         "created_at": at(50),
         "updated_at": at(50),
         "brief": None,
+        "issue_state": {"state": "open", "reason": None, "by": None, "at": None, "merged": False, "flagged": False},
         "attempts": [],
         "deliveries": [],
         "reviews": [],

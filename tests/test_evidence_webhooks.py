@@ -118,6 +118,7 @@ def hub(database_url: str) -> Iterator[Hub]:
     settings = Settings(database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID,
                         private_key=SecretStr(app_key()), api_token=SecretStr(TOKEN))  # fmt: skip
     app = create_app(settings, directory=FakeDirectory(), configs=DefaultConfigs(), lanes=False)
+    app.state.parts.intake.issues = None  # no GitHub here to read an issue's timeline from
     with TestClient(app) as client:
         yield Hub(client, app)
     app.state.work.units.engine.dispose()

@@ -115,15 +115,17 @@ def test_an_issue_opened_with_claim_is_created_claimed_by_its_author_in_one_tran
         assert [event.type for event in history(scene)] == ["created", "claimed"]
 
 
-def test_closing_and_reopening_an_open_issue_is_evidence_and_changes_no_ticket(database_url: str) -> None:
+def test_closing_an_open_issue_withdraws_its_ticket_and_reopening_offers_it_again(database_url: str) -> None:
     with staged(database_url) as scene:
         open_issue(scene, "olivia", "Empty state for the cart")
         scene.person("maria").close_issue(scene.full_name, scene.number, "not_planned")
+        scene.settle()
+        scene.later()
         scene.person("maria").reopen_issue(scene.full_name, scene.number)
         scene.settle()
-        still = ticket(scene)
-        assert still is not None and still.state is WorkState.OPEN and still.revision == 1
-        assert [event.type for event in history(scene)] == ["created"]
+        again = ticket(scene)
+        assert again is not None and again.state is WorkState.OPEN and again.revision == 3
+        assert [event.type for event in history(scene)] == ["created", "withdrawn", "reopened"]
 
 
 def test_an_issue_reopened_that_baton_never_tracked_is_offered(database_url: str) -> None:

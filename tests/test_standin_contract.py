@@ -155,6 +155,11 @@ REST_CASES: list[tuple[str, str, int, Any, str]] = [
     ("POST", f"{R}/labels", 201, shapes.label(REPO, "baton:open", "ededed", None, 501), "issues/create-label"),
     ("GET", f"{R}/issues/42/comments", 200, [COMMENT, STATUS_COMMENT], "issues/list-comments"),
     ("GET", f"{R}/issues/42/comments", 200, [], "issues/list-comments"),
+    ("GET", f"{R}/issues/42/timeline", 200, [
+        shapes.state_change_event(REPO, 42, 1, "closed", BOT, shapes.EPOCH, None, "not_planned"),
+        shapes.state_change_event(REPO, 42, 2, "reopened", BOT, shapes.EPOCH, None, None),
+        shapes.state_change_event(REPO, 42, 3, "closed", BOT, shapes.EPOCH, "9f8e7d6" * 5 + "12345", "completed"),
+    ], "issues/list-events-for-timeline"),
     ("GET", f"{R}/issues/comments/7000", 200, COMMENT, "issues/get-comment"),
     ("POST", f"{R}/issues/42/comments", 201, STATUS_COMMENT, "issues/create-comment"),
     ("PATCH", f"{R}/issues/comments/7001", 200, STATUS_COMMENT, "issues/update-comment"),

@@ -52,6 +52,7 @@ from baton.service.evidence import EvidenceService
 from baton.store import StoredTicket
 from baton.store.budget import Budgets
 from baton.store.due import OFFERING, ORDINARY, URGENT
+from baton.store.issue_states import issue_state_of
 from baton.store.outbox import MAX_ATTEMPTS, Due, Item, Outbox
 
 log = logging.getLogger("baton.writer")
@@ -309,7 +310,8 @@ class Writer:
         where = Repository(key.repository_key, repository)
         rail = self._verified(where, key.number)
         refusal: Refused | None = None
-        shown = view(stored.ticket, review, rail, self.outbox.quiet(key), self._brief_changes(stored))
+        issue = issue_state_of(self.outbox.engine, key)
+        shown = view(stored.ticket, review, rail, self.outbox.quiet(key), self._brief_changes(stored), issue)
         known = self.outbox.status_comment(key)
         # Until somebody acts on an offered issue, its label is all it costs (a backlog of hundreds).
         comment = known is not None or comment_due(stored.ticket, rail, bool(items) or self.outbox.answered(key))

@@ -75,6 +75,7 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
     ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/assignees"),
     ("DELETE", "/repos/{owner}/{repo}/issues/{issue_number}/assignees"),
     ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
+    ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/timeline"),
     ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
     ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/labels"),
     ("DELETE", "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}"),
@@ -118,6 +119,8 @@ GITHUBKIT_MODELS: Mapping[str, str] = {
     "issues/add-assignees": "Issue",
     "issues/remove-assignees": "Issue",
     "issues/list-comments": "list[IssueComment]",
+    # githubkit declares a union of every timeline event; the stand-in serves only closes and reopenings
+    "issues/list-events-for-timeline": "list[StateChangeIssueEvent]",
     "issues/create-comment": "IssueComment",
     "issues/add-labels": "list[Label]",
     "issues/remove-label": "list[Label]",

@@ -72,6 +72,7 @@ class Hub:
         self.rest = StandIn(self.world, self.contract, self._send_later, hooks=self.hooks)
         self._http = httpx.Client(timeout=10, verify=_tls())  # one for every delivery
         self._line: queue.Queue[tuple[Delivery, threading.Event] | None] = queue.Queue()
+        self._gathered: list[Delivery] | None = None  # set while `gathered`
         self._flowing = threading.Event()  # cleared while `held`
         self._flowing.set()
         self._sender = threading.Thread(target=self._send_all, name="stand-in-webhooks", daemon=True)
@@ -145,6 +146,9 @@ class Hub:
         hook URL and webhook secret of another App than the hub's."""
         delivery = self._record(event, payload)
         delivery.to = to
+        if self._gathered is not None:  # kept back (`gathered`): sent when the block ends
+            self._gathered.append(delivery)
+            return delivery
         answered = threading.Event()
         self._line.put((delivery, answered))
         if wait:
@@ -169,6 +173,21 @@ class Hub:
     def _resend(self, entry: Entry) -> None:
         # Asked for through the REST side (`POST /app/hook/deliveries/{id}/attempts`): never wait for Baton there.
         self._line.put((Delivery(entry.guid, entry.event, entry.body, redelivery=True), threading.Event()))
+
+    @contextmanager
+    def gathered(self) -> Iterator[list[Delivery]]:
+        """Webhooks made while the block runs are kept back in the list it gives, and sent when it ends in the
+        order the list then has (reverse it: GitHub delivering out of order); returns once each is answered."""
+        gathered: list[Delivery] = []
+        self._gathered = gathered
+        try:
+            yield gathered
+        finally:
+            self._gathered = None
+        for delivery in gathered:
+            answered = threading.Event()
+            self._line.put((delivery, answered))
+            answered.wait(30)
 
     @contextmanager
     def held(self) -> Iterator[None]:
@@ -337,6 +356,7 @@ class Person:
         with world.lock:
             issue = repository.issues[number]
             issue.state, issue.state_reason, issue.closed_at, issue.updated_at = "open", "reopened", None, world.now()
+            issue.changes.append(("reopened", self.account, world.now(), None, None))
             payload = shapes.issues_event("reopened", repo, self._issue_json(repository, repo, issue), self.account,
                                           installation_id=repository.installation_id)  # fmt: skip
         self.hub.deliver("issues", payload)
@@ -465,7 +485,8 @@ class Person:
             for linked in closed_by(issue.body, repository.full_name):
                 closing = repository.issues.get(linked)
                 if closing is not None and closing.state == "open" and not closing.pull_request:
-                    payloads.append(("issues", _close(self.hub, repository, repo, closing, self.account, "completed")))
+                    payloads.append(("issues", _close(self.hub, repository, repo, closing, self.account, "completed",
+                                                      commit=merge_sha)))  # fmt: skip
         for event, payload in payloads:
             self.hub.deliver(event, payload)
         return merge_sha
@@ -559,10 +580,18 @@ class CI:
 
 
 def _close(
-    hub: Hub, repository: Repository, repo: shapes.Repo, issue: Issue, sender: shapes.Account, reason: str
+    hub: Hub,
+    repository: Repository,
+    repo: shapes.Repo,
+    issue: Issue,
+    sender: shapes.Account,
+    reason: str,
+    commit: str | None = None,
 ) -> dict[str, Any]:
+    """Close an issue (`commit`: the merge commit that closed it); the `issues` `closed` payload."""
     moment = hub.world.now()
     issue.state, issue.state_reason, issue.closed_at, issue.updated_at = "closed", reason, moment, moment
+    issue.changes.append(("closed", sender, moment, commit, reason))
     rendered = render_issue(hub.world, repository, repo, issue)
     return shapes.issues_event("closed", repo, rendered, sender, installation_id=repository.installation_id)
 

@@ -596,6 +596,17 @@ def _list_comments(c: _Context, number: str) -> tuple[int, Json]:
     return 200, [c.comment(x) for x in c.page(comments)]
 
 
+def _timeline(c: _Context, number: str) -> tuple[int, Json]:
+    """The issue's timeline, as far as the stand-in keeps it: its closes and reopenings (`state-change-issue-
+    event`), a close by a merge naming its commit."""
+    issue = c.find_issue(number)
+    events = [
+        shapes.state_change_event(c.repo, issue.number, index + 1, event, actor, shapes.timestamp(at), commit, reason)
+        for index, (event, actor, at, commit, reason) in enumerate(issue.changes)
+    ]
+    return 200, c.page(events)
+
+
 def _get_comment(c: _Context, comment_id: str) -> tuple[int, Json]:
     return 200, c.comment(c.find_comment(comment_id))
 
@@ -768,6 +779,7 @@ _OPERATIONS: list[tuple[str, str, Callable[..., tuple[int, Json]]]] = [
     ("GET", r"/repos/([^/]+)/([^/]+)/labels/([^/]+)", _get_label),
     ("POST", r"/repos/([^/]+)/([^/]+)/labels", _post_label),
     ("GET", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/comments", _list_comments),
+    ("GET", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/timeline", _timeline),
     ("GET", r"/repos/([^/]+)/([^/]+)/issues/comments/([0-9]+)", _get_comment),
     ("POST", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/comments", _create_comment),
     ("PATCH", r"/repos/([^/]+)/([^/]+)/issues/comments/([0-9]+)", _update_comment),

@@ -69,6 +69,9 @@ class Issue:
     assignees: list[str] = field(default_factory=list)
     pull_request: bool = False
     app_id: int | None = None  # the App that opened it, through an installation token
+    # its closes and reopenings, oldest first, as its timeline shows them: (event, who, when, the commit that
+    # closed it (a merge's) or None, state_reason)
+    changes: list[tuple[str, Account, datetime, str | None, str | None]] = field(default_factory=list)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .brief import counted, evidence_line
 from .evidence import OWN_CHECK, EvidenceRail, deployment_text, mismatch_text, repository_text, same_commit, short
+from .issue import IssueState, issue_line
 from .model import Ticket, WorkState
 from .quiet import Quiet, quiet_line
 from .transitions import next_step
@@ -120,15 +121,20 @@ def view(
     rail: EvidenceRail | None = None,
     quiet: Quiet | None = None,
     changed: Sequence[BriefChange] = (),
+    issue: IssueState | None = None,
 ) -> View:
     """The labels, assignee and status comment for a ticket: the three rails side by side, a `Mismatch:` line
     when the runner's report and GitHub disagree, a `Quiet:` line and `baton:stale` while a claim is flagged
     stale (`quiet`), the brief's own words where it has them (`asked_lines`), a `Brief:` line when the brief
-    changed under the current attempt (`changed`: the ticket's brief changes), and what comes next. Without a
-    rail (nothing recorded yet) the evidence rails are at their first states."""
+    changed under the current attempt (`changed`: the ticket's brief changes), an `Issue:` line while a person's
+    close of the issue flags the ticket (`issue`: the issue's state, `baton.domain.issue`), and what comes next.
+    Without a rail (nothing recorded yet) the evidence rails are at their first states."""
     rail = rail or EvidenceRail(ticket.key.number)
     stale = quiet is not None and ticket.state is WorkState.CLAIMED
     lines = [STATUS_MARKER, f"**Work:** {work_line(ticket, review)}"]
+    closed = issue_line(ticket, issue)
+    if closed is not None:
+        lines.append(f"**Issue:** {closed}")
     if quiet is not None and stale:
         lines.append(f"**Quiet:** {quiet_line(ticket, quiet)}")
     lines.append(f"**Repository:** {repository_text(rail)}")

@@ -130,8 +130,10 @@ def evolve(ticket: Ticket, event: Event) -> Ticket:
             return replace(at, state=DELIVERED, deliveries=ticket.deliveries + 1)
         case "accepted":
             return replace(at, state=ACCEPTED)
-        case "released" | "reopened":
+        case "released":
             return replace(at, state=OPEN, runner=None)
+        case "reopened":  # offering puts a ticket back in the state it left (`data["state"]`), a draft too
+            return replace(at, state=WorkState(event.data.get("state", OPEN.value)), runner=None)
         case "withdrawn":
             return replace(at, state=WITHDRAWN, runner=None)
         case "brief_changed":

@@ -17,6 +17,7 @@ from .client import GitHubApp
 from .webhooks import dig, issue_number, login, number, text
 
 PAGE = 100
+TIMELINE_PAGES = 10  # an issue with more than a thousand timeline entries is read no further
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,24 @@ class GitHubIssues:
                 return None
             raise
         return open_issue(data)
+
+    def closing_commit(self, installation_id: int, repository: str, number: int) -> str | None:
+        """The commit that closed the issue last (a merged pull request's, or a push's), from its timeline's
+        last `closed` event; None when a person closed it (or GitHub shows no close)."""
+        owner, _, name = repository.partition("/")
+        client = self.github.installation(installation_id)
+        last: Any = None
+        for page in range(1, TIMELINE_PAGES + 1):
+            response = client.rest.issues.list_events_for_timeline(owner, name, number, per_page=PAGE, page=page)
+            items: Any = response.json()
+            if not isinstance(items, list):
+                break
+            last = next((item for item in reversed(items) if isinstance(item, dict) and item.get("event") == "closed"),
+                        last)  # fmt: skip
+            if len(items) < PAGE:
+                break
+        commit = last.get("commit_id") if isinstance(last, dict) else None
+        return commit if isinstance(commit, str) and commit else None
 
     def create(self, installation_id: int, repository: str, title: str, body: str, labels: list[str]) -> OpenIssue:
         """Open an issue as the App; it is returned as GitHub made it. Raises `NotOpened`."""

@@ -44,7 +44,8 @@ class Directory(Protocol):
 
 
 class IssueSource(Protocol):
-    """A repository's open issues (GitHub's list-repository-issues API, without pull requests)."""
+    """A repository's open issues (GitHub's list-repository-issues API, without pull requests), and what
+    closed one."""
 
     def open_issues(self, installation_id: int, repository: str) -> Iterable[OpenIssue]: ...
 
@@ -54,6 +55,10 @@ class IssueSource(Protocol):
 
     def create(self, installation_id: int, repository: str, title: str, body: str, labels: list[str]) -> OpenIssue:
         """Open an issue as the App."""
+        ...
+
+    def closing_commit(self, installation_id: int, repository: str, number: int) -> str | None:
+        """The commit that closed the issue last (its timeline's last `closed` event); None: a person did."""
         ...
 
 

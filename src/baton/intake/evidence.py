@@ -48,7 +48,9 @@ def evidence(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
 
 
 def issue_state(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
-    """An issue closed or reopened on GitHub (by hand, or by a merged "Fixes #42") is evidence only."""
+    """An issue closed or reopened on GitHub (by hand, or by a merged "Fixes #42"), as evidence: an event on
+    the ticket's evidence history. What it does to the ticket is `baton.intake.offering.closed`'s and
+    `reopened`'s (`baton.domain.issue`)."""
     payload = envelope.payload
     repository = envelope.place()
     issue = issue_number(payload, "issue", "number")

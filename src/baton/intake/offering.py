@@ -1,6 +1,9 @@
 """Deliveries that change what a repository offers (`baton.domain.offering`): an issue opened, labelled,
-unlabelled, reopened, deleted or transferred, and the App installed on repositories that already
+unlabelled, closed, reopened, deleted or transferred, and the App installed on repositories that already
 hold open issues.
+
+An issue closed is not work: its ticket is withdrawn while nobody works on it, flagged when somebody does
+(`baton.domain.issue`); reopened, it is offered again.
 
 An installation (or repositories added to one) does not list the issues while GitHub waits for the answer,
 nor while the installation delivery is decided: it stores one backfill delivery per repository in the
@@ -17,11 +20,13 @@ import uuid
 from collections.abc import Callable
 
 from baton.domain import TicketKey
+from baton.domain.evidence import stamp
+from baton.domain.issue import CLOSED, IN_HAND, OPEN, IssueState, closed_by_merge
 from baton.domain.offering import DELETED, TRANSFERRED, UNFINISHED, UNLABELED, offered
 from baton.domain.status import LABELS
 from baton.github.issues import label_names
 from baton.github.webhooks import dig, full_name, issue_number, login, number, text
-from baton.service.offering import Offering
+from baton.service.offering import UNTRACKED, Offering
 from baton.service.work import Issue, Outcome, Request
 from baton.store.inbox import Incoming
 
@@ -98,14 +103,52 @@ def labels(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     return ()
 
 
-def reopened(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
-    """An issue reopened: evidence (`issue_state`), and, when Baton has no ticket for it yet (it was closed
-    before Baton heard of it), offered as a new one. Closing and reopening are evidence about the issue:
-    they never change a ticket that exists."""
+def _issue_state(intake: Intake, envelope: Envelope, issue: Issue) -> IssueState:
+    """The issue's state as the delivery tells it: when GitHub stamped the change (`closed_at`, or
+    `updated_at` for a reopening; the delivery's arrival when the payload has neither), who made it, GitHub's
+    `state_reason`, and whether a merged pull request on the ticket's rail closed it."""
+    payload = envelope.payload
+    closing = envelope.action == "closed"
+    at = text(payload, "issue", "closed_at" if closing else "updated_at") or stamp(envelope.delivery.received_at)
+    reason = text(payload, "issue", "state_reason") or None
+    merged = False
+    if closing and reason in (None, "completed") and intake.evidence is not None:
+        merged = closed_by_merge(intake.evidence.rail(issue.key), at)
+        # the merge may not have reached the rail yet (GitHub's deliveries arrive in any order): for a ticket
+        # somebody works on, whose flag depends on it, GitHub's timeline says whether a commit closed it
+        if not merged and intake.issues is not None and envelope.installation_id is not None:
+            stored = intake.work.ticket(issue.key)
+            if stored is not None and stored.state in IN_HAND:
+                found = intake.issues.closing_commit(envelope.installation_id, issue.repository, issue.key.number)
+                merged = found is not None
+    return IssueState(CLOSED if closing else OPEN, at, envelope.sender, reason if closing else None, merged)
+
+
+def closed(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """An issue closed: evidence (`issue_state`), and not work any more (`baton.domain.issue`): its `draft`
+    or `open` ticket is withdrawn, naming who closed it and why; a ticket somebody works on keeps its state
+    and is flagged, unless a merged pull request closed the issue."""
     issue_state(intake, envelope)
     issue = _issue(envelope)
     if issue is not None and intake.active(envelope):
-        _offer_if_offered(intake, envelope, issue, new_only=True)
+        _offering(intake).issue_changed(issue, _issue_state(intake, envelope, issue), _operation(envelope))
+    return ()
+
+
+def reopened(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """An issue reopened: evidence (`issue_state`); a ticket its close withdrew is offered again (in the state
+    it left), and an issue Baton has no ticket for yet (it was closed before Baton heard of it) is offered as
+    a new one, when the repository offers it."""
+    issue_state(intake, envelope)
+    issue = _issue(envelope)
+    if issue is None or not intake.active(envelope):
+        return ()
+    policy = intake.policy(issue.key.installation_id, issue.repository, issue.key, envelope.sender)
+    wanted = offered(policy, issue.labels)
+    state = _issue_state(intake, envelope, issue)
+    if _offering(intake).issue_changed(issue, state, _operation(envelope), offered=wanted) == UNTRACKED and wanted:
+        _offering(intake).offer(issue, envelope.sender or BATON, _operation(envelope, ":new"), new_only=True)
+        _offering(intake).issue_changed(issue, state, _operation(envelope, ":state"), offered=wanted)
     return ()
 
 

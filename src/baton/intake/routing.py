@@ -19,11 +19,12 @@ from .briefs import issue_edited
 from .commands import comment_created, comment_requests, review_commands
 from .context import DirectoryUnavailable, Intake
 from .envelope import Envelope
-from .evidence import evidence, issue_state
+from .evidence import evidence
 from .installations import STATUS, installation, installation_repositories
 from .offering import (
     BACKFILL,
     backfill_delivery,
+    closed,
     deleted,
     labels,
     opened,
@@ -48,7 +49,7 @@ def _review_submitted(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]
 HANDLERS: dict[tuple[str, str], Handler] = {
     **{(event, action): evidence for event, kind in EVIDENCE_EVENTS.items() for action in kind.actions},
     ("pull_request_review", "submitted"): _review_submitted,
-    ("issues", "closed"): issue_state,
+    ("issues", "closed"): closed,
     ("issues", "reopened"): reopened,
     ("issues", "deleted"): deleted,
     ("issues", "transferred"): transferred,

@@ -15,14 +15,18 @@ from collections.abc import Callable, Sequence
 
 from baton.briefs import read_brief
 from baton.domain import Event, Ticket, WorkState
-from baton.domain.offering import reoffer, withdrawal, withdrawn_by_offering
+from baton.domain.issue import NOT_STARTED, IssueState, flagged, mention, newer
+from baton.domain.offering import CLOSED, reoffer, withdrawal, withdrawn_by_offering, withdrawn_state
 from baton.store import Conflict, StoredTicket
+from baton.store.issue_states import issue_state, save_issue_state
 
 from .unit import UnitOfWork
 from .work import Issue, WorkService
 
 # What `offer` did: made a ticket, put a withdrawn one back, found one already there, or had done it before.
 CREATED, REOFFERED, TRACKED, DUPLICATE = "created", "reoffered", "tracked", "duplicate"
+# What `issue_changed` did besides: withdrew a ticket, flagged one, saw an older change or an untracked issue.
+WITHDRAWN, FLAGGED, STALE, UNTRACKED = "withdrawn", "flagged", "stale", "untracked"
 
 
 class Offering:
@@ -43,8 +47,9 @@ class Offering:
                 return _done(uow, issue, ticket_id, operation_id, CREATED, offering=True)
             if new_only:
                 return TRACKED
-            applied = reoffer(stored.ticket, actor)
-            if applied is None or not withdrawn_by_offering(uow.work.events(stored.id)):
+            history = uow.work.events(stored.id)
+            applied = reoffer(stored.ticket, actor, withdrawn_state(history))
+            if applied is None or not withdrawn_by_offering(history):
                 return TRACKED  # nothing changes, and nothing is recorded
             _change(uow, stored, applied.ticket, applied.event, operation_id)
             return _done(uow, issue, stored.id, operation_id, REOFFERED, offering=True)
@@ -91,6 +96,51 @@ class Offering:
 
         return self.work.units.settle(f"operation {operation_id}", attempt)
 
+    def issue_changed(self, issue: Issue, state: IssueState, operation_id: str, *, offered: bool = True) -> str:
+        """The issue was closed or reopened on GitHub (`baton.domain.issue`), in one unit of work: the state is
+        recorded unless a later change was recorded already (deliveries arrive out of order); a close
+        withdraws a `draft` or `open` ticket, and flags one somebody works on (a reply tells the runner, once);
+        a reopening puts back a ticket a close (or offering) withdrew, when the repository `offered` it. An
+        untracked issue is left to the caller."""
+
+        def attempt(uow: UnitOfWork) -> str:
+            if uow.work.results([operation_id]).get(operation_id) is not None:
+                return DUPLICATE
+            # the ticket's row stays locked until the end: a close and a reopening decided side by side take
+            # turns, and the later sees what the earlier recorded
+            stored = uow.work.tickets([issue.key], lock=True)[issue.key]
+            if stored is None:
+                return UNTRACKED
+            recorded = issue_state(uow.connection, stored.id)
+            if not newer(recorded, state):
+                return STALE
+            save_issue_state(uow.connection, stored.id, state)
+            ticket = stored.ticket
+            actor = state.by or "baton"
+            if state.closed and ticket.state in NOT_STARTED:
+                applied = withdrawal(ticket, actor, CLOSED, how=state.words(), state_reason=state.reason or "")
+                _change(uow, stored, applied.ticket, applied.event, operation_id)
+                return _done(uow, issue, stored.id, operation_id, WITHDRAWN)
+            if state.closed and flagged(ticket, state) and ticket.runner:
+                # no work changes, so no operation is recorded: the state recorded above tells a close told
+                # twice (`newer`), and the runner hears of it once
+                if (state.by or "").lower() != ticket.runner.lower():  # a runner who closed it knows
+                    uow.outbox.queue_all({issue.key: [("reply", None, ticket.runner, mention(ticket, state))]},
+                                         self.work.answer_delay)  # fmt: skip
+                uow.outbox.due(issue.key, issue.repository)
+                return FLAGGED
+            if not state.closed and offered:
+                history = uow.work.events(stored.id)
+                back = reoffer(ticket, actor, withdrawn_state(history))
+                if back is not None and withdrawn_by_offering(history):
+                    _change(uow, stored, back.ticket, back.event, operation_id)
+                    return _done(uow, issue, stored.id, operation_id, REOFFERED)
+            if recorded is not None and flagged(ticket, recorded):
+                uow.outbox.due(issue.key, issue.repository)  # the status comment's `Issue:` line goes
+            return TRACKED
+
+        return self.work.units.settle(f"operation {operation_id}", attempt)
+
 
 def _change(uow: UnitOfWork, stored: StoredTicket, after: Ticket, event: Event, operation_id: str) -> None:
     if not uow.work.count_claims(stored.ticket, after, None):
@@ -112,4 +162,4 @@ def _done(
     return result
 
 
-__all__ = ["CREATED", "DUPLICATE", "REOFFERED", "TRACKED", "Offering"]
+__all__ = ["CREATED", "DUPLICATE", "FLAGGED", "REOFFERED", "STALE", "TRACKED", "UNTRACKED", "WITHDRAWN", "Offering"]

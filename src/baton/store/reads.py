@@ -25,10 +25,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, bindparam, func, select
 
 from baton.domain import Brief, WorkState
+from baton.domain.issue import IssueState
 from baton.domain.weekly import FLOW_EVENTS, WorkTime
 
 from .engine import READ_ONLY
-from .tables import attempts, deliveries, events, evidence_rails, reviews, ticket_activity, tickets
+from .tables import attempts, deliveries, events, evidence_rails, issue_states, reviews, ticket_activity, tickets
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
@@ -93,6 +94,7 @@ class TicketDetail:
     evidence: dict[str, Any] | None = None  # the evidence rails as stored; None before their first fact
     evidence_updated_at: datetime | None = None
     brief: Brief | None = None  # the brief in force; None when the issue has none
+    issue: IssueState | None = None  # the issue's state on GitHub as last told; None: never told (open)
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,7 @@ class BoardRow:
     evidence: dict[str, Any] | None
     stale_at: datetime | None
     review: ReviewRecord | None = None  # the last verdict, which an accepted ticket's words name
+    issue: IssueState | None = None  # the issue's state on GitHub as last told; None: never told (open)
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,15 @@ class Board:
 
     rows: list[BoardRow]
     totals: dict[WorkState, int]  # a state with none is missing
+
+
+def _issue(row: Any) -> IssueState:
+    return IssueState(row.state, row.at, row.actor, row.reason, bool(row.merged))
+
+
+def _issue_row(row: RowMapping) -> IssueState:
+    return IssueState(row["issue_state"], row["issue_at"], row["issue_actor"], row["issue_reason"],
+                      bool(row["issue_merged"]))  # fmt: skip
 
 
 def utc(value: datetime) -> datetime:
@@ -228,6 +240,7 @@ class Reads:
             delivery_rows = connection.execute(_DELIVERIES, {"ticket": ticket_id})
             review_rows = connection.execute(_REVIEWS, {"ticket": ticket_id})
             rail = connection.execute(_RAIL, {"ticket": ticket_id}).first()
+            issue = connection.execute(select(issue_states).where(issue_states.c.ticket_id == ticket_id)).first()
             return TicketDetail(
                 ticket=summary,
                 attempts=tuple(
@@ -270,6 +283,7 @@ class Reads:
                 evidence=None if rail is None else dict(rail.rail),
                 evidence_updated_at=None if rail is None else utc(rail.updated_at),
                 brief=brief,
+                issue=None if issue is None else _issue(issue),
             )
 
     def tickets(
@@ -338,11 +352,13 @@ class Reads:
                 evidence_rails.c.rail,
                 ticket_activity.c.stale_at,
                 *(column.label(f"review_{column.name}") for column in reviews.c),
+                *(column.label(f"issue_{column.name}") for column in issue_states.c),
             )
             .join(shown, shown.c.ticket_id == tickets.c.id)
             .outerjoin(evidence_rails, evidence_rails.c.ticket_id == tickets.c.id)
             .outerjoin(ticket_activity, ticket_activity.c.ticket_id == tickets.c.id)
             .outerjoin(reviews, reviews.c.id == last)
+            .outerjoin(issue_states, issue_states.c.ticket_id == tickets.c.id)
             .where(shown.c.place <= per_state)
             .order_by(_SINCE, tickets.c.id)
         )
@@ -359,6 +375,7 @@ class Reads:
                         # only a claim is stale, as the status comment shows it
                         _maybe_utc(row["stale_at"]) if summary.state is WorkState.CLAIMED else None,
                         _review({name[7:]: value for name, value in row.items() if name.startswith("review_")}),
+                        None if row["issue_state"] is None else _issue_row(row),
                     )
                 )
         return Board(rows, totals)

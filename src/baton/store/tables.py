@@ -149,6 +149,21 @@ ticket_activity = Table(
     Column("stale_at", DateTime(timezone=True)),  # when the claim was flagged stale; None: it is not
 )
 
+# The issue's own state on GitHub, as its last `issues` `closed` or `reopened` delivery told it
+# (`baton.domain.issue`): kept beside the ticket, never in its row, since it is not a work state. `at` is
+# GitHub's stamp of the change (`closed_at`, or `updated_at` for a reopening), which orders deliveries that
+# arrive out of order; `merged` says a merged pull request closed it.
+issue_states = Table(
+    "issue_states",
+    metadata,
+    Column("ticket_id", ForeignKey("tickets.id"), primary_key=True),
+    Column("state", String(10), nullable=False),
+    Column("reason", String(40)),
+    Column("actor", String(100)),
+    Column("at", String(40), nullable=False),
+    Column("merged", Boolean, nullable=False),
+)
+
 # The webhook inbox: every accepted delivery, keyed by GitHub's `X-GitHub-Delivery`, so a redelivery
 # is recognised and a delivery whose processing failed can be processed again.
 webhook_deliveries = Table(

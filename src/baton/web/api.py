@@ -31,6 +31,7 @@ from baton.domain.evidence import (
     pull_request_head,
     repository_text,
 )
+from baton.domain.issue import IN_HAND
 from baton.github.webhooks import MAX_NUMBER
 from baton.intake.api import not_served
 from baton.settings import Settings
@@ -216,9 +217,30 @@ class BriefOut(BaseModel):
     code: bool = Field(description="False for a non-code task, which has no evidence rails.")
 
 
+class IssueStateOut(BaseModel):
+    state: str = Field(description="open or closed, as GitHub last told Baton.")
+    reason: str | None = Field(
+        description="GitHub's `state_reason` of a closed issue: completed, not_planned or duplicate; null when open."
+    )
+    by: str | None = Field(description="Who closed or reopened it.")
+    at: str | None = Field(
+        description="GitHub's time of the change (`closed_at`, or `updated_at` for a reopening); null while the "
+        "issue has stayed open since Baton first heard of it."
+    )
+    merged: bool = Field(description="True when a merged pull request closed it (evidence only: nothing is flagged).")
+    flagged: bool = Field(
+        description="True while a person's close flags a claimed or delivered ticket: the work state stays, and "
+        "a reviewer or maintainer decides."
+    )
+
+
 class TicketOut(SummaryOut):
     created_at: datetime
     brief: BriefOut | None = Field(description="The brief in force; null when the issue has none.")
+    issue_state: IssueStateOut = Field(
+        description="The issue's own state on GitHub. A closed issue withdraws a draft or open ticket; a claimed "
+        "or delivered one keeps its state and is flagged."
+    )
     attempts: list[AttemptOut]
     deliveries: list[DeliveryOut]
     reviews: list[ReviewOut]
@@ -324,6 +346,7 @@ def _ticket(detail: TicketDetail) -> TicketOut:
         evidence=_evidence(
             from_dict(detail.evidence) if detail.evidence else EvidenceRail(ticket.number), detail.evidence_updated_at
         ),
+        issue_state=_issue_state(detail),
     )
 
 
@@ -346,6 +369,15 @@ def _brief(brief: Brief | None) -> BriefOut | None:
         owner=brief.owner,
         code=brief.code,
     )
+
+
+def _issue_state(detail: TicketDetail) -> IssueStateOut:
+    issue = detail.issue
+    if issue is None:  # never told otherwise: issues are open when Baton first hears of them
+        return IssueStateOut(state="open", reason=None, by=None, at=None, merged=False, flagged=False)
+    flag = issue.closed and not issue.merged and detail.ticket.state in IN_HAND
+    return IssueStateOut(state=issue.state, reason=issue.reason, by=issue.by, at=issue.at, merged=issue.merged,
+                         flagged=flag)  # fmt: skip
 
 
 def _pull_request_state(merged: bool, open_: bool) -> str:

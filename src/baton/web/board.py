@@ -23,6 +23,7 @@ from baton.clock import SYSTEM, Clock
 from baton.domain import Brief, Ticket, TicketKey, WorkState
 from baton.domain.brief import counted, evidence_line
 from baton.domain.evidence import EvidenceRail, deployment_text, mismatch_text, repository_text
+from baton.domain.issue import flagged
 from baton.domain.status import Review, work_line
 from baton.domain.weekly import Week, first_monday, weekly
 from baton.github.webhooks import MAX_NUMBER
@@ -94,6 +95,7 @@ class Card:
     stale: bool
     since: datetime
     for_words: str  # how long it has been in its state, in words
+    closed: str | None = None  # "Issue closed as not planned by @maria" while a person's close flags it
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,7 @@ def _card(row: BoardRow, site: str, now: datetime) -> Card:
         state=ticket.state, runner=ticket.runner, attempt=ticket.attempt,
         rails=rails(ticket, row.evidence, _review(row.review)),
         stale=row.stale_at is not None, since=since, for_words=for_words(now - since),
+        closed=f"Issue {row.issue.words()}" if flagged(_model(ticket), row.issue) and row.issue else None,
     )  # fmt: skip
 
 

@@ -140,6 +140,31 @@ def authenticated_user(login: str, id: int, *, type: str = "User", api_url: str 
     }  # fmt: skip
 
 
+def state_change_event(
+    repo: Repo,
+    number: int,
+    id: int,
+    event: str,
+    actor: Account,
+    created_at: str,
+    commit: str | None,
+    state_reason: str | None,
+) -> Json:
+    """A `closed` or `reopened` entry of an issue's timeline (`state-change-issue-event`)."""
+    return {
+        "id": number * 1000 + id,
+        "node_id": _node_id("StateChangeIssueEvent", number * 1000 + id),
+        "url": f"{repo.api_url.rstrip('/')}/repos/{repo.full_name}/issues/events/{number * 1000 + id}",
+        "actor": _user(actor, repo),
+        "event": event,
+        "commit_id": commit,
+        "commit_url": f"{repo.api_url.rstrip('/')}/repos/{repo.full_name}/commits/{commit}" if commit else None,
+        "created_at": created_at,
+        "performed_via_github_app": None,
+        "state_reason": state_reason,
+    }
+
+
 def _user(account: Account, repo: Repo) -> Json:
     return user(account.login, account.id, type=account.type, api_url=repo.api_url, web_url=repo.web_url)
 

@@ -1,14 +1,14 @@
 """Sweeps one process makes at a time (the App's installations, listed from GitHub every hour).
 
 Revision ID: 0016
-Revises: 0014
+Revises: 0015
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0016"
-down_revision = "0014"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
