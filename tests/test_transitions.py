@@ -322,7 +322,7 @@ REFUSED = [
                  "maintainer can /reopen it."),
     Case("withdraw withdrawn", ticket(W), Command("withdraw", text="x"), MAINTAINER, code="wrong_state",
          message="#42 is withdrawn (revision 19), not draft, open, claimed or delivered. "
-                 "It was withdrawn; nothing more happens to it."),
+                 "It was withdrawn: nobody is offered it now (reopening a closed issue offers it again)."),
     Case("withdraw by the runner", ticket(C), Command("withdraw", text="x"), RUNNER, code="not_permitted",
          message="@agent-a cannot /withdraw #42: that needs its task owner (@olivia) or a repository maintainer, "
                  "someone with the maintain or admin role on octo/shop (@agent-a has read). Ask a maintainer, or "

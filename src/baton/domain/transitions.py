@@ -107,7 +107,7 @@ def next_step(ticket: Ticket) -> str:
         case WorkState.ACCEPTED:
             return "It is finished; a maintainer can /reopen it."
         case _:
-            return "It was withdrawn; nothing more happens to it."
+            return "It was withdrawn: nobody is offered it now (reopening a closed issue offers it again)."
 
 
 def _either(states: Iterable[WorkState]) -> str:
