@@ -15,6 +15,7 @@ from sqlalchemy import select, update
 
 import standin_scene
 from baton.domain import WorkState
+from baton.github.verify import RETRIES
 from baton.store import tables as t
 from github_standin.server import Fault
 from local_http import HTTP
@@ -117,12 +118,21 @@ def test_a_reported_branch_at_another_commit_is_a_mismatch(scene: Scene) -> None
     assert body.status_code == 403
 
 
-def test_a_reported_branch_github_does_not_know_stays_unverified(scene: Scene) -> None:
+def test_a_reported_branch_github_does_not_know_is_asked_again_then_shown_not_found(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
     scene.comment("agent-a", "/deliver Done.\nbranch: typo")
     scene.drain()
     assert "**Repository:** Branch typo reported, not verified yet" in lines(scene)
-    assert scene.outbox() == []
+    for _ in RETRIES:  # GitHub can lag right after a push: asked again, 1, 2 and 4 s later
+        assert len(scene.outbox()) == 1
+        scene.due_now()
+        scene.drain()
+    assert "**Repository:** Branch typo reported, not found on GitHub" in lines(scene)
+    assert scene.reads().count(f"/repos/{scene.full_name}/branches/typo") == 1 + len(RETRIES)
+    assert scene.outbox() == []  # not asked again: a push or a new delivery says more
+    scene.person("agent-a").push(scene.full_name, "typo", "Work in progress", sha=HEAD)
+    scene.drain()
+    assert "**Repository:** Branch typo (head 1a2b3c4, verified)" in lines(scene)
 
 
 def test_a_reported_pull_request_is_read_from_the_api_and_links_the_ticket(scene: Scene) -> None:

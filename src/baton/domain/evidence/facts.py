@@ -185,15 +185,15 @@ class LookupFact:
     the reports made before it, never against a later delivery's, which is looked up afresh. `ref` is a
     branch's name, a commit id as reported, or a pull request's number in digits."""
 
-    kind: str
+    about: str  # one of LOOKUP_KINDS
     ref: str
     found: bool
     stamp: str
 
     def __post_init__(self) -> None:
         instant(self.stamp)
-        if self.kind not in LOOKUP_KINDS:
-            raise ValueError(f"unknown lookup kind {self.kind!r}")
+        if self.about not in LOOKUP_KINDS:
+            raise ValueError(f"unknown lookup kind {self.about!r}")
 
 
 Fact = (

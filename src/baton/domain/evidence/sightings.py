@@ -105,9 +105,9 @@ def subject(fact: Fact) -> Subject:
         case DeliveryReport():
             return Subject.report()
         case LookupFact():
-            if fact.kind == "pull_request":
+            if fact.about == "pull_request":
                 return Subject.pull_request(int(fact.ref))
-            if fact.kind == "commit":
+            if fact.about == "commit":
                 return Subject.commit(fact.ref)
             return Subject.branch(branch_name(fact.ref))
 

@@ -42,7 +42,7 @@ class ReportedItem:
 
 
 def _matches(lookup: LookupFact, kind: str, ref: str) -> bool:
-    if lookup.kind != kind:
+    if lookup.about != kind:
         return False
     if kind == "commit":
         return same_commit(lookup.ref, ref)
