@@ -3,10 +3,10 @@
 A `/deliver` report is a claim until GitHub agrees. When no webhook has shown the reported branch, pull
 request or commit yet, `GET …/branches/{branch}`, `GET …/pulls/{n}` and `GET …/commits/{ref}` do; the compare
 API orders a deployed commit after a merge; a base branch's protection says which failing checks are required.
-Only reads. GitHub answering 404 or 422 for a reported item is asked again after `RETRIES` seconds (1, 2, 4:
-GitHub can lag right after a push), and then recorded as not found (a `LookupFact`), which the rail shows until
-a webhook or a later delivery says otherwise. For the other questions 403, 404 or 422 teach nothing, never an
-error. Other failures propagate, and the worker retries the issue later.
+Only reads. A reported item GitHub answers 404 or 422 for is asked about again 1, 3 and 7 seconds after that
+first answer (`RETRIES`: GitHub can lag right after a push), and then recorded as not found (a `LookupFact`),
+which the rail shows until a webhook or a later delivery says otherwise. For the other questions 403, 404 or
+422 teach nothing, never an error. Other failures propagate, and the worker retries the issue later.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import reduce
+from itertools import accumulate
 from typing import Any
 
 from githubkit.exception import RequestFailed
@@ -39,18 +40,20 @@ from .refusals import rate_limit
 
 NOTHING_TO_LEARN = frozenset({403, 404, 422})
 MISSING = frozenset({404, 422})
-# Seconds before a reported item GitHub did not find is asked again; once more after the last, it is not found.
+# Seconds between the questions about a reported item GitHub did not find: asked again 1, 3 and 7 s after the
+# first miss; still missing then, it is not found.
 RETRIES = (1.0, 2.0, 4.0)
+SLACK = 0.05  # seconds: a question asked this early of its time (clocks read apart) counts as on time
 FORGET_AFTER = 600.0  # seconds after which a miss not followed up (the issue never came back) is forgotten
 
 
 @dataclass(frozen=True)
 class Answers:
-    """What GitHub answered (`found`, facts to record) and, while a reported item is being asked again, in how
-    many seconds (`again`)."""
+    """What GitHub answered (`found`, facts to record) and, while a reported item is being asked again, when
+    (`again`: counted from the question, not from whatever the writer does after it)."""
 
     found: list[Sighting]
-    again: float | None = None
+    again: datetime | None = None
 
 
 class Unknowable(Exception):
@@ -111,7 +114,7 @@ class Verifier:
         client = self.github.installation(repository.key.installation_id)
         owner, _, name = repository.name.partition("/")
         found: list[Sighting] = []
-        again: list[float] = []
+        again: list[datetime] = []
 
         # the branch and pull request first: their heads may verify the reported commit
         for kinds in (("branch", "pull_request"), ("commit",)):
@@ -131,7 +134,7 @@ class Verifier:
                     stamp = datetime.now(UTC).isoformat(timespec="microseconds")
                     found.append(Sighting(LookupFact(item.kind, item.ref, False, stamp), frozenset({rail.ticket})))
                 else:
-                    again.append(wait)
+                    again.append(datetime.now(UTC) + timedelta(seconds=wait))
 
         for base, head in unanswered_comparisons(rail):
             answer = _answer(client.rest.repos.compare_commits, owner, name, f"{base}...{head}")
@@ -163,16 +166,18 @@ class Verifier:
                 return Sighting(LookupFact("commit", item.ref, True, stamp), frozenset({ticket}))
 
     def _missed(self, repository: Repository, ticket: int, item: ReportedItem) -> float | None:
-        """GitHub did not find a reported item: the seconds until it is asked again, or None when it has been
-        asked as often as `RETRIES` allow (it is then recorded as not found)."""
+        """GitHub did not find a reported item: the seconds until it is asked again, or None once it has been
+        asked again `sum(RETRIES)` seconds after the first miss (it is then recorded as not found). The times
+        count from the first miss, not from the writes made meanwhile, so a busy writer does not stretch them."""
         key = (repository.key.installation_id, repository.name.lower(), ticket, item.kind, item.ref)
         now = time.monotonic()
         with self._lock:
             for stale in [k for k, (since, _) in self._misses.items() if now - since > FORGET_AFTER]:
                 del self._misses[stale]
-            since, misses = self._misses.get(key, (now, 0))
-            if misses >= len(RETRIES):
+            first, misses = self._misses.get(key, (now, 0))
+            later = [point for point in accumulate(RETRIES) if point > now - first + SLACK]
+            if misses and not later:
                 self._misses.pop(key, None)
                 return None
-            self._misses[key] = (since, misses + 1)
-            return RETRIES[misses]
+            self._misses[key] = (first, misses + 1)
+            return first + later[0] - now

@@ -150,7 +150,7 @@ class VerifiedItem(BaseModel):
     reported: str = Field(description="The branch's name, the commit as reported, or the pull request's number.")
     state: Literal["verified", "unverified", "not_found"] = Field(
         description="verified: GitHub showed it; unverified: not yet; not_found: GitHub answered that it does not "
-        "know it (404 or 422, after retries at 1, 2 and 4 s) since it was reported."
+        "know it (404 or 422, asked again 1, 3 and 7 s later) since it was reported."
     )
 
 
