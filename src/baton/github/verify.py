@@ -128,6 +128,7 @@ class Verifier:
                     continue
                 if sighting is not None:
                     found.append(sighting)
+                    self._found(repository, rail.ticket, item)
                     continue
                 wait = self._missed(repository, rail.ticket, item)
                 if wait is None:
@@ -165,11 +166,19 @@ class Verifier:
                 stamp = datetime.now(UTC).isoformat(timespec="microseconds")
                 return Sighting(LookupFact("commit", item.ref, True, stamp), frozenset({ticket}))
 
+    @staticmethod
+    def _key(repository: Repository, ticket: int, item: ReportedItem) -> tuple[int, str, int, str, str]:
+        return (repository.key.installation_id, repository.name.lower(), ticket, item.kind, item.ref)
+
+    def _found(self, repository: Repository, ticket: int, item: ReportedItem) -> None:
+        with self._lock:
+            self._misses.pop(self._key(repository, ticket, item), None)
+
     def _missed(self, repository: Repository, ticket: int, item: ReportedItem) -> float | None:
         """GitHub did not find a reported item: the seconds until it is asked again, or None once it has been
         asked again `sum(RETRIES)` seconds after the first miss (it is then recorded as not found). The times
         count from the first miss, not from the writes made meanwhile, so a busy writer does not stretch them."""
-        key = (repository.key.installation_id, repository.name.lower(), ticket, item.kind, item.ref)
+        key = self._key(repository, ticket, item)
         now = time.monotonic()
         with self._lock:
             for stale in [k for k, (since, _) in self._misses.items() if now - since > FORGET_AFTER]:
