@@ -193,6 +193,16 @@ class Scene:
         self.settle()  # what the writes caused GitHub to send back
         return handled
 
+    def drain_until_empty(self, within: float) -> None:
+        """Write what falls due, as the lanes would, until the outbox is empty (a retry of a lookup waits its
+        time); fails after `within` seconds."""
+        self.drain()
+        deadline = time.monotonic() + within
+        while self.outbox():
+            assert time.monotonic() < deadline, f"the outbox still held {self.outbox()} after {within:.0f} s"
+            time.sleep(0.1)
+            self.drain()
+
     def due_now(self) -> None:
         """Skip waiting out a retry delay, and any pause GitHub asked for."""
         with self.app.state.work.units.engine.begin() as connection:

@@ -271,6 +271,11 @@ ACCEPTED_42 = {
                 }
             ],
             "branches": [],
+            "verification": [
+                {"kind": "branch", "reported": "42-empty-state", "state": "verified"},
+                {"kind": "pull_request", "reported": "57", "state": "verified"},
+                {"kind": "commit", "reported": "5d6e7f8", "state": "verified"},
+            ],
         },
         "deployment": {"state": "not_deployed", "text": "Not deployed", "environments": [], "deployments": []},
         "updated_at": at(35),
@@ -289,6 +294,7 @@ EMPTY_EVIDENCE = {
         "mismatch": None,
         "pull_requests": [],
         "branches": [],
+        "verification": [],
     },
     "deployment": {"state": "not_deployed", "text": "Not deployed", "environments": [], "deployments": []},
     "updated_at": None,

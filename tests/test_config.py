@@ -37,6 +37,7 @@ runners: [agent-a, "helper[bot]"]
 maintainers: [mona, "@octo/leads", "role:release-manager"]
 required_evidence: {branch: 1, tests: 1, screenshot: 2}
 require_reviewer: true
+require_verified_evidence: true
 """
     assert parse(text) == Policy(
         offer="labeled",
@@ -50,6 +51,7 @@ require_reviewer: true
         maintainers=frozenset({"mona", "@octo/leads", "role:release-manager"}),
         required_evidence=("branch", "tests", "screenshot", "screenshot"),
         require_reviewer=True,
+        require_verified_evidence=True,
     )
 
 
@@ -73,7 +75,7 @@ def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: st
         ("offer: [unclosed\n", ["the file is not valid YAML at line 2"]),
         ("max_claims: 2\n", ["`max_claims` is not a setting (known: offer, offer_label, max_active_claims, "
                              "stale_after, auto_release_after, allow_self_review, reviewers, runners, "
-                             "maintainers, required_evidence, require_reviewer)"]),
+                             "maintainers, required_evidence, require_reviewer, require_verified_evidence)"]),
         ("offer: some\n", ["`offer` must be `all` or `labeled`, not 'some'"]),
         ("max_active_claims: 0\n", ["`max_active_claims` must be a whole number from 1 to 100, not 0"]),
         ("max_active_claims: true\n", ["`max_active_claims` must be a whole number from 1 to 100, not True"]),
@@ -92,8 +94,9 @@ def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: st
         ("required_evidence: [tests, vibes]\n",
          ["`required_evidence` names 'vibes', which is not a kind of evidence (a list of branch, commit, pr, "
           "tests, screenshot, or a mapping of them to counts like `screenshot: 2`)"]),
-        ("required_evidence: {screenshot: 11, branch: 2}\nrequire_reviewer: maybe\n",
+        ("required_evidence: {screenshot: 11, branch: 2}\nrequire_reviewer: maybe\nrequire_verified_evidence: 1\n",
          ["`require_reviewer` must be true or false, not 'maybe'",
+          "`require_verified_evidence` must be true or false, not 1",
           "`required_evidence.screenshot` must be a whole number from 1 to 10, not 11",
           "`required_evidence.branch` must be 1 (a delivery reports one), not 2"]),
         ("stale_after: 2d\nauto_release_after: 1d\n",
@@ -103,7 +106,7 @@ def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: st
         ("offer: some\nmax_active_claims: -1\nextra: 1\n",
          ["`extra` is not a setting (known: offer, offer_label, max_active_claims, stale_after, "
           "auto_release_after, allow_self_review, reviewers, runners, maintainers, required_evidence, "
-          "require_reviewer)",
+          "require_reviewer, require_verified_evidence)",
           "`offer` must be `all` or `labeled`, not 'some'",
           "`max_active_claims` must be a whole number from 1 to 100, not -1"]),
     ],

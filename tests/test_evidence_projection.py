@@ -15,6 +15,7 @@ from sqlalchemy import select, update
 
 import standin_scene
 from baton.domain import WorkState
+from baton.github.verify import RETRIES
 from baton.store import tables as t
 from github_standin.server import Fault
 from local_http import HTTP
@@ -117,12 +118,22 @@ def test_a_reported_branch_at_another_commit_is_a_mismatch(scene: Scene) -> None
     assert body.status_code == 403
 
 
-def test_a_reported_branch_github_does_not_know_stays_unverified(scene: Scene) -> None:
+def test_a_reported_branch_github_does_not_know_is_asked_again_then_shown_not_found(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
     scene.comment("agent-a", "/deliver Done.\nbranch: typo")
     scene.drain()
     assert "**Repository:** Branch typo reported, not verified yet" in lines(scene)
-    assert scene.outbox() == []
+    assert len(scene.outbox()) == 1  # asked again shortly: GitHub can lag right after a push
+    scene.drain_until_empty(3 * sum(RETRIES))
+    assert "**Repository:** Branch typo reported, not found on GitHub" in lines(scene)
+    with scene.hub.world.lock:
+        asked = [c.at for c in scene.rest.calls if c.path == f"/repos/{scene.full_name}/branches/typo"]
+    assert 2 <= len(asked) <= 1 + len(RETRIES)
+    assert asked[-1] - asked[0] >= sum(RETRIES) - 0.1  # still missing 7 s after the first answer
+    scene.person("agent-a").push(scene.full_name, "typo", "Work in progress", sha=HEAD)
+    scene.drain()
+    assert "**Repository:** Branch typo (head 1a2b3c4, verified)" in lines(scene)
+    assert len(asked) == len([c for c in scene.rest.calls if c.path.endswith("/branches/typo")])  # not asked again
 
 
 def test_a_reported_pull_request_is_read_from_the_api_and_links_the_ticket(scene: Scene) -> None:

@@ -26,6 +26,7 @@ from baton.domain.evidence import (
     EvidenceRail,
     Fact,
     Includes,
+    LookupFact,
     PullRequestFact,
     apply,
     deployment_state,
@@ -38,6 +39,7 @@ from baton.domain.evidence import (
     repository_text,
     same_commit,
     unanswered_comparisons,
+    verification,
 )
 from baton.linking import (
     branch_issue,
@@ -401,6 +403,61 @@ def test_a_later_delivery_replaces_what_it_reports_and_keeps_what_it_leaves_out(
     assert len(result.reports) == 2
     assert rail(report(5, commit=HEAD), report(0, branch="42-a", commit=OLDER)).reported_commit == HEAD
     assert rail(report(tests=("ok",))) == rail()
+
+
+# ---------------------------------------------------------------------------------------------- verification
+
+
+def miss(about: str, ref: str, minute: int = 3) -> LookupFact:
+    return LookupFact(about, ref, False, at(minute))
+
+
+@pytest.mark.parametrize(
+    ("facts", "states", "text"),
+    [
+        ((report(branch="typo"),), ["unverified"], "Branch typo reported, not verified yet"),
+        ((report(branch="typo"), miss("branch", "typo")), ["not_found"], "Branch typo reported, not found on GitHub"),
+        # a miss before the report that named it speaks for an earlier delivery only
+        ((report(5, branch="typo"), miss("branch", "typo")), ["unverified"], "Branch typo reported, not verified yet"),
+        (
+            (report(branch="typo"), miss("branch", "typo"), push("typo", minute=4)),
+            ["verified"],
+            "Branch typo (head 1a2b3c4, verified)",
+        ),
+        (
+            (report(pull_request=77), miss("pull_request", "77")),
+            ["not_found"],
+            "Pull request #77 reported, not found on GitHub",
+        ),
+        (
+            (report(commit="0c0ffee"), miss("commit", "0c0ffee")),
+            ["not_found"],
+            "Commit 0c0ffee reported, not found on GitHub",
+        ),
+        (
+            (report(commit="1a2b3c4"), LookupFact("commit", "1a2b3c4", True, at(3))),
+            ["verified"],
+            "Commit 1a2b3c4 (verified)",
+        ),
+        # a pull request that leads still names a reported commit GitHub does not know
+        (
+            (report(commit="0c0ffee"), miss("commit", "0c0ffee"), pr()),
+            ["not_found"],
+            "Pull request #57 open (head 1a2b3c4, verified); commit 0c0ffee reported, not found on GitHub",
+        ),
+        (
+            (report(branch="42-empty-state", commit="1a2b3c4", pull_request=57), pr()),
+            ["verified", "verified", "verified"],
+            "Pull request #57 open (head 1a2b3c4, verified)",
+        ),
+    ],
+)
+def test_verification(facts: tuple[Fact, ...], states: list[str], text: str) -> None:
+    for order in (facts, tuple(reversed(facts))):
+        result = rail(*order)
+        assert [item.state for item in verification(result)] == states
+        assert repository_text(result) == text
+        assert from_dict(json.loads(json.dumps(to_dict(result)))) == result
 
 
 # ---------------------------------------------------------------------------------------------- deployment

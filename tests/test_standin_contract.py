@@ -182,6 +182,8 @@ REST_CASES: list[tuple[str, str, int, Any, str]] = [
      "repos/get-branch"),
     ("GET", f"{R}/compare/main...feature/widget", 200,
      shapes.compare(REPO, "main...feature/widget", FIRST, [SECOND]), "repos/compare-commits-with-basehead"),
+    ("GET", f"{R}/commits/{HEAD}", 200, SECOND, "repos/get-commit"),
+    ("GET", f"{R}/commits/{HEAD[:7]}", 200, SECOND, "repos/get-commit"),  # GitHub finds an abbreviated id
     ("GET", f"{R}/compare/main...main", 200, shapes.compare(REPO, "main...main", FIRST, []),
      "repos/compare-commits-with-basehead"),
     # GitHub shows no account for a commit whose e-mail matches none.

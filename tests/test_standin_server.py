@@ -207,6 +207,19 @@ def test_compare_answers_whether_one_commit_comes_after_another(hub: Hub) -> Non
     assert hub.all_problems() == []
 
 
+def test_a_commit_is_found_by_its_id_abbreviated_or_not_or_its_branch_and_an_unknown_one_is_422(hub: Hub) -> None:
+    auth = {"Authorization": f"token {token(hub)}"}
+    hub.hook_url = None
+    first = hub.person("agent-a").push("octo/shop", "7-work", "one")
+    with client(hub) as http:
+        for ref in (first, first[:7], "7-work"):
+            answer = http.get(f"/repos/octo/shop/commits/{ref}", headers=auth)
+            assert (answer.status_code, answer.json()["sha"]) == (200, first)
+        unknown = http.get("/repos/octo/shop/commits/0c0ffee", headers=auth)
+        assert unknown.status_code == 422 and unknown.json()["message"] == "No commit found for SHA: 0c0ffee"
+    assert hub.all_problems() == []
+
+
 def test_check_runs_are_created_updated_and_listed_by_commit(hub: Hub) -> None:
     auth = {"Authorization": f"token {token(hub)}"}
     hub.hook_url = None

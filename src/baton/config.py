@@ -38,6 +38,7 @@ KEYS = (
     "maintainers",
     "required_evidence",
     "require_reviewer",
+    "require_verified_evidence",
 )
 
 
@@ -144,6 +145,7 @@ def parse(text: str) -> Policy:
     elif "runners" in values:
         values["runners"] = frozenset(values["runners"])
     take("require_reviewer", lambda v: isinstance(v, bool), bool, "true or false")
+    take("require_verified_evidence", lambda v: isinstance(v, bool), bool, "true or false")
     if "required_evidence" in data:
         # a list of kinds, or a mapping of kinds to counts (`screenshot: 2`), as a brief's `evidence`
         values["required_evidence"] = evidence_kinds("required_evidence", data["required_evidence"], problems)

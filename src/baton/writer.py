@@ -5,7 +5,8 @@ its due issues, a 👍 waiting first. For each issue it sends, in this order: th
 comment (the agent's signal); the one reply for all refusals and /help answers once their coalescing window
 has closed (a race's refusals arrive within it and leave together, each line mentioning its author); the
 ticket's three rails (labels, assignee, status comment, after asking GitHub what the evidence rail cannot
-verify from webhooks); last the `baton/acceptance` check run on the head of each pull request it links.
+verify from webhooks, and coming back 1, 3 and 7 seconds after the first answer for a reported branch, commit
+or pull request GitHub did not find); last the `baton/acceptance` check run on the head of each pull request it links.
 
 Every write waits at the `Gate` for the installation's budget, shared through the database. While it waits,
 a 👍 due on another issue of the installation goes first: the issue being written is put back and taken
@@ -308,7 +309,7 @@ class Writer:
         if stored is None:
             return None
         where = Repository(key.repository_key, repository)
-        rail = self._verified(where, key.number)
+        rail, again = self._verified(where, key.number)
         refusal: Refused | None = None
         issue = issue_state_of(self.outbox.engine, key)
         shown = view(stored.ticket, review, rail, self.outbox.quiet(key), self._brief_changes(stored), issue)
@@ -327,7 +328,7 @@ class Writer:
             self._checks(where, rail)
         if refusal is not None:
             raise refusal
-        return None
+        return again  # a reported item GitHub did not find yet is asked about again shortly
 
     def _brief_changes(self, stored: StoredTicket) -> list[BriefChange]:
         """The brief's changes, read only while a runner works on the ticket (the status comment shows them then)."""
@@ -335,17 +336,19 @@ class Writer:
             return []
         return self.outbox.brief_changes(stored.id)
 
-    def _verified(self, where: Repository, number: int) -> EvidenceRail | None:
-        """The ticket's rail, after recording what GitHub answers about what it cannot verify yet."""
+    def _verified(self, where: Repository, number: int) -> tuple[EvidenceRail | None, datetime | None]:
+        """The ticket's rail, after recording what GitHub answers about what it cannot verify yet; and, while a
+        reported item GitHub did not find is being asked about again, when."""
         if self.evidence is None:
-            return None
+            return None, None
         key = where.key.ticket(number)
         rail = self.evidence.rail(key)
-        if self.verifier is not None:
-            answers = self.verifier.answers(where, rail)
-            if answers and self.evidence.record(where, answers, "github-api"):
-                rail = self.evidence.rail(key)
-        return rail
+        if self.verifier is None:
+            return rail, None
+        answers = self.verifier.answers(where, rail)
+        if answers.found and self.evidence.record(where, answers.found, "github-api"):
+            rail = self.evidence.rail(key)
+        return rail, answers.again
 
     def _reply(self, due: Due, replies: list[Item]) -> None:
         key, repository = due.key, due.repository

@@ -732,6 +732,23 @@ def _commit_json(c: _Context, sha: str, parents: list[str]) -> Json:
     return shapes.commit(c.repo, sha, f"Commit {sha[:7]}", c.repository.owner, parents=parents, at=at)
 
 
+def _get_commit(c: _Context, ref: str) -> tuple[int, Json]:
+    """A commit by its id (in full or abbreviated to 7 or more characters) or a branch's name; GitHub answers 422
+    for a ref it knows no commit by."""
+    repository = c.repository
+    if ref in repository.branches:
+        sha = repository.commits(ref)[-1]
+    else:
+        wanted = ref.lower()
+        known = {commit for commits in repository.branches.values() for commit in commits} | set(repository.committed)
+        matches = [commit for commit in known if len(wanted) >= 7 and commit.lower().startswith(wanted)]
+        if len(matches) != 1:
+            raise Answer(422, f"No commit found for SHA: {ref}")
+        sha = matches[0]
+    line = next((commits for commits in repository.branches.values() if sha in commits), [sha])
+    return 200, _commit_json(c, sha, line[max(0, line.index(sha) - 1) : line.index(sha)])
+
+
 def _get_branch(c: _Context, name: str) -> tuple[int, Json]:
     """A branch, its head commit and, if protected, the status checks its protection requires."""
     commits = c.repository.commits(name)
@@ -788,6 +805,7 @@ _OPERATIONS: list[tuple[str, str, Callable[..., tuple[int, Json]]]] = [
     ("POST", r"/repos/([^/]+)/([^/]+)/check-runs", _create_check_run),
     ("PATCH", r"/repos/([^/]+)/([^/]+)/check-runs/([0-9]+)", _update_check_run),
     ("GET", r"/repos/([^/]+)/([^/]+)/commits/([^/]+)/check-runs", _list_check_runs),
+    ("GET", r"/repos/([^/]+)/([^/]+)/commits/([^/]+)", _get_commit),
     ("GET", r"/repos/([^/]+)/([^/]+)/pulls/([0-9]+)", _get_pull),
     ("GET", r"/repos/([^/]+)/([^/]+)/branches/(.+)", _get_branch),
     ("GET", r"/repos/([^/]+)/([^/]+)/compare/(.+)", _compare),

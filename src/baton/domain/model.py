@@ -322,6 +322,8 @@ class Policy:
     runner_access: str = "collaborators"
     required_evidence: tuple[str, ...] = ()  # each kind once per item required, as in `Brief`
     require_reviewer: bool = False  # `/publish` needs a brief that names a reviewer
+    # `/accept` waits until GitHub verified every branch, commit and pull request the delivery reported
+    require_verified_evidence: bool = False
     offer: str = "all"
     offer_label: str = "baton"
     stale_after: int = 3 * 86400  # seconds without activity before a claim is marked stale

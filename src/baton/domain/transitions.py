@@ -49,12 +49,17 @@ class Situation:
     policy: Policy = field(default_factory=Policy)
     active_claims: int = 0  # tickets the actor holds as `claimed` in this repository
     assignee: Actor | None = None  # whom an /assign names, with their access (None: not looked up)
+    # the delivery's reported branch, commit and pull request that GitHub has not verified, in words
+    # (`branch typo`), read for an /accept only: those GitHub answered it does not know, and those not seen yet
+    not_found: tuple[str, ...] = ()
+    unverified: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Applied:
     ticket: Ticket
     event: Event
+    message: str | None = None  # what the answer tells beside the 👍 (an acceptance of evidence GitHub lacks)
 
 
 @dataclass(frozen=True)
@@ -368,10 +373,35 @@ def _review(verdict: Verdict) -> Guard:
             "note": command.text,
         }
         if verdict is Verdict.ACCEPTED:
-            return _apply(ticket, "accepted", actor, role, ticket.attempt, review=review)
+            unverified = _unverified(ticket, situation)
+            if unverified is not None:
+                return unverified
+            applied = _apply(ticket, "accepted", actor, role, ticket.attempt, review=review)
+            if situation.not_found:
+                said = f"{ticket.ref} is accepted, but GitHub did not find {_listed(situation.not_found)}, which the "
+                return replace(applied, message=said + "delivery reported. The acceptance stands.")
+            return applied
         return _apply(ticket, "sent_back", actor, role, ticket.attempt + 1, runner=ticket.runner, review=review)
 
     return guard
+
+
+def _listed(items: tuple[str, ...]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" and {items[-1]}"
+
+
+def _unverified(ticket: Ticket, situation: Situation) -> Refused | None:
+    """Under `require_verified_evidence`, an /accept waits until GitHub verified every reported item."""
+    if not situation.policy.require_verified_evidence or not (situation.not_found or situation.unverified):
+        return None
+    items = [f"{item} (not found on GitHub)" for item in situation.not_found]
+    items += [f"{item} (not verified yet)" for item in situation.unverified]
+    return Refused(
+        "unverified_evidence",
+        f"{ticket.ref} cannot be accepted yet: this repository accepts only evidence GitHub verified "
+        f"(`require_verified_evidence: true`), and the delivery reported {_listed(tuple(items))}. Accept once "
+        "GitHub shows them (a push or a pull request is seen within seconds), or /send-back for real evidence.",
+    )
 
 
 def _reopen(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:

@@ -1,10 +1,12 @@
 """Asking GitHub what a rail cannot verify from webhooks alone, and turning the answers into facts.
 
-A `/deliver` report is a claim until GitHub agrees. When no webhook has shown the reported branch or pull
-request yet, `GET …/branches/{branch}` and `GET …/pulls/{n}` do; the compare API orders a deployed commit
-after a merge; a base branch's protection says which failing checks are required. Only reads: GitHub
-answering 403, 404 or 422 means there is nothing to learn (a branch never pushed, a pull request that is an
-issue), never an error. Other failures propagate, and the worker retries the issue later.
+A `/deliver` report is a claim until GitHub agrees. When no webhook has shown the reported branch, pull
+request or commit yet, `GET …/branches/{branch}`, `GET …/pulls/{n}` and `GET …/commits/{ref}` do; the compare
+API orders a deployed commit after a merge; a base branch's protection says which failing checks are required.
+Only reads. A reported item GitHub answers 404 or 422 for is asked about again 1, 3 and 7 seconds after that
+first answer (`RETRIES`: GitHub can lag right after a push), and then recorded as not found (a `LookupFact`),
+which the rail shows until a webhook or a later delivery says otherwise. For the other questions 403, 404 or
+422 teach nothing, never an error. Other failures propagate, and the worker retries the issue later.
 """
 
 from __future__ import annotations
@@ -12,19 +14,24 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from functools import reduce
+from itertools import accumulate
 from typing import Any
 
 from githubkit.exception import RequestFailed
 
 from baton.domain.evidence import (
     EvidenceRail,
+    LookupFact,
+    ReportedItem,
     Repository,
     Sighting,
+    apply,
     unanswered_comparisons,
     unrequired_failures,
-    unseen_pull_request,
-    unverified_branch,
+    unverified,
 )
 
 from . import facts
@@ -32,6 +39,38 @@ from .client import GitHubApp
 from .refusals import rate_limit
 
 NOTHING_TO_LEARN = frozenset({403, 404, 422})
+MISSING = frozenset({404, 422})
+# Seconds between the questions about a reported item GitHub did not find: asked again 1, 3 and 7 s after the
+# first miss; still missing then, it is not found.
+RETRIES = (1.0, 2.0, 4.0)
+SLACK = 0.05  # seconds: a question asked this early of its time (clocks read apart) counts as on time
+FORGET_AFTER = 600.0  # seconds after which a miss not followed up (the issue never came back) is forgotten
+
+
+@dataclass(frozen=True)
+class Answers:
+    """What GitHub answered (`found`, facts to record) and, while a reported item is being asked again, when
+    (`again`: counted from the question, not from whatever the writer does after it)."""
+
+    found: list[Sighting]
+    again: datetime | None = None
+
+
+class Unknowable(Exception):
+    """GitHub refused to say (403 that is not a rate limit): neither found nor missing."""
+
+
+def _lookup(call: Callable[..., Any], *args: Any) -> Any:
+    """GitHub's answer about a reported item; None when it does not know it (404, 422)."""
+    try:
+        return call(*args).json()
+    except RequestFailed as error:
+        if rate_limit(error) is None:
+            if error.response.status_code in MISSING:
+                return None
+            if error.response.status_code == 403:
+                raise Unknowable() from error
+        raise
 
 
 def _answer(call: Callable[..., Any], *args: Any) -> Any:
@@ -51,6 +90,8 @@ class Verifier:
         self.github = github
         self.ttl = ttl
         self._required: dict[tuple[int, str, str], tuple[float, frozenset[str]]] = {}
+        # (installation, repository, ticket, kind, ref) -> (when first missed, misses so far)
+        self._misses: dict[tuple[int, str, int, str, str], tuple[float, int]] = {}
         self._lock = threading.Lock()
 
     def required(self, repository: Repository, base_ref: str) -> frozenset[str]:
@@ -68,24 +109,33 @@ class Verifier:
             self._required[key] = (now, required)
         return required
 
-    def answers(self, repository: Repository, rail: EvidenceRail) -> list[Sighting]:
-        """Facts for what the rail asks about: its unverified report, its open comparisons, its failing checks."""
+    def answers(self, repository: Repository, rail: EvidenceRail) -> Answers:
+        """Facts for what the rail asks about: its unverified reports, its open comparisons, its failing checks."""
         client = self.github.installation(repository.key.installation_id)
         owner, _, name = repository.name.partition("/")
         found: list[Sighting] = []
+        again: list[datetime] = []
 
-        branch = unverified_branch(rail)
-        if branch is not None:
-            fact = facts.branch(_answer(client.rest.repos.get_branch, owner, name, branch), branch)
-            if fact is not None:
-                found.append(Sighting(fact, fact.links))
-
-        pull = unseen_pull_request(rail)
-        if pull is not None:
-            answer = _answer(client.rest.pulls.get, owner, name, pull)
-            sighting = facts.pull_request(answer, repository) if answer is not None else None
-            if sighting is not None:
-                found.append(sighting)
+        # the branch and pull request first: their heads may verify the reported commit
+        for kinds in (("branch", "pull_request"), ("commit",)):
+            asked = reduce(apply, (sighting.fact for sighting in found), rail)
+            for item in unverified(asked):
+                if item.kind not in kinds:
+                    continue
+                try:
+                    sighting = self._look_up(client, owner, name, repository, rail.ticket, item)
+                except Unknowable:
+                    continue
+                if sighting is not None:
+                    found.append(sighting)
+                    self._found(repository, rail.ticket, item)
+                    continue
+                wait = self._missed(repository, rail.ticket, item)
+                if wait is None:
+                    stamp = datetime.now(UTC).isoformat(timespec="microseconds")
+                    found.append(Sighting(LookupFact(item.kind, item.ref, False, stamp), frozenset({rail.ticket})))
+                else:
+                    again.append(datetime.now(UTC) + timedelta(seconds=wait))
 
         for base, head in unanswered_comparisons(rail):
             answer = _answer(client.rest.repos.compare_commits, owner, name, f"{base}...{head}")
@@ -96,4 +146,47 @@ class Verifier:
         for base_ref, failing in sorted(unrequired_failures(rail).items()):
             required = self.required(repository, base_ref)
             found.extend(Sighting(replace(check, required=True)) for check in failing if check.name in required)
-        return found
+        return Answers(found, min(again, default=None))
+
+    @staticmethod
+    def _look_up(
+        client: Any, owner: str, name: str, repository: Repository, ticket: int, item: ReportedItem
+    ) -> Sighting | None:
+        """The fact GitHub's answer about a reported item gives; None when GitHub does not know it."""
+        match item.kind:
+            case "branch":
+                fact = facts.branch(_lookup(client.rest.repos.get_branch, owner, name, item.ref), item.ref)
+                return Sighting(fact, fact.links) if fact is not None else None
+            case "pull_request":
+                answer = _lookup(client.rest.pulls.get, owner, name, int(item.ref))
+                return facts.pull_request(answer, repository) if answer is not None else None
+            case _:
+                if _lookup(client.rest.repos.get_commit, owner, name, item.ref) is None:
+                    return None
+                stamp = datetime.now(UTC).isoformat(timespec="microseconds")
+                return Sighting(LookupFact("commit", item.ref, True, stamp), frozenset({ticket}))
+
+    @staticmethod
+    def _key(repository: Repository, ticket: int, item: ReportedItem) -> tuple[int, str, int, str, str]:
+        return (repository.key.installation_id, repository.name.lower(), ticket, item.kind, item.ref)
+
+    def _found(self, repository: Repository, ticket: int, item: ReportedItem) -> None:
+        with self._lock:
+            self._misses.pop(self._key(repository, ticket, item), None)
+
+    def _missed(self, repository: Repository, ticket: int, item: ReportedItem) -> float | None:
+        """GitHub did not find a reported item: the seconds until it is asked again, or None once it has been
+        asked again `sum(RETRIES)` seconds after the first miss (it is then recorded as not found). The times
+        count from the first miss, not from the writes made meanwhile, so a busy writer does not stretch them."""
+        key = self._key(repository, ticket, item)
+        now = time.monotonic()
+        with self._lock:
+            for stale in [k for k, (since, _) in self._misses.items() if now - since > FORGET_AFTER]:
+                del self._misses[stale]
+            first, misses = self._misses.get(key, (now, 0))
+            later = [point for point in accumulate(RETRIES) if point > now - first + SLACK]
+            if misses and not later:
+                self._misses.pop(key, None)
+                return None
+            self._misses[key] = (first, misses + 1)
+            return first + later[0] - now

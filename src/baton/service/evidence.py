@@ -49,6 +49,7 @@ from baton.domain.evidence import (
     instant,
     may_ship,
     merge_stamps,
+    not_found,
     reaches,
     subject,
     subjects,
@@ -151,16 +152,19 @@ class EvidenceService:
         return self._apply(etx, place, found[0], key.number, [report], source)
 
     def accepted(self, uow: Unit, key: TicketKey, revision: int, source: str) -> None:
-        """The ticket was accepted: record which commits that covered (see `accepted_heads`), inside the caller's
-        unit of work, so the acceptance check can say when a pull request's head moved after it."""
+        """The ticket was accepted: record which commits that covered (see `accepted_heads`), and the reported
+        items GitHub did not find, inside the caller's unit of work, so the acceptance check can say when a pull
+        request's head moved after it."""
         etx = uow.evidence
         found = etx.ticket(key)
         if found is not None:
             etx.lock(key.repository_key)  # evidence events are appended one writer at a time (see `EvidenceTx.lock`)
             rail = etx.rail(found[0], key.number).rail
-            etx.append(
-                found[0], "acceptance", source, {"revision": revision, "heads": list(accepted_heads(rail))}, rail
-            )
+            data: dict[str, Any] = {"revision": revision, "heads": list(accepted_heads(rail))}
+            missing = not_found(rail)
+            if missing:  # accepted all the same: the history keeps what GitHub did not know
+                data["not_found"] = [{"kind": item.kind, "reported": item.ref} for item in missing]
+            etx.append(found[0], "acceptance", source, data, rail)
 
     def applicability(self, uow: Unit, key: TicketKey, applicable: bool, source: str) -> bool:
         """Make the ticket's rails applicable or not (a non-code task's are not), inside the caller's unit of

@@ -36,6 +36,7 @@ from baton.domain import (
     decide,
     not_offered,
 )
+from baton.domain.evidence import NOT_FOUND, UNVERIFIED, verification
 from baton.domain.misspelt import misspelt_text
 from baton.domain.offering import offered
 from baton.domain.status import LABELS, state_label
@@ -286,13 +287,16 @@ class WorkService:
                 reply = refusal.message
             else:
                 claims = held.get((key.repository_key, actor.login.lower()), 0)
-                situation = Situation(policy, claims, assignee=request.assignee)
+                situation = Situation(policy, claims, assignee=request.assignee, **_evidence(uow, stored, command))
                 decision = decide(stored.ticket, command, actor, situation)
                 if isinstance(decision, Applied):
                     if request.via is not None:
                         event = decision.event
                         decision = replace(decision, event=replace(event, data={**event.data, "source": request.via}))
                     outcome = self._record(uow, stored, decision, command, request.operation_id, policy)
+                    if decision.message is not None:
+                        outcome = replace(outcome, message=decision.message)
+                        reply, thumb = decision.message, True
                     touches.append(_Touch(stored, f"/{command.name}", actor.login, decision.ticket))
                     _count(held, key.repository_key, stored.ticket, decision.ticket)
                     current[key] = StoredTicket(stored.id, decision.ticket)
@@ -492,6 +496,19 @@ class _Touch:
         # without an `activity_resumed` (its own event says enough).
         same_claim = self.after.state is WorkState.CLAIMED and self.after.attempt == before.attempt
         record_activity(uow, before.key, self.source, by=self.by, quietly=not same_claim, known=known)
+
+
+def _evidence(uow: UnitOfWork, stored: StoredTicket, command: Command) -> dict[str, tuple[str, ...]]:
+    """For an /accept of delivered work: the reported items GitHub has not verified, read from the rail in the
+    decision's transaction (the guard refuses them under `require_verified_evidence`, else the answer names
+    those not found)."""
+    if command.name != "accept" or stored.ticket.state is not WorkState.DELIVERED:
+        return {}
+    items = verification(uow.evidence.rail(stored.id, stored.ticket.key.number).rail)
+    return {
+        "not_found": tuple(item.words for item in items if item.state == NOT_FOUND),
+        "unverified": tuple(item.words for item in items if item.state == UNVERIFIED),
+    }
 
 
 def _count(held: dict[tuple[RepositoryKey, str], int], place: RepositoryKey, before: Ticket, after: Ticket) -> None:

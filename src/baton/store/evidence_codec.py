@@ -20,6 +20,7 @@ from baton.domain.evidence import (
     DeploymentStatusFact,
     EvidenceRail,
     Fact,
+    LookupFact,
     PullRequest,
     PullRequestFact,
 )
@@ -33,6 +34,7 @@ FACT_KINDS: Mapping[str, type[Fact]] = {
     "deployment_status": DeploymentStatusFact,
     "comparison": CompareFact,
     "report": DeliveryReport,
+    "lookup": LookupFact,
 }
 
 
@@ -93,6 +95,7 @@ def to_dict(rail: EvidenceRail) -> dict[str, Any]:
         ],
         "comparisons": [fact_to_dict(comparison) for comparison in rail.comparisons],
         "reports": [fact_to_dict(report) for report in rail.reports],
+        "lookups": [fact_to_dict(lookup) for lookup in rail.lookups],
         "reported_branch": rail.reported_branch,
         "reported_commit": rail.reported_commit,
         "reported_pull_request": rail.reported_pull_request,
@@ -130,4 +133,5 @@ def from_dict(data: Mapping[str, Any]) -> EvidenceRail:
         ),
         comparisons=tuple(read(comparison) for comparison in data.get("comparisons", ())),
         reports=tuple(read(report) for report in data.get("reports", ())),
+        lookups=tuple(read(lookup) for lookup in data.get("lookups", ())),
     )

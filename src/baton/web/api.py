@@ -30,6 +30,7 @@ from baton.domain.evidence import (
     environments,
     pull_request_head,
     repository_text,
+    verification,
 )
 from baton.domain.issue import IN_HAND
 from baton.github.webhooks import MAX_NUMBER
@@ -149,6 +150,15 @@ class BranchOut(BaseModel):
     exists: bool
 
 
+class VerifiedItem(BaseModel):
+    kind: Literal["branch", "commit", "pull_request"]
+    reported: str = Field(description="The branch's name, the commit as reported, or the pull request's number.")
+    state: Literal["verified", "unverified", "not_found"] = Field(
+        description="verified: GitHub showed it; unverified: not yet; not_found: GitHub answered that it does not "
+        "know it (404 or 422, asked again 1, 3 and 7 s later) since it was reported."
+    )
+
+
 class RepositoryRail(BaseModel):
     state: RepositoryState
     text: str = Field(description="The rail in plain words, as the status comment shows it.")
@@ -159,6 +169,10 @@ class RepositoryRail(BaseModel):
     mismatch: str | None = Field(description="Where the report and GitHub disagree, in plain words.")
     pull_requests: list[PullRequestOut] = Field(description="Every pull request that links the ticket.")
     branches: list[BranchOut] = Field(description="Every branch that links the ticket.")
+    verification: list[VerifiedItem] = Field(
+        description="Each reported branch, pull request and commit (the newest report of each), and whether GitHub "
+        "agrees it exists."
+    )
 
 
 class EnvironmentOut(BaseModel):
@@ -412,6 +426,10 @@ def _evidence(rail: EvidenceRail, updated_at: datetime | None) -> EvidenceRails:
         mismatch=rail.mismatch,
         pull_requests=pulls,
         branches=branches,
+        verification=[
+            VerifiedItem.model_validate({"kind": i.kind, "reported": i.ref, "state": i.state})
+            for i in verification(rail)
+        ],
     )
     deployment = DeploymentRail(
         state=rail.deployment,

@@ -37,6 +37,7 @@ from .facts import (
     DeploymentStatusFact,
     Fact,
     Includes,
+    LookupFact,
     PullRequestFact,
     branch_name,
     instant,
@@ -56,11 +57,16 @@ from .sightings import (
     subject,
     subjects,
 )
-from .words import deployment_text, mismatch_text, repository_text
+from .verification import NOT_FOUND, UNVERIFIED, VERIFIED, ReportedItem, not_found, unverified, verification
+from .words import NOT_FOUND_WORDS, deployment_text, mismatch_text, repository_text
 
 __all__ = [
     "DEPLOYMENT_MARGIN",
+    "NOT_FOUND",
+    "NOT_FOUND_WORDS",
     "OWN_CHECK",
+    "UNVERIFIED",
+    "VERIFIED",
     "Branch",
     "BranchFact",
     "CheckFact",
@@ -73,8 +79,10 @@ __all__ = [
     "EvidenceRail",
     "Fact",
     "Includes",
+    "LookupFact",
     "PullRequest",
     "PullRequestFact",
+    "ReportedItem",
     "Repository",
     "Sighting",
     "Subject",
@@ -91,6 +99,7 @@ __all__ = [
     "may_ship",
     "merge_stamps",
     "mismatch_text",
+    "not_found",
     "pull_request_head",
     "reaches",
     "repository_text",
@@ -102,5 +111,7 @@ __all__ = [
     "unanswered_comparisons",
     "unrequired_failures",
     "unseen_pull_request",
+    "unverified",
     "unverified_branch",
+    "verification",
 ]

@@ -175,7 +175,37 @@ class DeliveryReport:
         instant(self.stamp)
 
 
-Fact = PullRequestFact | BranchFact | CheckFact | DeploymentFact | DeploymentStatusFact | CompareFact | DeliveryReport
+LOOKUP_KINDS = ("branch", "commit", "pull_request")
+
+
+@dataclass(frozen=True)
+class LookupFact:
+    """What GitHub answered when Baton asked it for a reported branch, commit or pull request: `found`, or not
+    (404 or 422 after every retry). Stamped with when Baton asked, to the microsecond: a miss speaks against
+    the reports made before it, never against a later delivery's, which is looked up afresh. `ref` is a
+    branch's name, a commit id as reported, or a pull request's number in digits."""
+
+    about: str  # one of LOOKUP_KINDS
+    ref: str
+    found: bool
+    stamp: str
+
+    def __post_init__(self) -> None:
+        instant(self.stamp)
+        if self.about not in LOOKUP_KINDS:
+            raise ValueError(f"unknown lookup kind {self.about!r}")
+
+
+Fact = (
+    PullRequestFact
+    | BranchFact
+    | CheckFact
+    | DeploymentFact
+    | DeploymentStatusFact
+    | CompareFact
+    | DeliveryReport
+    | LookupFact
+)
 
 
 def canonical_order(value: object) -> tuple[Any, ...]:
@@ -203,6 +233,8 @@ def _rank(fact: Fact) -> tuple[Any, ...]:
             return (fact.conclusion is not None,)
         case DeploymentStatusFact():
             return (min(DEPLOYMENT_STATUSES.index(fact.state), 3) + (fact.state == "inactive"),)
+        case LookupFact():
+            return (fact.found,)
         case _:
             return ()
 

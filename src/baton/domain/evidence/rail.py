@@ -23,6 +23,7 @@ from .facts import (
     DeploymentFact,
     DeploymentStatusFact,
     Fact,
+    LookupFact,
     PullRequestFact,
     branch_name,
     canonical_order,
@@ -184,8 +185,9 @@ class EvidenceRail:
 
     Build the empty rail with `EvidenceRail(ticket=42)` and feed it facts with `apply()`. A non-code
     ticket is `EvidenceRail(42, applicable=False)` (or `replace(rail, applicable=False)`): both rails are
-    then `not_applicable`, whatever facts arrive. The fields after `reports` are derived on construction;
-    they cannot be passed in.
+    then `not_applicable`, whatever facts arrive. `lookups` are what GitHub answered when asked for a reported
+    branch, commit or pull request (`verification` reads them). The fields after `lookups` are derived on
+    construction; they cannot be passed in.
     """
 
     ticket: int
@@ -196,6 +198,7 @@ class EvidenceRail:
     deployments: tuple[Deployment, ...] = ()
     comparisons: tuple[CompareFact, ...] = ()
     reports: tuple[DeliveryReport, ...] = ()
+    lookups: tuple[LookupFact, ...] = ()
 
     reported_branch: str | None = field(init=False, default=None)
     reported_commit: str | None = field(init=False, default=None)
@@ -216,6 +219,7 @@ class EvidenceRail:
             "deployments": tuple(sorted(self.deployments, key=lambda d: d.id)),
             "comparisons": tuple(sorted(self.comparisons, key=canonical_order)),
             "reports": tuple(sorted(set(self.reports), key=order)),
+            "lookups": tuple(sorted(set(self.lookups), key=order)),
         }
         for name, value in canonical.items():
             object.__setattr__(self, name, value)
@@ -290,6 +294,10 @@ def apply(rail: EvidenceRail, fact: Fact) -> EvidenceRail:
             return replace(rail, comparisons=(*rail.comparisons, fact))
         case DeliveryReport():
             return _report(rail, fact)
+        case LookupFact():
+            if fact in rail.lookups:
+                return rail
+            return replace(rail, lookups=(*rail.lookups, fact))
 
 
 def _report(rail: EvidenceRail, fact: DeliveryReport) -> EvidenceRail:

@@ -18,6 +18,7 @@ from .facts import (
     DeploymentFact,
     DeploymentStatusFact,
     Fact,
+    LookupFact,
     PullRequestFact,
     branch_name,
     instant,
@@ -103,6 +104,12 @@ def subject(fact: Fact) -> Subject:
             return Subject.comparison(fact.base, fact.head)
         case DeliveryReport():
             return Subject.report()
+        case LookupFact():
+            if fact.about == "pull_request":
+                return Subject.pull_request(int(fact.ref))
+            if fact.about == "commit":
+                return Subject.commit(fact.ref)
+            return Subject.branch(branch_name(fact.ref))
 
 
 def reaches(sighting: Sighting) -> set[Subject]:

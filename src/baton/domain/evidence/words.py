@@ -13,6 +13,9 @@ from .assessment import (
 )
 from .facts import Includes, short
 from .rail import EvidenceRail, PullRequest
+from .verification import NOT_FOUND, VERIFIED, ReportedItem, not_found, verification
+
+NOT_FOUND_WORDS = "not found on GitHub"
 
 
 def _pr_words(rail: EvidenceRail, pr: PullRequest) -> str:
@@ -30,24 +33,41 @@ def _pr_words(rail: EvidenceRail, pr: PullRequest) -> str:
     return f"#{pr.number} closed without merging"
 
 
+def _reported_words(item: ReportedItem) -> str:
+    """A reported item GitHub has not verified: `branch typo reported, not found on GitHub`."""
+    return f"{item.words} reported, " + (NOT_FOUND_WORDS if item.state == NOT_FOUND else "not verified yet")
+
+
 def _branch_words(rail: EvidenceRail) -> str:
     phrases = []
+    items = {item.kind: item for item in verification(rail)}
     claimed = unseen_pull_request(rail)
     if claimed is not None:
-        phrases.append(f"pull request #{claimed} reported, not verified yet")
+        phrases.append(_reported_words(items["pull_request"]))
     lead = lead_branch(rail)
     if lead is not None:
         name, branch = lead
-        if branch is None:
-            phrases.append(f"branch {name} reported, not verified yet")
+        reported = items.get("branch")
+        if branch is None or (branch.sha is None and reported is not None and reported.state == NOT_FOUND):
+            phrases.append(_reported_words(reported) if reported is not None else f"branch {name} reported, "
+                           "not verified yet")  # fmt: skip
         elif branch.sha is None:
             phrases.append(f"branch {name} created, no commit seen yet")
         else:
             phrases.append(f"branch {name} (head {short(branch.sha)}, verified)")
-    if not phrases and rail.reported_commit is not None:
-        phrases.append(f"commit {short(rail.reported_commit)} reported, not verified yet")
+    commit = items.get("commit")
+    if not phrases and commit is not None:
+        verified = commit.state == VERIFIED
+        phrases.append(f"{commit.words} (verified)" if verified else _reported_words(commit))
     text = "; ".join(phrases)
     return text[:1].upper() + text[1:]
+
+
+def _with_not_found(rail: EvidenceRail, text: str) -> str:
+    """The rail's words, with each reported item GitHub does not know that they do not name yet."""
+    missing = [_reported_words(item) for item in not_found(rail)]
+    extra = [phrase for phrase in missing if phrase.lower() not in text.lower()]
+    return "; ".join([text, *extra])
 
 
 def repository_text(rail: EvidenceRail) -> str:
@@ -58,7 +78,7 @@ def repository_text(rail: EvidenceRail) -> str:
         case RepositoryState.UNREPORTED:
             return "Unreported"
         case RepositoryState.BLOCKED:
-            return f"Blocked — {rail.reason}"
+            return _with_not_found(rail, f"Blocked — {rail.reason}")
     lead = lead_pull_request(rail)
     if lead is not None and rail.repository != RepositoryState.BRANCH_REPORTED:
         text = f"Pull request {_pr_words(rail, lead)}"
@@ -66,7 +86,7 @@ def repository_text(rail: EvidenceRail) -> str:
     else:
         text = _branch_words(rail)
         others = list(rail.linked_pull_requests())
-    return "; ".join([text, *(f"pull request {_pr_words(rail, pr)}" for pr in others)])
+    return _with_not_found(rail, "; ".join([text, *(f"pull request {_pr_words(rail, pr)}" for pr in others)]))
 
 
 def deployment_text(rail: EvidenceRail, includes: Includes | None = None) -> str:
