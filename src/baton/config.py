@@ -83,6 +83,7 @@ def effective(policy: Policy) -> dict[str, Any]:
         "maintainers": sorted(policy.maintainers),
         "required_evidence": evidence,
         "require_reviewer": policy.require_reviewer,
+        "require_verified_evidence": policy.require_verified_evidence,
     }
     return shown
 
