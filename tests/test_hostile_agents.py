@@ -228,7 +228,8 @@ def test_webhook_text_holding_nul_or_a_lone_surrogate_is_stored_with_the_charact
     number = olivia.open_issue(scene.full_name, "Cart\x00 empty \ud800state", "Make it\x00 so.\n\n\udfff")
     scene.settle()
     olivia.edit_issue(scene.full_name, number, title="Cart\x00 empty, again")
-    scene.comment("agent-b", "/claim\n\nTaking it\x00 now \ud800", number=number)
+    # outside the command's own text (a command holding a control character is refused, docs/commands.md)
+    scene.comment("agent-b", "Taking it\x00 now \ud800\n\n/claim", number=number)
     scene.settle()
     engine = scene.app.state.work.units.engine
     with engine.connect() as connection:

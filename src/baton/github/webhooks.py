@@ -66,6 +66,15 @@ def text(payload: Any, *path: str) -> str:
     return storable(_raw(payload, *path))
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def command_text(payload: Any, *path: str) -> str:
+    """Text that may hold commands (a comment, an issue's body): lone surrogates replaced, but NUL kept, so that
+    a command holding it is refused with a reply saying so rather than run on altered text."""
+    return _LONE_SURROGATE.sub("\ufffd", _raw(payload, *path))
+
+
 # The most GitHub sends. Ids are positive and fit a signed 64-bit integer (a BIGINT column); issue and pull
 # request numbers a signed 32-bit one. A repository's "owner/name": an owner has at most 39 characters, a
 # name 100. A login: a user's has at most 39, an App's bot (`slug[bot]`) more.

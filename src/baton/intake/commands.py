@@ -17,7 +17,7 @@ from typing import Any
 from baton.commands import MAX_COMMANDS, ignored_text, misspelt, read
 from baton.domain import Actor, Command, Policy, TicketKey
 from baton.github.issues import label_names
-from baton.github.webhooks import dig, issue_number, login, number, text
+from baton.github.webhooks import command_text, dig, issue_number, login, number, text
 from baton.linking import linked_issues
 from baton.service.work import Issue, Outcome, Request, Source
 
@@ -88,7 +88,7 @@ def comment_requests(intake: Intake, envelope: Envelope) -> list[Request] | None
     if dig(envelope.payload, "issue", "pull_request") is not None:
         return None
     comment_id = number(envelope.payload, "comment", "id")
-    body = text(envelope.payload, "comment", "body")
+    body = command_text(envelope.payload, "comment", "body")
     requests = _requests(intake, envelope, body, f"comment:{comment_id}", Source(comment_id))
     if not requests:  # a comment with commands is activity where they are decided
         _runner_comment(intake, envelope)
@@ -106,7 +106,7 @@ def body_requests(intake: Intake, envelope: Envelope) -> list[Request] | None:
     """Commands in a new issue's body: `/claim` there creates the ticket already claimed by its author."""
     if intake.from_baton(envelope, "issue"):
         return []
-    body = text(envelope.payload, "issue", "body")
+    body = command_text(envelope.payload, "issue", "body")
     return _requests(intake, envelope, body, f"issue:{number(envelope.payload, 'issue', 'id')}", Source(None))
 
 
