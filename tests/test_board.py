@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import func, select
 
 from baton.demo.stage import Stage
-from baton.demo.story import wait_for
+from baton.demo.story import BRIEF, wait_for
 from baton.settings import Settings
 from baton.store import make_engine, tables
 from baton.store.board_sessions import BoardSession, BoardSessions
@@ -132,7 +132,9 @@ def test_time_in_the_state_is_kept_when_the_brief_is_edited(stage: Stage, cookie
     assert before is not None and before.ticket.state.value == "accepted"
     since = before.ticket.state_since
     assert since is not None and since < stage.app.state.board.clock.now() - timedelta(days=4)
-    brief = "```yaml\ntask: Add an empty state to the billing history view\nreviewer: maria\n```"
+    # One more item out of scope; the rest of the demo's brief stays for the ticket page's test in this module.
+    brief = BRIEF.replace('"payment settings"]', '"payment settings", "tax rules"]')
+    assert brief != BRIEF
     stage.hub.person("maria").edit_issue("octo/shop", TASK, brief)
     deadline = datetime.now(UTC) + timedelta(seconds=30)
     while (after := reads.ticket("octo/shop", TASK)) is None or after.ticket.revision == before.ticket.revision:
