@@ -7,22 +7,17 @@ import gc
 import os
 import shutil
 import subprocess
-import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
 
 from baton.service.unit import Units
-from baton.store import make_engine, normalise_url, upgrade
+from baton.store import make_engine, upgrade
 from baton.store.tables import metadata
-
-POSTGRES_URL = os.environ.get("BATON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-POSTGRES_REQUIRED = os.environ.get("BATON_REQUIRE_POSTGRES") == "1"
-
+from support.databases import scratch_database, url_of
 
 # The fault suite (`pytest -m faults`): hostile input, killed processes, database and GitHub outages.
 FAULT_SUITE = {
@@ -75,7 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
     src/baton/cli.py.)"""
     if not hasattr(config, "workerinput") and CORPUS_NOTE_VARIABLE not in os.environ:
         os.environ[CORPUS_NOTE_VARIABLE] = _install_corpora()
-        # These tests' own folder, named for every reader (tests/corpus.py, the stand-in's contract, and the
+        # These tests' own folder, named for every reader (tests/support/corpus.py, the stand-in's contract, and the
         # processes the tests start), wherever the baton package was installed from.
         os.environ.setdefault("BATON_CORPUS_DIR", str(TESTS / "node_modules"))
     gc.set_threshold(20_000, 20, 100)
@@ -136,44 +131,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("screenshots")
         for folder in shots:
             terminalreporter.write_line(f"{folder}: {len(list(folder.glob('*.png')))} pictures")
-
-
-def _postgres_unavailable(reason: str) -> None:
-    if POSTGRES_REQUIRED:
-        pytest.fail(f"PostgreSQL is required here (BATON_REQUIRE_POSTGRES=1) but {reason}")
-    pytest.skip(f"no PostgreSQL at {POSTGRES_URL}: {reason}")
-
-
-@contextmanager
-def scratch_database(prefix: str) -> Iterator[tuple[Engine, str]]:
-    """A new, migrated PostgreSQL database beside POSTGRES_URL's, dropped afterwards: yields an admin engine
-    (autocommit, on the server's default database) and the new database's name."""
-    try:
-        admin = create_engine(normalise_url(POSTGRES_URL), isolation_level="AUTOCOMMIT")
-        with admin.connect() as connection:
-            connection.execute(text("SELECT 1"))
-    except Exception as error:
-        _postgres_unavailable(f"{type(error).__name__}: {error}")
-    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-        # A commit here need not wait for the disk: these tests stop Baton's processes, never PostgreSQL's,
-        # and a commit is as visible to other sessions either way. It saves about 0.6 ms per commit.
-        connection.execute(text(f'ALTER DATABASE "{name}" SET synchronous_commit = off'))
-    try:
-        engine = make_engine(url_of(admin, name))
-        upgrade(engine)
-        engine.dispose()
-        yield admin, name
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
-def url_of(admin: Engine, name: str) -> str:
-    """The URL of database `name` on `admin`'s server."""
-    return admin.url.set(database=name).render_as_string(hide_password=False)
 
 
 @pytest.fixture(scope="session")

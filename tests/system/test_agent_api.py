@@ -1,0 +1,374 @@
+"""The agent API over real sockets: Baton and the stand-in GitHub each serve HTTP on 127.0.0.1, and agents call
+Baton with tokens of their own, which the stand-in's `GET /user` tells apart (docs/agents.md)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import select, text
+
+from baton.store import tables as t
+from github_standin.server import Fault
+from support.local_http import HTTP
+from support.standin_scene import Scene, opened
+
+
+@pytest.fixture
+def scene(database_url: str) -> Iterator[Scene]:
+    with opened(database_url) as made:
+        made.settle()
+        yield made
+
+
+class Agent:
+    """Someone calling the agent API with a token of their own."""
+
+    def __init__(self, scene: Scene, login: str, permission: str = "read") -> None:
+        self.scene, self.login = scene, login
+        person = scene.stage.person(login, permission)
+        self.token = person.token()
+
+    def post(self, action: str, number: int | None = None, body: Any = None, **headers: str) -> httpx.Response:
+        where = f"/api/v1/repos/{self.scene.full_name}/issues/{number or self.scene.number}/{action}"
+        sent = {"Authorization": f"Bearer {self.token}", **{k.replace("_", "-"): v for k, v in headers.items()}}
+        return HTTP.post(f"{self.scene.stage.baton_url}{where}", json=body, headers=sent)
+
+
+def test_a_claim_is_answered_in_the_response_and_shown_on_github_as_a_comments_would_be(scene: Scene) -> None:
+    agent = Agent(scene, "agent-a")
+    answer = agent.post("claim")
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert (body["state"], body["runner"], body["attempt"]) == ("claimed", "agent-a", 1)
+    assert body["repository"] == scene.full_name and body["issue"] == scene.number
+    assert body["url"].endswith(f"/{scene.full_name}/issues/{scene.number}")
+    scene.drain()
+    assert "baton:claimed" in scene.labels() and scene.assignees() == ["agent-a"]
+    assert "@agent-a" in scene.status()
+    assert scene.replies() == []  # nothing to answer: the answer was the response
+    history = scene.app.state.work.history(scene.key)
+    assert history[-1].type == "claimed" and history[-1].data.get("source") == "api"
+
+    again = agent.post("claim")  # the holder claiming again: the same 200, and nothing changes
+    assert again.status_code == 200 and again.json()["revision"] == body["revision"]
+
+    other = Agent(scene, "agent-b").post("claim")
+    assert other.status_code == 409
+    refused = other.json()
+    assert (refused["error"], refused["state"], refused["runner"], refused["revision"]) == (
+        "conflict", "claimed", "agent-a", body["revision"])  # fmt: skip
+    assert "@agent-a" in refused["message"] and f"#{scene.number}" in refused["message"]
+
+
+def test_if_match_is_a_compare_and_swap_on_the_revision(scene: Scene) -> None:
+    agent = Agent(scene, "agent-a")
+    revision = scene.app.state.work.ticket(scene.key).revision
+    stale = agent.post("claim", If_Match=f'"{revision + 5}"')
+    assert stale.status_code == 412
+    assert stale.json()["error"] == "precondition_failed" and stale.json()["revision"] == revision
+    assert agent.post("claim", If_Match="nineteen").status_code == 422
+    won = agent.post("claim", If_Match=f'"{revision}"')
+    assert won.status_code == 200 and won.json()["revision"] == revision + 1
+
+
+def test_an_idempotency_key_gives_a_retry_the_first_answer_and_refuses_another_request(scene: Scene) -> None:
+    agent = Agent(scene, "agent-a")
+    first = agent.post("claim", Idempotency_Key="try-1")
+    assert first.status_code == 200
+    agent.post("release")  # the ticket moves on; the retry still gets the first answer
+    retry = agent.post("claim", Idempotency_Key="try-1")
+    assert (retry.status_code, retry.json()) == (first.status_code, first.json())
+    assert scene.app.state.work.ticket(scene.key).state.value == "open"
+    other = agent.post("release", Idempotency_Key="try-1")
+    assert other.status_code == 422 and "another request" in other.json()["message"]
+    assert Agent(scene, "agent-b").post("claim", Idempotency_Key="try-1").status_code == 200  # keys are per login
+
+
+def test_every_error_status(scene: Scene) -> None:
+    agent, reader = Agent(scene, "agent-a"), Agent(scene, "reed")
+    url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues/{scene.number}/claim"
+    assert HTTP.post(url).status_code == 401
+    unknown = HTTP.post(url, headers={"Authorization": "Bearer ghp_not-a-token"})
+    assert unknown.status_code == 401 and unknown.json()["error"] == "unauthorized"
+    assert agent.post("claim", 999_999).status_code == 404  # GitHub has no such issue
+    deliver = agent.post("deliver", body={"summary": ""})
+    assert deliver.status_code == 422
+    assert agent.post("claim").status_code == 200
+    missing = agent.post("deliver", body={"summary": "done", "branch": "a b"})
+    assert missing.status_code == 422
+    forbidden = reader.post("accept", body={"note": "fine"})
+    assert forbidden.status_code in (403, 409), forbidden.text
+    delivered = agent.post("deliver", body={"summary": "The empty state is done.", "branch": "empty-state"})
+    assert delivered.status_code == 200 and delivered.json()["state"] == "delivered"
+    refused = reader.post("accept", body={"note": "fine"})
+    assert refused.status_code == 403 and refused.json()["error"] == "forbidden", refused.text
+    maria = Agent(scene, "maria", "maintain")
+    accepted = maria.post("accept", body={"note": "Looks right."})
+    assert accepted.status_code == 200 and accepted.json()["state"] == "accepted"
+
+
+def test_calls_beyond_the_rate_get_429_with_retry_after(database_url: str) -> None:
+    # BATON_API_REQUESTS_PER_MINUTE=60: a burst of 6, then one a second
+    with opened(database_url, api_requests_per_minute=60) as scene:
+        scene.settle()
+        agent, other = Agent(scene, "agent-a"), Agent(scene, "agent-b")
+        statuses = Counter(agent.post("claim").status_code for _ in range(20))
+        assert statuses[200] >= 6 and statuses[429] >= 1, statuses
+        limited = agent.post("claim")
+        assert limited.status_code == 429 and 1 <= int(limited.headers["Retry-After"]) <= 2
+        assert limited.json()["error"] == "rate_limited" and "@agent-a" in limited.json()["message"]
+        assert other.post("claim").status_code == 409  # the rate is per login: agent-b is refused, not limited
+
+
+def test_twenty_agents_at_once_one_wins_and_nineteen_are_told_who(scene: Scene) -> None:
+    agents = [Agent(scene, f"agent-{n:02d}") for n in range(20)]
+    together = threading.Barrier(len(agents))
+    answers: dict[str, httpx.Response] = {}
+
+    def claim(agent: Agent) -> None:
+        together.wait()
+        answers[agent.login] = agent.post("claim")
+
+    threads = [threading.Thread(target=claim, args=(agent,)) for agent in agents]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    statuses = Counter(answer.status_code for answer in answers.values())
+    assert statuses == Counter({200: 1, 409: 19}), statuses
+    winner = next(login for login, answer in answers.items() if answer.status_code == 200)
+    assert all(f"@{winner}" in a.json()["message"] for a in answers.values() if a.status_code == 409)
+
+
+def test_issues_baton_never_heard_of_are_read_from_github_at_first_use_and_a_failed_read_fails_its_call_alone(
+    scene: Scene,
+) -> None:
+    """Two issues are opened while no webhook reaches Baton. Three agents call at once: one claims the issue Baton
+    knows, one an unseen issue (read from GitHub, then tracked and claimed), one an unseen issue GitHub fails to
+    give (503, nothing decided, a retry works)."""
+    known, unseen, broken = Agent(scene, "agent-a"), Agent(scene, "agent-b"), Agent(scene, "agent-c")
+    with scene.hub.world.lock:  # opened on GitHub while Baton heard nothing
+        author = scene.hub.world.account("olivia")
+        first = scene.hub.world.add_issue(scene.repository, "Rotate the keys", author).number
+        second = scene.hub.world.add_issue(scene.repository, "Trim the logs", author).number
+    scene.rest.inject(Fault("GET", rf"/repos/{scene.full_name}/issues/{second}$", status=502))
+    together = threading.Barrier(3)
+    answers: dict[str, httpx.Response] = {}
+
+    def claim(agent: Agent, number: int) -> None:
+        together.wait()
+        answers[agent.login] = agent.post("claim", number, Idempotency_Key="first-try")
+
+    threads = [threading.Thread(target=claim, args=pair)
+               for pair in ((known, scene.number), (unseen, first), (broken, second))]  # fmt: skip
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert answers["agent-a"].status_code == 200 and answers["agent-a"].json()["runner"] == "agent-a"
+    assert answers["agent-b"].status_code == 200, answers["agent-b"].text
+    assert (answers["agent-b"].json()["issue"], answers["agent-b"].json()["state"]) == (first, "claimed")
+    failed = answers["agent-c"]
+    assert failed.status_code == 503 and failed.json()["error"] == "unavailable", failed.text
+    assert f"#{second}" in failed.json()["message"]
+    work = scene.app.state.work
+    assert work.ticket(replace(scene.key, number=second)) is None  # nothing decided, nothing tracked
+    tasks = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name, "state": "claimed"},
+                     headers={"Authorization": f"Bearer {unseen.token}"}).json()["tasks"]  # fmt: skip
+    assert {(task["issue"], task["title"]) for task in tasks} >= {(first, "Rotate the keys")}  # its title kept
+    retried = broken.post("claim", second, Idempotency_Key="first-try")  # a 503 keeps no answer for its key
+    assert retried.status_code == 200 and retried.json()["runner"] == "agent-c"
+
+
+def test_no_token_reaches_the_logs_or_the_database(scene: Scene, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    agent = Agent(scene, "agent-a")
+    assert agent.post("claim", Idempotency_Key="k").status_code == 200
+    assert agent.post("deliver", body={"summary": "done", "branch": "x"}).status_code == 200
+    assert agent.token not in caplog.text
+    with scene.app.state.work.units.engine.connect() as connection:
+        for table in t.metadata.sorted_tables:
+            for row in connection.execute(select(table)):
+                assert agent.token not in repr(tuple(row)), table.name
+        assert connection.execute(text("SELECT 1")).scalar() == 1
+
+
+def test_known_identities_keep_working_while_github_cannot_say_whose_a_token_is(scene: Scene) -> None:
+    known, new = Agent(scene, "agent-a"), Agent(scene, "agent-b")
+    assert known.post("claim").status_code == 200  # its identity is now known
+    scene.rest.inject(Fault("GET", r"^/user$", status=502, times=100))
+    assert known.post("release").status_code == 200  # no need to ask GitHub
+    unavailable = new.post("claim")
+    assert unavailable.status_code == 503 and unavailable.json()["error"] == "unavailable"
+    assert new.token not in unavailable.text
+
+
+def test_the_tasks_open_for_claiming_oldest_first_and_a_tickets_status_with_an_agents_token(scene: Scene) -> None:
+    olivia = scene.person("olivia")
+    second = olivia.open_issue(scene.full_name, "Second", "```yaml\ntask: Add a footer\nacceptance: [a footer]\n```")
+    scene.settle()
+    agent = Agent(scene, "agent-a")
+    listed = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name},
+                      headers={"Authorization": f"Bearer {agent.token}"})  # fmt: skip
+    assert listed.status_code == 200, listed.text
+    tasks = listed.json()["tasks"]
+    assert [task["issue"] for task in tasks] == [scene.number, second]
+    assert tasks[1]["title"] == "Second" and tasks[1]["brief"]["acceptance"] == ["a footer"]  # the issue's title
+    olivia.edit_issue(scene.full_name, second, title="Totals in the footer")
+    scene.settle()
+    renamed = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name},
+                       headers={"Authorization": f"Bearer {agent.token}"}).json()["tasks"]  # fmt: skip
+    assert [task["title"] for task in renamed] == [scene.issue.title, "Totals in the footer"]
+    assert renamed[1]["revision"] == tasks[1]["revision"]  # a new title is no work: the revision stays
+    assert all(task["state"] == "open" and task["url"].endswith(f"/issues/{task['issue']}") for task in tasks)
+    assert agent.post("claim", second).status_code == 200
+    left = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name},
+                    headers={"Authorization": f"Bearer {agent.token}"}).json()["tasks"]  # fmt: skip
+    assert [task["issue"] for task in left] == [scene.number]
+    status = HTTP.get(f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues/{second}",
+                      headers={"Authorization": f"Bearer {agent.token}"})  # fmt: skip
+    assert status.status_code == 200 and status.json()["runner"] == "agent-a"
+    anonymous = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name},
+                         headers={"Authorization": "Bearer ghp_nobody"})  # fmt: skip
+    assert anonymous.status_code == 401
+
+
+def _baton(scene: Scene, token: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "GH_", "GITHUB_"))},
+           "BATON_URL": scene.stage.baton_url, "GITHUB_TOKEN": token}  # fmt: skip
+    return subprocess.run([sys.executable, "-m", "baton.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+
+
+def test_the_baton_command_exits_0_on_a_win_1_on_a_refusal_naming_the_holder_and_2_on_a_bad_token(
+    scene: Scene,
+) -> None:
+    winner, loser = Agent(scene, "agent-a"), Agent(scene, "agent-b")
+    won = _baton(scene, winner.token, "next", scene.full_name)
+    assert won.returncode == 0, won.stderr
+    assert f"{scene.full_name}#{scene.number}" in won.stdout
+    lost = _baton(scene, loser.token, "claim", f"{scene.full_name}#{scene.number}")
+    assert lost.returncode == 1 and "@agent-a" in lost.stderr, lost.stderr
+    assert _baton(scene, loser.token, "next", scene.full_name).returncode == 1  # none left
+    refused = _baton(scene, "ghp_nobody", "claim", f"{scene.full_name}#{scene.number}")
+    assert refused.returncode == 2 and "ghp_nobody" not in refused.stderr + refused.stdout
+    for result in (won, lost, refused):
+        assert winner.token not in result.stdout + result.stderr and loser.token not in result.stdout + result.stderr
+
+
+def test_create_and_claim_opens_an_issue_that_is_never_open_for_anyone_else(scene: Scene) -> None:
+    agent = Agent(scene, "agent-a")
+    url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues"
+    made = HTTP.post(url, json={"title": "Totals in the footer", "body": "The cart's footer shows totals."},
+                     headers={"Authorization": f"Bearer {agent.token}"})  # fmt: skip
+    assert made.status_code == 201, made.text
+    body = made.json()
+    number = body["issue"]
+    assert (body["state"], body["runner"], body["attempt"]) == ("claimed", "agent-a", 1)
+    scene.drain()  # the App's issue came back as an `issues` webhook: Baton's own, it offers nothing
+    work = scene.app.state.work
+    key = scene.key.__class__(scene.key.installation_id, scene.key.repository_id, number)
+    ticket = work.ticket(key)
+    assert ticket is not None and (ticket.state.value, ticket.owner, ticket.revision) == ("claimed", "agent-a", 2)
+    assert [event.type for event in work.history(key)] == ["created", "claimed"]
+    with scene.hub.world.lock:
+        issue = scene.repository.issues[number]
+        assert (issue.title, issue.user.login) == ("Totals in the footer", "baton[bot]")
+        assert issue.labels == ["baton:claimed"] and issue.assignees == ["agent-a"]
+
+    scene.configure('runners: ["@agent-a"]\n')  # a reader outside the list may not run, so may not open one
+    reader = Agent(scene, "reed")
+    refused = HTTP.post(url, json={"title": "Not mine to run"}, headers={"Authorization": f"Bearer {reader.token}"})
+    assert refused.status_code == 403 and refused.json()["code"] == "not_permitted", refused.text
+    with scene.hub.world.lock:
+        assert max(scene.repository.issues) == number  # no issue was opened for a refusal
+
+
+def _posted_as_baton_stops(
+    monkeypatch: pytest.MonkeyPatch, target: object, name: str, url: str, body: dict[str, Any], headers: dict[str, str]
+) -> None:
+    """POST `body` while `target.name` fails as a Baton that stops there would: no answer, or a 500."""
+
+    def stopped(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("Baton stopped")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(target, name, stopped)
+        try:  # on a connection of its own: the one the failure ends is not used again
+            status: int | None = HTTP.post(url, json=body, headers={**headers, "Connection": "close"}).status_code
+        except httpx.HTTPError:
+            status = None
+    assert status in (None, 500)
+
+
+def test_a_create_and_claim_retried_after_baton_stopped_midway_claims_the_issue_it_opened(
+    scene: Scene, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = Agent(scene, "agent-a")
+    url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues"
+    headers = {"Authorization": f"Bearer {agent.token}", "Idempotency-Key": "footer-1"}
+    new = {"title": "Totals in the footer", "body": "The cart's footer shows totals."}
+    work = scene.app.state.work
+    with scene.hub.world.lock:
+        before = max(scene.repository.issues)
+    # GitHub opens the issue; Baton stops before recording the claim
+    _posted_as_baton_stops(monkeypatch, work, "apply_all", url, new, headers)
+    with scene.hub.world.lock:
+        assert max(scene.repository.issues) == before + 1  # opened on GitHub, not claimed
+
+    retried = HTTP.post(url, json=new, headers=headers)
+    assert retried.status_code == 201, retried.text
+    assert (retried.json()["issue"], retried.json()["state"], retried.json()["runner"]) == (
+        before + 1, "claimed", "agent-a")  # fmt: skip
+    again = HTTP.post(url, json=new, headers=headers)
+    assert (again.status_code, again.json()) == (201, retried.json())
+    with scene.hub.world.lock:
+        assert max(scene.repository.issues) == before + 1  # no second issue
+    key = scene.key.__class__(scene.key.installation_id, scene.key.repository_id, before + 1)
+    assert [event.type for event in work.history(key)] == ["created", "claimed"]
+
+
+def test_a_create_and_claim_github_did_not_open_is_503_and_a_retry_opens_it(scene: Scene) -> None:
+    agent = Agent(scene, "agent-a")
+    url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues"
+    headers = {"Authorization": f"Bearer {agent.token}", "Idempotency-Key": "footer-2"}
+    new = {"title": "Totals in the footer"}
+    scene.rest.inject(Fault("POST", f"^/repos/{scene.full_name}/issues$", status=502))
+    with scene.hub.world.lock:
+        before = max(scene.repository.issues)
+    failed = HTTP.post(url, json=new, headers=headers)
+    assert failed.status_code == 503 and "GitHub answered 502" in failed.json()["message"], failed.text
+    opened = HTTP.post(url, json=new, headers=headers)  # the key decided nothing: tried afresh
+    assert opened.status_code == 201, opened.text
+    with scene.hub.world.lock:
+        assert max(scene.repository.issues) == before + 1
+
+
+def test_a_create_and_claim_retried_while_the_first_may_still_be_opening_is_told_to_wait(
+    scene: Scene, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = Agent(scene, "agent-a")
+    url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues"
+    headers = {"Authorization": f"Bearer {agent.token}", "Idempotency-Key": "footer-3"}
+    new = {"title": "Totals in the footer"}
+    with scene.hub.world.lock:
+        before = max(scene.repository.issues)
+    # Baton stops while GitHub is opening the issue, or before it asked
+    _posted_as_baton_stops(monkeypatch, scene.app.state.parts.intake.issues, "create", url, new, headers)
+    waiting = HTTP.post(url, json=new, headers=headers)
+    assert waiting.status_code == 409 and "still under way" in waiting.json()["message"], waiting.text
+    monkeypatch.setattr("baton.web.agents.UNDER_WAY", 0.0)  # long enough ago: nothing is opening it any more
+    opened = HTTP.post(url, json=new, headers=headers)
+    assert opened.status_code == 201, opened.text
+    with scene.hub.world.lock:
+        assert max(scene.repository.issues) == before + 1

@@ -1,0 +1,120 @@
+"""The shape the code promises: a pure core, generated docs that match the registry, a working CLI."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from baton.docs import documents, state_machine_markdown
+from baton.domain import RULES
+
+ROOT = Path(__file__).resolve().parents[2]
+PURE = [ROOT / "src/baton/domain", ROOT / "src/baton/commands.py"]
+IO_LIBRARIES = {"sqlalchemy", "alembic", "psycopg", "fastapi", "starlette", "uvicorn", "httpx", "githubkit",
+                "pydantic", "pydantic_settings", "yaml", "requests", "socket", "sqlite3", "asyncio", "os",
+                "subprocess", "threading", "multiprocessing"}  # fmt: skip
+
+
+def _python_files() -> list[Path]:
+    files: list[Path] = []
+    for path in PURE:
+        files.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path])
+    return files
+
+
+@pytest.mark.parametrize("path", _python_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_pure_modules_import_only_the_standard_library_and_each_other(path: Path) -> None:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            assert top not in IO_LIBRARIES, f"{path.name} imports {name}"
+            assert (top == "baton" and name.startswith("baton.domain")) or top in sys.stdlib_module_names, (
+                f"{path.name} imports {name}, which is neither the standard library nor the domain"
+            )
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module `path` imports, at its top or inside a function (relative imports made absolute)."""
+    package = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts[:-1])
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            names.add(node.module or "" if node.level == 0 else ".".join(filter(None, [base, node.module])))
+    return names
+
+
+def test_the_stand_in_github_is_apart_from_baton_and_only_the_demo_imports_it() -> None:
+    for path in sorted((ROOT / "src/github_standin").rglob("*.py")):
+        assert not {n for n in _imports(path) if n.split(".")[0] == "baton"}, f"{path} imports Baton"
+    importers = {
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "src/baton").rglob("*.py")
+        if any(n.split(".")[0] == "github_standin" for n in _imports(path))
+    }
+    assert importers and all(name.startswith("src/baton/demo/") for name in importers), importers
+
+
+def test_serving_baton_loads_neither_the_stand_in_nor_the_demo() -> None:
+    code = "import sys, baton.cli, baton.web, baton.runtime; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert not [name for name in loaded if name.startswith(("github_standin", "baton.demo"))]
+    # the board's templates load at its first page, not when serving starts
+    assert "jinja2" not in loaded
+
+
+def test_importing_the_core_loads_no_io_library() -> None:
+    code = "import sys, baton.domain, baton.commands; print(' '.join(sorted(sys.modules)))"
+    loaded = set(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    )
+    assert not {name.split(".")[0] for name in loaded} & (IO_LIBRARIES - {"os", "threading"})
+
+
+@pytest.mark.parametrize("name", ["commands.md", "state-machine.md"])
+def test_generated_docs_are_current(name: str) -> None:
+    assert (ROOT / "docs" / name).read_text(encoding="utf-8") == documents()[name], (
+        f"docs/{name} is out of date: run `baton docs`"
+    )
+
+
+def test_state_machine_doc_has_every_transition_of_the_registry() -> None:
+    doc = state_machine_markdown()
+    arrows = {line.strip() for line in doc.splitlines() if "-->" in line}
+    for rule in RULES.values():
+        for source in rule.sources:
+            assert f"{source.value} --> {rule.target.value if rule.target else ''}: /{rule.name}" in arrows
+    transitions = sum(len(rule.sources) for rule in RULES.values() if rule.target)
+    assert len([a for a in arrows if not a.startswith("[*]") and not a.endswith("[*]")]) == transitions
+
+
+def test_the_app_manifest_subscribes_every_event_baton_handles_with_the_permissions_it_needs() -> None:
+    import yaml
+
+    from baton.intake import HANDLERS
+    from baton.intake.offering import BACKFILL
+
+    manifest = yaml.safe_load((ROOT / "app.yml").read_text())
+    assert {"name", "url", "hook_attributes", "default_events", "default_permissions"} <= set(manifest)
+    assert manifest["hook_attributes"]["url"].endswith("/webhooks/github")
+    # GitHub sends installation events to every App; they cannot be (and need not be) subscribed.
+    always_sent = {"installation", "installation_repositories"}
+    own = {BACKFILL}  # deliveries Baton stores for itself; GitHub never sends them
+    assert {event for event, _ in HANDLERS} - always_sent - own <= set(manifest["default_events"])
+    permissions = manifest["default_permissions"]
+    assert {k: permissions[k] for k in ("issues", "pull_requests", "checks", "contents", "metadata")} == {
+        "issues": "write", "pull_requests": "write", "checks": "write", "contents": "read", "metadata": "read",
+    }  # fmt: skip
+    assert permissions["members"] == "read"  # teams named in reviewers, runners and maintainers

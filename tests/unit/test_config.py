@@ -1,0 +1,230 @@
+"""`.github/baton.yml`: strict validation, and loading from GitHub with fallback, cache and last-good."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+import respx
+
+from baton.config import ConfigError, duration, parse
+from baton.domain import Policy
+from baton.github.client import AppCredentials, GitHubApp
+from baton.github.configs import GitHubConfigs, Loaded
+from support.keys import app_private_key
+
+API = "https://github.example.test/api/v3"
+
+
+def test_an_empty_file_gives_the_defaults() -> None:
+    assert parse("") == Policy()
+    assert parse("# nothing set yet\n") == Policy()
+
+
+def test_every_setting() -> None:
+    text = """
+offer: labeled
+offer_label: agents
+max_active_claims: 2
+stale_after: 12h
+auto_release_after: 2d
+allow_self_review: true
+reviewers: [rita, "@octo/reviewers"]
+runners: [agent-a, "helper[bot]"]
+maintainers: [mona, "@octo/leads", "role:release-manager"]
+required_evidence: {branch: 1, tests: 1, screenshot: 2}
+require_reviewer: true
+require_verified_evidence: true
+"""
+    assert parse(text) == Policy(
+        offer="labeled",
+        offer_label="agents",
+        max_active_claims=2,
+        stale_after=12 * 3600,
+        auto_release_after=2 * 86400,
+        allow_self_review=True,
+        reviewers=frozenset({"rita", "@octo/reviewers"}),
+        runners=frozenset({"agent-a", "helper[bot]"}),
+        maintainers=frozenset({"mona", "@octo/leads", "role:release-manager"}),
+        required_evidence=("branch", "tests", "screenshot", "screenshot"),
+        require_reviewer=True,
+        require_verified_evidence=True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "access"),
+    [
+        ("runners: anyone\n", "anyone"),
+        ("runners: collaborators\n", "collaborators"),
+        ("runners: readers\n", "readers"),
+        ("runners: []\n", "collaborators"),
+    ],
+)
+def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: str) -> None:
+    assert parse(text) == Policy(runner_access=access)
+
+
+@pytest.mark.parametrize(
+    ("text", "problems"),
+    [
+        ("- a\n- b\n", ["the file must be a mapping of settings, like `max_active_claims: 2`"]),
+        ("offer: [unclosed\n", ["the file is not valid YAML at line 2"]),
+        ("max_claims: 2\n", ["`max_claims` is not a setting (known: offer, offer_label, max_active_claims, "
+                             "stale_after, auto_release_after, allow_self_review, reviewers, runners, "
+                             "maintainers, required_evidence, require_reviewer, require_verified_evidence)"]),
+        ("offer: some\n", ["`offer` must be `all` or `labeled`, not 'some'"]),
+        ("max_active_claims: 0\n", ["`max_active_claims` must be a whole number from 1 to 100, not 0"]),
+        ("max_active_claims: true\n", ["`max_active_claims` must be a whole number from 1 to 100, not True"]),
+        ("max_active_claims: '3'\n", ["`max_active_claims` must be a whole number from 1 to 100, not '3'"]),
+        ("stale_after: 3 days\n", ["`stale_after` must be a duration like `3d`, `12h`, `90m` or `30s`, not '3 days'"]),
+        ("allow_self_review: yes please\n", ["`allow_self_review` must be true or false, not 'yes please'"]),
+        ("reviewers: rita\n",
+         ["`reviewers` must be a list of logins, org/team names or role:NAME entries, not 'rita'"]),
+        ("runners: ['not a login!']\n",
+         ["`runners` must be `collaborators`, `readers`, `anyone` or a list of logins, org/team names or "
+          "role:NAME entries, not ['not a login!']"]),
+        ("runners: everyone\nmaintainers: mona\n",
+         ["`maintainers` must be a list of logins, org/team names or role:NAME entries, not 'mona'",
+          "`runners` must be `collaborators`, `readers`, `anyone` or a list of logins, org/team names or "
+          "role:NAME entries, not 'everyone'"]),
+        ("required_evidence: [tests, vibes]\n",
+         ["`required_evidence` names 'vibes', which is not a kind of evidence (a list of branch, commit, pr, "
+          "tests, screenshot, or a mapping of them to counts like `screenshot: 2`)"]),
+        ("required_evidence: {screenshot: 11, branch: 2}\nrequire_reviewer: maybe\nrequire_verified_evidence: 1\n",
+         ["`require_reviewer` must be true or false, not 'maybe'",
+          "`require_verified_evidence` must be true or false, not 1",
+          "`required_evidence.screenshot` must be a whole number from 1 to 10, not 11",
+          "`required_evidence.branch` must be 1 (a delivery reports one), not 2"]),
+        ("stale_after: 2d\nauto_release_after: 1d\n",
+         ["`auto_release_after` must be longer than `stale_after`: a claim is marked stale first"]),
+        ("stale_after: 90s\nauto_release_after: 90s\n",
+         ["`auto_release_after` must be longer than `stale_after`: a claim is marked stale first"]),
+        ("offer: some\nmax_active_claims: -1\nextra: 1\n",
+         ["`extra` is not a setting (known: offer, offer_label, max_active_claims, stale_after, "
+          "auto_release_after, allow_self_review, reviewers, runners, maintainers, required_evidence, "
+          "require_reviewer, require_verified_evidence)",
+          "`offer` must be `all` or `labeled`, not 'some'",
+          "`max_active_claims` must be a whole number from 1 to 100, not -1"]),
+    ],
+    ids=["not-a-mapping", "bad-yaml", "unknown-key", "offer", "zero", "bool", "string-number", "duration",
+         "bool-text", "not-a-list", "bad-login", "bad-runners", "evidence-kind", "evidence-count",
+         "auto-before-stale", "auto-equal-stale", "all-at-once"],
+)  # fmt: skip
+def test_every_problem_is_named(text: str, problems: list[str]) -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse(text)
+    assert raised.value.problems == problems
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("30s", 30), ("90m", 5400), ("12h", 43200), ("3d", 259200), ("2w", 1209600)]
+)
+def test_durations(text: str, seconds: int) -> None:
+    assert duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["0d", "3", "3 weeks", "-1d", 3, None])
+def test_bad_durations(text: object) -> None:
+    with pytest.raises(ValueError):
+        duration(text)
+
+
+# -- loading from GitHub ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def app() -> GitHubApp:
+    return GitHubApp(AppCredentials(4711, app_private_key()), API)
+
+
+@pytest.fixture
+def github() -> Iterator[respx.MockRouter]:
+    with respx.mock(base_url=API, assert_all_called=False) as router:
+        router.post("/app/installations/1/access_tokens").respond(
+            201,
+            json={
+                "token": "ghs_t",
+                "expires_at": (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            },
+        )
+        yield router
+
+
+def file(text: str) -> dict[str, object]:
+    return {"type": "file", "encoding": "base64", "path": ".github/baton.yml", "name": "baton.yml",
+            "content": base64.b64encode(text.encode()).decode()}  # fmt: skip
+
+
+REPO_FILE = "/repos/octo/shop/contents/.github/baton.yml"
+ORG_FILE = "/repos/octo/.github/contents/.github/baton.yml"
+NOT_FOUND = {"message": "Not Found"}
+
+
+def test_the_repositorys_file_wins(github: respx.MockRouter, app: GitHubApp) -> None:
+    github.get(REPO_FILE).respond(200, json=file("max_active_claims: 1\n"))
+    org = github.get(ORG_FILE).respond(200, json=file("max_active_claims: 5\n"))
+    loaded = GitHubConfigs(app).load(1, "octo/shop")
+    assert loaded == Loaded(Policy(max_active_claims=1), "octo/shop:.github/baton.yml")
+    assert org.call_count == 0
+
+
+def test_the_organisations_file_is_the_fallback_then_the_defaults(github: respx.MockRouter, app: GitHubApp) -> None:
+    github.get(REPO_FILE).respond(404, json=NOT_FOUND)
+    org = github.get(ORG_FILE).respond(200, json=file("allow_self_review: true\n"))
+    assert GitHubConfigs(app).load(1, "octo/shop") == Loaded(
+        Policy(allow_self_review=True), "octo/.github:.github/baton.yml"
+    )
+    org.respond(404, json=NOT_FOUND)
+    assert GitHubConfigs(app).load(1, "octo/shop") == Loaded(Policy(), "defaults")
+
+
+def test_settings_are_cached_and_forgotten_on_demand(github: respx.MockRouter, app: GitHubApp) -> None:
+    route = github.get(REPO_FILE).respond(200, json=file("max_active_claims: 1\n"))
+    configs = GitHubConfigs(app)
+    configs.load(1, "octo/shop")
+    configs.load(1, "Octo/Shop")
+    assert route.call_count == 1
+    configs.forget(1, "octo/shop")
+    configs.load(1, "octo/shop")
+    assert route.call_count == 2
+
+
+def test_a_read_under_way_when_the_settings_are_pushed_is_not_kept(github: respx.MockRouter, app: GitHubApp) -> None:
+    """A push (`forget`) arriving while a command reads the file: that read may have the old file, so it
+    serves its command but the next `load` reads again."""
+    configs = GitHubConfigs(app)
+
+    def pushed_meanwhile(request: httpx.Request) -> httpx.Response:
+        configs.forget(1, "octo/shop")
+        return httpx.Response(200, json=file("max_active_claims: 1\n"))
+
+    route = github.get(REPO_FILE).mock(side_effect=pushed_meanwhile)
+    assert configs.load(1, "octo/shop").policy.max_active_claims == 1
+    route.mock(side_effect=None).respond(200, json=file("max_active_claims: 2\n"))
+    assert configs.load(1, "octo/shop").policy.max_active_claims == 2  # read again
+    route.respond(200, json=file("max_active_claims: 3\n"))
+    assert configs.load(1, "octo/shop").policy.max_active_claims == 2  # that read is kept
+
+
+def test_an_invalid_file_keeps_the_last_good_settings_and_says_why(github: respx.MockRouter, app: GitHubApp) -> None:
+    route = github.get(REPO_FILE).respond(200, json=file("max_active_claims: 1\n"))
+    configs = GitHubConfigs(app)
+    assert configs.load(1, "octo/shop").policy.max_active_claims == 1
+    route.respond(200, json=file("max_active_claims: lots\n"))
+    configs.forget(1, "octo/shop")
+    loaded = configs.load(1, "octo/shop")
+    assert loaded.policy == Policy(max_active_claims=1)
+    assert loaded.problems == ("`max_active_claims` must be a whole number from 1 to 100, not 'lots'",)
+
+
+def test_an_invalid_file_with_nothing_good_before_runs_on_the_defaults(
+    github: respx.MockRouter, app: GitHubApp
+) -> None:
+    github.get(REPO_FILE).respond(200, json=file("offer: sometimes\n"))
+    loaded = GitHubConfigs(app).load(1, "octo/shop")
+    assert (loaded.policy, loaded.source) == (Policy(), "defaults")
+    assert loaded.problems == ("`offer` must be `all` or `labeled`, not 'sometimes'",)
