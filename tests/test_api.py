@@ -22,10 +22,10 @@ from sqlalchemy.engine import make_url
 from baton.domain import Actor, Command, Evidence, Permission, Policy, RepositoryKey, TicketKey, WorkState
 from baton.domain.evidence import PullRequestFact, Repository, Sighting
 from baton.domain.weekly import weekly
-from baton.linking import pull_request_links
+from baton.environment.settings import Settings
+from baton.reading.linking import pull_request_links
 from baton.service import work as service_work
 from baton.service.work import Issue, WorkService
-from baton.settings import Settings
 from baton.store import evidence as store_evidence
 from baton.store import statements
 from baton.store.reads import Reads

@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import func, select
 
 import test_webhooks
-from baton.commands import MAX_COMMANDS
 from baton.demo.stage import Stage
 from baton.demo.story import wait_for
 from baton.domain import WorkState
+from baton.reading.commands import MAX_COMMANDS
 from baton.store import tables as t
 from corpus import missing
 from github_standin.contract import Contract, ContractUnavailable
