@@ -39,10 +39,10 @@ from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.engine import make_url
 
 from baton.domain import Actor, Command, Permission, Policy, TicketKey
+from baton.process.wiring import work_service
 from baton.service.work import Issue, WorkService
 from baton.store import make_engine, normalise_url, upgrade
 from baton.store import tables as t
-from baton.wiring import work_service
 
 INSTALLATION, REPOSITORY_ID, REPOSITORY = 1, 4242, "octo/race"
 # No claim limit in the race: every claimer may win any number of rounds.

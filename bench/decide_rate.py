@@ -29,11 +29,11 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from baton.demo.stage import key_pair
+from baton.environment.settings import Settings
 from baton.intake import decide
-from baton.runtime import BATCH
-from baton.settings import Settings
+from baton.process.runtime import BATCH
+from baton.process.wiring import assemble
 from baton.store.inbox import Incoming
-from baton.wiring import assemble
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `bench` is a package here
 from bench.claim_race import scratch_postgres, scratch_sqlite

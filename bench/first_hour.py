@@ -35,7 +35,7 @@ from baton.demo.stage import Stage
 from baton.demo.story import seen
 from baton.domain import TicketKey
 from baton.domain.status import STATUS_MARKER
-from baton.settings import Settings
+from baton.environment.settings import Settings
 from baton.store.budget import Limits
 from github_standin import shapes
 from github_standin.world import Repository

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `bench` is a package here
 from baton.demo.stage import Stage
 from baton.domain import TicketKey
-from baton.settings import Settings
+from baton.environment.settings import Settings
 
 DEFAULTS = ("answer_delay", "write_interval")  # the stage's own test values replaced by Baton's defaults
 

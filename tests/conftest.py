@@ -67,7 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
     GitHub's REST description at once, and with Python's default thresholds (700, 10, 10) a sixth of its CPU
     went to the garbage collector walking them; with these, a twentieth. Only timing changes: what the tests
     check does not depend on when garbage is collected. (`baton serve` freezes what it loaded at start instead,
-    src/baton/cli.py.)"""
+    src/baton/cli/main.py.)"""
     if not hasattr(config, "workerinput") and CORPUS_NOTE_VARIABLE not in os.environ:
         os.environ[CORPUS_NOTE_VARIABLE] = _install_corpora()
         # These tests' own folder, named for every reader (tests/support/corpus.py, the stand-in's contract, and the

@@ -41,9 +41,9 @@ from baton.domain import (
     create,
     decide,
 )
+from baton.process.wiring import work_service
 from baton.service.work import Issue, Outcome, Request, Source, WorkService
 from baton.store import make_engine, tables, upgrade
-from baton.wiring import work_service
 from bench.claim_race import scratch_postgres
 from support.row_counts import counts
 

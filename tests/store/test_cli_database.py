@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from baton.cli import main
-from baton.docs import state_machine_markdown
+from baton.cli.docs import state_machine_markdown
 from baton.store.migrate import head
 
 

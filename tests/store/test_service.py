@@ -26,12 +26,12 @@ from baton.domain import (
     WorkState,
     replay,
 )
+from baton.process.wiring import work_service
 from baton.service.unit import Units
 from baton.service.work import Issue, Outcome
 from baton.store import make_engine, tables
 from baton.store.migrate import current, head, upgrade
 from baton.store.reads import Reads
-from baton.wiring import work_service
 
 REPO = "octo/shop"
 INSTALLATION, REPOSITORY_ID = 7, 1001

@@ -56,9 +56,9 @@ from baton.domain import (
 )
 from baton.domain.misspelt import misspelt_text
 from baton.domain.model import EVIDENCE_KINDS
+from baton.process.wiring import work_service
 from baton.service.work import Issue, Outcome
 from baton.store import make_engine, tables, upgrade
-from baton.wiring import work_service
 from support.row_counts import counts
 
 REPO = "octo/shop"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import httpx
 
-from baton.clock import ManualClock
 from baton.demo.stage import Stage
 from baton.demo.story import play, seen
+from baton.environment.clock import ManualClock
 from github_standin.contract import Contract, ContractUnavailable
 from support.corpus import missing
 

@@ -14,10 +14,10 @@ from pydantic import SecretStr
 
 from baton.domain import Actor, Command, Evidence, Permission, Policy, RepositoryKey, TicketKey
 from baton.domain.evidence import PullRequestFact, Repository, Sighting
-from baton.linking import pull_request_links
+from baton.environment.settings import Settings
+from baton.reading.linking import pull_request_links
 from baton.service import work as service_work
 from baton.service.work import Issue, WorkService
-from baton.settings import Settings
 from baton.store import evidence as store_evidence
 from baton.store import statements
 from baton.web import create_app

@@ -14,10 +14,10 @@ from pydantic import SecretStr
 from sqlalchemy import func, select
 
 from baton.domain import Access, Permission, TicketKey
+from baton.environment.settings import Settings
 from baton.github.configs import DefaultConfigs
 from baton.github.webhooks import signature
 from baton.intake import DirectoryUnavailable
-from baton.settings import Settings
 from baton.store import tables as t
 from baton.web import create_app
 from support.keys import app_key

@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 
 from baton.demo.stage import Stage
 from baton.demo.story import BRIEF, wait_for
-from baton.settings import Settings
+from baton.environment.settings import Settings
 from baton.store import make_engine, tables
 from baton.store.board_sessions import BoardSession, BoardSessions
 from baton.web import create_app

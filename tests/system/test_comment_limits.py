@@ -10,10 +10,10 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import func, select
 
-from baton.commands import MAX_COMMANDS
 from baton.demo.stage import Stage
 from baton.demo.story import wait_for
 from baton.domain import WorkState
+from baton.reading.commands import MAX_COMMANDS
 from baton.store import tables as t
 from github_standin.contract import Contract, ContractUnavailable
 from support import webhook_hub

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from baton.config import KEYS, ConfigError, effective, parse
+from baton.reading.config import KEYS, ConfigError, effective, parse
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "examples" / "baton.yml"

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from baton.cli import build_parser
-from baton.settings import Settings
+from baton.cli.main import build_parser
+from baton.environment.settings import Settings
 from baton.web import create_app
 from bench.webhook_race import free_port
 from support.databases import scratch_database

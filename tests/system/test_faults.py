@@ -32,9 +32,9 @@ from sqlalchemy import Engine, func, insert, select, text
 
 from baton.demo.stage import APP_ID as STAGE_APP_ID
 from baton.domain import Permission, TicketKey, WorkState
+from baton.environment.settings import Settings
 from baton.github.configs import DefaultConfigs
 from baton.github.webhooks import signature
-from baton.settings import Settings
 from baton.store import make_engine
 from baton.store import tables as t
 from baton.store.inbox import LEASE, Inbox, Incoming

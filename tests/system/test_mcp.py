@@ -234,7 +234,9 @@ def test_baton_mcp_says_what_it_lacks_and_serving_does_not_load_it() -> None:
     assert "BATON_URL" in helped and "GITHUB_TOKEN" in helped and "GH_TOKEN" in helped
     code = "import sys, baton.cli, baton.web; print(' '.join(sorted(sys.modules)))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert not [name for name in loaded if name.split(".")[0] == "mcp" or name in ("baton.mcp", "baton.agent")]
+    assert not [
+        name for name in loaded if name.split(".")[0] == "mcp" or name in ("baton.client.mcp", "baton.client.agent")
+    ]
 
 
 def test_baton_serves_mcp_at_slash_mcp_only_to_a_token_github_accepts(scene: Scene) -> None:

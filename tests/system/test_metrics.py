@@ -19,11 +19,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from baton.cli import main
-from baton.clock import ManualClock
 from baton.domain import Policy
+from baton.environment.clock import ManualClock
+from baton.environment.settings import Settings
 from baton.github.routes import operation
 from baton.github.webhooks import signature
-from baton.settings import Settings
 from baton.store.outbox import Outbox
 from baton.web import create_app
 from baton.web.webhooks import MAX_BODY

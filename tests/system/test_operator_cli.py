@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from baton.cli import SERVE_READS, SETUP_WRITES, WORKER_COMMAND_READS, build_parser, main
-from baton.settings import Settings
+from baton.cli.main import SERVE_READS, SETUP_WRITES, WORKER_COMMAND_READS, build_parser, main
+from baton.environment.settings import Settings
 from support.databases import scratch_database
 from support.keys import app_key
 

@@ -181,8 +181,8 @@ def test_a_missing_label_is_created_with_colour_and_description(scene: Scene) ->
 
 
 def test_with_external_workers_the_web_process_only_stores_and_baton_worker_does_the_rest(database_url: str) -> None:
-    from baton.runtime import Runtime
-    from baton.wiring import assemble
+    from baton.process.runtime import Runtime
+    from baton.process.wiring import assemble
 
     with opened(database_url, worker="external") as scene:
         # the comment only: nothing in the web process decides it, so there is nothing to wait for

@@ -13,10 +13,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from baton.clock import ManualClock
 from baton.domain import Event, Policy, Role, Ticket, TicketKey, WorkState, replay
 from baton.domain.quiet import FLAG, RELEASE, auto_release, due, duration_text, flagged_stale, stale_text
-from baton.runtime import Runtime
+from baton.environment.clock import ManualClock
+from baton.process.runtime import Runtime
 from baton.service.quiet import Sweep, Swept
 from baton.service.unit import Units
 from baton.store import make_engine

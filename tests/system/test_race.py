@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import func, select
 
 from baton.domain import Actor, Command, Permission, Policy, TicketKey
+from baton.process.wiring import work_service
 from baton.service.unit import Units
 from baton.service.work import Issue
 from baton.store import make_engine
 from baton.store import tables as t
-from baton.wiring import work_service
 from bench.claim_race import POLICY, Report, issue, race
 
 AGENT = Actor("agent-a", Permission.WRITE)  # agents push their branches: write access

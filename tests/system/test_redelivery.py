@@ -26,13 +26,13 @@ from sqlalchemy import create_engine, insert, select, update
 
 from baton.demo.stage import APP_ID as STAGE_APP_ID
 from baton.demo.stage import Stage
+from baton.environment.settings import Settings
 from baton.github import hooks as github_hooks
+from baton.process.wiring import assemble
 from baton.service.redelivery import MAX_ASKS, Redelivery, Swept
-from baton.settings import Settings
 from baton.store import normalise_url
 from baton.store import tables as t
 from baton.store.redeliveries import STALE
-from baton.wiring import assemble
 from bench.webhook_race import free_port, wait_for
 from github_standin import shapes
 from github_standin.people import Hub

@@ -21,8 +21,8 @@ import pytest
 
 from baton.domain import Brief, TicketKey
 from baton.domain.status import view
+from baton.process.writer import reply_text
 from baton.service.work import Issue
-from baton.writer import reply_text
 from support.standin_scene import Scene, opened
 
 OWNER = "olivia"  # opens every issue: the task owner

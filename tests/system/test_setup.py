@@ -23,7 +23,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from baton.cli import main
-from baton.registration import api_url_for, manifest_for, registration_url, updated_env
+from baton.cli.registration import api_url_for, manifest_for, registration_url, updated_env
 from bench.webhook_race import free_port, wait_for
 from github_standin.contract import Contract, ContractUnavailable
 from github_standin.people import Hub

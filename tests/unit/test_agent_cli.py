@@ -13,8 +13,8 @@ import httpx
 import pytest
 import respx
 
-from baton.agent import AgentClient, UsageError, find_token, parse_issue, parse_repository
 from baton.cli import main
+from baton.client.agent import AgentClient, UsageError, find_token, parse_issue, parse_repository
 
 URL = "http://baton.test"
 TOKEN = "ghp_s3cretAgentToken0123456789"
@@ -441,4 +441,4 @@ def test_the_agent_commands_leave_serving_lean() -> None:
     code = "import sys, baton.cli; print(' '.join(sorted(sys.modules)))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env={**os.environ, "PATH": os.defpath}).stdout.split()  # fmt: skip
-    assert "baton.agent" not in loaded
+    assert "baton.client.agent" not in loaded

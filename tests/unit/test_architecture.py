@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from baton.docs import documents, state_machine_markdown
+from baton.cli.docs import documents, state_machine_markdown
 from baton.domain import RULES
 
 ROOT = Path(__file__).resolve().parents[2]
-PURE = [ROOT / "src/baton/domain", ROOT / "src/baton/commands.py"]
+PURE = [ROOT / "src/baton/domain", ROOT / "src/baton/reading/commands.py"]
+READING = ROOT / "src/baton/reading"  # pure readers of what people write: the standard library, YAML, the domain
 IO_LIBRARIES = {"sqlalchemy", "alembic", "psycopg", "fastapi", "starlette", "uvicorn", "httpx", "githubkit",
                 "pydantic", "pydantic_settings", "yaml", "requests", "socket", "sqlite3", "asyncio", "os",
                 "subprocess", "threading", "multiprocessing"}  # fmt: skip
@@ -43,6 +44,41 @@ def test_pure_modules_import_only_the_standard_library_and_each_other(path: Path
             )
 
 
+# What a reader may not do: reach a file, the network, the environment, a process or a thread.
+_IO_MODULES = {"pathlib", "io", "shutil", "tempfile", "glob", "urllib", "http", "logging"}
+_IO_CALLS = {"open", "print", "input", "read_text", "write_text", "read_bytes", "write_bytes", "getenv"}
+
+
+@pytest.mark.parametrize("path", sorted(READING.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_readers_import_only_the_standard_library_yaml_and_the_domain_and_do_no_io(path: Path) -> None:
+    for name in _imports(path):
+        top = name.split(".")[0]
+        assert top not in (IO_LIBRARIES | _IO_MODULES) - {"yaml"}, f"{path.name} imports {name}"
+        allowed = top in sys.stdlib_module_names or top == "yaml" or name.startswith(("baton.domain", "baton.reading"))
+        assert allowed, f"{path.name} imports {name}, which is neither the standard library, YAML nor the domain"
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            assert called not in _IO_CALLS, f"{path.name}:{node.lineno} calls {called}"
+
+
+def test_nothing_but_init_stands_loose_in_the_baton_package() -> None:
+    """Every module lives in the package that says what it is (README.md, "What is here")."""
+    assert sorted(path.name for path in (ROOT / "src/baton").glob("*.py")) == ["__init__.py"]
+
+
+APART = [("environment", ()), ("client", ("baton.client", "baton.environment"))]
+
+
+@pytest.mark.parametrize(("package", "may_reach"), APART)
+def test_the_environment_and_the_agents_client_stay_apart(package: str, may_reach: tuple[str, ...]) -> None:
+    """The environment is for every layer, so it imports nothing of Baton's; an agent's client speaks HTTP
+    to a Baton and never reaches the database, the use cases or the web."""
+    for path in sorted((ROOT / "src/baton" / package).rglob("*.py")):
+        reached = {name for name in _imports(path) if name.split(".")[0] == "baton"}
+        assert all(name.startswith(may_reach) for name in reached) if may_reach else not reached, (path, reached)
+
+
 def _imports(path: Path) -> set[str]:
     """Every module `path` imports, at its top or inside a function (relative imports made absolute)."""
     package = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts[:-1])
@@ -68,7 +104,7 @@ def test_the_stand_in_github_is_apart_from_baton_and_only_the_demo_imports_it() 
 
 
 def test_serving_baton_loads_neither_the_stand_in_nor_the_demo() -> None:
-    code = "import sys, baton.cli, baton.web, baton.runtime; print(' '.join(sorted(sys.modules)))"
+    code = "import sys, baton.cli, baton.web, baton.process.runtime; print(' '.join(sorted(sys.modules)))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert not [name for name in loaded if name.startswith(("github_standin", "baton.demo"))]
     # the board's templates load at its first page, not when serving starts
@@ -76,11 +112,20 @@ def test_serving_baton_loads_neither_the_stand_in_nor_the_demo() -> None:
 
 
 def test_importing_the_core_loads_no_io_library() -> None:
-    code = "import sys, baton.domain, baton.commands; print(' '.join(sorted(sys.modules)))"
+    code = "import sys, baton.domain, baton.reading.commands; print(' '.join(sorted(sys.modules)))"
     loaded = set(
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     )
     assert not {name.split(".")[0] for name in loaded} & (IO_LIBRARIES - {"os", "threading"})
+
+
+def test_importing_the_readers_loads_no_io_library_but_yaml() -> None:
+    modules = ", ".join(f"baton.reading.{path.stem}" for path in sorted(READING.glob("[!_]*.py")))
+    code = f"import sys, {modules}; print(' '.join(sorted(sys.modules)))"
+    loaded = set(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    )
+    assert not {name.split(".")[0] for name in loaded} & (IO_LIBRARIES - {"os", "threading", "yaml"})
 
 
 @pytest.mark.parametrize("name", ["commands.md", "state-machine.md"])

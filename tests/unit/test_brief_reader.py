@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from baton.briefs import NO_BRIEF, BriefReading, read_brief
 from baton.domain import Brief, Evidence
 from baton.domain.brief import changes, evidence_line, required, shortfall
+from baton.reading.briefs import NO_BRIEF, BriefReading, read_brief
 
 
 def block(text: str) -> str:

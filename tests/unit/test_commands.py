@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baton.commands import MAX_COMMANDS, commands_markdown, help_text, ignored_text, parse, read
 from baton.domain.model import Command, Evidence
 from baton.domain.transitions import RULES
+from baton.reading.commands import MAX_COMMANDS, commands_markdown, help_text, ignored_text, parse, read
 
 C = Command
 E = Evidence

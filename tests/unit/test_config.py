@@ -10,10 +10,10 @@ import httpx
 import pytest
 import respx
 
-from baton.config import ConfigError, duration, parse
 from baton.domain import Policy
 from baton.github.client import AppCredentials, GitHubApp
 from baton.github.configs import GitHubConfigs, Loaded
+from baton.reading.config import ConfigError, duration, parse
 from support.keys import app_private_key
 
 API = "https://github.example.test/api/v3"

@@ -41,7 +41,7 @@ from baton.domain.evidence import (
     unanswered_comparisons,
     verification,
 )
-from baton.linking import (
+from baton.reading.linking import (
     branch_issue,
     branch_links,
     linked_issues,

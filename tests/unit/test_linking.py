@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from baton.linking import KEYWORDS, linked_issues
+from baton.reading.linking import KEYWORDS, linked_issues
 
 REPO = "octo/shop"
 

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baton.commands import MAX_COMMANDS, misspelt, parse
 from baton.domain import RULES, Command
 from baton.domain.misspelt import closest, distance, misspelt_text
+from baton.reading.commands import MAX_COMMANDS, misspelt, parse
 
 
 @pytest.mark.parametrize(

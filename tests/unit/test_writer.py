@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from baton.process.writer import reply_text
 from baton.store.outbox import Item
-from baton.writer import reply_text
 
 
 def item(n: int, author: str, message: str) -> Item:

@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 
 from baton.domain import Actor, Command, Permission, Policy, WorkState
 from baton.domain.weekly import weekly
-from baton.settings import Settings
+from baton.environment.settings import Settings
 from baton.store.reads import Reads
 from baton.store.tables import tickets
 from baton.store.timeline import TimelineReads

@@ -23,8 +23,8 @@ from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
 from baton.domain import Access, Permission
+from baton.environment.settings import Settings
 from baton.github.configs import DefaultConfigs
-from baton.settings import Settings
 from baton.store import inbox as inbox_module
 from baton.store import make_engine
 from baton.store.inbox import Inbox, Incoming

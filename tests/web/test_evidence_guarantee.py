@@ -20,11 +20,11 @@ from pydantic import SecretStr
 from sqlalchemy import func, select
 
 from baton.domain import Actor, Command, Evidence, Permission, TicketKey, WorkState
+from baton.environment.settings import Settings
 from baton.github.facts import EVIDENCE_EVENTS
 from baton.github.webhooks import signature
 from baton.intake import HANDLERS
 from baton.service.work import Issue, WorkService
-from baton.settings import Settings
 from baton.store import tables as t
 from baton.web import create_app
 from support.corpus import webhook_examples
@@ -203,11 +203,11 @@ def test_the_examples_in_order_and_shuffled_with_duplicates_change_no_work_row(h
 # ------------------------------------------------------------------------------------- no path to the work rail
 
 # Every module that handles evidence, from the payload to the database and back to GitHub's questions.
-EVIDENCE_PATH = ["baton.domain.evidence", "baton.linking", "baton.service.evidence", "baton.store.evidence",
+EVIDENCE_PATH = ["baton.domain.evidence", "baton.reading.linking", "baton.service.evidence", "baton.store.evidence",
                  "baton.store.due", "baton.github.facts", "baton.github.verify"]  # fmt: skip
 WORK_RAIL = {"baton.domain.transitions", "baton.domain", "baton.service", "baton.service.work",
-             "baton.service.unit", "baton.store.work", "baton.store", "baton.commands", "baton.intake",
-             "baton.writer"}  # fmt: skip
+             "baton.service.unit", "baton.store.work", "baton.store", "baton.reading.commands", "baton.intake",
+             "baton.process.writer"}  # fmt: skip
 
 
 def _source(module: str) -> Path:

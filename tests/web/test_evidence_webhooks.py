@@ -17,9 +17,9 @@ from sqlalchemy import func, select
 
 from baton.domain import Access, DeploymentState, Permission, RepositoryKey, RepositoryState, TicketKey, WorkState
 from baton.domain.evidence import EvidenceRail, deployment_text, mismatch_text, repository_text
+from baton.environment.settings import Settings
 from baton.github.configs import DefaultConfigs
 from baton.github.webhooks import signature
-from baton.settings import Settings
 from baton.store import tables as t
 from baton.web import create_app
 from support.keys import app_key
@@ -500,7 +500,7 @@ def test_concurrent_deliveries_about_one_ticket_never_lose_a_fact(database_url: 
     rail at once, while the runner delivers: every fact is on the rail at the end."""
     from baton.domain import Actor, Command, Evidence
     from baton.domain.evidence import BranchFact, DeploymentFact, Repository, Sighting
-    from baton.linking import branch_links
+    from baton.reading.linking import branch_links
     from baton.service.evidence import EvidenceService
     from baton.service.unit import Units
     from baton.service.work import Issue, WorkService

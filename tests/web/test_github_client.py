@@ -19,8 +19,8 @@ from pydantic import SecretStr
 
 from baton.cli import main
 from baton.domain import Access, Permission
+from baton.environment.settings import Settings, SettingsError
 from baton.github.client import GitHubApp, GitHubDirectory, TeamsHidden, app_credentials
-from baton.settings import Settings, SettingsError
 from support.keys import app_key, app_private_key
 
 API = "https://github.example.test/api/v3"

@@ -8,7 +8,7 @@ from pathlib import Path
 def test_health_endpoints(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from baton.settings import Settings
+    from baton.environment.settings import Settings
     from baton.web import create_app
 
     app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'web.db'}"))

@@ -18,8 +18,8 @@ from pydantic import SecretStr
 from sqlalchemy import select
 
 from baton.domain import Permission, WorkState
+from baton.environment.settings import Settings
 from baton.github.configs import DefaultConfigs
-from baton.settings import Settings
 from baton.store import tables as t
 from baton.web import create_app
 from support.keys import app_key

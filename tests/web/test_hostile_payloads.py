@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from pydantic import SecretStr
 from sqlalchemy import select
 
+from baton.environment.settings import Settings
 from baton.github.webhooks import signature
-from baton.settings import Settings
 from baton.store import tables as t
 from baton.web import create_app
 from support.corpus import corpus_installed, webhook_examples

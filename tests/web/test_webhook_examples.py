@@ -18,11 +18,11 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from sqlalchemy import func, select
 
-from baton.commands import parse
 from baton.domain import TicketKey, WorkState
+from baton.environment.settings import Settings
 from baton.github.webhooks import dig, number, signature, text
 from baton.intake import HANDLERS
-from baton.settings import Settings
+from baton.reading.commands import parse
 from baton.store import tables as t
 from baton.web import create_app
 from support.corpus import corpus_event_names, webhook_examples

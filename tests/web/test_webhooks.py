@@ -16,9 +16,9 @@ from pydantic import SecretStr
 from sqlalchemy import func, select
 
 from baton.domain import TicketKey, WorkState
+from baton.environment.settings import Settings
 from baton.github.configs import DefaultConfigs
 from baton.github.webhooks import signature, verify
-from baton.settings import Settings
 from baton.store import tables as t
 from baton.web import create_app
 from baton.web.webhooks import AcksFirst

@@ -20,8 +20,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 
-from baton.clock import SYSTEM, Clock
-from baton.settings import Settings
+from baton.environment.clock import SYSTEM, Clock
+from baton.environment.settings import Settings
 from baton.web import create_app
 from github_standin import shapes
 from github_standin.people import Hub, Person

@@ -4,7 +4,7 @@ checked, what a delivery must show for it, and how two briefs differ. Standard l
 A brief comes in one of two shapes:
 
 - a fenced ```` ```yaml ```` block whose first key is `task:` (parsing YAML is an adapter's job,
-  `baton.briefs`: this module finds the block and checks the mapping the adapter parsed);
+  `baton.reading.briefs`: this module finds the block and checks the mapping the adapter parsed);
 - the body of a GitHub issue form whose first field is `Task`: each field is a `### Label` heading followed
   by its value, which `form()` reads into the same mapping.
 

@@ -27,9 +27,9 @@ from githubkit import AppAuthStrategy, GitHub
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import RequestFailed
 
-from baton import tls
 from baton.domain.model import Access, Permission
-from baton.settings import Settings, SettingsError
+from baton.environment import tls
+from baton.environment.settings import Settings, SettingsError
 
 from .routes import operation
 
@@ -119,7 +119,7 @@ class _Timed(httpx.HTTPTransport):
 
 
 class Watch(Protocol):
-    """What hears of every call to GitHub (`baton.metrics.Metrics`)."""
+    """What hears of every call to GitHub (`baton.process.metrics.Metrics`)."""
 
     def github_call(self, account: str, operation: str, status: str, limit: tuple[int, int] | None) -> None:
         """`account`: the installation's id, or "app" for the App's own calls; `status`: the HTTP status, or

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from githubkit.exception import RequestFailed
 
-from baton.config import PATH, ConfigError, parse
 from baton.domain import Policy
+from baton.reading.config import PATH, ConfigError, parse
 
 from .client import GitHubApp
 

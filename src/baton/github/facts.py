@@ -24,7 +24,7 @@ from baton.domain.evidence import (
     Subject,
 )
 from baton.domain.model import RepositoryKey
-from baton.linking import branch_links, pull_request_links
+from baton.reading.linking import branch_links, pull_request_links
 
 from .webhooks import commit_sha, dig, full_name, issue_number, number, ref_name, text
 

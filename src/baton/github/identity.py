@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from baton import tls
+from baton.environment import tls
 
 TTL = 300.0  # seconds an identity is taken as known
 

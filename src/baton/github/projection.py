@@ -51,7 +51,7 @@ def _data(response: Any) -> Any:
 
 
 class Pace(Protocol):
-    """Where each write waits for its installation's budget (`baton.writer.Gate`)."""
+    """Where each write waits for its installation's budget (`baton.process.writer.Gate`)."""
 
     def wait(self, installation_id: int) -> None: ...
 

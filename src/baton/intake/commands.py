@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from baton.commands import MAX_COMMANDS, ignored_text, misspelt, read
 from baton.domain import Actor, Command, Policy, TicketKey
 from baton.github.issues import label_names
 from baton.github.webhooks import command_text, dig, issue_number, login, number, text
-from baton.linking import linked_issues
+from baton.reading.commands import MAX_COMMANDS, ignored_text, misspelt, read
+from baton.reading.linking import linked_issues
 from baton.service.work import Issue, Outcome, Request, Source
 
 from .context import Intake

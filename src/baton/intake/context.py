@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from baton.domain import Access, Actor, Policy, TicketKey
 from baton.github.client import TeamsHidden
@@ -20,15 +20,18 @@ from baton.service.evidence import EvidenceService
 from baton.service.installations import LookupFailed
 from baton.service.offering import Offering
 from baton.service.work import WorkService
-from baton.store.inbox import Inbox
+from baton.store.inbox import Inbox, WebhookDelivery
 from baton.store.installations import Installations
 
 from .envelope import Envelope
 
-if TYPE_CHECKING:
-    from baton.metrics import Metrics
-
 log = logging.getLogger("baton.intake")
+
+
+class Decisions(Protocol):
+    """What hears of each delivery decided, to time it from its acknowledgement (`baton.process.metrics.Metrics`)."""
+
+    def decided_deliveries(self, deliveries: Iterable[WebhookDelivery]) -> None: ...
 
 
 class Directory(Protocol):
@@ -99,7 +102,7 @@ class Intake:
     offering: Offering | None = None
     issues: IssueSource | None = None  # None: repositories' existing issues are not offered on installation
     inbox: Inbox | None = None  # where an installation stores the backfill of its repositories
-    metrics: Metrics | None = None  # hears of each delivery decided (how long after its acknowledgement)
+    metrics: Decisions | None = None  # hears of each delivery decided (how long after its acknowledgement)
     # Asks GitHub where a repository Baton has no record of is installed, and records what it says
     # (`service.installations.Lookup`); None: only what the installation events and sweeps recorded counts.
     lookup: Callable[[str], None] | None = None

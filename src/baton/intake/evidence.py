@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from baton.config import PATH
 from baton.domain.evidence import stamp
 from baton.github.facts import observe
 from baton.github.webhooks import dig, issue_number, number, text
+from baton.reading.config import PATH
 from baton.service.work import Outcome
 
 from .context import Intake

@@ -2,5 +2,5 @@
 
 `work.py` decides commands on the work rail; `evidence.py` records evidence on the evidence rails and has
 no path to the work rail (so this package's face re-exports nothing: importing one module never loads the
-other). Both are built once, explicitly, by `baton.wiring`.
+other). Both are built once, explicitly, by `baton.process.wiring`.
 """

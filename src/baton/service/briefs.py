@@ -1,7 +1,7 @@
 """The task brief's use cases inside a unit of work: a new ticket's brief, an edited issue body, and the
 one reply that explains a brief Baton cannot use.
 
-A brief is read from the issue body (`baton.briefs.read_brief`). A valid one becomes the ticket's; an
+A brief is read from the issue body (`baton.reading.briefs.read_brief`). A valid one becomes the ticket's; an
 invalid one is explained once (the same problems under the same last good brief are never explained
 twice, however often the body is edited) and the ticket keeps its last good brief, or none. A non-code
 task's evidence rails are not applicable, from the ticket's creation or from the edit that says so.
@@ -13,9 +13,9 @@ import hashlib
 import json
 from collections.abc import Sequence
 
-from baton.briefs import read_brief
 from baton.domain import Brief, Ticket, TicketKey
 from baton.domain.edits import change_brief
+from baton.reading.briefs import read_brief
 from baton.service.evidence import EvidenceService
 from baton.store import Conflict
 

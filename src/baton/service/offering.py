@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from baton.briefs import read_brief
 from baton.domain import Event, Ticket, WorkState
 from baton.domain.issue import NOT_STARTED, IssueState, flagged, mention, newer
 from baton.domain.offering import CLOSED, reoffer, withdrawal, withdrawn_by_offering, withdrawn_state
+from baton.reading.briefs import read_brief
 from baton.store import Conflict, StoredTicket
 from baton.store.issue_states import issue_state, save_issue_state
 

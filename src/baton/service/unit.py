@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from sqlalchemy import Connection, Engine
 
-from baton.clock import SYSTEM, Clock
+from baton.environment.clock import SYSTEM, Clock
 from baton.store import WorkTx
 from baton.store.activity import ActivityTx
 from baton.store.due import OutboxTx

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from baton.briefs import BriefReading, read_brief
-from baton.commands import help_text, ignored_text
 from baton.domain import (
     RULES,
     Actor,
@@ -40,6 +38,8 @@ from baton.domain.evidence import NOT_FOUND, UNVERIFIED, verification
 from baton.domain.misspelt import misspelt_text
 from baton.domain.offering import offered
 from baton.domain.status import LABELS, state_label
+from baton.reading.briefs import BriefReading, read_brief
+from baton.reading.commands import help_text, ignored_text
 from baton.service.activity import Activity, record_activity
 from baton.service.evidence import EvidenceService
 from baton.store import Conflict, StoredTicket
@@ -171,7 +171,7 @@ class WorkService:
         problems: Sequence[str] = (),
     ) -> Outcome:
         """Start tracking an issue (as `open`, or `draft` when it waits for `/publish`), with the brief its
-        body carries (`baton.briefs.read_brief(body)` gives all three: `draft`, `brief` and `problems`, which
+        body carries (`baton.reading.briefs.read_brief(body)` gives all three: `draft`, `brief` and `problems`, which
         are explained once in a reply)."""
 
         def attempt(uow: UnitOfWork) -> Outcome:

@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from baton.clock import SYSTEM, Clock
 from baton.domain.model import APP_ACTOR, Event, Role, TicketKey
+from baton.environment.clock import SYSTEM, Clock
 
 from .statements import RawTx, Statements
 

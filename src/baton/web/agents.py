@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from starlette.concurrency import run_in_threadpool
 
 from baton.domain import Command, Evidence, Refused, TicketKey, WorkState
+from baton.environment.settings import Settings
 from baton.github.identity import BadToken, Identities, Identity, IdentityUnavailable
 from baton.github.issues import NotOpened
 from baton.github.refusals import rate_limit
@@ -42,7 +43,6 @@ from baton.intake.api import Missing, create_and_claim, decide_all, not_served, 
 from baton.intake.context import DirectoryUnavailable
 from baton.service import work
 from baton.service.work import Outcome
-from baton.settings import Settings
 from baton.store.api_requests import ApiRequests, Remembered
 from baton.store.reads import Reads
 

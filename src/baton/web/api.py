@@ -33,9 +33,9 @@ from baton.domain.evidence import (
     verification,
 )
 from baton.domain.issue import IN_HAND
+from baton.environment.settings import Settings
 from baton.github.webhooks import MAX_NUMBER
 from baton.intake.api import not_served
-from baton.settings import Settings
 from baton.store.engine import READ_ONLY
 from baton.store.evidence_codec import from_dict
 from baton.store.inbox import Inbox, Stored

@@ -13,14 +13,14 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
 from starlette.routing import Route
 
-from baton.clock import SYSTEM, Clock
+from baton.environment.clock import SYSTEM, Clock
+from baton.environment.settings import Settings
 from baton.github.identity import Identities
 from baton.intake import Configs, Directory
-from baton.runtime import Lane, Outage, Runtime
-from baton.settings import Settings
+from baton.process.runtime import Lane, Outage, Runtime
+from baton.process.wiring import assemble
 from baton.store.api_requests import ApiRequests
 from baton.store.spool import Spool
-from baton.wiring import assemble
 
 from .agents import AgentApi, Refusal, agents_router, invalid_request, readers
 from .api import ReadApi, api_router

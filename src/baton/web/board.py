@@ -19,15 +19,15 @@ from urllib.parse import parse_qs, urlencode
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from baton.clock import SYSTEM, Clock
 from baton.domain import Brief, Ticket, TicketKey, WorkState
 from baton.domain.brief import counted, evidence_line
 from baton.domain.evidence import EvidenceRail, deployment_text, mismatch_text, repository_text
 from baton.domain.issue import flagged
 from baton.domain.status import Review, work_line
 from baton.domain.weekly import Week, first_monday, weekly
+from baton.environment.clock import SYSTEM, Clock
+from baton.environment.settings import Settings
 from baton.github.webhooks import MAX_NUMBER
-from baton.settings import Settings
 from baton.store.board_sessions import BoardSessions
 from baton.store.evidence_codec import from_dict
 from baton.store.reads import BoardRow, DeliveryRecord, ReviewRecord, TicketSummary

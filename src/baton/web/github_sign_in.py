@@ -31,15 +31,14 @@ from urllib.parse import quote, unquote, urlencode
 import httpx
 from cryptography.fernet import Fernet, InvalidToken
 
-from baton import tls
-from baton.clock import Clock
-from baton.registration import SIGN_IN_CALLBACK
+from baton.environment import tls
+from baton.environment.clock import Clock
 from baton.store.board_sessions import BoardSession, BoardSessions
 
 from .agents import web_url
 from .session import LIFETIME
 
-CALLBACK = SIGN_IN_CALLBACK
+CALLBACK = "/auth/github/callback"  # where GitHub sends people back after "Sign in with GitHub"
 STATE_COOKIE = "baton_sign_in"
 STATE_LIFETIME = 600  # seconds a browser may take at GitHub between leaving and coming back
 REFRESH = timedelta(minutes=5)  # how old a session's list of repositories may be before GitHub is asked again

@@ -1,4 +1,4 @@
-"""`/mcp`: the agent API's MCP tools (`baton.mcp`) over MCP's streamable HTTP transport, served by Baton itself
+"""`/mcp`: the agent API's MCP tools (`baton.client.mcp`) over MCP's streamable HTTP transport, served by Baton itself
 (docs/agents.md).
 
 Every request carries the agent's own GitHub token (`Authorization: Bearer <token>`), checked as the agent API
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import Context
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-    from baton.agent import AgentClient
+    from baton.client.agent import AgentClient
 
 
 def _local_url(scope: Scope) -> str:
@@ -77,8 +77,8 @@ class McpEndpoint:
     def _build(self) -> StreamableHTTPSessionManager:
         from mcp.server.transport_security import TransportSecuritySettings
 
-        from baton.agent import AgentClient
-        from baton.mcp import build_server
+        from baton.client.agent import AgentClient
+        from baton.client.mcp import build_server
 
         @contextmanager
         def clients(ctx: Context) -> Iterator[AgentClient]:

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
 
+from baton.environment.settings import Settings
 from baton.github.webhooks import Unreadable, dig, number, verify
 from baton.intake import Intake, process
-from baton.settings import Settings
 from baton.store.engine import unreachable
 from baton.store.inbox import Inbox, Incoming, Received
 from baton.store.spool import Spool
@@ -36,7 +36,7 @@ from baton.store.spool import Spool
 from .batches import Batches
 
 if TYPE_CHECKING:
-    from baton.metrics import Metrics
+    from baton.process.metrics import Metrics
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub's own cap on a delivery
 UNVERIFIED = "unverified"  # the event of a delivery refused before its signature was checked: not GitHub's word

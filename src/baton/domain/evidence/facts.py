@@ -64,7 +64,7 @@ class PullRequestFact:
     `merge_commit_sha` counts only when `merged`: GitHub also fills it for an open pull request, with a
     test merge that is not part of any branch. `mergeable_state` and `failing_checks` are None when
     unknown; both describe `head_sha`. `links` are the tickets the pull request's own content links, from
-    `baton.linking.pull_request_links`: closing keywords in its body and its head branch's name.
+    `baton.reading.linking.pull_request_links`: closing keywords in its body and its head branch's name.
     """
 
     number: int
@@ -93,7 +93,7 @@ class PullRequestFact:
 class BranchFact:
     """A branch created, pushed to or deleted. `sha` is None for `create`, which names no commit.
 
-    The stamp of a push is its head commit's timestamp; `links` come from `baton.linking.branch_links`.
+    The stamp of a push is its head commit's timestamp; `links` come from `baton.reading.linking.branch_links`.
     GitHub's stamps have one-second resolution, so pushes made in one second are ordered by `before`.
     """
 

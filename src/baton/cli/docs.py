@@ -59,7 +59,7 @@ def state_machine_markdown() -> str:
 
 
 def documents() -> dict[str, str]:
-    from baton.commands import commands_markdown
+    from baton.reading.commands import commands_markdown
 
     return {"commands.md": commands_markdown(), "state-machine.md": state_machine_markdown()}
 

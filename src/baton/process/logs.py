@@ -15,7 +15,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from baton.settings import Settings
+from baton.environment.settings import Settings
 
 # The attributes every LogRecord has; anything else on a record came in `extra=` and is one of its fields.
 _STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime", "taskName"}

@@ -514,7 +514,7 @@ def commands_markdown() -> str:
         rows.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     return (
         "# Commands\n\n"
-        "Generated from the command registry (`baton.commands.commands_markdown()`); do not edit by hand.\n\n"
+        "Generated from the command registry (`baton.reading.commands.commands_markdown()`); do not edit by hand.\n\n"
         + _HOW
         + "\n"
         + "\n".join(rows)

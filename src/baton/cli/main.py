@@ -11,15 +11,15 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from baton.agent_commands import add_agent_commands
-from baton.settings import Settings
+from baton.client.agent_commands import add_agent_commands
+from baton.environment.settings import Settings
 
 if TYPE_CHECKING:
-    from baton.wiring import Parts
+    from baton.process.wiring import Parts
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from baton.logs import configure
+    from baton.process.logs import configure
 
     settings = Settings()
     configure(settings)
@@ -41,8 +41,8 @@ def _serve(args: argparse.Namespace) -> int:
 def _serve_on(listening: socket.socket, host: str, port: int, settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
+    from baton.environment.settings import SettingsError
     from baton.github.client import app_credentials
-    from baton.settings import SettingsError
     from baton.web import create_app
 
     try:
@@ -72,7 +72,7 @@ def _serve_on(listening: socket.socket, host: str, port: int, settings: Settings
     # full garbage collection that walks it all would stall every request for tens of milliseconds.
     _loaded()
     # A line per request costs a sixth of a webhook's acknowledgement; it is there when asked for.
-    # No log_config: uvicorn's lines go through Baton's handler (`baton.logs`), in its format.
+    # No log_config: uvicorn's lines go through Baton's handler (`baton.process.logs`), in its format.
     # The socket bound at start is handed over; host and port only name it in uvicorn's "running on" line.
     config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=settings.log_level.lower(),
                             access_log=args.access_log, proxy_headers=True,
@@ -120,8 +120,8 @@ def _cannot_listen(host: str, port: int, error: OSError, advice: str) -> int:
 
 def _assembled(settings: Settings) -> Parts | None:
     """Baton's parts, or None after saying on stderr which setting to fix."""
-    from baton.settings import SettingsError
-    from baton.wiring import assemble
+    from baton.environment.settings import SettingsError
+    from baton.process.wiring import assemble
 
     try:
         return assemble(settings)
@@ -135,8 +135,8 @@ def _worker(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from baton.logs import configure
-    from baton.runtime import Lane, Runtime
+    from baton.process.logs import configure
+    from baton.process.runtime import Lane, Runtime
 
     settings = Settings()
     configure(settings)
@@ -390,7 +390,7 @@ class _Progress:
 def _setup(args: argparse.Namespace) -> int:
     import os
 
-    from baton.registration import run
+    from baton.cli.registration import run
 
     return run(args, os.environ)
 
@@ -403,7 +403,7 @@ def _config_check(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from baton.config import ConfigError, effective, parse, problem_key
+    from baton.reading.config import ConfigError, effective, parse, problem_key
 
     path = Path(args.file)
     try:
@@ -433,7 +433,7 @@ def _config_check(args: argparse.Namespace) -> int:
 def _docs(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from baton.docs import write_docs
+    from baton.cli.docs import write_docs
 
     if not Path(args.directory).is_dir():
         print(f"baton docs: there is no folder {args.directory!r} here: run it at the top of Baton's repository, "
@@ -624,7 +624,3 @@ def _unusable_settings(error: BaseException) -> str | None:
         shown = "" if secret else f"={problem.get('input')!r}"  # a secret's value is never printed
         bad.append(f"BATON_{'_'.join(str(part) for part in problem['loc']).upper()}{shown}: {problem['msg']}")
     return "; ".join(bad)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,7 +3,7 @@ side by side, so a decision never waits for a GitHub write, a verification read 
 
 - The decide lane takes the pending deliveries in batches, oldest first, and decides them (the commands on
   one ticket in one transaction); then it wakes the writers.
-- The write lane is a few threads; each holds one installation at a time (`baton.writer`), so one
+- The write lane is a few threads; each holds one installation at a time (`baton.process.writer`), so one
   installation's backlog, slowness or rate limit holds one thread while the others serve the rest. While
   there is nothing to write, only the first thread looks for writes come due; it wakes the next when it
   finds more installations due than it can take, and that one the next.
@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 
 from baton.intake import decide
+from baton.process.wiring import Parts
 from baton.store.engine import describe, unreachable
-from baton.wiring import Parts
 
 log = logging.getLogger("baton.runtime")
 

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
-from baton.clock import SYSTEM, Clock
+from baton.environment.clock import SYSTEM, Clock
+from baton.environment.settings import Settings
 from baton.github.client import GitHubApp, GitHubDirectory, app_credentials
 from baton.github.configs import DefaultConfigs, GitHubConfigs
 from baton.github.hooks import GitHubHookDeliveries
@@ -15,7 +16,8 @@ from baton.github.issues import GitHubIssues
 from baton.github.projection import GitHubProjector
 from baton.github.verify import Verifier
 from baton.intake import Configs, Directory, Intake, NoDirectory
-from baton.metrics import Metrics
+from baton.process.metrics import Metrics
+from baton.process.writer import Gate, Writer
 from baton.service.evidence import EvidenceService
 from baton.service.installations import InstallationSweep, Lookup
 from baton.service.offering import Offering
@@ -23,7 +25,6 @@ from baton.service.quiet import Sweep
 from baton.service.redelivery import Redelivery
 from baton.service.unit import Units
 from baton.service.work import Decided, WorkService
-from baton.settings import Settings
 from baton.store import make_engine, upgrade
 from baton.store.budget import Budgets, Limits
 from baton.store.inbox import Inbox
@@ -31,7 +32,6 @@ from baton.store.installations import Installations
 from baton.store.outbox import Outbox
 from baton.store.redeliveries import Redeliveries
 from baton.store.sweeps import Sweeps
-from baton.writer import Gate, Writer
 
 
 @dataclass

@@ -2,7 +2,7 @@
 `BATON_METRICS_PORT` (docs/operations.md lists them).
 
 Each process counts what it does itself (deliveries acknowledged, commands decided, GitHub calls) in a
-registry of its own, built by `Metrics()` in `baton.wiring.assemble`: nothing is kept at module level, so the
+registry of its own, built by `Metrics()` in `baton.process.wiring.assemble`: nothing is kept at module level, so the
 many apps of a test process never share a count. Counting is an increment in memory; the figures that
 describe the database (the outbox, deliveries waiting, stale claims) are read from it only when scraped
 (`baton.store.gauges`), so every process shows the same, and the paths that acknowledge and decide make no

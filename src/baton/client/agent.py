@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import httpx
 
-from baton import tls
+from baton.environment import tls
 
 TIMEOUT = 10.0
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")

@@ -1,6 +1,6 @@
 """Baton's own settings, from `BATON_*` environment variables and an optional `.env` (docs/design.md §7).
 
-"Settings" are the service's; a repository's `.github/baton.yml` is its "config" (`baton.config`, whose
+"Settings" are the service's; a repository's `.github/baton.yml` is its "config" (`baton.reading.config`, whose
 errors are `ConfigError`). Nothing is read at import time: `Settings()` is built by whoever starts a
 process.
 """

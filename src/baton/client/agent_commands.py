@@ -1,4 +1,4 @@
-"""`baton`'s commands for agents: they talk to a running Baton over HTTP (`baton.agent`) and touch no
+"""`baton`'s commands for agents: they talk to a running Baton over HTTP (`baton.client.agent`) and touch no
 database; and `baton mcp`, the same as MCP tools. Exit 0 done, 1 refused, 2 usage, auth or network errors."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from baton.agent import AgentClient, Answer
+    from baton.client.agent import AgentClient, Answer
 
 # The agent's commands: they talk to a running Baton over HTTP (baton/agent.py) and touch no database.
 
@@ -84,7 +84,7 @@ class _Agent:
 
 def _agent(args: argparse.Namespace, act: Callable[[_Agent, AgentClient, str], int]) -> int:
     """Run `act` with a client for BATON_URL and the agent's token; usage and network failures exit 2."""
-    from baton.agent import AgentClient, Unreachable, UsageError, base_url, find_token
+    from baton.client.agent import AgentClient, Unreachable, UsageError, base_url, find_token
 
     shown = _Agent(args)
     try:
@@ -209,7 +209,7 @@ def _next(args: argparse.Namespace) -> int:
 
 
 def _issue_argument(text: str) -> tuple[str, int]:
-    from baton.agent import UsageError, parse_issue
+    from baton.client.agent import UsageError, parse_issue
 
     try:
         return parse_issue(text)
@@ -218,7 +218,7 @@ def _issue_argument(text: str) -> tuple[str, int]:
 
 
 def _repository_argument(text: str) -> str:
-    from baton.agent import UsageError, parse_repository
+    from baton.client.agent import UsageError, parse_repository
 
     try:
         return parse_repository(text)
@@ -303,8 +303,8 @@ def add_agent_commands(commands: Any) -> None:
 
 def _mcp(args: argparse.Namespace) -> int:
     """The agent API as an MCP server on stdin and stdout (imported here: `baton serve` does not load it)."""
-    from baton.agent import UsageError, base_url, find_token
-    from baton.mcp import serve
+    from baton.client.agent import UsageError, base_url, find_token
+    from baton.client.mcp import serve
 
     try:
         url, token = base_url(), find_token()

@@ -31,11 +31,12 @@ from urllib.parse import quote, urlsplit
 import httpx
 import yaml
 
+from baton.web.github_sign_in import CALLBACK as SIGN_IN_CALLBACK
+
 GITHUB = "https://github.com"
 GITHUB_API = "https://api.github.com"
 API_VERSION = "2026-03-10"  # the REST API version Baton's GitHub client speaks (githubkit 0.16)
 CALLBACK = "/callback"
-SIGN_IN_CALLBACK = "/auth/github/callback"  # where GitHub sends people back after "Sign in with GitHub"
 
 # What a registration drops from the .env: a private key held in the file itself would be read before the key
 # file named by BATON_PRIVATE_KEY_PATH.

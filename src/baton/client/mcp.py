@@ -20,7 +20,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from baton.agent import AgentClient, Answer, Unreachable, UsageError, parse_repository
+from baton.client.agent import AgentClient, Answer, Unreachable, UsageError, parse_repository
 
 INSTRUCTIONS = (
     "Baton makes sure exactly one agent works on a task, and that delivered work waits for a person to accept "
