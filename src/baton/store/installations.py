@@ -60,7 +60,10 @@ class Installations:
 
     def repositories(self, installation_id: int, repositories: list[tuple[int, str]], present: bool) -> None:
         try:
-            self._repositories(installation_id, repositories, present)
+            try:
+                self._repositories(installation_id, repositories, present)
+            except IntegrityError:  # a sweep or lookup inserted one of them meanwhile: this round updates it
+                self._repositories(installation_id, repositories, present)
         finally:
             with self._lock:
                 self._found.clear()
@@ -127,7 +130,10 @@ class Installations:
         """The installation holds exactly `repositories` (id, "owner/name"), as GitHub lists them: those are
         present, every other one recorded for it is not. The names of those that came and went."""
         try:
-            return self._reconcile(installation_id, repositories)
+            try:
+                return self._reconcile(installation_id, repositories)
+            except IntegrityError:  # an installation event or a lookup inserted one meanwhile: read again
+                return self._reconcile(installation_id, repositories)
         finally:
             with self._lock:
                 self._found.clear()
