@@ -339,7 +339,7 @@ class Contract:
         self._host = subset["servers"][0]["url"].rstrip("/")
         self._basic_error = subset["components"]["schemas"].get("basic-error")
         # openapi-core's self-check of the description would double the load time; the subset passes it,
-        # and tests/test_standin_contract.py runs it once.
+        # and tests/system/test_standin_contract.py runs it once.
         config = Config(spec_validator_cls=None)  # type: ignore[arg-type]  # None is openapi-core's documented "off"
         self._openapi: openapi_core.OpenAPI = OpenAPI.from_dict(subset, config=config)
         self._checked: dict[tuple[Any, ...], tuple[str, ...]] = {}  # a request or an answer -> its problems
@@ -567,7 +567,7 @@ class _WebhookSchemas:
         """Whether the payload is valid for definition `name`, checked by jsonschema-rs: about 300 times faster
         than `validator(name)` (3 ms an issue comment), which words the problems once this says there are some.
         It checks every format jsonschema-rs knows, so it accepts nothing `validator(name)` refuses
-        (tests/test_standin_contract.py holds it to that over GitHub's example payloads)."""
+        (tests/system/test_standin_contract.py holds it to that over GitHub's example payloads)."""
         import jsonschema_rs
 
         if name not in self._fast:

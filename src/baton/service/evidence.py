@@ -22,7 +22,7 @@ deployment delivered before its merge.
 
 Nothing here imports the work service or the work transitions, and of a unit of work it sees only the
 `evidence` and `outbox` facets (the `Unit` protocol below; mypy holds the code to it, and
-tests/test_evidence_guarantee.py holds the imports): evidence has no path to the work state. (The work
+tests/web/test_evidence_guarantee.py holds the imports): evidence has no path to the work state. (The work
 service calls `report()` inside its own unit of work, never the other way round.)
 """
 

@@ -2,7 +2,7 @@
 
 Pure functions, no state. Each builder returns what GitHub answers for API version 2026-03-10 (the version
 githubkit asks for), with every field GitHub's description and githubkit's model require;
-`tests/test_standin_contract.py` holds them to that through `github_standin.contract`.
+`tests/system/test_standin_contract.py` holds them to that through `github_standin.contract`.
 
 REST URLs start at `Repo.api_url` (the stand-in's `http://127.0.0.1:PORT`), page URLs at `Repo.web_url`
 (`https://github.com`). Timestamps are strings in GitHub's form, `2026-01-01T00:00:00Z`: `timestamp()`
