@@ -32,8 +32,7 @@ from baton.store.board_sessions import BoardSessions
 from baton.store.evidence_codec import from_dict
 from baton.store.reads import BoardRow, DeliveryRecord, ReviewRecord, TicketSummary
 
-from .agents import web_url
-from .api import ReadApi
+from .agent_api import web_url
 from .charts import Series, bar_chart
 from .github_sign_in import (
     CALLBACK,
@@ -46,6 +45,7 @@ from .github_sign_in import (
     Unavailable,
     Viewer,
 )
+from .read_api import ReadApi
 from .session import COOKIE, LIFETIME, Sessions
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from baton.environment import tls
 from baton.environment.clock import Clock
 from baton.store.board_sessions import BoardSession, BoardSessions
 
-from .agents import web_url
+from .agent_api import web_url
 from .session import LIFETIME
 
 CALLBACK = "/auth/github/callback"  # where GitHub sends people back after "Sign in with GitHub"

@@ -49,7 +49,7 @@ from baton.store.reads import (
 from baton.store.timeline import DEFAULT_LIMIT as TIMELINE_LIMIT
 from baton.store.timeline import RAILS, Cursor, Rail, TimelineEntry, TimelineReads
 
-from .agents import is_token68
+from .agent_api import is_token68
 
 _STATES = ", ".join(state.value for state in WorkState)
 
