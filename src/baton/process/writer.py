@@ -52,9 +52,9 @@ from baton.github.verify import Verifier
 from baton.service.evidence import EvidenceService
 from baton.store import StoredTicket
 from baton.store.budget import Budgets
-from baton.store.due import OFFERING, ORDINARY, URGENT
 from baton.store.issue_states import issue_state_of
-from baton.store.outbox import MAX_ATTEMPTS, Due, Item, Outbox
+from baton.store.outbox.marking import OFFERING, ORDINARY, URGENT
+from baton.store.outbox.writing import MAX_ATTEMPTS, Due, Item, Outbox
 
 log = logging.getLogger("baton.writer")
 
