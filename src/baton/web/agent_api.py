@@ -39,7 +39,7 @@ from baton.github.issues import NotOpened
 from baton.github.refusals import rate_limit
 from baton.github.webhooks import MAX_NUMBER
 from baton.intake import Intake
-from baton.intake.api import Missing, create_and_claim, decide_all, not_served, prepare, readable
+from baton.intake.agent_requests import Missing, create_and_claim, decide_all, not_served, prepare, readable
 from baton.intake.context import DirectoryUnavailable
 from baton.service import work
 from baton.service.work import Outcome
@@ -343,7 +343,8 @@ def web_url(api_url: str) -> str:
 
 def readers(intake: Intake, identities: Identities) -> Callable[[str, str], bool]:
     """Whether a person's GitHub token may read a repository's tickets: where Baton serves the repository and
-    GitHub lets them read it (`intake.api.readable`). Raises `BadToken` for a token that is not a person's."""
+    GitHub lets them read it (`intake.agent_requests.readable`). Raises `BadToken` for a token that is not a
+    person's."""
 
     def may_read(token: str, repository: str) -> bool:
         login = identities.who(token).login
