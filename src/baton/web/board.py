@@ -41,7 +41,7 @@ from .github_sign_in import (
     STATE_LIFETIME,
     GitHub,
     GitHubSessions,
-    Refused,
+    SignInRefused,
     Unavailable,
     Viewer,
 )
@@ -449,7 +449,7 @@ def board_router() -> APIRouter:
             grant = sessions.github.exchange(code, _callback(request))
             login = sessions.github.login(grant.token)
             readable = sessions.github.readable(grant.token)
-        except Refused:
+        except SignInRefused:
             return _refused(board, 403, "GitHub refused this sign-in (its code was used already or has expired). "
                                         "Nobody was signed in.")  # fmt: skip
         except Unavailable as unavailable:
