@@ -480,7 +480,7 @@ class AgentApi:
         return await self._calls.run(_Call(command, f"{owner}/{repo}", number, identity, key, body))
 
     def decide_calls(self, calls: list[_Call]) -> list[JSONResponse | Exception]:
-        """In a worker thread: the answers to calls that arrived together, their commands decided in one
+        """In a pool thread: the answers to calls that arrived together, their commands decided in one
         transaction, each as if alone (`decide_all`)."""
         answers: dict[int, JSONResponse | Exception] = {}  # by the call's place in `calls`
         ready: list[tuple[int, work.Request]] = []
@@ -603,7 +603,7 @@ def _token(authorization: str | None) -> str:
     return token.strip()
 
 
-# The two dependencies are coroutines: FastAPI runs a plain function in a worker thread (`AgentApi.identify`).
+# The two dependencies are coroutines: FastAPI runs a plain function in a pool thread (`AgentApi.identify`).
 async def _agent_api(request: Request) -> AgentApi:
     api: AgentApi = request.app.state.agent_api
     return api

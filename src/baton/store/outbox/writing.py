@@ -393,10 +393,10 @@ class Outbox:
         self, installation_id: int, repository_id: int, head_sha: str, replacing: int | None = None
     ) -> str | None:
         """Take the right to create the head's check run, committed before it is created on GitHub, so that
-        two workers never both create one and a crash in between is noticed.
+        two writers never both create one and a crash in between is noticed.
 
         `"fresh"`: no run of Baton's can be on the head; create one. `"recover"`: a creation was left
-        unfinished (its lease ran out); look for the run on GitHub before creating one. None: another worker
+        unfinished (its lease ran out); look for the run on GitHub before creating one. None: another writer
         is creating it right now. `replacing`: the id of a completed run to be followed by a new one.
         """
         now = datetime.now(UTC)
