@@ -367,7 +367,7 @@ def test_a_create_and_claim_retried_while_the_first_may_still_be_opening_is_told
     _posted_as_baton_stops(monkeypatch, scene.app.state.parts.intake.issues, "create", url, new, headers)
     waiting = HTTP.post(url, json=new, headers=headers)
     assert waiting.status_code == 409 and "still under way" in waiting.json()["message"], waiting.text
-    monkeypatch.setattr("baton.web.agents.UNDER_WAY", 0.0)  # long enough ago: nothing is opening it any more
+    monkeypatch.setattr("baton.web.agent_api.UNDER_WAY", 0.0)  # long enough ago: nothing is opening it any more
     opened = HTTP.post(url, json=new, headers=headers)
     assert opened.status_code == 201, opened.text
     with scene.hub.world.lock:

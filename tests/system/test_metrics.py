@@ -24,7 +24,7 @@ from baton.environment.clock import ManualClock
 from baton.environment.settings import Settings
 from baton.github.routes import operation
 from baton.github.webhooks import signature
-from baton.store.outbox import Outbox
+from baton.store.outbox.writing import Outbox
 from baton.web import create_app
 from baton.web.webhooks import MAX_BODY
 from github_standin.server import RATE_LIMIT

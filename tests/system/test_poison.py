@@ -28,7 +28,7 @@ from baton.cli import main
 from baton.domain import TicketKey
 from baton.domain.status import STATUS_MARKER, View, view
 from baton.store import tables as t
-from baton.store.outbox import MAX_ATTEMPTS
+from baton.store.outbox.writing import MAX_ATTEMPTS
 from github_standin.server import Fault
 from support.lanes import SHOP, open_stage, until
 from support.lanes import ticket as lanes_ticket

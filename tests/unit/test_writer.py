@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from baton.process.writer import reply_text
-from baton.store.outbox import Item
+from baton.store.outbox.writing import Item
 
 
 def item(n: int, author: str, message: str) -> Item:

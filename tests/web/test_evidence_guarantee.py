@@ -204,7 +204,8 @@ def test_the_examples_in_order_and_shuffled_with_duplicates_change_no_work_row(h
 
 # Every module that handles evidence, from the payload to the database and back to GitHub's questions.
 EVIDENCE_PATH = ["baton.domain.evidence", "baton.reading.linking", "baton.service.evidence", "baton.store.evidence",
-                 "baton.store.due", "baton.github.facts", "baton.github.verify"]  # fmt: skip
+                 "baton.store.outbox", "baton.store.outbox.marking", "baton.github.facts",
+                 "baton.github.verify"]  # fmt: skip
 WORK_RAIL = {"baton.domain.transitions", "baton.domain", "baton.service", "baton.service.work",
              "baton.service.unit", "baton.store.work", "baton.store", "baton.reading.commands", "baton.intake",
              "baton.process.writer"}  # fmt: skip

@@ -227,7 +227,7 @@ def test_installations_and_their_repositories_are_remembered(hub: Hub) -> None:
 
 
 def test_an_uninstall_stops_work_without_deleting_history(hub: Hub) -> None:
-    from baton.store.outbox import Outbox
+    from baton.store.outbox.writing import Outbox
 
     hub.post("issue_comment", comment("agent-a", "/claim"))
     hub.post("installation", installation_payload("deleted"))

@@ -205,7 +205,7 @@ def _deliveries(args: argparse.Namespace) -> int:
 
 def _refused(args: argparse.Namespace) -> int:
     from baton.store import make_engine
-    from baton.store.outbox import Outbox
+    from baton.store.outbox.writing import Outbox
 
     engine = make_engine(Settings().database_url)
     try:

@@ -1,7 +1,7 @@
 """What GitHub should show for a ticket (docs/design.md §6): its one state label, its assignee, its status comment, and
 the `baton/acceptance` check run on the heads of its pull requests.
 
-Pure: the worker compares this with what GitHub has and writes only the difference.
+Pure: the writer compares this with what GitHub has and writes only the difference.
 """
 
 from __future__ import annotations

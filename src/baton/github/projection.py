@@ -24,7 +24,7 @@ REPLY_MARKER = "<!-- baton:reply {} -->"  # the ids of the answers a reply carri
 _REPLY = re.compile(r"<!-- baton:reply (\d+(?: \d+)*) -->")
 
 
-class Refused(Exception):
+class WriteRefused(Exception):
     """GitHub refused some of an issue's writes for good (`errors`); the others were made. `comment_id`:
     the status comment, when it was written."""
 
@@ -77,7 +77,7 @@ class GitHubProjector:
         """Make the issue show `view`; returns the status comment's id (None: without `comment`, the status
         comment is neither looked for nor written). The label, the assignee and the status comment are
         written each on its own: one that GitHub refuses for good does not keep the others off, and is
-        raised afterwards (`Refused`)."""
+        raised afterwards (`WriteRefused`)."""
         client = self.github.installation(installation_id)
         owner, _, name = repository.partition("/")
         issue = _data(client.rest.issues.get(owner, name, number))
@@ -95,7 +95,7 @@ class GitHubProjector:
                     installation_id, client, owner, name, number, view.comment, status_comment_id
                 )
         if errors:
-            raise Refused(errors, comment_id)
+            raise WriteRefused(errors, comment_id)
         return comment_id
 
     def _labels(

@@ -6,7 +6,7 @@ API orders a deployed commit after a merge; a base branch's protection says whic
 Only reads. A reported item GitHub answers 404 or 422 for is asked about again 1, 3 and 7 seconds after that
 first answer (`RETRIES`: GitHub can lag right after a push), and then recorded as not found (a `LookupFact`),
 which the rail shows until a webhook or a later delivery says otherwise. For the other questions 403, 404 or
-422 teach nothing, never an error. Other failures propagate, and the worker retries the issue later.
+422 teach nothing, never an error. Other failures propagate, and the writer retries the issue later.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from baton.store import make_engine, upgrade
 from baton.store.budget import Budgets, Limits
 from baton.store.inbox import Inbox
 from baton.store.installations import Installations
-from baton.store.outbox import Outbox
+from baton.store.outbox.writing import Outbox
 from baton.store.redeliveries import Redeliveries
 from baton.store.sweeps import Sweeps
 

@@ -46,15 +46,15 @@ from githubkit.exception import RequestError, RequestFailed
 from baton.domain.evidence import EvidenceRail, Repository, Subject, pull_request_head
 from baton.domain.model import TicketKey, WorkState
 from baton.domain.status import Acceptance, BriefChange, CheckView, acceptance_check, comment_due, view
-from baton.github.projection import GitHubProjector, Refused
+from baton.github.projection import GitHubProjector, WriteRefused
 from baton.github.refusals import describe, failure, rate_limit, refused
 from baton.github.verify import Verifier
 from baton.service.evidence import EvidenceService
 from baton.store import StoredTicket
 from baton.store.budget import Budgets
-from baton.store.due import OFFERING, ORDINARY, URGENT
 from baton.store.issue_states import issue_state_of
-from baton.store.outbox import MAX_ATTEMPTS, Due, Item, Outbox
+from baton.store.outbox.marking import OFFERING, ORDINARY, URGENT
+from baton.store.outbox.writing import MAX_ATTEMPTS, Due, Item, Outbox
 
 log = logging.getLogger("baton.writer")
 
@@ -233,7 +233,7 @@ class Writer:
                 self.outbox.retry(due, _backoff(0), reason, fresh=True)
                 return True
             return self._failed(due, failed.error)
-        except Refused as refusal:
+        except WriteRefused as refusal:
             self._refused(due, str(refusal))
         except RequestError as error:
             return self._failed(due, error)
@@ -310,7 +310,7 @@ class Writer:
             return None
         where = Repository(key.repository_key, repository)
         rail, again = self._verified(where, key.number)
-        refusal: Refused | None = None
+        refusal: WriteRefused | None = None
         issue = issue_state_of(self.outbox.engine, key)
         shown = view(stored.ticket, review, rail, self.outbox.quiet(key), self._brief_changes(stored), issue)
         known = self.outbox.status_comment(key)
@@ -320,7 +320,7 @@ class Writer:
             comment_id: int | None = self.projector.show(
                 key.installation_id, repository, key.number, shown, past_runners, known, comment=comment,
             )  # fmt: skip
-        except Refused as refusing:  # the rest was written; the check runs are still due
+        except WriteRefused as refusing:  # the rest was written; the check runs are still due
             refusal, comment_id = refusing, refusing.comment_id
         if comment_id is not None:
             self.outbox.remember_status_comment(key, comment_id)

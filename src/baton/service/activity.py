@@ -19,7 +19,7 @@ from typing import Protocol
 
 from baton.domain.model import TicketKey
 from baton.store.activity import ActivityTx, Touched
-from baton.store.due import OutboxTx
+from baton.store.outbox.marking import OutboxTx
 
 
 class ActivityUnit(Protocol):

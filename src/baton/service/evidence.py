@@ -57,9 +57,9 @@ from baton.domain.evidence import (
 from baton.domain.model import Evidence, RepositoryKey, TicketKey
 from baton.service.activity import record_activity
 from baton.store.activity import ActivityTx
-from baton.store.due import OutboxTx
 from baton.store.evidence import EvidenceReads, EvidenceTx, StoredRail
 from baton.store.evidence_codec import fact_to_dict
+from baton.store.outbox.marking import OutboxTx
 from baton.store.statements import Conflict, settle
 
 CATCH_UP_ROUNDS = 8  # each round follows the subjects the previous one added

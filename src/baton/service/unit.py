@@ -23,9 +23,9 @@ from sqlalchemy import Connection, Engine
 from baton.environment.clock import SYSTEM, Clock
 from baton.store import WorkTx
 from baton.store.activity import ActivityTx
-from baton.store.due import OutboxTx
 from baton.store.engine import READ_ONLY
 from baton.store.evidence import EvidenceTx
+from baton.store.outbox.marking import OutboxTx
 from baton.store.statements import settle
 
 T = TypeVar("T")

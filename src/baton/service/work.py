@@ -43,7 +43,7 @@ from baton.reading.commands import help_text, ignored_text
 from baton.service.activity import Activity, record_activity
 from baton.service.evidence import EvidenceService
 from baton.store import Conflict, StoredTicket
-from baton.store.due import Answer
+from baton.store.outbox.marking import Answer
 
 from . import briefs
 from .unit import UnitOfWork, Units

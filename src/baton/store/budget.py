@@ -2,7 +2,7 @@
 
 GitHub's secondary rate limits count content-creating requests per installation: about 80 a minute and
 500 an hour, and it asks for them to be spaced (about a second apart). Every process writing for an
-installation reads and spends the same row here, so four workers write no faster than one.
+installation reads and spends the same row here, so four writers write no faster than one.
 
 One writer at a time holds an installation (`hold`, kept by a heartbeat while it works, released after),
 so its writes leave most urgent first. Its slots come from `slot()`: not before the budget's `next_at`, nor a

@@ -10,8 +10,8 @@ from datetime import datetime
 from sqlalchemy import Engine, and_, case, func, select
 
 from . import tables as t
-from .due import OFFERING
-from .outbox import MAX_ATTEMPTS, utc
+from .outbox.marking import OFFERING
+from .outbox.writing import MAX_ATTEMPTS, utc
 
 _o = t.outbox.c
 _d = t.webhook_deliveries.c

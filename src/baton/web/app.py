@@ -22,11 +22,11 @@ from baton.process.wiring import assemble
 from baton.store.api_requests import ApiRequests
 from baton.store.spool import Spool
 
-from .agents import AgentApi, Refusal, agents_router, invalid_request, readers
-from .api import ReadApi, api_router
+from .agent_api import AgentApi, Refusal, agents_router, invalid_request, readers
 from .board import Board, board_router
 from .gate import DatabaseGate
 from .mcp_http import McpEndpoint
+from .read_api import ReadApi, api_router
 from .webhooks import AcksFirst, webhook_router
 
 

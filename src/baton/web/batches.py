@@ -1,6 +1,6 @@
 """Requests that arrive together are done together: a group commit on the event loop.
 
-While one batch runs in a worker thread, the requests that arrive wait on the loop; the next batch takes all
+While one batch runs in a thread of the pool, the requests that arrive wait on the loop; the next batch takes all
 of them, in the order they came. Each request awaits its own result, and is answered as soon as its batch is
 done. One hop to a thread per batch instead of per request: twenty agents claiming one issue at once cost a
 transaction or two, not twenty, and the event loop never waits on the database.

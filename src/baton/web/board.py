@@ -32,8 +32,7 @@ from baton.store.board_sessions import BoardSessions
 from baton.store.evidence_codec import from_dict
 from baton.store.reads import BoardRow, DeliveryRecord, ReviewRecord, TicketSummary
 
-from .agents import web_url
-from .api import ReadApi
+from .agent_api import web_url
 from .charts import Series, bar_chart
 from .github_sign_in import (
     CALLBACK,
@@ -42,10 +41,11 @@ from .github_sign_in import (
     STATE_LIFETIME,
     GitHub,
     GitHubSessions,
-    Refused,
+    SignInRefused,
     Unavailable,
     Viewer,
 )
+from .read_api import ReadApi
 from .session import COOKIE, LIFETIME, Sessions
 
 if TYPE_CHECKING:
@@ -449,7 +449,7 @@ def board_router() -> APIRouter:
             grant = sessions.github.exchange(code, _callback(request))
             login = sessions.github.login(grant.token)
             readable = sessions.github.readable(grant.token)
-        except Refused:
+        except SignInRefused:
             return _refused(board, 403, "GitHub refused this sign-in (its code was used already or has expired). "
                                         "Nobody was signed in.")  # fmt: skip
         except Unavailable as unavailable:

@@ -35,7 +35,7 @@ from baton.environment import tls
 from baton.environment.clock import Clock
 from baton.store.board_sessions import BoardSession, BoardSessions
 
-from .agents import web_url
+from .agent_api import web_url
 from .session import LIFETIME
 
 CALLBACK = "/auth/github/callback"  # where GitHub sends people back after "Sign in with GitHub"
@@ -46,7 +46,7 @@ _PAGES = 20  # pages of 100 asked for at most, of installations and of each one'
 _API_VERSION = "2026-03-10"
 
 
-class Refused(Exception):
+class SignInRefused(Exception):
     """GitHub did not accept the code or the token; the message is GitHub's error word, never a secret."""
 
 
@@ -92,7 +92,7 @@ class GitHub:
         token = body.get("access_token")
         if not isinstance(token, str) or not token:
             error = body.get("error")
-            raise Refused(error if isinstance(error, str) and error.isidentifier() else "no access token")
+            raise SignInRefused(error if isinstance(error, str) and error.isidentifier() else "no access token")
         expires = body.get("expires_in")
         return Grant(token, expires if isinstance(expires, int) and expires > 0 else None)
 
@@ -129,7 +129,7 @@ class GitHub:
                    "X-GitHub-Api-Version": _API_VERSION, "User-Agent": "baton"}  # fmt: skip
         answer = self._call("GET", f"{self.api_url}{path}", headers=headers, params=params)
         if answer.status_code == 401:
-            raise Refused("bad_credentials")
+            raise SignInRefused("bad_credentials")
         return answer
 
     def _call(self, method: str, url: str, **options: Any) -> httpx.Response:
@@ -225,7 +225,7 @@ class GitHubSessions:
         if now - session.checked_at >= REFRESH:
             try:
                 readable = self.github.readable(self._sealing.decrypt(session.token.encode("ascii")).decode("utf-8"))
-            except (Refused, InvalidToken):
+            except (SignInRefused, InvalidToken):
                 self.store.end(key)
                 return None
             except Unavailable:

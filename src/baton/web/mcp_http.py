@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
-from .agents import AgentApi, Refusal
+from .agent_api import AgentApi, Refusal
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import Context

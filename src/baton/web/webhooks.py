@@ -119,7 +119,7 @@ class GroupCommit:
         return await self._batches.run(incoming)
 
     def _store(self, batch: list[Incoming]) -> list[Received | Exception]:
-        """In a worker thread: each delivery's answer, or the error its request answers 500 with."""
+        """In a pool thread: each delivery's answer, or the error its request answers 500 with."""
         spool = self.spool
         if spool is not None and spool.holding():  # behind the deliveries waiting there, in order
             for incoming in batch:

@@ -1,6 +1,6 @@
-"""The deciding side of the outbox, a facet of a unit of work: inside the transaction of a change to a ticket
+"""The marking side of the outbox, a facet of a unit of work: inside the transaction of a change to a ticket
 or its evidence, mark the issue due for the writer and queue the answers to commands. Every change marks
-due this one way. (`outbox.py` is the writer's side.)
+due this one way. (`writing.py` is the writer's side.)
 
 It imports nothing of the work rail, so the evidence service can use it too.
 """
@@ -11,7 +11,7 @@ from sqlalchemy import Connection
 
 from baton.domain.model import TicketKey
 
-from .statements import RawTx, Statements
+from ..statements import RawTx, Statements
 
 _STATEMENTS = Statements({
     # Due for reconciling: an existing row becomes due at the earlier of its time and the new one, and as

@@ -39,7 +39,7 @@ from baton.github.issues import NotOpened
 from baton.github.refusals import rate_limit
 from baton.github.webhooks import MAX_NUMBER
 from baton.intake import Intake
-from baton.intake.api import Missing, create_and_claim, decide_all, not_served, prepare, readable
+from baton.intake.agent_requests import Missing, create_and_claim, decide_all, not_served, prepare, readable
 from baton.intake.context import DirectoryUnavailable
 from baton.service import work
 from baton.service.work import Outcome
@@ -343,7 +343,8 @@ def web_url(api_url: str) -> str:
 
 def readers(intake: Intake, identities: Identities) -> Callable[[str, str], bool]:
     """Whether a person's GitHub token may read a repository's tickets: where Baton serves the repository and
-    GitHub lets them read it (`intake.api.readable`). Raises `BadToken` for a token that is not a person's."""
+    GitHub lets them read it (`intake.agent_requests.readable`). Raises `BadToken` for a token that is not a
+    person's."""
 
     def may_read(token: str, repository: str) -> bool:
         login = identities.who(token).login
@@ -479,7 +480,7 @@ class AgentApi:
         return await self._calls.run(_Call(command, f"{owner}/{repo}", number, identity, key, body))
 
     def decide_calls(self, calls: list[_Call]) -> list[JSONResponse | Exception]:
-        """In a worker thread: the answers to calls that arrived together, their commands decided in one
+        """In a pool thread: the answers to calls that arrived together, their commands decided in one
         transaction, each as if alone (`decide_all`)."""
         answers: dict[int, JSONResponse | Exception] = {}  # by the call's place in `calls`
         ready: list[tuple[int, work.Request]] = []
@@ -602,7 +603,7 @@ def _token(authorization: str | None) -> str:
     return token.strip()
 
 
-# The two dependencies are coroutines: FastAPI runs a plain function in a worker thread (`AgentApi.identify`).
+# The two dependencies are coroutines: FastAPI runs a plain function in a pool thread (`AgentApi.identify`).
 async def _agent_api(request: Request) -> AgentApi:
     api: AgentApi = request.app.state.agent_api
     return api

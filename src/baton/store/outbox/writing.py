@@ -1,5 +1,5 @@
 """The writer's side of the outbox: which installation to write for, its most urgent issue, what to show,
-what was sent. (Rows are marked due, and answers queued, by `due.OutboxTx` inside the transaction of the
+what was sent. (Rows are marked due, and answers queued, by `marking.OutboxTx` inside the transaction of the
 change.)
 
 Rows are written for one installation at a time by whichever writer holds it (`budget.Budgets.hold`), so
@@ -22,9 +22,9 @@ from baton.domain import TicketKey
 from baton.domain.quiet import Quiet
 from baton.domain.status import BriefChange, CheckView, Review
 
-from . import tables as t
-from .due import OFFERING, ORDINARY, URGENT
-from .work import StoredTicket, WorkTx, loaded
+from .. import tables as t
+from ..work import StoredTicket, WorkTx, loaded
+from .marking import OFFERING, ORDINARY, URGENT
 
 # A check-run creation not finished after this long died with its writer.
 LEASE = timedelta(seconds=60)
@@ -40,7 +40,7 @@ class Due:
     repository: str
     version: int
     attempts: int
-    urgency: int = ORDINARY  # URGENT, ORDINARY or OFFERING (`due`): the last is held to offering's share
+    urgency: int = ORDINARY  # URGENT, ORDINARY or OFFERING (`marking`): the last is held to offering's share
 
 
 @dataclass(frozen=True)
@@ -393,10 +393,10 @@ class Outbox:
         self, installation_id: int, repository_id: int, head_sha: str, replacing: int | None = None
     ) -> str | None:
         """Take the right to create the head's check run, committed before it is created on GitHub, so that
-        two workers never both create one and a crash in between is noticed.
+        two writers never both create one and a crash in between is noticed.
 
         `"fresh"`: no run of Baton's can be on the head; create one. `"recover"`: a creation was left
-        unfinished (its lease ran out); look for the run on GitHub before creating one. None: another worker
+        unfinished (its lease ran out); look for the run on GitHub before creating one. None: another writer
         is creating it right now. `replacing`: the id of a completed run to be followed by a new one.
         """
         now = datetime.now(UTC)

@@ -35,7 +35,7 @@ from baton.domain.evidence import (
 from baton.domain.issue import IN_HAND
 from baton.environment.settings import Settings
 from baton.github.webhooks import MAX_NUMBER
-from baton.intake.api import not_served
+from baton.intake.agent_requests import not_served
 from baton.store.engine import READ_ONLY
 from baton.store.evidence_codec import from_dict
 from baton.store.inbox import Inbox, Stored
@@ -49,7 +49,7 @@ from baton.store.reads import (
 from baton.store.timeline import DEFAULT_LIMIT as TIMELINE_LIMIT
 from baton.store.timeline import RAILS, Cursor, Rail, TimelineEntry, TimelineReads
 
-from .agents import is_token68
+from .agent_api import is_token68
 
 _STATES = ", ".join(state.value for state in WorkState)
 
