@@ -17,8 +17,9 @@ STATUS = {"created": "active", "unsuspend": "active", "suspend": "suspended", "d
 
 
 def _repositories(payload: dict[str, Any], key: str) -> list[tuple[int, str]]:
-    found = []
-    for repository in dig(payload, key, default=[]):
+    found: list[tuple[int, str]] = []
+    listed = dig(payload, key, default=[])
+    for repository in listed if isinstance(listed, list) else []:  # anything else is no list GitHub sends
         repository_id, name = number(repository, "id"), full_name(repository, "full_name")
         if repository_id is not None and name:
             found.append((repository_id, name))
