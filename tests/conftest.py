@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
+from baton.environment.clock import SYSTEM
 from baton.service.unit import Units
 from baton.store import make_engine, upgrade
 from baton.store.tables import metadata
@@ -202,6 +203,6 @@ def database_url(request: pytest.FixtureRequest) -> str:
 def store(database_url: str) -> Iterator[Units]:
     engine = make_engine(database_url)
     try:
-        yield Units(engine)
+        yield Units(engine, SYSTEM)
     finally:
         engine.dispose()

@@ -16,7 +16,7 @@ import httpx
 
 from baton.demo.stage import Stage
 from baton.demo.story import play, seen
-from baton.environment.clock import ManualClock
+from baton.environment.clock import ShiftedClock
 from github_standin.contract import Contract, ContractUnavailable
 from support.corpus import missing
 
@@ -37,7 +37,7 @@ def played(folder: Path, migrated: Path) -> Iterator[Stage]:
         missing(str(error))
     database = folder / "baton.db"
     database.write_bytes(migrated.read_bytes())
-    clock = ManualClock()
+    clock = ShiftedClock()  # the lanes write at their real pace; the four days pass at once
     with Stage.open(f"sqlite:///{database}", api_token=TOKEN, clock=clock, oauth=True, hidden=("vault",)) as stage:
         play(stage, lambda line: None)
         clock.advance(timedelta(days=4, hours=1))

@@ -14,12 +14,10 @@ from pydantic import SecretStr
 
 from baton.domain import Actor, Command, Evidence, Permission, Policy, RepositoryKey, TicketKey
 from baton.domain.evidence import PullRequestFact, Repository, Sighting
+from baton.environment.clock import ManualClock
 from baton.environment.settings import Settings
 from baton.reading.linking import pull_request_links
-from baton.service import work as service_work
 from baton.service.work import Issue, WorkService
-from baton.store import evidence as store_evidence
-from baton.store import statements
 from baton.web import create_app
 
 TOKEN = "t0k"
@@ -43,38 +41,28 @@ def at(minutes: int) -> str:
     return (T0 + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class Clock:
-    """The time the store writes: every statement of a command gets `now`, which the test moves."""
+class Clock(ManualClock):
+    """The app's time: every statement of a command gets `now`, which the test moves."""
 
     def __init__(self) -> None:
-        self.now = T0
+        super().__init__(T0)
 
     def set(self, minutes: int) -> None:
-        self.now = T0 + timedelta(minutes=minutes)
+        self.advance(T0 + timedelta(minutes=minutes) - self.now())
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    clock = Clock()
-
-    class Frozen(datetime):
-        @classmethod
-        def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
-            return clock.now if tz is None else clock.now.astimezone(tz)
-
-    # the store's timestamps, delivery reports, the evidence rails
-    for module in (statements, service_work, store_evidence):
-        monkeypatch.setattr(module, "datetime", Frozen)
-    return clock
+def clock() -> Clock:
+    return Clock()
 
 
 @pytest.fixture
-def make_app(database_url: str) -> Iterator[Callable[..., FastAPI]]:
+def make_app(database_url: str, clock: Clock) -> Iterator[Callable[..., FastAPI]]:
     """Apps on the test's database; each one's engine is disposed at the end."""
     apps: list[FastAPI] = []
 
     def make(token: str | None = TOKEN, url: str = database_url) -> FastAPI:
-        app = create_app(Settings(database_url=url, api_token=None if token is None else SecretStr(token)))
+        app = create_app(Settings(database_url=url, api_token=None if token is None else SecretStr(token)), clock=clock)
         apps.append(app)
         return app
 

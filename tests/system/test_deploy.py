@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from baton.cli.main import build_parser
+from baton.environment.clock import SYSTEM
 from baton.environment.settings import Settings
 from baton.web import create_app
 from bench.webhook_race import free_port
@@ -592,7 +593,7 @@ def test_sqlites_online_backup_as_documented_copies_what_a_running_baton_stored(
     with baton_serve(tmp_path, sqlite_url):  # Baton has the database open while it is copied
         engine = make_engine(f"sqlite:///{live}")
         try:
-            inbox = Inbox(engine)
+            inbox = Inbox(engine, SYSTEM)
             inbox.receive(Incoming("before-the-backup", "ping", None, None, "{}"))
             argv = documented('python -c "import sqlite3')
             argv = [sys.executable, *(word.replace("/var/lib/baton", str(tmp_path)) for word in argv[1:])]
@@ -616,7 +617,7 @@ def test_pg_dump_and_pg_restore_as_documented_carry_baton_to_another_database(tm
                                   for name in (source, target))  # fmt: skip
         engine = make_engine(source_url)
         try:
-            Inbox(engine).receive(Incoming("kept-by-the-dump", "ping", None, None, "{}"))
+            Inbox(engine, SYSTEM).receive(Incoming("kept-by-the-dump", "ping", None, None, "{}"))
         finally:
             engine.dispose()
         for starts, url in (("pg_dump ", source_url), ("pg_restore ", target_url)):

@@ -32,6 +32,7 @@ from sqlalchemy import Engine, func, insert, select, text
 
 from baton.demo.stage import APP_ID as STAGE_APP_ID
 from baton.domain import Permission, TicketKey, WorkState
+from baton.environment.clock import SYSTEM
 from baton.environment.settings import Settings
 from baton.github.configs import DefaultConfigs
 from baton.github.webhooks import signature
@@ -291,7 +292,7 @@ def test_a_worker_says_once_that_the_database_is_unreachable_and_once_that_it_is
         with database.down():
             time.sleep(6)
         until(lambda: b"reachable again" in log.read_bytes(), 30, "the worker to find the database again")
-        Inbox(engine).receive(Incoming("ping-after", "ping", None, None, "{}"))
+        Inbox(engine, SYSTEM).receive(Incoming("ping-after", "ping", None, None, "{}"))
         until(lambda: _status(engine, "ping-after")[0] == "ignored", 30, "the worker to decide a delivery")
     finally:
         stop(worker)

@@ -25,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from baton.demo.stage import Stage
 from baton.demo.story import seen
 from baton.domain.status import LABELS, STATUS_MARKER
+from baton.environment.clock import SYSTEM
 from baton.store import make_engine, upgrade
 from baton.store.budget import Budgets, Limits
 from github_standin import shapes
@@ -214,7 +215,7 @@ def test_offerings_share_is_counted_in_the_database_for_every_process(database_u
     upgrade(engine)
     try:
         limits = Limits(interval=0.0, per_minute=6, per_hour=10)  # offering: 3 a minute, 5 an hour
-        one, other = Budgets(engine, limits), Budgets(engine, limits)
+        one, other = Budgets(engine, limits, SYSTEM), Budgets(engine, limits, SYSTEM)
         now = datetime.now(UTC)
         assert other.slot(7, now, offering=True) == now
         for seconds in (50, 40, 30):

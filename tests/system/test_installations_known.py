@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import select
 
 from baton.demo.stage import APP_ID, Stage
+from baton.environment.clock import SYSTEM
 from baton.store import make_engine
 from baton.store import tables as t
 from baton.store.sweeps import Sweeps
@@ -134,7 +135,7 @@ def test_the_sweep_records_installations_and_follows_repositories_removed_and_su
 def test_one_process_sweeps_at_a_time_and_not_again_before_its_period(database_url: str) -> None:
     engine = make_engine(database_url)
     try:
-        sweeps, hold = Sweeps(engine), timedelta(minutes=10)
+        sweeps, hold = Sweeps(engine, SYSTEM), timedelta(minutes=10)
         assert sweeps.take("installations", "serve", hold)
         assert not sweeps.take("installations", "worker", hold)  # held
         sweeps.done("installations", "serve")

@@ -22,6 +22,7 @@ from sqlalchemy import insert
 
 from baton.demo.stage import Stage
 from baton.demo.story import offered, wait_for
+from baton.environment.clock import SYSTEM
 from baton.store import make_engine, upgrade
 from baton.store import tables as t
 from baton.store.budget import Budgets, Limits, earliest
@@ -212,7 +213,7 @@ def test_the_earliest_write_respects_spacing_pause_and_the_minute_and_hour_limit
 def test_the_budget_counts_the_writes_of_the_last_minute_and_hour(database_url: str) -> None:
     engine = make_engine(database_url)
     try:
-        budgets = Budgets(engine, Limits(interval=0.0, per_minute=3, per_hour=5))
+        budgets = Budgets(engine, Limits(interval=0.0, per_minute=3, per_hour=5), SYSTEM)
         now = datetime.now(UTC)
         assert budgets.slot(7, now) == now
         for seconds in (50, 40, 30):  # three writes in the last minute, two more earlier in the hour
@@ -245,7 +246,7 @@ def test_four_worker_processes_never_exceed_the_budget_of_one_installation(postg
     issues, claimers, interval, per_minute = 12, 3, 0.25, 24
     with stand_in(app_public_key(), issues=issues) as api:
         said = claims(api, [(r, c) for r in range(issues) for c in range(claimers)])
-        Inbox(engine).receive_all([
+        Inbox(engine, SYSTEM).receive_all([
             Incoming(f"r{r}-c{c}", "issue_comment", "created", INSTALLATION, payload(r, c, said[r, c]).decode())
             for r in range(issues) for c in range(claimers)
         ])  # fmt: skip

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import func, select
 
 from baton.domain import Actor, Command, Permission, Policy, TicketKey
+from baton.environment.clock import SYSTEM
 from baton.process.wiring import work_service
 from baton.service.unit import Units
 from baton.service.work import Issue
@@ -106,7 +107,7 @@ def test_swap_is_a_compare_and_swap_on_the_revision(database_url: str) -> None:
     from baton.domain import WorkState
 
     engine = make_engine(database_url, pool_size=2, max_overflow=0)
-    units = Units(engine)
+    units = Units(engine, SYSTEM)
     work_service(engine).open_ticket(issue(0), "open")
     with units.begin() as uow:
         stored = uow.work.ticket(issue(0).key)

@@ -103,6 +103,75 @@ def test_the_stand_in_github_is_apart_from_baton_and_only_the_demo_imports_it() 
     assert importers and all(name.startswith("src/baton/demo/") for name in importers), importers
 
 
+# The time Baton acts on comes from the `Clock` it was assembled with (`environment/clock.py`), never from the wall
+# clock read in place: a test moves that clock by hand, and every stored time and decision follows it. Durations
+# measured for logs and metrics use `time.monotonic()`/`time.perf_counter()`, which are not the time of day.
+WALL_CLOCK = {"datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today", "datetime.date.today",
+              "time.time", "time.time_ns"}  # fmt: skip
+# Modules that may read the wall clock, each with its reason; keep it to the clock itself.
+READS_THE_WALL_CLOCK = {"src/baton/environment/clock.py": "the system clock, and a manual clock's default start"}
+
+
+def _wall_clock_reads(source: str) -> list[str]:
+    """Where `source` reads the wall clock: `datetime.now`, `datetime.utcnow`, `datetime.today`, `date.today`,
+    `time.time`, `time.time_ns`, called or passed along, under whatever names they were imported as."""
+    tree = ast.parse(source)
+    # a local name -> what it stands for: "datetime" or "time" (the modules), "datetime.datetime", "time.time", …
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in ("datetime", "time"):
+                    names[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in ("datetime", "time"):
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def meaning(node: ast.expr) -> str | None:
+        if isinstance(node, ast.Name):
+            return names.get(node.id)
+        if isinstance(node, ast.Attribute):
+            owner = meaning(node.value)
+            return f"{owner}.{node.attr}" if owner else None
+        return None
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name | ast.Attribute) and (what := meaning(node)) in WALL_CLOCK:
+            found.append(f"{node.lineno}: {what}")
+    return found
+
+
+@pytest.mark.parametrize(
+    ("source", "reads"),
+    [
+        ("from datetime import UTC, datetime\nx = datetime.now(UTC)", True),
+        ("import datetime as dt\nx = dt.datetime.utcnow()", True),
+        ("from datetime import date\nx = date.today()", True),
+        ("import time\nx = time.time()", True),
+        ("from time import time as wall\nx = wall()", True),
+        ("from datetime import datetime\nfrom dataclasses import field\nx = field(default_factory=datetime.now)", True),
+        ("import time\nx = time.monotonic(), time.perf_counter()", False),
+        ("from datetime import datetime\nx = datetime.fromisoformat('2025-01-01'), clock.now()", False),
+    ],
+)
+def test_the_wall_clock_check_finds_each_way_of_reading_it(source: str, reads: bool) -> None:
+    assert bool(_wall_clock_reads(source)) == reads
+
+
+def test_nothing_reads_the_wall_clock_but_the_clock() -> None:
+    """Everything that reads the time takes a `Clock`: stored times, due times, leases, windows, expiries."""
+    found = {
+        name: reads
+        for path in sorted((ROOT / "src/baton").rglob("*.py"))
+        if (name := str(path.relative_to(ROOT))) not in READS_THE_WALL_CLOCK
+        and (reads := _wall_clock_reads(path.read_text(encoding="utf-8")))
+    }
+    assert not found, f"read the time from the Clock passed in, not the wall clock: {found}"
+    for name in READS_THE_WALL_CLOCK:
+        assert _wall_clock_reads((ROOT / name).read_text(encoding="utf-8")), f"{name} no longer needs its exception"
+
+
 def test_serving_baton_loads_neither_the_stand_in_nor_the_demo() -> None:
     code = "import sys, baton.cli, baton.web, baton.process.runtime; print(' '.join(sorted(sys.modules)))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

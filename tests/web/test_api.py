@@ -166,7 +166,7 @@ def test_unknown_tickets_are_404_with_a_detail_naming_them(client: TestClient, r
 def test_timestamps_are_utc_whatever_the_postgresql_session_time_zone(postgres_url: str, clock: Clock) -> None:
     url = make_url(postgres_url).update_query_dict({"options": "-c timezone=Asia/Kolkata"})
     settings = Settings(database_url=url.render_as_string(hide_password=False), api_token=SecretStr(TOKEN))
-    app = create_app(settings)
+    app = create_app(settings, clock=clock)
     try:
         with app.state.work.units.engine.connect() as connection:
             assert connection.exec_driver_sql("SHOW timezone").scalar() == "Asia/Kolkata"

@@ -23,9 +23,9 @@ from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
 from baton.domain import Access, Permission
+from baton.environment.clock import ManualClock
 from baton.environment.settings import Settings
 from baton.github.configs import DefaultConfigs
-from baton.store import inbox as inbox_module
 from baton.store import make_engine
 from baton.store.inbox import Inbox, Incoming
 from baton.web import create_app
@@ -49,27 +49,19 @@ def at(minutes: float) -> str:
     return (T0 + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class Clock:
-    """The time the inbox writes (`received_at`, `next_attempt_at`), which the test moves."""
+class Clock(ManualClock):
+    """The app's time, which the inbox writes (`received_at`, `next_attempt_at`) and the test moves."""
 
     def __init__(self) -> None:
-        self.now = T0
+        super().__init__(T0)
 
     def set(self, minutes: float) -> None:
-        self.now = T0 + timedelta(minutes=minutes)
+        self.advance(T0 + timedelta(minutes=minutes) - self.now())
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    clock = Clock()
-
-    class Frozen(datetime):
-        @classmethod
-        def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
-            return clock.now if tz is None else clock.now.astimezone(tz)
-
-    monkeypatch.setattr(inbox_module, "datetime", Frozen)
-    return clock
+def clock() -> Clock:
+    return Clock()
 
 
 @dataclass
@@ -126,7 +118,7 @@ class Scene:
         self.directory.down = False
 
 
-def _app(url: str, *, token: str | None = TOKEN, directory: FakeDirectory | None = None) -> FastAPI:
+def _app(url: str, clock: Clock, *, token: str | None = TOKEN, directory: FakeDirectory | None = None) -> FastAPI:
     settings = Settings(
         database_url=url,
         webhook_secret=SecretStr(SECRET),
@@ -134,16 +126,16 @@ def _app(url: str, *, token: str | None = TOKEN, directory: FakeDirectory | None
         private_key=SecretStr(app_key()),
         api_token=None if token is None else SecretStr(token),
     )
-    return create_app(settings, directory=directory or Directory(), configs=DefaultConfigs(), lanes=False)
+    return create_app(settings, directory=directory or Directory(), configs=DefaultConfigs(), lanes=False, clock=clock)
 
 
 @pytest.fixture
-def make_app(database_url: str) -> Iterator[Callable[..., FastAPI]]:
+def make_app(database_url: str, clock: Clock) -> Iterator[Callable[..., FastAPI]]:
     """Apps on the test's database; each one's engine is disposed at the end."""
     apps: list[FastAPI] = []
 
     def make(token: str | None = TOKEN, url: str = database_url) -> FastAPI:
-        app = _app(url, token=token)
+        app = _app(url, clock, token=token)
         apps.append(app)
         return app
 
@@ -155,7 +147,7 @@ def make_app(database_url: str) -> Iterator[Callable[..., FastAPI]]:
 @pytest.fixture
 def scene(database_url: str, clock: Clock) -> Iterator[Scene]:
     directory = Directory({"maria": Permission.MAINTAIN})
-    app = _app(database_url, directory=directory)
+    app = _app(database_url, clock, directory=directory)
     with TestClient(app) as client:
         yield Scene(Hub(client, directory, app), clock, directory)
     app.state.work.units.engine.dispose()
@@ -252,7 +244,7 @@ def test_the_payload_is_never_shown(scene: Scene) -> None:
 
 def test_the_limit_is_50_by_default_and_500_at_most(make_app: Callable[..., FastAPI], clock: Clock) -> None:
     app = make_app()
-    inbox = Inbox(app.state.work.units.engine)
+    inbox = Inbox(app.state.work.units.engine, clock)
     for minute in range(55):
         store(inbox, clock, [(f"d-{minute:02}", "star", "created")], minutes=minute)
     client = TestClient(app, headers=AUTH)
@@ -273,7 +265,7 @@ def test_the_limit_is_50_by_default_and_500_at_most(make_app: Callable[..., Fast
 
 def test_deliveries_received_together_are_listed_by_id(make_app: Callable[..., FastAPI], clock: Clock) -> None:
     app = make_app()
-    inbox = Inbox(app.state.work.units.engine)
+    inbox = Inbox(app.state.work.units.engine, clock)
     store(inbox, clock, [("b", "ping", None), ("a", "star", "created")], minutes=0)
     store(inbox, clock, [("c", "issues", "opened")], minutes=1)
     listed = TestClient(app, headers=AUTH).get("/api/v1/deliveries").json()["deliveries"]
@@ -323,12 +315,12 @@ def test_without_a_configured_token_the_list_is_disabled(make_app: Callable[...,
 
 def test_timestamps_are_utc_whatever_the_postgresql_session_time_zone(postgres_url: str, clock: Clock) -> None:
     url = make_url(postgres_url).update_query_dict({"options": "-c timezone=Asia/Kolkata"})
-    app = _app(url.render_as_string(hide_password=False))
+    app = _app(url.render_as_string(hide_password=False), clock)
     try:
         engine = app.state.work.units.engine
         with engine.connect() as connection:
             assert connection.exec_driver_sql("SHOW timezone").scalar() == "Asia/Kolkata"
-        inbox = Inbox(engine)
+        inbox = Inbox(engine, clock)
         store(inbox, clock, [("d-1", "issue_comment", "created")], minutes=3)
         clock.set(4)
         inbox.retry("d-1", 30, "DirectoryUnavailable: GitHub did not answer")
@@ -342,7 +334,7 @@ def test_listing_does_not_wait_for_a_write_in_progress(make_app: Callable[..., F
     """As the other read routes: under SQLite a writer holds the lock, and the list reads the last committed state."""
     app = make_app()
     engine = app.state.work.units.engine
-    store(Inbox(engine), clock, [("d-1", "star", "created")])
+    store(Inbox(engine, clock), clock, [("d-1", "star", "created")])
     holding, release = threading.Event(), threading.Event()
 
     def write_slowly() -> None:
@@ -417,10 +409,10 @@ def shell(tmp_path: Path, sqlite_url: str) -> Shell:
 
 
 @pytest.fixture
-def inbox(sqlite_url: str) -> Iterator[Inbox]:
+def inbox(sqlite_url: str, clock: Clock) -> Iterator[Inbox]:
     engine = make_engine(sqlite_url)
     try:
-        yield Inbox(engine)
+        yield Inbox(engine, clock)
     finally:
         engine.dispose()
 

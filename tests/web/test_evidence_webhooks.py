@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 
 from baton.domain import Access, DeploymentState, Permission, RepositoryKey, RepositoryState, TicketKey, WorkState
 from baton.domain.evidence import EvidenceRail, deployment_text, mismatch_text, repository_text
+from baton.environment.clock import SYSTEM
 from baton.environment.settings import Settings
 from baton.github.configs import DefaultConfigs
 from baton.github.webhooks import signature
@@ -508,8 +509,8 @@ def test_concurrent_deliveries_about_one_ticket_never_lose_a_fact(database_url: 
 
     engine = make_engine(database_url, pool_size=12) if "postgresql" in database_url else make_engine(database_url)
     try:
-        evidence = EvidenceService(Units(engine), answer_delay=0)
-        work = WorkService(Units(engine), evidence, answer_delay=0)
+        evidence = EvidenceService(Units(engine, SYSTEM), answer_delay=0)
+        work = WorkService(Units(engine, SYSTEM), evidence, answer_delay=0)
         issue = Issue(TicketKey(SHOP.installation, SHOP.repository_id, 42), SHOP.name, "olivia")
         runner = Actor("agent-a", Permission.READ, collaborator=True)
         assert work.apply(issue, Command("claim"), runner, "claim").applied

@@ -216,7 +216,7 @@ def installation_payload(action: str, **extra: Any) -> dict[str, Any]:
 def test_installations_and_their_repositories_are_remembered(hub: Hub) -> None:
     from baton.store.installations import Installations
 
-    installations = Installations(hub.app.state.work.units.engine)
+    installations = Installations(hub.app.state.work.units.engine, hub.app.state.work.units.clock)
     repositories = [{"id": REPOSITORY_ID, "full_name": REPOSITORY}, {"id": 5, "full_name": "octo/docs"}]
     hub.post("installation", installation_payload("created", repositories=repositories))
     assert installations.status(INSTALLATION) == "active"
@@ -235,12 +235,14 @@ def test_an_uninstall_stops_work_without_deleting_history(hub: Hub) -> None:
     assert hub.ticket(42).state is WorkState.CLAIMED  # the release was not applied; the claim is kept
     assert hub.count(t.events) == 2
     later = datetime.now(UTC) + timedelta(minutes=5)  # past the coalescing delay
-    assert Outbox(hub.app.state.work.units.engine).due(now=later) == []  # nothing is written to GitHub for it
+    assert (
+        Outbox(hub.app.state.work.units.engine, hub.app.state.work.units.clock).due(now=later) == []
+    )  # nothing is written to GitHub for it
 
     hub.post("installation", installation_payload("unsuspend"))
     hub.post("issue_comment", comment("agent-a", "/release", comment_id=3))
     assert hub.ticket(42).state is WorkState.OPEN
-    assert len(Outbox(hub.app.state.work.units.engine).due(now=later)) == 1
+    assert len(Outbox(hub.app.state.work.units.engine, hub.app.state.work.units.clock).due(now=later)) == 1
 
 
 def test_a_delivery_whose_processing_died_is_processed_again_when_redelivered(hub: Hub) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from baton.client.agent_commands import add_agent_commands
+from baton.environment.clock import SYSTEM
 from baton.environment.settings import Settings
 
 if TYPE_CHECKING:
@@ -185,7 +186,7 @@ def _deliveries(args: argparse.Namespace) -> int:
 
     engine = make_engine(Settings().database_url)
     try:
-        listed = Inbox(engine).listed("failed" if args.failed else args.status, args.limit)
+        listed = Inbox(engine, SYSTEM).listed("failed" if args.failed else args.status, args.limit)
     finally:
         engine.dispose()
     if not listed:
@@ -209,7 +210,7 @@ def _refused(args: argparse.Namespace) -> int:
 
     engine = make_engine(Settings().database_url)
     try:
-        given_up = Outbox(engine).given_up(args.limit)
+        given_up = Outbox(engine, SYSTEM).given_up(args.limit)
     finally:
         engine.dispose()
     if not given_up:

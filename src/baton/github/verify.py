@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import reduce
 from itertools import accumulate
 from typing import Any
@@ -33,6 +33,7 @@ from baton.domain.evidence import (
     unrequired_failures,
     unverified,
 )
+from baton.environment.clock import Clock
 
 from . import facts
 from .client import GitHubApp
@@ -86,8 +87,9 @@ class Verifier:
     """`ttl`: how long a base branch's required checks are remembered; failing checks that are not required
     would otherwise have them asked again each time the ticket is shown."""
 
-    def __init__(self, github: GitHubApp, ttl: float = 300.0) -> None:
+    def __init__(self, github: GitHubApp, clock: Clock, ttl: float = 300.0) -> None:
         self.github = github
+        self.clock = clock  # the time a lookup's fact is stamped with, and a question asked again is due at
         self.ttl = ttl
         self._required: dict[tuple[int, str, str], tuple[float, frozenset[str]]] = {}
         # (installation, repository, ticket, kind, ref) -> (when first missed, misses so far)
@@ -132,10 +134,10 @@ class Verifier:
                     continue
                 wait = self._missed(repository, rail.ticket, item)
                 if wait is None:
-                    stamp = datetime.now(UTC).isoformat(timespec="microseconds")
+                    stamp = self.clock.now().isoformat(timespec="microseconds")
                     found.append(Sighting(LookupFact(item.kind, item.ref, False, stamp), frozenset({rail.ticket})))
                 else:
-                    again.append(datetime.now(UTC) + timedelta(seconds=wait))
+                    again.append(self.clock.now() + timedelta(seconds=wait))
 
         for base, head in unanswered_comparisons(rail):
             answer = _answer(client.rest.repos.compare_commits, owner, name, f"{base}...{head}")
@@ -148,9 +150,8 @@ class Verifier:
             found.extend(Sighting(replace(check, required=True)) for check in failing if check.name in required)
         return Answers(found, min(again, default=None))
 
-    @staticmethod
     def _look_up(
-        client: Any, owner: str, name: str, repository: Repository, ticket: int, item: ReportedItem
+        self, client: Any, owner: str, name: str, repository: Repository, ticket: int, item: ReportedItem
     ) -> Sighting | None:
         """The fact GitHub's answer about a reported item gives; None when GitHub does not know it."""
         match item.kind:
@@ -163,7 +164,7 @@ class Verifier:
             case _:
                 if _lookup(client.rest.repos.get_commit, owner, name, item.ref) is None:
                     return None
-                stamp = datetime.now(UTC).isoformat(timespec="microseconds")
+                stamp = self.clock.now().isoformat(timespec="microseconds")
                 return Sighting(LookupFact("commit", item.ref, True, stamp), frozenset({ticket}))
 
     @staticmethod

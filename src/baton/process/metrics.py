@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIServer
 
@@ -25,6 +25,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Engine
 
 from baton.domain import RULES
+from baton.environment.clock import Clock
 from baton.store import gauges
 from baton.store.engine import describe
 
@@ -40,8 +41,10 @@ DECISION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.
 
 
 class Metrics:
-    def __init__(self, engine: Engine | None = None) -> None:
-        """With an `engine`, the registry also reports what that database holds, read at each scrape."""
+    def __init__(self, clock: Clock, engine: Engine | None = None) -> None:
+        """With an `engine`, the registry also reports what that database holds, read at each scrape. `clock`:
+        the time a delivery's wait for its decision and the database's ages are measured at."""
+        self.clock = clock
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.deliveries = Counter(
@@ -76,7 +79,7 @@ class Metrics:
         self._limits: dict[str, tuple[int, int]] = {}
         self._limits_lock = threading.Lock()
         if engine is not None:
-            r.register(DatabaseGauges(engine))
+            r.register(DatabaseGauges(engine, clock))
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
@@ -102,7 +105,7 @@ class Metrics:
     # -- deciding --------------------------------------------------------------------------------------
 
     def decided_deliveries(self, deliveries: Iterable[WebhookDelivery], now: datetime | None = None) -> None:
-        now = now or datetime.now(UTC)
+        now = now or self.clock.now()
         for delivery in deliveries:
             self.decision_seconds.observe(max(0.0, (now - delivery.received_at).total_seconds()))
 
@@ -137,8 +140,9 @@ class DatabaseGauges(Collector):
     """The database's figures, read at each scrape (`baton.store.gauges`). While the database cannot be read,
     `baton_database_up` is 0 and the others are left out (the scrape itself still answers)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock) -> None:
         self.engine = engine
+        self.clock = clock
 
     def describe(self) -> list[Metric]:
         return []  # the families are known only once read; the registry then takes them as they come
@@ -146,7 +150,7 @@ class DatabaseGauges(Collector):
     def collect(self) -> Iterable[Metric]:
         up = GaugeMetricFamily("baton_database_up", "1 when the database answered this scrape's queries, else 0.")
         try:
-            readings = gauges.read(self.engine, datetime.now(UTC))
+            readings = gauges.read(self.engine, self.clock.now())
         except Exception as error:  # the scrape says the database is down instead of failing
             log.warning("metrics: the database could not be read (%s)", describe(error))
             up.add_metric([], 0)

@@ -68,22 +68,23 @@ def assemble(
     clock: Clock = SYSTEM,
 ) -> Parts:
     """Raises `SettingsError` (with a message for the user) for unusable App credentials. `clock` is the time
-    the service and the sweep of quiet claims share (a test moves it by hand)."""
+    every part reads: the stores' timestamps and due times, leases, the writer's budgets, the sweeps (a test
+    moves it by hand)."""
     engine = make_engine(settings.database_url)
     if migrate:
         upgrade(engine)
-    metrics = Metrics(engine)
+    metrics = Metrics(clock, engine)
     work = work_service(engine, settings.answer_delay, clock, metrics.decided)
     evidence = work.evidence
     credentials = app_credentials(settings)
     github = GitHubApp(credentials, settings.github_api_url, settings.github_timeout, metrics) if credentials else None
-    inbox = Inbox(engine)
+    inbox = Inbox(engine, clock)
     intake = Intake(
         work,
         directory or (GitHubDirectory(github) if github else NoDirectory()),
         configs or (GitHubConfigs(github) if github else DefaultConfigs()),
         settings.app_id,
-        Installations(engine),
+        Installations(engine, clock),
         evidence,
         Offering(work),
         GitHubIssues(github) if github else None,
@@ -93,12 +94,12 @@ def assemble(
     )
     writer = None
     if github is not None:
-        outbox = Outbox(engine)
+        outbox = Outbox(engine, clock)
         limits = Limits(settings.write_interval, settings.writes_per_minute, settings.writes_per_hour)
-        budgets = Budgets(engine, limits)
+        budgets = Budgets(engine, limits, clock)
         # A writer sleeps through the spacing of its installation's writes, not through a longer wait.
         gate = Gate(budgets, outbox, patience=limits.interval + 1.0)
-        writer = Writer(outbox, GitHubProjector(github, gate), budgets, gate, evidence, Verifier(github))
+        writer = Writer(outbox, GitHubProjector(github, gate), budgets, gate, evidence, Verifier(github, clock))
     sweep = Sweep(work.units, intake.configs, answer_delay=settings.answer_delay, installations=intake.installations)
     installation_sweep = None
     if github is not None:
@@ -108,9 +109,9 @@ def assemble(
         lookup = intake.lookup = Lookup(found, installations)
         if settings.installations_every > 0:
             installation_sweep = InstallationSweep(
-                found, installations, Sweeps(engine), settings.installations_every, lookup
+                found, installations, Sweeps(engine, clock), settings.installations_every, lookup
             )
     redelivery = None
     if github is not None and settings.redeliver_every > 0:
-        redelivery = Redelivery(GitHubHookDeliveries(github), Redeliveries(engine), settings.redeliver_every)
+        redelivery = Redelivery(GitHubHookDeliveries(github), Redeliveries(engine, clock), settings.redeliver_every)
     return Parts(engine, work, evidence, inbox, intake, writer, sweep, metrics, redelivery, installation_sweep)

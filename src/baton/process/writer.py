@@ -39,7 +39,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from githubkit.exception import RequestError, RequestFailed
 
@@ -120,7 +120,7 @@ class Gate:
         turn: _Turn | None = getattr(self._local, "turn", None)
         offering = turn is not None and turn.urgency >= OFFERING
         while True:
-            now = datetime.now(UTC)
+            now = self.budgets.clock.now()  # the budgets' time: the one their windows are kept in
             slot = self.budgets.slot(installation_id, now, offering=offering)
             if slot > now + timedelta(seconds=self.patience):
                 if not offering:
@@ -186,7 +186,7 @@ class Writer:
 
     def free(self) -> list[int]:
         """Installations with issues due that no other writer holds and whose budget allows a write soon."""
-        now = datetime.now(UTC)
+        now = self.outbox.clock.now()
         return self.outbox.due_installations(now + timedelta(seconds=max(1.0, self.budgets.limits.interval)), now)
 
     def turn(self, installation_id: int, stopping: Callable[[], bool] = lambda: False) -> int:
@@ -217,7 +217,7 @@ class Writer:
             with self.gate.turn(due.key) as turn:
                 after = self._project(due, turn)
         except Preempted:
-            self.outbox.later(due, datetime.now(UTC))
+            self.outbox.later(due, self.outbox.clock.now())
         except ShareSpent as spent:  # only offering waits; the rest of the installation goes on
             self.outbox.offer_later(installation_id, spent.until)
         except Spent as spent:
@@ -248,7 +248,7 @@ class Writer:
         if wait is not None:
             wait = max(1.0, wait)
             reason = f"rate limited for {wait:.0f} s: {failure(error)}"
-            self.budgets.pause(installation_id, datetime.now(UTC) + timedelta(seconds=wait), reason)
+            self.budgets.pause(installation_id, self.outbox.clock.now() + timedelta(seconds=wait), reason)
             self.outbox.retry(due, wait, reason, count=False)  # a rate limit is not the issue's fault
             log.warning("%s: %s", where, reason)
             return False
@@ -300,7 +300,7 @@ class Writer:
         turn.urgency = max(ORDINARY, due.urgency)
         replies = [item for item in items if item.kind == "reply"]
         opens = min((item.due_at for item in replies if item.due_at is not None), default=None)
-        if opens is not None and opens > datetime.now(UTC):
+        if opens is not None and opens > self.outbox.clock.now():
             return opens  # more refusals may still join the reply; what follows it waits with it
         if replies:
             with self._answer(due, replies):

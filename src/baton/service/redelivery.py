@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from githubkit.exception import RequestError
@@ -85,7 +85,7 @@ class Redelivery:
         return self.every
 
     def sweep(self) -> Swept:
-        since = datetime.now(UTC) - WINDOW
+        since = self.store.clock.now() - WINDOW
         # Without the database nothing read could be acted on: the lane backs off before GitHub is called.
         self.store.ping()
         try:

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from sqlalchemy import Connection, Engine
 
-from baton.environment.clock import SYSTEM, Clock
+from baton.environment.clock import Clock
 from baton.store import WorkTx
 from baton.store.activity import ActivityTx
 from baton.store.engine import READ_ONLY
@@ -34,12 +34,12 @@ T = TypeVar("T")
 class UnitOfWork:
     """One open transaction. Leaving `Units.begin()` commits it, or rolls it back on an exception."""
 
-    def __init__(self, connection: Connection, clock: Clock = SYSTEM) -> None:
+    def __init__(self, connection: Connection, clock: Clock) -> None:
         self.connection = connection
-        self.work = WorkTx(connection)
-        self.evidence = EvidenceTx(connection)
+        self.work = WorkTx(connection, clock)
+        self.evidence = EvidenceTx(connection, clock)
         self.activity = ActivityTx(connection, clock)
-        self.outbox = OutboxTx(connection)
+        self.outbox = OutboxTx(connection, clock)
 
     def close(self) -> None:
         self.work.close()
@@ -49,9 +49,9 @@ class UnitOfWork:
 
 class Units:
     """Units of work on one database. Build one per process (or per test) from an engine; nothing is global.
-    `clock` is the time activity is recorded at (a test moves it by hand)."""
+    `clock` is the time its rows are written at: activity, due times, timestamps (a test moves it by hand)."""
 
-    def __init__(self, engine: Engine, clock: Clock = SYSTEM) -> None:
+    def __init__(self, engine: Engine, clock: Clock) -> None:
         self.engine = engine
         self.clock = clock
         self._reader = engine.execution_options(**{READ_ONLY: True})

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
-from datetime import UTC, datetime
 from typing import Any
 
 from baton.domain import (
@@ -439,7 +438,7 @@ class WorkService:
             raise Conflict("a claim count moved")
         uow.work.append(stored.id, event, operation_id)
         if event.type == "delivered":
-            self.evidence.report(uow, after.key, command.evidence, datetime.now(UTC), operation_id)
+            self.evidence.report(uow, after.key, command.evidence, self.units.clock.now(), operation_id)
         if event.type == "accepted":
             # what was accepted, so the acceptance check can tell when a pull request's head moves after it
             self.evidence.accepted(uow, after.key, after.revision, operation_id)

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from baton.domain.model import APP_ACTOR, Event, Role, TicketKey
-from baton.environment.clock import SYSTEM, Clock
+from baton.environment.clock import Clock
 
 from .statements import RawTx, Statements
 
@@ -100,9 +100,8 @@ class QuietClaim:
 class ActivityTx(RawTx):
     """Activity and stale flags inside one open transaction, at `clock`'s time. Methods never commit."""
 
-    def __init__(self, connection: Connection, clock: Clock = SYSTEM) -> None:
-        super().__init__(connection, _STATEMENTS)
-        self.clock = clock
+    def __init__(self, connection: Connection, clock: Clock) -> None:
+        super().__init__(connection, _STATEMENTS, clock)
 
     def _stamp(self, at: datetime) -> Any:
         # SQLite keeps timestamps as text, in the form SQLAlchemy's DateTime reads back.

@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from baton.environment.clock import Clock
+
 from . import tables as t
 
 _c = t.api_requests.c
@@ -24,8 +26,9 @@ class Remembered:
 
 
 class ApiRequests:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock) -> None:
         self.engine = engine
+        self.clock = clock
 
     def claim_key(self, login: str, key: str, fingerprint: str) -> Remembered | None:
         """Record `key` for this request; None when it is new, else what the key was first used for."""
@@ -33,7 +36,7 @@ class ApiRequests:
             with self.engine.begin() as connection:
                 connection.execute(
                     insert(t.api_requests).values(
-                        login=login.lower(), key=key, fingerprint=fingerprint, created_at=datetime.now(UTC)
+                        login=login.lower(), key=key, fingerprint=fingerprint, created_at=self.clock.now()
                     )
                 )
             return None

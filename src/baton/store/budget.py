@@ -25,6 +25,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Engine, bindparam, delete, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from baton.environment.clock import Clock
+
 from . import tables as t
 from .leases import LEASE, Heartbeat
 
@@ -134,8 +136,9 @@ def earliest(
 class Budgets:
     """The budgets, as seen by one writer (`holder`: a name unique to its process and thread)."""
 
-    def __init__(self, engine: Engine, limits: Limits) -> None:
+    def __init__(self, engine: Engine, limits: Limits, clock: Clock) -> None:
         self.engine = engine
+        self.clock = clock
         self.limits = limits
         self._holds: Heartbeat[tuple[int, str]] = Heartbeat(self._renew_all, "baton-write-holds")
 
@@ -145,7 +148,7 @@ class Budgets:
 
     def hold(self, installation_id: int, holder: str, now: datetime | None = None) -> bool:
         """Take the installation for `holder`, unless another writer holds it or its budget is spent for now."""
-        now = now or datetime.now(UTC)
+        now = now or self.clock.now()
         soon = now + timedelta(seconds=max(1.0, self.limits.interval))
         with self.engine.begin() as connection:
             self._upsert(connection, installation_id)
@@ -165,7 +168,7 @@ class Budgets:
 
     def renew(self, installation_id: int, holder: str) -> bool:
         """Keep holding; False when the hold was lost (it ran out and another writer took it)."""
-        now = datetime.now(UTC)
+        now = self.clock.now()
         with self.engine.begin() as connection:
             kept = connection.execute(
                 _RENEW, {"installation": installation_id, "by": holder, "until": now + HOLD}
@@ -179,7 +182,7 @@ class Budgets:
     def slot(self, installation_id: int, now: datetime | None = None, *, offering: bool = False) -> datetime:
         """The first moment the installation's next write may leave (`offering`: a write that offers an
         issue, which also waits for offering's share of the budget)."""
-        now = now or datetime.now(UTC)
+        now = now or self.clock.now()
         limits = self.limits
         with self.engine.connect() as connection:
             row = connection.execute(_SLOT, {"installation": installation_id}).first()
@@ -202,7 +205,7 @@ class Budgets:
 
     def spend(self, installation_id: int, at: datetime | None = None, *, offering: bool = False) -> None:
         """One write leaves now: log it (`offering`: as offering's), and move the next slot an interval on."""
-        at = at or datetime.now(UTC)
+        at = at or self.clock.now()
         with self.engine.begin() as connection:
             self._upsert(connection, installation_id)
             connection.execute(_LOG, {"installation": installation_id, "moment": at, "offering": offering})

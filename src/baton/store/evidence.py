@@ -21,6 +21,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from baton.domain.evidence import EvidenceRail, Fact, Subject, instant
 from baton.domain.model import RepositoryKey, TicketKey
+from baton.environment.clock import Clock
 
 from . import tables as t
 from .evidence_codec import fact_from_dict, fact_to_dict, from_dict, to_dict
@@ -70,8 +71,9 @@ def _lock_key(place: RepositoryKey) -> int:
 class EvidenceTx:
     """Evidence reads and writes inside one open transaction. Methods never commit."""
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, clock: Clock) -> None:
         self.connection = connection
+        self.clock = clock
         self._postgres = connection.dialect.name == "postgresql"
 
     def _insert(self, table: Any) -> Any:
@@ -143,7 +145,7 @@ class EvidenceTx:
             "repository_state": rail.repository.value,
             "deployment_state": rail.deployment.value,
             "rail": to_dict(rail),
-            "updated_at": datetime.now(UTC),
+            "updated_at": self.clock.now(),
         }
         if stored.version == 0:
             statement = (
@@ -180,7 +182,7 @@ class EvidenceTx:
             insert(t.evidence_events).values(
                 ticket_id=ticket_id, type=type_, source=source[:120], data=data,
                 repository_state=rail.repository.value, deployment_state=rail.deployment.value,
-                created_at=datetime.now(UTC),
+                created_at=self.clock.now(),
             )
         )  # fmt: skip
 
@@ -199,7 +201,7 @@ class EvidenceTx:
             .values(
                 installation_id=place.installation_id, repository_id=place.repository_id, subject=subject.key[:300],
                 kind=data["kind"], stamp=_utc(data.get("stamp")), digest=digest(fact), fact=data,
-                source=source[:120], created_at=datetime.now(UTC),
+                source=source[:120], created_at=self.clock.now(),
             )
             .on_conflict_do_nothing()
         )  # fmt: skip

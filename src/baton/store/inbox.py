@@ -22,6 +22,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, Engine, and_, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from baton.environment.clock import Clock
+
 from . import tables as t
 from .engine import one_statement, unreachable
 from .leases import LEASE, Heartbeat
@@ -136,14 +138,15 @@ class WebhookDelivery:
 
 
 class Inbox:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock) -> None:
         self.engine = engine
+        self.clock = clock
         self._leases: Heartbeat[str] = Heartbeat(self._renew, "baton-leases")
 
     def _renew(self, ids: list[str]) -> None:
         with one_statement(self.engine) as connection:
             connection.execute(
-                update(_inbox).where(_c.id.in_(ids), _c.status == "processing").values(processed_at=datetime.now(UTC))
+                update(_inbox).where(_c.id.in_(ids), _c.status == "processing").values(processed_at=self.clock.now())
             )
 
     def leased(self, deliveries: Iterable[WebhookDelivery]) -> contextlib.AbstractContextManager[None]:
@@ -186,7 +189,7 @@ class Inbox:
         raise RuntimeError("the inbox kept losing insert races")  # not reached with a working database
 
     def _receive_all(self, batch: list[Incoming]) -> list[Received]:
-        now = datetime.now(UTC)
+        now = self.clock.now()
         ids = {incoming.id for incoming in batch}
         results: list[Received] = []
         with self.engine.begin() as connection:
@@ -235,12 +238,12 @@ class Inbox:
     def take(self, delivery_id: str) -> WebhookDelivery | None:
         """Mark a pending delivery as being processed and return it; None if someone else took it."""
         with one_statement(self.engine) as connection:
-            row = connection.execute(_TAKE, {"delivery": delivery_id, "now": datetime.now(UTC)}).first()
+            row = connection.execute(_TAKE, {"delivery": delivery_id, "now": self.clock.now()}).first()
         return None if row is None else _delivery(row)
 
     def take_pending(self, limit: int = 200) -> list[WebhookDelivery]:
         """Take up to `limit` deliveries that are ready (or whose lease ran out), oldest first, in one statement."""
-        now = datetime.now(UTC)
+        now = self.clock.now()
         with one_statement(self.engine, reads=True) as connection:  # looking takes no lock; taking does
             if connection.execute(_LOOK, {"now": now, "cutoff": now - LEASE}).first() is None:
                 return []
@@ -258,7 +261,7 @@ class Inbox:
 
     def pending(self, limit: int = 100) -> list[str]:
         """Deliveries waiting to be processed (or whose lease ran out), oldest first."""
-        now = datetime.now(UTC)
+        now = self.clock.now()
         with self.engine.connect() as connection:
             return list(
                 connection.execute(
@@ -270,7 +273,7 @@ class Inbox:
         """`done` or `ignored`, many at once: one statement per status."""
         if not finished:
             return
-        now = datetime.now(UTC)
+        now = self.clock.now()
         by_status: dict[str, list[str]] = {}
         for id_, status in finished:
             by_status.setdefault(status, []).append(id_)
@@ -280,7 +283,7 @@ class Inbox:
 
     def retry(self, delivery_id: str, after: float, error: str) -> None:
         """Processing failed for a passing reason: try again in `after` seconds."""
-        now = datetime.now(UTC)
+        now = self.clock.now()
         with one_statement(self.engine) as connection:
             connection.execute(
                 update(_inbox)
@@ -294,7 +297,7 @@ class Inbox:
         with one_statement(self.engine) as connection:
             changed = connection.execute(
                 update(_inbox)
-                .where(_c.id == delivery_id, or_(_c.status != "processing", _lapsed(datetime.now(UTC) - LEASE)))
+                .where(_c.id == delivery_id, or_(_c.status != "processing", _lapsed(self.clock.now() - LEASE)))
                 .values(status="pending", attempts=0, error=None, next_attempt_at=None)
             ).rowcount
         return bool(changed)
@@ -318,7 +321,7 @@ class Inbox:
         `processed_at` is the lease's last renewal while `processing`, and when processing ended after."""
         with one_statement(self.engine) as connection:
             connection.execute(
-                _FINISH, {"delivery": delivery_id, "status": status, "error": error, "now": datetime.now(UTC)}
+                _FINISH, {"delivery": delivery_id, "status": status, "error": error, "now": self.clock.now()}
             )
 
     def status(self, delivery_id: str) -> tuple[str, int, str | None] | None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime
 
 from sqlalchemy import Engine, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
+
+from baton.environment.clock import Clock
 
 from . import tables as t
 from .engine import one_statement
@@ -25,8 +26,9 @@ STATUS_TTL = 1.0
 
 
 class Installations:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock) -> None:
         self.engine = engine
+        self.clock = clock
         self._known: dict[int, tuple[float, bool]] = {}
         self._found: dict[str, tuple[float, tuple[int, int] | None]] = {}
         self._lock = threading.Lock()
@@ -39,7 +41,7 @@ class Installations:
                 self._known.pop(installation_id, None)
 
     def _record(self, installation_id: int, account: str, status: str) -> None:
-        now = datetime.now(UTC)
+        now = self.clock.now()
         for _ in range(2):  # a concurrent first insert makes the second round an update
             try:
                 with self.engine.begin() as connection:
@@ -69,7 +71,7 @@ class Installations:
                 self._found.clear()
 
     def _repositories(self, installation_id: int, repositories: list[tuple[int, str]], present: bool) -> None:
-        now = datetime.now(UTC)
+        now = self.clock.now()
         with self.engine.begin() as connection:
             for repository_id, full_name in repositories:
                 where = (_r.installation_id == installation_id) & (_r.repository_id == repository_id)
@@ -139,7 +141,7 @@ class Installations:
                 self._found.clear()
 
     def _reconcile(self, installation_id: int, repositories: list[tuple[int, str]]) -> tuple[list[str], list[str]]:
-        now = datetime.now(UTC)
+        now = self.clock.now()
         listed = dict(repositories)
         came: list[str] = []
         with self.engine.begin() as connection:

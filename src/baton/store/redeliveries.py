@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 
 from sqlalchemy import Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
+
+from baton.environment.clock import Clock
 
 from . import tables as t
 from .engine import one_statement
@@ -33,8 +35,9 @@ def _chunks(values: list[str]) -> Iterable[list[str]]:
 
 
 class Redeliveries:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock) -> None:
         self.engine = engine
+        self.clock = clock
 
     def stored(self, guids: Iterable[str]) -> set[str]:
         """The GUIDs among `guids` that the webhook inbox holds (received, whatever became of them)."""
@@ -49,7 +52,7 @@ class Redeliveries:
         entries were asked for per GUID."""
         ids: set[int] = set()
         per_guid: Counter[str] = Counter()
-        stale = datetime.now(UTC) - STALE
+        stale = self.clock.now() - STALE
         with one_statement(self.engine, reads=True) as connection:
             for chunk in _chunks(sorted(set(guids))):
                 query = select(_c.delivery_id, _c.guid, _c.status, _c.asked_at).where(_c.guid.in_(chunk))
@@ -63,7 +66,7 @@ class Redeliveries:
     def take(self, delivery_id: int, guid: str, event: str) -> bool:
         """Whether this process may ask for entry `delivery_id` now: it is new, or the process that was
         asking for it died. False: another process has it (or it was asked for already)."""
-        now = datetime.now(UTC)
+        now = self.clock.now()
         try:
             with one_statement(self.engine) as connection:
                 connection.execute(

@@ -18,9 +18,10 @@ import json
 import logging
 import os
 import threading
-import time
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
+
+from baton.environment.clock import Clock
 
 from .engine import describe, unreachable
 from .inbox import Inbox, Incoming, Received
@@ -40,8 +41,9 @@ def _sync_directory(directory: Path) -> None:
 
 
 class Spool:
-    def __init__(self, directory: str | Path) -> None:
+    def __init__(self, directory: str | Path, clock: Clock) -> None:
         self.directory = Path(directory)
+        self.clock = clock  # the arrival time a delivery is kept with, and its file's place in the order
         self._lock = threading.Lock()
         self._sequence = itertools.count()
         self._holding = bool(self.files())
@@ -61,10 +63,12 @@ class Spool:
 
     def put(self, incoming: Incoming) -> None:
         """Keep a delivery, durably, before it is answered."""
+        now = self.clock.now()
         head = {"id": incoming.id, "event": incoming.event, "action": incoming.action,
                 "installation_id": incoming.installation_id,
-                "received_at": (incoming.received_at or datetime.now(UTC)).isoformat()}  # fmt: skip
-        name = f"{time.time_ns():020d}-{os.getpid()}-{next(self._sequence):08d}"
+                "received_at": (incoming.received_at or now).isoformat()}  # fmt: skip
+        nanoseconds = int(now.timestamp()) * 1_000_000_000 + now.microsecond * 1000  # the names' form since the first
+        name = f"{nanoseconds:020d}-{os.getpid()}-{next(self._sequence):08d}"
         self.directory.mkdir(parents=True, exist_ok=True)
         temporary = self.directory / f".{name}.tmp"
         with open(temporary, "wb") as file:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection
+
+from baton.environment.clock import Clock
 
 # The bound only stops a pathological livelock; a lost swap is made again at once, usually to a refusal.
 MAX_ROUNDS = 50
@@ -69,8 +71,9 @@ class Statements:
 class RawTx:
     """Statements run inside one open transaction on its connection. Methods never commit."""
 
-    def __init__(self, connection: Connection, statements: Statements) -> None:
+    def __init__(self, connection: Connection, statements: Statements, clock: Clock) -> None:
         self.connection = connection
+        self.clock = clock  # the time `:now` and due times are written at
         dbapi_connection = connection.connection.dbapi_connection
         assert dbapi_connection is not None
         self._cursor = dbapi_connection.cursor()
@@ -83,7 +86,7 @@ class RawTx:
         self._cursor.close()
 
     def _now(self, after: float = 0.0) -> Any:
-        moment = datetime.now(UTC) + timedelta(seconds=after)
+        moment = self.clock.now() + timedelta(seconds=after)
         # SQLite keeps timestamps as text, in the form SQLAlchemy's DateTime reads back.
         return moment if self._postgres else moment.strftime("%Y-%m-%d %H:%M:%S.%f")
 

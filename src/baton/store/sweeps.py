@@ -6,10 +6,12 @@ enough ago.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, insert, update
 from sqlalchemy.exc import IntegrityError
+
+from baton.environment.clock import Clock
 
 from . import tables as t
 from .engine import one_statement
@@ -18,13 +20,14 @@ _s = t.sweeps.c
 
 
 class Sweeps:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock) -> None:
         self.engine = engine
+        self.clock = clock
 
     def take(self, name: str, holder: str, hold: timedelta, since: timedelta | None = None) -> bool:
         """Whether `holder` sweeps `name` now, for at most `hold`: no other process holds it (or its hold ran
         out) and, with `since`, the last sweep ended at least that long ago."""
-        now = datetime.now(UTC)
+        now = self.clock.now()
         try:
             with one_statement(self.engine) as connection:
                 connection.execute(insert(t.sweeps).values(name=name, holder=holder, held_until=now + hold))
@@ -42,7 +45,7 @@ class Sweeps:
 
     def done(self, name: str, holder: str) -> None:
         """The sweep ended: the next is due `since` from now."""
-        self._let_go(name, holder, swept_at=datetime.now(UTC))
+        self._let_go(name, holder, swept_at=self.clock.now())
 
     def release(self, name: str, holder: str) -> None:
         """The sweep failed: any process may sweep again at once."""

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from baton.domain import Brief, Event, RepositoryKey, Role, Ticket, TicketKey, WorkState
+from baton.environment.clock import Clock
 
 from .statements import RawTx, Statements
 
@@ -158,8 +159,8 @@ def _changes(ticket: Ticket) -> dict[str, Any]:
 class WorkTx(RawTx):
     """The work rail's reads and writes inside one open transaction. Methods never commit."""
 
-    def __init__(self, connection: Connection) -> None:
-        super().__init__(connection, _STATEMENTS)
+    def __init__(self, connection: Connection, clock: Clock) -> None:
+        super().__init__(connection, _STATEMENTS, clock)
 
     def read(self, key: TicketKey, operation_id: str, login: str) -> Snapshot:
         """The operation's first result, the ticket and the actor's claim count, in one round trip."""

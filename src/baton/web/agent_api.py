@@ -20,7 +20,6 @@ import uuid
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
@@ -539,7 +538,8 @@ class AgentApi:
             be opening one, say so rather than open a second."""
             if first.issue is not None:
                 return lambda operation: answer(operation, first.issue)
-            if first.created_at is not None and (datetime.now(UTC) - first.created_at).total_seconds() < UNDER_WAY:
+            now = self.requests.clock.now()
+            if first.created_at is not None and (now - first.created_at).total_seconds() < UNDER_WAY:
                 return _problem(409, "conflict", f"A request with Idempotency-Key {key!r} is still under way: "
                                 f"retry in a few seconds for its answer.")  # fmt: skip
             return answer

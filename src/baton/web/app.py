@@ -53,7 +53,7 @@ def create_app(
     runtime = Runtime(parts, writers=settings.writers, poll=0.5, before_batch=pacing.wait) if in_process else None
     # Deliveries received while the database was unreachable are stored as soon as it is back, by the
     # process that received them (whichever process decides them).
-    spool = Spool(settings.spool_dir)
+    spool = Spool(settings.spool_dir, clock)
 
     def drain() -> float:
         if spool.drain(parts.inbox) and runtime is not None:
@@ -108,9 +108,9 @@ def create_app(
     app.state.spool = spool
     identities = Identities(settings.github_api_url, timeout=settings.github_timeout)
     # Only with an App: who a token belongs to, and what it may read, is asked of GitHub.
-    app.state.read_api = ReadApi(engine, settings, readers(parts.intake, identities) if parts.writer else None)
+    app.state.read_api = ReadApi(engine, settings, clock, readers(parts.intake, identities) if parts.writer else None)
     app.state.board = Board(settings, app.state.read_api, clock)
-    app.state.agent_api = AgentApi(parts.intake, identities, ApiRequests(engine), settings)
+    app.state.agent_api = AgentApi(parts.intake, identities, ApiRequests(engine, clock), settings)
     routers = [
         board_router(),
         api_router(),

@@ -25,7 +25,7 @@ from baton.domain.evidence import EvidenceRail, deployment_text, mismatch_text, 
 from baton.domain.issue import flagged
 from baton.domain.status import Review, work_line
 from baton.domain.weekly import Week, first_monday, weekly
-from baton.environment.clock import SYSTEM, Clock
+from baton.environment.clock import Clock
 from baton.environment.settings import Settings
 from baton.github.webhooks import MAX_NUMBER
 from baton.store.board_sessions import BoardSessions
@@ -222,9 +222,9 @@ def _charts(weeks: list[Week]) -> list[tuple[Series, list[tuple[str, str, int]]]
 class Board:
     """One app's board: its sessions, where GitHub's pages are, and the reads it shares with the read API."""
 
-    def __init__(self, settings: Settings, read_api: ReadApi, clock: Clock = SYSTEM) -> None:
+    def __init__(self, settings: Settings, read_api: ReadApi, clock: Clock) -> None:
         self.clock = clock  # Baton's time, the one its records carry: how long a ticket has been in its state
-        self.sessions = Sessions(read_api.token)
+        self.sessions = Sessions(read_api.token, clock)
         self.github: GitHubSessions | None = None
         if settings.client_id and settings.client_secret:
             secret = settings.client_secret.get_secret_value()

@@ -33,6 +33,7 @@ from baton.domain.evidence import (
     verification,
 )
 from baton.domain.issue import IN_HAND
+from baton.environment.clock import Clock
 from baton.environment.settings import Settings
 from baton.github.webhooks import MAX_NUMBER
 from baton.intake.agent_requests import not_served
@@ -472,10 +473,10 @@ class ReadApi:
     """One app's read API: what it reads from, its token and who else may read a ticket. The routes
     (`api_router`) are made once per process and find it on the app (`app.state.read_api`)."""
 
-    def __init__(self, engine: Engine, settings: Settings, readers: Readers | None = None) -> None:
+    def __init__(self, engine: Engine, settings: Settings, clock: Clock, readers: Readers | None = None) -> None:
         self.reads = TimelineReads(engine)
         # Listing only reads: on SQLite its connections take no writer lock, so it never waits behind the work.
-        self.inbox = Inbox(engine.execution_options(**{READ_ONLY: True}))
+        self.inbox = Inbox(engine.execution_options(**{READ_ONLY: True}), clock)
         self.token = settings.api_token.get_secret_value() if settings.api_token else ""
         self.readers = readers
 

@@ -16,6 +16,8 @@ import secrets
 import threading
 import time
 
+from baton.environment.clock import Clock
+
 COOKIE = "baton_session"
 LIFETIME = 12 * 3600  # seconds a session lasts: a working day, then the token is asked for again
 LINK_LIFETIME = 600  # seconds a one-time sign-in link (`baton demo` prints one) may wait to be opened
@@ -24,8 +26,9 @@ LINK_LIFETIME = 600  # seconds a one-time sign-in link (`baton demo` prints one)
 class Sessions:
     """Signs and checks session cookies for one read token; an empty token means the board is off."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, clock: Clock) -> None:
         self.token = token
+        self.clock = clock  # the time a session's expiry is set from and checked against
         self._key = hashlib.sha256(b"baton board session\0" + token.encode("utf-8")).digest()
         self._links: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -41,12 +44,12 @@ class Sessions:
     def _sign(self, body: str) -> str:
         return hmac.new(self._key, body.encode("ascii"), hashlib.sha256).hexdigest()
 
-    def issue(self, now: float | None = None) -> str:
+    def issue(self) -> str:
         """A new session cookie's value."""
-        body = f"{int((now or time.time()) + LIFETIME)}.{secrets.token_hex(8)}"
+        body = f"{int(self.clock.now().timestamp() + LIFETIME)}.{secrets.token_hex(8)}"
         return f"{body}.{self._sign(body)}"
 
-    def valid(self, cookie: str | None, now: float | None = None) -> bool:
+    def valid(self, cookie: str | None) -> bool:
         """Whether `cookie` is a session this token signed and it has not expired."""
         if not self.on or not cookie or not cookie.isascii():
             return False
@@ -54,7 +57,7 @@ class Sessions:
         expiry = body.partition(".")[0]
         if not expiry.isdigit() or not hmac.compare_digest(signature, self._sign(body)):
             return False
-        return int(expiry) > (now or time.time())
+        return int(expiry) > self.clock.now().timestamp()
 
     def link(self) -> str:
         """A code that opens one session, once, within LINK_LIFETIME: for a URL printed to whoever started

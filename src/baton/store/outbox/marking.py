@@ -10,6 +10,7 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from baton.domain.model import TicketKey
+from baton.environment.clock import Clock
 
 from ..statements import RawTx, Statements
 
@@ -45,8 +46,8 @@ def _key(key: TicketKey) -> dict[str, int]:
 class OutboxTx(RawTx):
     """Marking issues due and queueing answers, inside the caller's open transaction. Methods never commit."""
 
-    def __init__(self, connection: Connection) -> None:
-        super().__init__(connection, _STATEMENTS)
+    def __init__(self, connection: Connection, clock: Clock) -> None:
+        super().__init__(connection, _STATEMENTS, clock)
 
     def due(
         self, key: TicketKey, repository: str, after: float = 0.0, *, urgent: bool = False, offering: bool = False

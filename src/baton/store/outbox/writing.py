@@ -21,6 +21,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from baton.domain import TicketKey
 from baton.domain.quiet import Quiet
 from baton.domain.status import BriefChange, CheckView, Review
+from baton.environment.clock import Clock
 
 from .. import tables as t
 from ..work import StoredTicket, WorkTx, loaded
@@ -118,15 +119,16 @@ def utc(value: datetime) -> datetime:
 
 
 class Outbox:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, clock: Clock) -> None:
         self.engine = engine
+        self.clock = clock
 
     def due_installations(
         self, soon: datetime | None = None, now: datetime | None = None, limit: int = 20
     ) -> list[int]:
         """Installations with rows due now that a writer may take: not held by another writer, not paused,
         their budget allowing a write before `soon`. Most urgent first."""
-        now = now or datetime.now(UTC)
+        now = now or self.clock.now()
         with self.engine.connect() as connection:
             found = connection.execute(_DUE_INSTALLATIONS, {"now": now, "soon": soon or now, "limit": limit})
             return list(found.scalars())
@@ -138,7 +140,7 @@ class Outbox:
         due longest."""
         query = (
             select(_o.installation_id, _o.repository_id, _o.number, _o.repository, _o.version, _o.attempts, _o.urgency)
-            .where(_o.due_at <= (now or datetime.now(UTC)), _o.attempts < MAX_ATTEMPTS, ~_stopped)
+            .where(_o.due_at <= (now or self.clock.now()), _o.attempts < MAX_ATTEMPTS, ~_stopped)
             .order_by(_o.urgency, _o.due_at, _o.number)
             .limit(limit)
         )
@@ -157,7 +159,7 @@ class Outbox:
     def urgent_elsewhere(self, key: TicketKey, now: datetime | None = None, below: int = ORDINARY) -> bool:
         """Whether another issue of the installation has writes due more urgent than `below` (a 👍 waiting,
         by default; for an issue only being offered, any change): they go before this issue's writes."""
-        now = now or datetime.now(UTC)
+        now = now or self.clock.now()
         values = {"installation": key.installation_id, "repository": key.repository_id, "number": key.number}
         with self.engine.connect() as connection:
             row = connection.execute(_URGENT_ELSEWHERE, {**values, "now": now, "below": below}).first()
@@ -189,7 +191,7 @@ class Outbox:
     def ticket(self, key: TicketKey) -> tuple[StoredTicket | None, Review | None, list[str]]:
         """The ticket, its last review, and everyone who has been its runner (to unassign them)."""
         with self.engine.begin() as connection:
-            tx = WorkTx(connection)
+            tx = WorkTx(connection, self.clock)
             stored = tx.ticket(key)
             tx.close()
         if stored is None:
@@ -247,7 +249,7 @@ class Outbox:
     def sent(self, item_ids: list[int], result_id: int | None = None) -> None:
         with self.engine.begin() as connection:
             connection.execute(
-                update(t.outbox_items).where(_i.id.in_(item_ids)).values(sent_at=datetime.now(UTC), result_id=result_id)
+                update(t.outbox_items).where(_i.id.in_(item_ids)).values(sent_at=self.clock.now(), result_id=result_id)
             )
 
     def drop(self, item_ids: list[int], reason: str) -> None:
@@ -288,7 +290,7 @@ class Outbox:
         """Put the row back, due at `at` (None: nothing is left to do), with what remains its `urgency`
         (by default: ordinary, or still offering for an issue only being offered).
         A change made meanwhile (its version rose) makes it due at once: that change may carry a 👍."""
-        now = datetime.now(UTC)
+        now = self.clock.now()
         if urgency is None:
             urgency = max(ORDINARY, due.urgency)
         with self.engine.begin() as connection:
@@ -318,7 +320,7 @@ class Outbox:
                 update(t.outbox)
                 .where(_at(due.key))
                 .values(
-                    due_at=datetime.now(UTC) + timedelta(seconds=after),
+                    due_at=self.clock.now() + timedelta(seconds=after),
                     attempts=attempts,
                     last_error=error[:2000],
                 )
@@ -335,7 +337,7 @@ class Outbox:
             ).rowcount
             if not parked:
                 connection.execute(
-                    update(t.outbox).where(_at(due.key)).values(due_at=datetime.now(UTC), last_error=error[:2000])
+                    update(t.outbox).where(_at(due.key)).values(due_at=self.clock.now(), last_error=error[:2000])
                 )
 
     def given_up(self, limit: int = 50) -> list[GivenUp]:
@@ -399,7 +401,7 @@ class Outbox:
         unfinished (its lease ran out); look for the run on GitHub before creating one. None: another writer
         is creating it right now. `replacing`: the id of a completed run to be followed by a new one.
         """
-        now = datetime.now(UTC)
+        now = self.clock.now()
         where = _check_at(installation_id, repository_id, head_sha)
         with self.engine.begin() as connection:
             if replacing is not None:
@@ -432,7 +434,7 @@ class Outbox:
             connection.execute(
                 update(t.check_runs)
                 .where(_check_at(installation_id, repository_id, head_sha))
-                .values(check_run_id=check_run_id, shown=shown.to_dict(), updated_at=datetime.now(UTC))
+                .values(check_run_id=check_run_id, shown=shown.to_dict(), updated_at=self.clock.now())
             )
 
 
