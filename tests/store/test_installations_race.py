@@ -10,6 +10,7 @@ from functools import partial
 
 from sqlalchemy import func, select
 
+from baton.environment.clock import SYSTEM
 from baton.store import make_engine
 from baton.store import tables as t
 from baton.store.installations import Installations
@@ -43,7 +44,7 @@ def test_an_installation_event_and_a_sweep_recording_the_same_repositories_at_on
 ) -> None:
     engine = make_engine(database_url)
     try:
-        event, sweep = Installations(engine), Installations(engine)
+        event, sweep = Installations(engine, SYSTEM), Installations(engine, SYSTEM)
         for round_ in range(ROUNDS):
             installation = 900_000 + round_
             event.record(installation, "octo", "active")
