@@ -42,13 +42,14 @@ def at(minutes: int) -> str:
 
 
 class Clock(ManualClock):
-    """The app's time: every statement of a command gets `now`, which the test moves."""
+    """The app's time: every statement of a command gets `now`, which the test moves, in minutes from `start`."""
 
-    def __init__(self) -> None:
-        super().__init__(T0)
+    def __init__(self, start: datetime = T0) -> None:
+        super().__init__(start)
+        self.start = start
 
-    def set(self, minutes: int) -> None:
-        self.advance(T0 + timedelta(minutes=minutes) - self.now())
+    def set(self, minutes: float) -> None:
+        self.advance(self.start + timedelta(minutes=minutes) - self.now())
 
 
 @pytest.fixture

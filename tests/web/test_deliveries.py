@@ -23,14 +23,13 @@ from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
 from baton.domain import Access, Permission
-from baton.environment.clock import ManualClock
 from baton.environment.settings import Settings
 from baton.github.configs import DefaultConfigs
 from baton.store import make_engine
 from baton.store.inbox import Inbox, Incoming
 from baton.web import create_app
 from support.keys import app_key
-from support.read_api import AUTH, TOKEN
+from support.read_api import AUTH, TOKEN, Clock
 from support.webhook_hub import APP_ID, SECRET, FakeDirectory, Hub, comment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,19 +48,10 @@ def at(minutes: float) -> str:
     return (T0 + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class Clock(ManualClock):
-    """The app's time, which the inbox writes (`received_at`, `next_attempt_at`) and the test moves."""
-
-    def __init__(self) -> None:
-        super().__init__(T0)
-
-    def set(self, minutes: float) -> None:
-        self.advance(T0 + timedelta(minutes=minutes) - self.now())
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    """The app's time, which the inbox writes (`received_at`, `next_attempt_at`) and the test moves."""
+    return Clock(T0)
 
 
 @dataclass
