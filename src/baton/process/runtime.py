@@ -154,6 +154,8 @@ class Runtime:
     def stop(self, timeout: float = 10.0) -> None:
         lanes = self._lanes()
         self._stopping.set()
+        if self.parts.writer is not None:
+            self.parts.writer.gate.stop()  # a write waiting for GitHub's pacing stays due rather than holding the exit
         for lane in lanes:
             lane.stop()
         deadline = time.monotonic() + timeout

@@ -34,7 +34,6 @@ import logging
 import os
 import socket
 import threading
-import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -65,6 +64,11 @@ class CheckBusy(Exception):
 
 class Preempted(Exception):
     """A 👍 is due on another issue of the installation: it takes this write's place."""
+
+
+class Stopping(Preempted):
+    """The process is stopping while the write waits for its turn: it stays due, for this process after a restart
+    or for another one."""
 
 
 class AnswerFailed(Exception):
@@ -106,6 +110,11 @@ class Gate:
         self.outbox = outbox
         self.patience = patience
         self._local = threading.local()
+        self._stopping = threading.Event()
+
+    def stop(self) -> None:
+        """The process is stopping: a write waiting for its turn gives it up at once (`Stopping`)."""
+        self._stopping.set()
 
     @contextmanager
     def turn(self, key: TicketKey) -> Iterator[_Turn]:
@@ -136,7 +145,8 @@ class Gate:
                 raise Preempted()
             if slot <= now:
                 break
-            time.sleep((slot - now).total_seconds())
+            if self._stopping.wait((slot - now).total_seconds()):
+                raise Stopping()
         self.budgets.spend(installation_id, offering=offering)
 
 
