@@ -5,14 +5,20 @@ revision). Other libraries log their warnings only: at INFO, httpx would log eve
 
 No line carries a secret: the lines Baton writes name deliveries, issues and logins, never a header, a key or
 a token.
+
+A record is handed, as it is, through a queue to one listener thread, which formats and writes it: the thread that
+logs (a decision's, a request's) neither formats the line nor waits for stderr.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import queue
 import sys
 from datetime import UTC, datetime
+from logging.handlers import QueueHandler, QueueListener
 from typing import Any
 
 from baton.environment.settings import Settings
@@ -44,14 +50,40 @@ class JsonLines(logging.Formatter):
         return json.dumps(line, default=str, ensure_ascii=False)
 
 
+class _Handoff(QueueHandler):
+    """Puts each record on the queue unformatted (the standard handler formats it first, on the logging thread):
+    the listener formats it."""
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        return record
+
+
+_listening: list[QueueListener] = []  # the one listener of this process, once `configure` has run
+
+
+def _stop_listening() -> None:
+    """Write what is queued, then stop the listener (at exit, and before `configure` starts a new one)."""
+    while _listening:
+        _listening.pop().stop()
+
+
+atexit.register(_stop_listening)
+
+
 def configure(settings: Settings) -> None:
-    """Send every record to stderr in the chosen format; Baton's own at `settings.log_level`."""
+    """Send every record to stderr in the chosen format, through the listener thread; Baton's own at
+    `settings.log_level`."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLines() if settings.log_format == "json" else logging.Formatter(_TEXT))
+    _stop_listening()
+    records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+    listener = QueueListener(records, handler)
+    listener.start()
+    _listening.append(listener)
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
-    root.addHandler(handler)
+    root.addHandler(_Handoff(records))
     root.setLevel(logging.WARNING)
     logging.getLogger("baton").setLevel(settings.log_level)
     # uvicorn's loggers get their level from `uvicorn.run(log_level=…)`, and without a `log_config` of their own

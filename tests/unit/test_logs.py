@@ -1,0 +1,66 @@
+"""How a `baton` process logs: the thread that logs hands the record on unformatted; one listener thread formats
+and writes every line, in order, and writes what is still queued when the process ends."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from baton.environment.settings import Settings
+from baton.process import logs
+
+
+@pytest.fixture
+def configured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str]]]:
+    """`configure` with text lines; yields (formatting thread, line) for each line written."""
+    written: list[tuple[str, str]] = []
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level, logging.getLogger("baton").level)
+
+    class Recording(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            line = super().format(record)
+            written.append((threading.current_thread().name, line))
+            return line
+
+    monkeypatch.setattr(logs.logging, "Formatter", Recording)
+    logs.configure(Settings(log_format="text", log_level="INFO"))
+    try:
+        yield written
+    finally:
+        logs._stop_listening()
+        root.handlers[:] = before[0]
+        root.setLevel(before[1])
+        logging.getLogger("baton").setLevel(before[2])
+
+
+def test_a_line_is_formatted_and_written_by_the_listener_not_by_the_thread_that_logs(
+    configured: list[tuple[str, str]],
+) -> None:
+    log = logging.getLogger("baton.work")
+    for n in range(50):
+        log.info("decided /claim by agent-%d on octo/shop#%d", n, n)
+    logs._stop_listening()  # what is queued is written before the listener stops
+    assert [line.split(": ", 1)[1] for _, line in configured] == [
+        f"decided /claim by agent-{n} on octo/shop#{n}" for n in range(50)
+    ]
+    assert all(thread != threading.current_thread().name for thread, _ in configured)
+
+
+def test_what_is_logged_just_before_the_process_ends_is_written() -> None:
+    program = (
+        "import logging\n"
+        "from baton.environment.settings import Settings\n"
+        "from baton.process.logs import configure\n"
+        "configure(Settings(log_format='json', log_level='INFO'))\n"
+        "for n in range(200):\n"
+        "    logging.getLogger('baton.work').info('line %d', n)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True)
+    lines = done.stderr.splitlines()
+    assert len(lines) == 200 and '"message": "line 199"' in lines[-1], done.stderr[-500:]
