@@ -16,10 +16,12 @@ import atexit
 import json
 import logging
 import queue
+import re
 import sys
 from datetime import UTC, datetime
 from logging.handlers import QueueHandler, QueueListener
 from typing import Any
+from urllib.parse import unquote_plus
 
 from baton.environment.settings import Settings
 
@@ -70,6 +72,36 @@ def _stop_listening() -> None:
 atexit.register(_stop_listening)
 
 
+# Query parameters whose values are secrets in a request line: the sign-in callback's `code` and `state` (GitHub's
+# one-time code and the browser's binding to it), and any token put in a URL.
+_SECRET_PARAMETERS = frozenset({"code", "state", "token", "access_token", "refresh_token", "client_secret"})
+_PARAMETER = re.compile(r"(?P<name>[^&=?]+)=(?P<value>[^&]*)")
+
+
+def without_secrets(path: str) -> str:
+    """`path` (a request's path and query) with the values of secret query parameters replaced by `[redacted]`."""
+    before, mark, query = path.partition("?")
+    if not mark:
+        return path
+
+    def hide(found: re.Match[str]) -> str:
+        secret = unquote_plus(found["name"]).lower() in _SECRET_PARAMETERS
+        return f"{found['name']}=[redacted]" if secret else found.group()
+
+    return before + "?" + _PARAMETER.sub(hide, query)
+
+
+class _AccessLine(logging.Filter):
+    """uvicorn's request lines (`--access-log`) without the secrets a URL may carry: their path is its third
+    argument."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        arguments = record.args
+        if isinstance(arguments, tuple) and len(arguments) >= 3 and isinstance(arguments[2], str):
+            record.args = (*arguments[:2], without_secrets(arguments[2]), *arguments[3:])
+        return True
+
+
 def configure(settings: Settings) -> None:
     """Send every record to stderr in the chosen format, through the listener thread; Baton's own at
     `settings.log_level`."""
@@ -86,5 +118,8 @@ def configure(settings: Settings) -> None:
     root.addHandler(_Handoff(records))
     root.setLevel(logging.WARNING)
     logging.getLogger("baton").setLevel(settings.log_level)
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(one, _AccessLine) for one in access.filters):
+        access.addFilter(_AccessLine())
     # uvicorn's loggers get their level from `uvicorn.run(log_level=…)`, and without a `log_config` of their own
     # they reach this handler.
