@@ -142,25 +142,18 @@ def test_a_module_needs_no_more_than_its_folder_says(path: Path) -> None:
         assert not fixtures, f"{_name(path)} is in tests/unit but asks for a database: {fixtures}"
 
 
-def test_the_check_sees_what_a_unit_module_must_not_do(tmp_path: Path) -> None:
+def test_the_checks_see_what_a_module_must_not_do(tmp_path: Path) -> None:
     sample = tmp_path / "test_sample.py"
     sample.write_text(
         "from support import standin_scene\nfrom support.webhook_hub import hub\nimport test_api\n"
-        "def test_x(database_url):\n    from sqlalchemy import create_engine\n",
+        "from respx import MockRouter\nclass Hub:\n    pass\n"
+        "def test_x(database_url):\n    from sqlalchemy import create_engine\n    import respx.models\n"
+        "    class Directory(FakeDirectory):\n        pass\n",
         encoding="utf-8",
     )
     modules, names = _imports(sample)
     assert {"support.standin_scene", "support.webhook_hub", "test_api", "sqlalchemy"} <= modules
+    assert {"respx", "respx.models"} <= modules
     assert "create_engine" in names
     assert _arguments(sample) & DATABASE_FIXTURES == {"database_url"}
-
-
-def test_the_checks_see_a_fake_defined_again_and_respx(tmp_path: Path) -> None:
-    sample = tmp_path / "test_sample.py"
-    sample.write_text(
-        "from respx import MockRouter\nclass Hub:\n    pass\n"
-        "def test_x():\n    import respx.models\n    class Directory(FakeDirectory):\n        pass\n",
-        encoding="utf-8",
-    )
     assert _classes(sample) & FAKES == {"Hub", "FakeDirectory"}  # defined, and extended
-    assert {"respx", "respx.models"} <= _imports(sample)[0]

@@ -57,10 +57,6 @@ class Scene:
     clock: Clock
 
     @property
-    def directory(self) -> FakeDirectory:
-        return self.hub.directory
-
-    @property
     def app(self) -> Any:
         return self.hub.app
 
@@ -81,18 +77,18 @@ class Scene:
         assert self.hub.inbox(DONE_ID) == ("done", 1, None)
 
         self.clock.set(5)
-        self.directory.broken = True
+        self.hub.directory.broken = True
         claim = comment("agent-b", "/claim", number=7, comment_id=2)
         assert self.hub.post("issue_comment", claim, delivery=FAILED_ID).status_code == 202
         assert self.hub.inbox(FAILED_ID) == ("failed", 1, "KeyError: 'permission'")
 
         self.clock.set(7)
-        self.directory.broken = False
-        self.directory.down = True
+        self.hub.directory.broken = False
+        self.hub.directory.down = True
         accept = comment("maria", "/accept", comment_id=3)
         assert self.hub.post("issue_comment", accept, delivery=WAITING_ID).status_code == 202
         assert self.hub.inbox(WAITING_ID) == ("pending", 1, "DirectoryUnavailable: GitHub did not answer")
-        self.directory.down = False
+        self.hub.directory.down = False
 
 
 def _app(url: str, clock: Clock, *, token: str | None = TOKEN) -> FastAPI:
@@ -201,7 +197,7 @@ def test_the_payload_is_never_shown(scene: Scene) -> None:
     payload = comment("agent-a", f"/claim\n{marker}")
     payload["sender"]["login"] = f"agent-a-{marker}"
     scene.hub.post("issue_comment", payload, delivery="d-1")
-    scene.directory.down = True
+    scene.hub.directory.down = True
     scene.hub.post("issue_comment", comment("agent-b", f"/claim {marker}", number=8, comment_id=9), delivery="d-2")
 
     response = scene.api.get("/api/v1/deliveries")
