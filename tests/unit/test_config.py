@@ -1,22 +1,11 @@
-"""`.github/baton.yml`: strict validation, and loading from GitHub with fallback, cache and last-good."""
+"""`.github/baton.yml`: strict validation (loading it from GitHub: tests/system/test_settings_file.py)."""
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
-
-import httpx
 import pytest
-import respx
 
 from baton.domain import Policy
-from baton.github.client import AppCredentials, GitHubApp
-from baton.github.configs import GitHubConfigs, Loaded
 from baton.reading.config import ConfigError, duration, parse
-from support.keys import app_private_key
-
-API = "https://github.example.test/api/v3"
 
 
 def test_an_empty_file_gives_the_defaults() -> None:
@@ -131,100 +120,3 @@ def test_durations(text: str, seconds: int) -> None:
 def test_bad_durations(text: object) -> None:
     with pytest.raises(ValueError):
         duration(text)
-
-
-# -- loading from GitHub ----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def app() -> GitHubApp:
-    return GitHubApp(AppCredentials(4711, app_private_key()), API)
-
-
-@pytest.fixture
-def github() -> Iterator[respx.MockRouter]:
-    with respx.mock(base_url=API, assert_all_called=False) as router:
-        router.post("/app/installations/1/access_tokens").respond(
-            201,
-            json={
-                "token": "ghs_t",
-                "expires_at": (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            },
-        )
-        yield router
-
-
-def file(text: str) -> dict[str, object]:
-    return {"type": "file", "encoding": "base64", "path": ".github/baton.yml", "name": "baton.yml",
-            "content": base64.b64encode(text.encode()).decode()}  # fmt: skip
-
-
-REPO_FILE = "/repos/octo/shop/contents/.github/baton.yml"
-ORG_FILE = "/repos/octo/.github/contents/.github/baton.yml"
-NOT_FOUND = {"message": "Not Found"}
-
-
-def test_the_repositorys_file_wins(github: respx.MockRouter, app: GitHubApp) -> None:
-    github.get(REPO_FILE).respond(200, json=file("max_active_claims: 1\n"))
-    org = github.get(ORG_FILE).respond(200, json=file("max_active_claims: 5\n"))
-    loaded = GitHubConfigs(app).load(1, "octo/shop")
-    assert loaded == Loaded(Policy(max_active_claims=1), "octo/shop:.github/baton.yml")
-    assert org.call_count == 0
-
-
-def test_the_organisations_file_is_the_fallback_then_the_defaults(github: respx.MockRouter, app: GitHubApp) -> None:
-    github.get(REPO_FILE).respond(404, json=NOT_FOUND)
-    org = github.get(ORG_FILE).respond(200, json=file("allow_self_review: true\n"))
-    assert GitHubConfigs(app).load(1, "octo/shop") == Loaded(
-        Policy(allow_self_review=True), "octo/.github:.github/baton.yml"
-    )
-    org.respond(404, json=NOT_FOUND)
-    assert GitHubConfigs(app).load(1, "octo/shop") == Loaded(Policy(), "defaults")
-
-
-def test_settings_are_cached_and_forgotten_on_demand(github: respx.MockRouter, app: GitHubApp) -> None:
-    route = github.get(REPO_FILE).respond(200, json=file("max_active_claims: 1\n"))
-    configs = GitHubConfigs(app)
-    configs.load(1, "octo/shop")
-    configs.load(1, "Octo/Shop")
-    assert route.call_count == 1
-    configs.forget(1, "octo/shop")
-    configs.load(1, "octo/shop")
-    assert route.call_count == 2
-
-
-def test_a_read_under_way_when_the_settings_are_pushed_is_not_kept(github: respx.MockRouter, app: GitHubApp) -> None:
-    """A push (`forget`) arriving while a command reads the file: that read may have the old file, so it
-    serves its command but the next `load` reads again."""
-    configs = GitHubConfigs(app)
-
-    def pushed_meanwhile(request: httpx.Request) -> httpx.Response:
-        configs.forget(1, "octo/shop")
-        return httpx.Response(200, json=file("max_active_claims: 1\n"))
-
-    route = github.get(REPO_FILE).mock(side_effect=pushed_meanwhile)
-    assert configs.load(1, "octo/shop").policy.max_active_claims == 1
-    route.mock(side_effect=None).respond(200, json=file("max_active_claims: 2\n"))
-    assert configs.load(1, "octo/shop").policy.max_active_claims == 2  # read again
-    route.respond(200, json=file("max_active_claims: 3\n"))
-    assert configs.load(1, "octo/shop").policy.max_active_claims == 2  # that read is kept
-
-
-def test_an_invalid_file_keeps_the_last_good_settings_and_says_why(github: respx.MockRouter, app: GitHubApp) -> None:
-    route = github.get(REPO_FILE).respond(200, json=file("max_active_claims: 1\n"))
-    configs = GitHubConfigs(app)
-    assert configs.load(1, "octo/shop").policy.max_active_claims == 1
-    route.respond(200, json=file("max_active_claims: lots\n"))
-    configs.forget(1, "octo/shop")
-    loaded = configs.load(1, "octo/shop")
-    assert loaded.policy == Policy(max_active_claims=1)
-    assert loaded.problems == ("`max_active_claims` must be a whole number from 1 to 100, not 'lots'",)
-
-
-def test_an_invalid_file_with_nothing_good_before_runs_on_the_defaults(
-    github: respx.MockRouter, app: GitHubApp
-) -> None:
-    github.get(REPO_FILE).respond(200, json=file("offer: sometimes\n"))
-    loaded = GitHubConfigs(app).load(1, "octo/shop")
-    assert (loaded.policy, loaded.source) == (Policy(), "defaults")
-    assert loaded.problems == ("`offer` must be `all` or `labeled`, not 'sometimes'",)

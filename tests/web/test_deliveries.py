@@ -19,18 +19,15 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
-from baton.domain import Access, Permission
-from baton.environment.settings import Settings
+from baton.domain import Permission
 from baton.github.configs import DefaultConfigs
 from baton.store import make_engine
 from baton.store.inbox import Inbox, Incoming
 from baton.web import create_app
-from support.keys import app_key
 from support.read_api import AUTH, TOKEN, Clock
-from support.webhook_hub import APP_ID, SECRET, FakeDirectory, Hub, comment
+from support.webhook_hub import APP_ID, FakeDirectory, Hub, comment, open_hub, settings
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2025, 3, 14, 10, 0, tzinfo=UTC)
@@ -55,23 +52,9 @@ def clock() -> Clock:
 
 
 @dataclass
-class Directory(FakeDirectory):
-    """`FakeDirectory`, and `broken`: every lookup fails with an error no retry mends."""
-
-    broken: bool = False
-
-    def access(self, installation_id: int, repository: str, login: str) -> Access:
-        if self.broken:
-            self.asked.append(login)
-            raise KeyError("permission")
-        return super().access(installation_id, repository, login)
-
-
-@dataclass
 class Scene:
     hub: Hub
     clock: Clock
-    directory: Directory  # the hub's, with `broken`
 
     @property
     def app(self) -> Any:
@@ -94,29 +77,23 @@ class Scene:
         assert self.hub.inbox(DONE_ID) == ("done", 1, None)
 
         self.clock.set(5)
-        self.directory.broken = True
+        self.hub.directory.broken = True
         claim = comment("agent-b", "/claim", number=7, comment_id=2)
         assert self.hub.post("issue_comment", claim, delivery=FAILED_ID).status_code == 202
         assert self.hub.inbox(FAILED_ID) == ("failed", 1, "KeyError: 'permission'")
 
         self.clock.set(7)
-        self.directory.broken = False
-        self.directory.down = True
+        self.hub.directory.broken = False
+        self.hub.directory.down = True
         accept = comment("maria", "/accept", comment_id=3)
         assert self.hub.post("issue_comment", accept, delivery=WAITING_ID).status_code == 202
         assert self.hub.inbox(WAITING_ID) == ("pending", 1, "DirectoryUnavailable: GitHub did not answer")
-        self.directory.down = False
+        self.hub.directory.down = False
 
 
-def _app(url: str, clock: Clock, *, token: str | None = TOKEN, directory: FakeDirectory | None = None) -> FastAPI:
-    settings = Settings(
-        database_url=url,
-        webhook_secret=SecretStr(SECRET),
-        app_id=APP_ID,
-        private_key=SecretStr(app_key()),
-        api_token=None if token is None else SecretStr(token),
-    )
-    return create_app(settings, directory=directory or Directory(), configs=DefaultConfigs(), lanes=False, clock=clock)
+def _app(url: str, clock: Clock, *, token: str | None = TOKEN) -> FastAPI:
+    return create_app(settings(url, token=token), directory=FakeDirectory(), configs=DefaultConfigs(), lanes=False,
+                      clock=clock)  # fmt: skip
 
 
 @pytest.fixture
@@ -136,11 +113,10 @@ def make_app(database_url: str, clock: Clock) -> Iterator[Callable[..., FastAPI]
 
 @pytest.fixture
 def scene(database_url: str, clock: Clock) -> Iterator[Scene]:
-    directory = Directory({"maria": Permission.MAINTAIN})
-    app = _app(database_url, clock, directory=directory)
-    with TestClient(app) as client:
-        yield Scene(Hub(client, directory, app), clock, directory)
-    app.state.work.units.engine.dispose()
+    with open_hub(
+        settings(database_url, token=TOKEN), FakeDirectory({"maria": Permission.MAINTAIN}), clock=clock
+    ) as hub:
+        yield Scene(hub, clock)
 
 
 def store(inbox: Inbox, clock: Clock, deliveries: list[tuple[str, str, str | None]], *, minutes: float = 0) -> None:
@@ -221,7 +197,7 @@ def test_the_payload_is_never_shown(scene: Scene) -> None:
     payload = comment("agent-a", f"/claim\n{marker}")
     payload["sender"]["login"] = f"agent-a-{marker}"
     scene.hub.post("issue_comment", payload, delivery="d-1")
-    scene.directory.down = True
+    scene.hub.directory.down = True
     scene.hub.post("issue_comment", comment("agent-b", f"/claim {marker}", number=8, comment_id=9), delivery="d-2")
 
     response = scene.api.get("/api/v1/deliveries")

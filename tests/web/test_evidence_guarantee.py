@@ -7,36 +7,27 @@ from __future__ import annotations
 
 import ast
 import copy
-import json
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
-from pydantic import SecretStr
-from sqlalchemy import func, select
 
 from baton.domain import Actor, Command, Evidence, Permission, TicketKey, WorkState
-from baton.environment.settings import Settings
 from baton.github.facts import EVIDENCE_EVENTS
-from baton.github.webhooks import signature
 from baton.intake import HANDLERS
 from baton.service.work import Issue, WorkService
 from baton.store import tables as t
-from baton.web import create_app
 from support.corpus import webhook_examples
+from support.webhook_hub import FakeDirectory, Hub, open_hub, settings
 
-SECRET = "It's a Secret to Everybody"
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = (*EVIDENCE_EVENTS, "issues")
 # Of `issues`, closing and reopening are evidence about the issue. Its other actions change what the repository
 # offers (opened, labeled, unlabeled, deleted, transferred) or the brief (edited): tests/system/test_offering.py and
 # tests/system/test_briefs.py hold those.
 ISSUE_EVIDENCE = ("closed", "reopened")
-WORK_TABLES = (t.tickets, t.attempts, t.deliveries, t.reviews, t.events, t.operations)
 
 # Where the corpus's payloads happen: GitHub's example repositories. Examples without an installation get
 # this one (a GitHub App's deliveries always carry theirs).
@@ -48,36 +39,6 @@ PUSHED = "6113728f27ae82c7b1a177c8d03f9e96e0adf246"  # the examples' push to mas
 
 RUNNER = Actor("agent-a", Permission.READ, collaborator=True)
 MAINTAINER = Actor("maria", Permission.MAINTAIN)
-
-
-@dataclass
-class Hub:
-    client: TestClient
-    app: Any
-    sent: int = 0
-
-    def post(self, event: str, payload: dict[str, Any], delivery: str | None = None) -> None:
-        self.sent += 1
-        body = json.dumps(payload).encode()
-        headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery or f"corpus-{self.sent}",
-                   "X-Hub-Signature-256": signature(SECRET.encode(), body)}  # fmt: skip
-        assert self.client.post("/webhooks/github", content=body, headers=headers).status_code == 202
-
-    def rows(self, table: Any) -> list[tuple[Any, ...]]:
-        with self.app.state.work.units.engine.connect() as connection:
-            return [tuple(row) for row in connection.execute(select(table).order_by(*table.primary_key.columns))]
-
-    def work(self) -> dict[str, list[tuple[Any, ...]]]:
-        return {table.name: self.rows(table) for table in WORK_TABLES}
-
-    def statuses(self) -> set[str]:
-        with self.app.state.work.units.engine.connect() as connection:
-            c = t.webhook_deliveries.c
-            return set(connection.execute(select(c.status).group_by(c.status)).scalars())
-
-    def count(self, table: Any) -> int:
-        with self.app.state.work.units.engine.connect() as connection:
-            return int(connection.execute(select(func.count()).select_from(table)).scalar_one())
 
 
 class Tickets:
@@ -152,10 +113,9 @@ def deliveries() -> list[tuple[str, dict[str, Any]]]:
 
 @pytest.fixture
 def hub(database_url: str) -> Iterator[Hub]:
-    app = create_app(Settings(database_url=database_url, webhook_secret=SecretStr(SECRET)), lanes=False)
-    with TestClient(app) as client:
-        yield Hub(client, app)
-    app.state.work.units.engine.dispose()
+    # Without the App's credentials Baton cannot read permissions: a delivery that needed one would wait.
+    with open_hub(settings(database_url, credentials=False), FakeDirectory(down=True)) as made:
+        yield made
 
 
 def test_every_example_of_the_evidence_events_is_routed() -> None:
@@ -175,7 +135,7 @@ def test_the_examples_in_order_and_shuffled_with_duplicates_change_no_work_row(h
     sent = deliveries()
 
     for event, payload in sent:
-        hub.post(event, payload)
+        hub.send(event, payload)
     assert hub.statuses() <= {"done", "ignored"}
     assert hub.work() == work
     evidence = hub.app.state.work.evidence
@@ -194,7 +154,7 @@ def test_the_examples_in_order_and_shuffled_with_duplicates_change_no_work_row(h
         sequence += [(f"{d}-again", e, p) for d, e, p in rng.sample(numbered, 20)]  # some again under new ids
         rng.shuffle(sequence)
         for delivery, event, payload in sequence:
-            hub.post(event, payload, delivery)
+            hub.send(event, payload, delivery)
         assert hub.statuses() <= {"done", "ignored"}, seed
         assert hub.work() == work, seed
     assert hub.count(t.evidence_events) > 0

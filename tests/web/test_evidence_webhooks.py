@@ -3,34 +3,23 @@ reported against verified, late, repeated and shuffled deliveries. Work rows nev
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
-from pydantic import SecretStr
-from sqlalchemy import func, select
 
-from baton.domain import Access, DeploymentState, Permission, RepositoryKey, RepositoryState, TicketKey, WorkState
+from baton.domain import DeploymentState, Permission, RepositoryKey, RepositoryState, TicketKey, WorkState
 from baton.domain.evidence import EvidenceRail, deployment_text, mismatch_text, repository_text
 from baton.environment.clock import SYSTEM
-from baton.environment.settings import Settings
-from baton.github.configs import DefaultConfigs
-from baton.github.webhooks import signature
 from baton.store import tables as t
-from baton.web import create_app
-from support.keys import app_key
 from support.payloads import HEAD, MERGE, NEWER, OLDER, Repo
+from support.read_api import TOKEN
+from support.webhook_hub import APP_ID, FakeDirectory, Hub, open_hub, settings
 
-SECRET = "It's a Secret to Everybody"
-APP_ID = 4711
-TOKEN = "read-token"
 SHOP = Repo()
-WORK_TABLES = (t.tickets, t.attempts, t.deliveries, t.reviews, t.events, t.operations)
 
 U, B, O, M, X = (
     RepositoryState.UNREPORTED,
@@ -41,88 +30,11 @@ U, B, O, M, X = (
 )
 
 
-@dataclass
-class FakeDirectory:
-    permissions: dict[str, Permission] = field(default_factory=lambda: {"maria": Permission.MAINTAIN})
-
-    def access(self, installation_id: int, repository: str, login: str) -> Access:
-        permission = self.permissions.get(login, Permission.READ)
-        return Access(permission, permission.value, collaborator=permission is not Permission.NONE)
-
-    def member(self, installation_id: int, team: str, login: str) -> bool:
-        return False
-
-
-@dataclass
-class Hub:
-    client: TestClient
-    app: Any
-    sent: int = 0
-
-    def post(self, event: str, payload: Any, delivery: str | None = None) -> str:
-        self.sent += 1
-        delivery = delivery or f"delivery-{self.sent}"
-        body = json.dumps(payload).encode()
-        headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery,
-                   "X-Hub-Signature-256": signature(SECRET.encode(), body)}  # fmt: skip
-        response = self.client.post("/webhooks/github", content=body, headers=headers)
-        assert response.status_code == 202, response.text
-        assert self.inbox(delivery) in ("done", "ignored"), delivery
-        return delivery
-
-    def comment(self, login: str, body: str, number: int = 42, repo: Repo = SHOP) -> None:
-        self.sent += 1
-        self.post("issue_comment", repo.comment(login, body, number=number, comment_id=self.sent))
-
-    def claim(self, number: int = 42, runner: str = "agent-a", repo: Repo = SHOP) -> None:
-        self.comment(runner, "/claim", number, repo)
-
-    def deliver(self, text: str, number: int = 42, runner: str = "agent-a", repo: Repo = SHOP) -> None:
-        self.comment(runner, f"/deliver {text}", number, repo)
-
-    def rail(self, number: int = 42, repo: Repo = SHOP) -> EvidenceRail:
-        rail: EvidenceRail = self.app.state.work.evidence.rail(TicketKey(repo.installation, repo.repository_id, number))
-        return rail
-
-    def api(self, number: int = 42, repo: Repo = SHOP) -> dict[str, Any]:
-        response = self.client.get(f"/api/v1/repos/{repo.name}/issues/{number}",
-                                   headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
-        assert response.status_code == 200, response.text
-        return dict(response.json())
-
-    def evidence_events(self, number: int = 42, repo: Repo = SHOP) -> list[str]:
-        key = TicketKey(repo.installation, repo.repository_id, number)
-        return [event["type"] for event in self.app.state.work.evidence.reads.events(key)]
-
-    def inbox(self, delivery: str) -> str:
-        with self.app.state.work.units.engine.connect() as connection:
-            c = t.webhook_deliveries.c
-            return str(connection.execute(select(c.status).where(c.id == delivery)).scalar_one())
-
-    def rows(self, table: Any) -> list[tuple[Any, ...]]:
-        with self.app.state.work.units.engine.connect() as connection:
-            return [tuple(row) for row in connection.execute(select(table).order_by(*table.primary_key.columns))]
-
-    def work(self) -> dict[str, list[tuple[Any, ...]]]:
-        return {table.name: self.rows(table) for table in WORK_TABLES}
-
-    def count(self, table: Any) -> int:
-        with self.app.state.work.units.engine.connect() as connection:
-            return int(connection.execute(select(func.count()).select_from(table)).scalar_one())
-
-    def due(self) -> set[int]:
-        return {row[2] for row in self.rows(t.outbox)}
-
-
 @pytest.fixture
 def hub(database_url: str) -> Iterator[Hub]:
-    settings = Settings(database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID,
-                        private_key=SecretStr(app_key()), api_token=SecretStr(TOKEN))  # fmt: skip
-    app = create_app(settings, directory=FakeDirectory(), configs=DefaultConfigs(), lanes=False)
-    app.state.parts.intake.issues = None  # no GitHub here to read an issue's timeline from
-    with TestClient(app) as client:
-        yield Hub(client, app)
-    app.state.work.units.engine.dispose()
+    with open_hub(settings(database_url, token=TOKEN), FakeDirectory({"maria": Permission.MAINTAIN})) as made:
+        made.app.state.parts.intake.issues = None  # no GitHub here to read an issue's timeline from
+        yield made
 
 
 # ---------------------------------------------------------------------------------------------- each handler
@@ -212,7 +124,7 @@ def test_each_evidence_webhook_moves_only_the_evidence_rail(hub: Hub, case: Case
     hub.claim()
     work = hub.work()
     for event, payload in case.deliveries:
-        hub.post(event, payload)
+        hub.decide(event, payload)
     rail = hub.rail()
     assert (rail.repository, repository_text(rail)) == (case.repository, case.text)
     assert (rail.deployment, deployment_text(rail)) == (case.deployment, case.deployed)
@@ -230,7 +142,7 @@ def test_a_change_of_the_rail_is_an_evidence_event_and_makes_the_issue_due(hub: 
     hub.claim()
     with hub.app.state.work.units.engine.begin() as connection:
         connection.execute(t.outbox.delete())
-    hub.post("pull_request", SHOP.pull_request("opened"))
+    hub.decide("pull_request", SHOP.pull_request("opened"))
     assert hub.evidence_events() == ["pull_request"]
     assert hub.due() == {42}
     assert hub.count(t.evidence_facts) == 1
@@ -238,8 +150,8 @@ def test_a_change_of_the_rail_is_an_evidence_event_and_makes_the_issue_due(hub: 
 
 
 def test_facts_reach_only_tracked_tickets(hub: Hub) -> None:
-    hub.post("pull_request", SHOP.pull_request("opened", body="Fixes #42"))
-    hub.post("push", SHOP.push("43-other"))
+    hub.decide("pull_request", SHOP.pull_request("opened", body="Fixes #42"))
+    hub.decide("push", SHOP.push("43-other"))
     assert hub.count(t.tickets) == 0
     assert hub.count(t.evidence_rails) == 0
     assert hub.count(t.evidence_facts) == 2  # kept for the tickets that may link them later
@@ -249,9 +161,9 @@ def test_the_issue_closed_or_reopened_on_github_is_evidence_only(hub: Hub) -> No
     hub.claim()
     hub.deliver("done")
     work = hub.work()
-    hub.post("issues", SHOP.issue("closed"))
-    hub.post("issues", SHOP.issue("reopened"))
-    hub.post("issues", SHOP.issue("closed", number=7))  # not tracked: nothing
+    hub.decide("issues", SHOP.issue("closed"))
+    hub.decide("issues", SHOP.issue("reopened"))
+    hub.decide("issues", SHOP.issue("closed", number=7))  # not tracked: nothing
     assert hub.work() == work
     assert hub.evidence_events() == ["issue_closed", "issue_reopened"]
     key = TicketKey(SHOP.installation, SHOP.repository_id, 42)
@@ -265,10 +177,10 @@ def test_the_issue_closed_or_reopened_on_github_is_evidence_only(hub: Hub) -> No
 
 def test_batons_own_check_feeds_nothing(hub: Hub) -> None:
     hub.claim()
-    hub.post("pull_request", SHOP.pull_request("opened"))
+    hub.decide("pull_request", SHOP.pull_request("opened"))
     facts = hub.count(t.evidence_facts)
-    hub.post("check_run", SHOP.check_run("baton/acceptance", "neutral"))
-    hub.post("check_suite", SHOP.check_suite(app_id=APP_ID, app="Baton"))
+    hub.decide("check_run", SHOP.check_run("baton/acceptance", "neutral"))
+    hub.decide("check_suite", SHOP.check_suite(app_id=APP_ID, app="Baton"))
     assert hub.count(t.evidence_facts) == facts
     assert hub.evidence_events() == ["pull_request"]
 
@@ -276,7 +188,7 @@ def test_batons_own_check_feeds_nothing(hub: Hub) -> None:
 def test_a_review_body_still_carries_commands_and_its_pull_request_is_evidence(hub: Hub) -> None:
     hub.claim()
     hub.deliver("done")
-    hub.post("pull_request_review", SHOP.review("Vanishes on error.\n/send-back handle the error case"))
+    hub.decide("pull_request_review", SHOP.review("Vanishes on error.\n/send-back handle the error case"))
     ticket = hub.app.state.work.ticket(TicketKey(SHOP.installation, SHOP.repository_id, 42))
     assert (ticket.state, ticket.attempt) == (WorkState.CLAIMED, 2)
     assert hub.rail().repository is O
@@ -284,8 +196,8 @@ def test_a_review_body_still_carries_commands_and_its_pull_request_is_evidence(h
 
 def test_an_uninstalled_installation_records_no_evidence(hub: Hub) -> None:
     hub.claim()
-    hub.post("installation", {**SHOP.base("deleted"), "installation": {"id": SHOP.installation, "account": {}}})
-    hub.post("pull_request", SHOP.pull_request("opened"))
+    hub.decide("installation", {**SHOP.base("deleted"), "installation": {"id": SHOP.installation, "account": {}}})
+    hub.decide("pull_request", SHOP.pull_request("opened"))
     assert hub.rail().repository is U
     assert hub.count(t.evidence_facts) == 0
 
@@ -304,8 +216,8 @@ def test_an_uninstalled_installation_records_no_evidence(hub: Hub) -> None:
 def test_a_payload_without_what_a_fact_needs_is_done_and_changes_nothing(hub: Hub, event: str, payload: Any) -> None:
     hub.claim()
     work = hub.work()
-    delivery = hub.post(event, payload)
-    assert hub.inbox(delivery) == "done"
+    delivery = hub.decide(event, payload)
+    assert hub.status(delivery) == "done"
     assert hub.work() == work
     assert hub.rail().repository is U
 
@@ -317,12 +229,12 @@ def test_an_edited_body_unlinks_and_a_late_older_delivery_does_not_link_again(hu
     hub.claim(42)
     hub.claim(43)
     opened = SHOP.pull_request("opened", body="Fixes #42\nFixes #43", ref="wip")
-    hub.post("pull_request", opened, "opened")
+    hub.decide("pull_request", opened, "opened")
     assert (hub.rail(42).repository, hub.rail(43).repository) == (O, O)
-    hub.post("pull_request", SHOP.pull_request("edited", body="Fixes #43", ref="wip", minute=2))
+    hub.decide("pull_request", SHOP.pull_request("edited", body="Fixes #43", ref="wip", minute=2))
     assert (hub.rail(42).repository, hub.rail(43).repository) == (U, O)
     assert hub.evidence_events(42) == ["pull_request", "pull_request"]  # the edit reached the rail that held it
-    hub.post("pull_request", opened, "opened-again")  # the same opened, redelivered late under a new id
+    hub.decide("pull_request", opened, "opened-again")  # the same opened, redelivered late under a new id
     assert (hub.rail(42).repository, hub.rail(43).repository) == (U, O)
     assert hub.api(42)["evidence"]["repository"]["pull_requests"] == []
 
@@ -330,10 +242,10 @@ def test_an_edited_body_unlinks_and_a_late_older_delivery_does_not_link_again(hu
 def test_one_pull_request_may_link_several_tickets_and_one_ticket_several_pull_requests(hub: Hub) -> None:
     for number in (42, 43):
         hub.claim(number)
-    hub.post("pull_request", SHOP.pull_request("opened", 57, body="Closes octo/shop#42 and resolves #43", ref="x"))
-    hub.post("pull_request", SHOP.pull_request("closed", 57, body="Closes octo/shop#42 and resolves #43", ref="x",
+    hub.decide("pull_request", SHOP.pull_request("opened", 57, body="Closes octo/shop#42 and resolves #43", ref="x"))
+    hub.decide("pull_request", SHOP.pull_request("closed", 57, body="Closes octo/shop#42 and resolves #43", ref="x",
                                                merged=True, minute=5))  # fmt: skip
-    hub.post("pull_request", SHOP.pull_request("opened", 60, body="FIXES https://github.com/octo/shop/issues/42",
+    hub.decide("pull_request", SHOP.pull_request("opened", 60, body="FIXES https://github.com/octo/shop/issues/42",
                                                ref="y", sha=NEWER, minute=6))  # fmt: skip
     assert repository_text(hub.rail(42)) == (
         "Pull request #57 merged (merge commit 9f8e7d6); pull request #60 open (head 5e6f7a8, verified)"
@@ -347,7 +259,7 @@ def test_a_branch_name_links_its_number_only(hub: Hub) -> None:
     for number in (42, 7):
         hub.claim(number)
     for branch in ("agent-7/42-retry", "feature/issue-42", "fix-7-bugs", "v1.42", "42/empty-state"):
-        hub.post("push", SHOP.push(branch))
+        hub.decide("push", SHOP.push(branch))
     assert [b.name for b in hub.rail(42).linked_branches()] == ["agent-7/42-retry", "feature/issue-42"]
     assert hub.rail(7).repository is U
 
@@ -357,12 +269,12 @@ def test_what_the_delivery_reported_links_a_pull_request_in_either_order(hub: Hu
     hub.claim()
     opened = SHOP.pull_request("opened", 60, body="A pull request that names no issue", ref="wip")
     if not report_first:
-        hub.post("pull_request", opened)
+        hub.decide("pull_request", opened)
         assert hub.rail().repository is U
     hub.deliver("done\npr: #60")
     if report_first:
         assert repository_text(hub.rail()) == "Pull request #60 reported, not verified yet"
-        hub.post("pull_request", opened)
+        hub.decide("pull_request", opened)
     assert repository_text(hub.rail()) == "Pull request #60 open (head 1a2b3c4, verified)"
 
 
@@ -371,7 +283,7 @@ def test_what_the_delivery_reported_links_a_pull_request_in_either_order(hub: Hu
 
 def test_a_reported_branch_pushed_before_the_delivery_is_verified_at_once(hub: Hub) -> None:
     hub.claim()
-    hub.post("push", SHOP.push("wip", sha=HEAD))
+    hub.decide("push", SHOP.push("wip", sha=HEAD))
     hub.deliver("done\nbranch: wip\ncommit: 1A2B3C4")
     rail = hub.rail()
     assert (repository_text(rail), rail.verified_head_sha, rail.mismatch) == (
@@ -385,7 +297,7 @@ def test_a_reported_branch_pushed_before_the_delivery_is_verified_at_once(hub: H
 def test_a_mismatch_between_the_report_and_github_is_shown_in_the_read_api(hub: Hub) -> None:
     hub.claim()
     hub.deliver("done\nbranch: 42-empty-state\ncommit: 0c0ffee")
-    hub.post("pull_request", SHOP.pull_request("opened", sha=HEAD))
+    hub.decide("pull_request", SHOP.pull_request("opened", sha=HEAD))
     rail = hub.rail()
     assert mismatch_text(rail) == "Reported commit 0c0ffee is not the head of pull request #57 (1a2b3c4)"
     repository = hub.api()["evidence"]["repository"]
@@ -444,14 +356,14 @@ def test_shuffled_and_repeated_deliveries_give_the_rails_the_ordered_ones_give(h
     hub.deliver("done\nbranch: 42-empty-state\ncommit: 1a2b3c4", repo=shuffled)
     work = hub.work()
     for index, (event, payload) in enumerate(STORY):
-        hub.post(event, _retarget(payload, ordered), f"ordered-{index}")
+        hub.decide(event, _retarget(payload, ordered), f"ordered-{index}")
     deliveries = [(f"shuffled-{index}", event, payload) for index, (event, payload) in enumerate(STORY)]
     rng = random.Random(seed)
     deliveries += rng.sample(deliveries, len(deliveries) // 2)  # some twice, under the same id
     deliveries += [(f"again-{d}", e, p) for d, e, p in rng.sample(deliveries, 4)]  # and under new ids
     rng.shuffle(deliveries)
     for delivery, event, payload in deliveries:
-        hub.post(event, _retarget(payload, shuffled), delivery)
+        hub.decide(event, _retarget(payload, shuffled), delivery)
     for number in (42, 43):
         assert seen(hub.rail(number, shuffled)) == seen(hub.rail(number, ordered)), number
     assert hub.rail(42, ordered).repository is M
@@ -463,12 +375,12 @@ def test_shuffled_and_repeated_deliveries_give_the_rails_the_ordered_ones_give(h
 def test_a_duplicate_changes_nothing_at_all(hub: Hub) -> None:
     hub.claim()
     for index, (event, payload) in enumerate(STORY):
-        hub.post(event, payload, f"story-{index}")
+        hub.decide(event, payload, f"story-{index}")
     rails, events, facts = hub.rows(t.evidence_rails), hub.rows(t.evidence_events), hub.rows(t.evidence_facts)
     for index, (event, payload) in enumerate(STORY):
-        hub.post(event, payload, f"story-{index}")  # redelivered
+        hub.decide(event, payload, f"story-{index}")  # redelivered
         if event not in ("create", "delete"):  # stamped when they arrive: a copy under a new id arrives later
-            hub.post(event, payload)  # sent again under a new delivery id
+            hub.decide(event, payload)  # sent again under a new delivery id
     assert (hub.rows(t.evidence_rails), hub.rows(t.evidence_events), hub.rows(t.evidence_facts)) == (
         rails,
         events,
@@ -479,13 +391,13 @@ def test_a_duplicate_changes_nothing_at_all(hub: Hub) -> None:
 def test_a_deployment_reaches_merged_rails_not_yet_deployed_there_and_no_others(hub: Hub) -> None:
     for number in (42, 43, 44):
         hub.claim(number)
-    hub.post("pull_request", SHOP.pull_request("closed", 57, body="Fixes #42", merged=True, minute=5))
-    hub.post("pull_request", SHOP.pull_request("opened", 58, body="Fixes #43", ref="x", minute=5))
-    hub.post("deployment", SHOP.deployment(1, minute=10))
-    hub.post("deployment_status", SHOP.deployment_status("success", 1, minute=11))
-    hub.post("pull_request", SHOP.pull_request("closed", 59, body="Fixes #44", ref="y", merged=True, minute=20,
+    hub.decide("pull_request", SHOP.pull_request("closed", 57, body="Fixes #42", merged=True, minute=5))
+    hub.decide("pull_request", SHOP.pull_request("opened", 58, body="Fixes #43", ref="x", minute=5))
+    hub.decide("deployment", SHOP.deployment(1, minute=10))
+    hub.decide("deployment_status", SHOP.deployment_status("success", 1, minute=11))
+    hub.decide("pull_request", SHOP.pull_request("closed", 59, body="Fixes #44", ref="y", merged=True, minute=20,
                                                merge_sha=NEWER))  # fmt: skip
-    hub.post("deployment", SHOP.deployment(2, sha=NEWER, minute=30))
+    hub.decide("deployment", SHOP.deployment(2, sha=NEWER, minute=30))
     assert [d.id for d in hub.rail(42).deployments] == [1]  # already deployed to production: 2 is not its news
     assert hub.rail(43).deployments == ()  # nothing merged: a deployment ships nothing of it
     assert [d.id for d in hub.rail(44).deployments] == [2]  # merged after deployment 1 was made

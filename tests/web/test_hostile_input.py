@@ -13,19 +13,22 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy import select
 
 from baton.domain import Permission, WorkState
-from baton.environment.settings import Settings
-from baton.github.configs import DefaultConfigs
 from baton.store import tables as t
-from baton.web import create_app
-from support.keys import app_key
 from support.payloads import Repo
 from support.read_api import AUTH, TOKEN
-from support.webhook_hub import APP_ID, INSTALLATION, REPOSITORY, REPOSITORY_ID, SECRET, FakeDirectory, Hub, comment
+from support.webhook_hub import (
+    INSTALLATION,
+    REPOSITORY,
+    REPOSITORY_ID,
+    FakeDirectory,
+    Hub,
+    comment,
+    open_hub,
+    settings,
+)
 
 pytestmark = pytest.mark.faults
 
@@ -156,17 +159,8 @@ HOSTILE: list[Hostile] = [
 def hub(database_url: str) -> Iterator[Hub]:
     """The real app; a server error is answered 500 instead of being raised into the test."""
     directory = FakeDirectory({"maria": Permission.MAINTAIN})
-    settings = Settings(
-        database_url=database_url,
-        webhook_secret=SecretStr(SECRET),
-        app_id=APP_ID,
-        private_key=SecretStr(app_key()),
-        api_token=SecretStr(TOKEN),
-    )
-    app = create_app(settings, directory=directory, configs=DefaultConfigs(), lanes=False)
-    with TestClient(app, raise_server_exceptions=False) as client:
-        yield Hub(client, directory, app)
-    app.state.work.units.engine.dispose()
+    with open_hub(settings(database_url, token=TOKEN), directory, raise_server_exceptions=False) as made:
+        yield made
 
 
 def _ticket_numbers(hub: Hub) -> list[int]:

@@ -23,14 +23,13 @@ from hypothesis import strategies as st
 from pydantic import SecretStr
 from sqlalchemy import select
 
+from baton.domain import Permission
 from baton.environment.settings import Settings
 from baton.github.webhooks import signature
 from baton.store import tables as t
 from baton.web import create_app
 from support.corpus import corpus_installed, webhook_examples
-from support.example_directory import FakeDirectory
-
-SECRET = "It's a Secret to Everybody"
+from support.webhook_hub import SECRET, FakeDirectory
 
 # The fields Baton reads first: where a delivery happened, who sent it, what it says.
 READ_FIRST = (
@@ -122,7 +121,7 @@ def examples() -> list[tuple[str, dict[str, Any]]]:
 @pytest.fixture
 def client(database_url: str) -> Iterator[TestClient]:
     settings_ = Settings(database_url=database_url, webhook_secret=SecretStr(SECRET))
-    app = create_app(settings_, directory=FakeDirectory(), lanes=False)
+    app = create_app(settings_, directory=FakeDirectory({"octocat": Permission.MAINTAIN}), lanes=False)
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client
     app.state.work.units.engine.dispose()

@@ -8,27 +8,19 @@ with the same delivery ids must be recognised as duplicates and change nothing.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
-from pydantic import SecretStr
-from sqlalchemy import func, select
 
-from baton.domain import TicketKey, WorkState
-from baton.environment.settings import Settings
-from baton.github.webhooks import dig, number, signature, text
+from baton.domain import Permission, TicketKey, WorkState
+from baton.github.webhooks import dig, number, text
 from baton.intake import HANDLERS
 from baton.reading.commands import parse
 from baton.store import tables as t
-from baton.web import create_app
 from support.corpus import corpus_event_names, webhook_examples
-from support.example_directory import FakeDirectory
+from support.webhook_hub import FakeDirectory, Hub, open_hub, settings
 
-SECRET = "It's a Secret to Everybody"
 # The events Baton acts on today, and where each keeps the text its commands are read from.
 COMMAND_TEXT: dict[tuple[str, str], tuple[str, str]] = {
     ("issue_comment", "created"): ("comment", "body"),
@@ -38,48 +30,11 @@ ROUTED_INSTALLATION = 4242  # for the /claim variants of examples sent without a
 CLAIM_IDS = 9_000_000_000  # comment and issue ids of the /claim variants, far from the corpus's own
 
 
-@dataclass
-class Hub:
-    client: TestClient
-    directory: FakeDirectory
-    app: Any
-
-    def post(self, event: str, payload: dict[str, Any], delivery: str) -> Any:
-        body = json.dumps(payload, ensure_ascii=False).encode()  # UTF-8 as GitHub sends it, not \u escapes
-        headers = {
-            "X-GitHub-Event": event,
-            "X-GitHub-Delivery": delivery,
-            "X-Hub-Signature-256": signature(SECRET.encode(), body),
-            "Content-Type": "application/json",
-        }
-        return self.client.post("/webhooks/github", content=body, headers=headers)
-
-    def _connect(self) -> Any:
-        return self.app.state.work.units.engine.connect()
-
-    def count(self, table: Any) -> int:
-        with self._connect() as connection:
-            return int(connection.execute(select(func.count()).select_from(table)).scalar_one())
-
-    def rows(self, table: Any) -> list[tuple[Any, ...]]:
-        with self._connect() as connection:
-            return [tuple(row) for row in connection.execute(select(table).order_by(*table.primary_key.columns))]
-
-    def inbox(self, delivery: str) -> tuple[str, int, str | None]:
-        c = t.webhook_deliveries.c
-        with self._connect() as connection:
-            row = connection.execute(select(c.status, c.attempts, c.error).where(c.id == delivery)).one()
-        return row.status, row.attempts, row.error
-
-
 @pytest.fixture
 def hub(database_url: str) -> Iterator[Hub]:
-    directory = FakeDirectory()
-    settings = Settings(database_url=database_url, webhook_secret=SecretStr(SECRET))
-    app = create_app(settings, directory=directory, lanes=False)
-    with TestClient(app) as client:
-        yield Hub(client, directory, app)
-    app.state.work.units.engine.dispose()
+    directory = FakeDirectory({"octocat": Permission.MAINTAIN})  # one login maintains, everyone else reads
+    with open_hub(settings(database_url, credentials=False), directory, utf8=True) as made:
+        yield made
 
 
 def _key(event: str, example: dict[str, Any]) -> tuple[str, str]:

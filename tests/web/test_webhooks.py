@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy import func, select
 
 from baton.domain import TicketKey, WorkState
@@ -23,7 +22,6 @@ from baton.store import tables as t
 from baton.web import create_app
 from baton.web.webhooks import AcksFirst
 from support import webhook_hub
-from support.keys import app_key
 from support.webhook_hub import (
     APP_ID,
     INSTALLATION,
@@ -33,8 +31,10 @@ from support.webhook_hub import (
     FakeDirectory,
     Hub,
     comment,
+    open_hub,
     pr_comment,
     replies_on,
+    settings,
 )
 
 hub = webhook_hub.hub  # the fixture: Baton with its lanes off, a fake directory
@@ -341,12 +341,7 @@ def test_an_invalid_settings_file_is_explained_once_and_the_last_good_settings_s
             problems = ("`max_active_claims` must be a whole number from 1 to 100, not 'lots'",)
             return Loaded(Policy(max_active_claims=1), "octo/shop:.github/baton.yml", problems)
 
-    settings = Settings(
-        database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID, private_key=SecretStr(app_key())
-    )
-    app = create_app(settings, directory=FakeDirectory(), configs=BrokenFile(), lanes=False)
-    with TestClient(app) as client:
-        hub = Hub(client, FakeDirectory(), app)
+    with open_hub(settings(database_url), configs=BrokenFile()) as hub:
         hub.post("issue_comment", comment("agent-a", "/claim", number=42, comment_id=1))
         hub.post("issue_comment", comment("agent-a", "/claim", number=43, comment_id=2))  # limit 1 holds
         hub.post("issue_comment", comment("agent-b", "/claim", number=44, comment_id=3))
@@ -357,7 +352,6 @@ def test_an_invalid_settings_file_is_explained_once_and_the_last_good_settings_s
             "Baton cannot use `.github/baton.yml`: `max_active_claims` must be a whole number from 1 to 100, "
             "not 'lots'. Until it is fixed, the settings from octo/shop:.github/baton.yml stay in force."
         ]
-    app.state.work.units.engine.dispose()
 
 
 # How acknowledgements and in-process work share one process
@@ -373,10 +367,7 @@ def signed(event: str, payload: Any, delivery: str) -> tuple[bytes, dict[str, st
 def test_deliveries_arriving_together_are_stored_in_fewer_transactions_and_each_answered(
     database_url: str,
 ) -> None:
-    settings = Settings(
-        database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID, private_key=SecretStr(app_key())
-    )
-    app = create_app(settings, directory=FakeDirectory(), configs=DefaultConfigs(), lanes=False)
+    app = create_app(settings(database_url), directory=FakeDirectory(), configs=DefaultConfigs(), lanes=False)
     inbox = app.state.inbox
     batches: list[int] = []
     receive_all = inbox.receive_all
@@ -407,10 +398,8 @@ def test_deliveries_arriving_together_are_stored_in_fewer_transactions_and_each_
 
 
 def test_the_in_process_worker_thread_processes_what_was_acknowledged(database_url: str) -> None:
-    settings = Settings(
-        database_url=database_url, webhook_secret=SecretStr(SECRET), app_id=APP_ID, private_key=SecretStr(app_key())
-    )
-    app = create_app(settings, directory=FakeDirectory(), configs=DefaultConfigs())  # the real background thread
+    # the real background thread
+    app = create_app(settings(database_url), directory=FakeDirectory(), configs=DefaultConfigs())
     with TestClient(app) as client:
         for n, login in enumerate(["agent-a", "agent-b"]):
             body, headers = signed("issue_comment", comment(login, "/claim", comment_id=n + 1), f"t-{n}")
