@@ -97,7 +97,9 @@ def test_a_setting_baton_cannot_read_is_named_in_one_line(
      ("BATON_WRITES_PER_MINUTE", "0", "Input should be greater than or equal to 1"),
      ("BATON_GITHUB_TIMEOUT", "0", "Input should be greater than 0"),
      ("BATON_ANSWER_DELAY", "-1", "Input should be greater than or equal to 0"),
-     ("BATON_API_REQUESTS_PER_MINUTE", "0", "Input should be greater than or equal to 1")],
+     ("BATON_API_REQUESTS_PER_MINUTE", "0", "Input should be greater than or equal to 1"),
+     ("BATON_KEEP_DELIVERIES", "2d", "Input should be at least 3d, GitHub's window of redeliveries"),
+     ("BATON_KEEP_PAYLOADS", "soon", "Input should be a duration such as 14d, 36h or 2w, or seconds")],
 )  # fmt: skip
 def test_a_number_out_of_its_range_is_named_in_one_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, variable: str, value: str, words: str

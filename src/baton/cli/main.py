@@ -231,7 +231,8 @@ def _replay(args: argparse.Namespace) -> int:
         return 2
     try:
         if not parts.inbox.replay(args.delivery):
-            print(f"baton: no delivery {args.delivery} to replay (unknown, or being processed now)", file=sys.stderr)
+            print(f"baton: no delivery {args.delivery} to replay (unknown, being processed now, "
+                  "or processed so long ago that its payload was pruned)", file=sys.stderr)  # fmt: skip
             return 2
         process(parts.inbox, parts.intake, args.delivery)
         found = parts.inbox.status(args.delivery)
@@ -297,6 +298,50 @@ def _db_upgrade(args: argparse.Namespace) -> int:
     upgrade(engine)
     print(f"database at revision {current(engine)}")
     return 0
+
+
+def _db_prune(args: argparse.Namespace) -> int:
+    """Prune now what is kept only for a while (`baton.store.retention`), and say what went, by kind."""
+    import json
+    from datetime import timedelta
+
+    from baton.reading.config import shown_duration
+    from baton.store import make_engine
+    from baton.store.retention import Keep, Retention
+
+    settings = Settings()
+    keep = Keep(timedelta(seconds=settings.keep_payloads), timedelta(seconds=settings.keep_deliveries))
+    if args.older_than is not None:
+        keep = keep.older_than(timedelta(seconds=args.older_than))
+    engine = make_engine(settings.database_url)
+    try:
+        pruned = Retention(engine, SYSTEM).prune(keep)
+    finally:
+        engine.dispose()
+    if args.json:
+        print(json.dumps(vars(pruned)))
+        return 0
+
+    def shown(age: timedelta) -> str:
+        return shown_duration(int(age.total_seconds()))
+
+    print(f"webhook deliveries: {pruned.payloads} payloads emptied (processed more than "
+          f"{shown(keep.payloads)} ago), {pruned.deliveries} removed (more than "
+          f"{shown(keep.deliveries)} ago)")  # fmt: skip
+    print(f"redeliveries asked for: {pruned.redeliveries} removed")
+    print(f"idempotency keys: {pruned.keys} removed (older than {shown(keep.keys)})")
+    print(f"board sessions: {pruned.sessions} removed (expired)")
+    return 0
+
+
+def _age(text: str) -> float:
+    """`--older-than`: a duration as `.github/baton.yml` writes one (`7d`, `36h`, `2w`), in seconds."""
+    from baton.reading.config import duration
+
+    try:
+        return float(duration(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 7d, 36h or 2w") from None
 
 
 def _backfill(args: argparse.Namespace) -> int:
@@ -448,7 +493,7 @@ def _docs(args: argparse.Namespace) -> int:
 # The settings each operator's command reads (as BATON_<NAME>, or from a `.env` file).
 APP_READS = ("DATABASE_URL", "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "GITHUB_API_URL", "GITHUB_TIMEOUT")
 WORKER_READS = (*APP_READS, "ANSWER_DELAY", "WRITE_INTERVAL", "WRITES_PER_MINUTE", "WRITES_PER_HOUR", "WRITERS",
-                "LOG_LEVEL", "LOG_FORMAT", "INSTALLATIONS_EVERY")  # fmt: skip
+                "LOG_LEVEL", "LOG_FORMAT", "INSTALLATIONS_EVERY", "KEEP_PAYLOADS", "KEEP_DELIVERIES")  # fmt: skip
 # `baton worker` alone: where it serves its metrics (`baton serve` has them at its own /metrics).
 WORKER_COMMAND_READS = (*WORKER_READS, "METRICS_PORT", "HOST")
 SERVE_READS = (*WORKER_READS, "WEBHOOK_SECRET", "API_TOKEN", "API_REQUESTS_PER_MINUTE", "WORKER", "SPOOL_DIR",
@@ -520,6 +565,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     db_commands = db.add_subparsers(dest="db_command", required=True)
     _operator(db_commands, "upgrade", "apply migrations", ("DATABASE_URL",)).set_defaults(run=_db_upgrade)
+    prune = _operator(db_commands, "prune", "remove now what is kept only for a while, as the daily prune of `baton "
+                      "serve` and `baton worker` does: processed webhook deliveries' payloads and, later, their rows; "
+                      "idempotency keys; expired board sessions. Events are kept.",
+                      ("DATABASE_URL", "KEEP_PAYLOADS", "KEEP_DELIVERIES"))  # fmt: skip
+    prune.add_argument("--older-than", type=_age, metavar="DURATION",
+                       help="prune what is older than this (7d, 36h, 2w) where the settings keep it longer; webhook "
+                       "deliveries' rows are kept at least 3 days, GitHub's redelivery window")  # fmt: skip
+    prune.add_argument("--json", action="store_true", help="print what was removed as one JSON object")
+    prune.set_defaults(run=_db_prune)
 
     setup = _operator(commands, "setup", "register Baton's GitHub App through GitHub's App-manifest flow: serve a "
                       "page whose form creates the App on GitHub, then write its id, webhook secret and OAuth client "

@@ -7,10 +7,17 @@ process.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# A duration setting as `.github/baton.yml` writes durations (`baton.reading.config`): a whole number and a unit.
+_DURATION = re.compile(r"(\d+)\s*(s|m|h|d|w)")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+REDELIVERY_WINDOW = 3 * 86400.0  # seconds GitHub redelivers a delivery for
 
 
 class SettingsError(ValueError):
@@ -53,6 +60,29 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"  # json: one object per line, the fields as keys
     # `baton worker` serves /metrics on BATON_HOST:this port (unset: none; 0: any free port)
     metrics_port: int | None = Field(None, ge=0, le=65535)
+    # How long a processed webhook delivery keeps its payload, and its row (docs/operations.md, "Storage"): a
+    # duration (`14d`, `36h`, `2w`) or seconds. Rows are kept at least GitHub's three days of redeliveries.
+    keep_payloads: float = Field(14 * 86400.0, ge=0)
+    keep_deliveries: float = 90 * 86400.0  # at least REDELIVERY_WINDOW
+
+    @field_validator("keep_payloads", "keep_deliveries", mode="before")
+    @classmethod
+    def _duration(cls, value: object, info: ValidationInfo) -> object:
+        """`14d`, `36h`, `2w` as seconds; seconds as they are. A delivery's row is kept at least GitHub's window
+        of redeliveries, or a redelivery of it would be decided again."""
+        seconds = value
+        if isinstance(value, str) and value.strip() and not value.strip().replace(".", "", 1).isdigit():
+            found = _DURATION.fullmatch(value.strip())
+            if found is None:
+                raise PydanticCustomError("duration", "Input should be a duration such as 14d, 36h or 2w, or seconds")
+            seconds = float(found.group(1)) * _UNIT_SECONDS[found.group(2)]
+        try:
+            short = info.field_name == "keep_deliveries" and float(seconds) < REDELIVERY_WINDOW  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return seconds  # not a number: refused as such
+        if short:
+            raise PydanticCustomError("too_short", "Input should be at least 3d, GitHub's window of redeliveries")
+        return seconds
 
     @field_validator("log_level", "log_format", mode="before")
     @classmethod

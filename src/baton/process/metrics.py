@@ -194,4 +194,11 @@ class DatabaseGauges(Collector):
             "baton_deliveries_oldest_waiting_seconds", "How long the oldest of those deliveries has waited (0: none)."
         )
         waited.add_metric([], readings.oldest_waiting_seconds)
-        yield from (issues, oldest, parked, to_offer, stale, waiting, waited)
+        rows = GaugeMetricFamily(
+            "baton_stored_rows", "Rows stored in each table that grows with use (on PostgreSQL, its planner's "
+            "estimate); `baton db prune` and the daily prune keep the webhook deliveries, redeliveries, "
+            "idempotency keys and board sessions in bounds.", labels=["table"],
+        )  # fmt: skip
+        for table, count in readings.rows.items():
+            rows.add_metric([table], count)
+        yield from (issues, oldest, parked, to_offer, stale, waiting, waited, rows)

@@ -134,13 +134,15 @@ class Runtime:
             for n in range(writers if parts.writer else 0)
         ]
         self.sweeper = Lane("baton-sweep", parts.sweep.step, self.outage) if sweep else None
+        # What is kept only for a while, pruned once a day by one process (`baton.service.retention`).
+        self.pruner = Lane("baton-prune", parts.pruning.step, self.outage) if sweep and parts.pruning else None
         # On PostgreSQL, deliveries another process stores wake the decide lane at once.
         self._listener = threading.Thread(
             target=parts.inbox.listen, args=(self.decider.wake, self._stopping), name="baton-listen", daemon=True
         )
 
     def _lanes(self) -> list[Lane]:
-        return [self.decider, *self.writers, *([self.sweeper] if self.sweeper is not None else [])]
+        return [self.decider, *self.writers, *(lane for lane in (self.sweeper, self.pruner) if lane is not None)]
 
     def start(self) -> None:
         for lane in self._lanes():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy import Engine
 
@@ -23,6 +24,7 @@ from baton.service.installations import InstallationSweep, Lookup
 from baton.service.offering import Offering
 from baton.service.quiet import Sweep
 from baton.service.redelivery import Redelivery
+from baton.service.retention import Pruning
 from baton.service.unit import Units
 from baton.service.work import Decided, WorkService
 from baton.store import make_engine, upgrade
@@ -31,6 +33,7 @@ from baton.store.inbox import Inbox
 from baton.store.installations import Installations
 from baton.store.outbox.writing import Outbox
 from baton.store.redeliveries import Redeliveries
+from baton.store.retention import Keep, Retention
 from baton.store.sweeps import Sweeps
 
 
@@ -48,6 +51,8 @@ class Parts:
     redelivery: Redelivery | None = None
     # The App's installations listed from GitHub; None without an App or with `BATON_INSTALLATIONS_EVERY=0`.
     installation_sweep: InstallationSweep | None = None
+    # The daily prune of what is kept only for a while (`BATON_KEEP_PAYLOADS`, `BATON_KEEP_DELIVERIES`).
+    pruning: Pruning | None = None
 
 
 def work_service(
@@ -114,4 +119,6 @@ def assemble(
     redelivery = None
     if github is not None and settings.redeliver_every > 0:
         redelivery = Redelivery(GitHubHookDeliveries(github), Redeliveries(engine, clock), settings.redeliver_every)
-    return Parts(engine, work, evidence, inbox, intake, writer, sweep, metrics, redelivery, installation_sweep)
+    keep = Keep(timedelta(seconds=settings.keep_payloads), timedelta(seconds=settings.keep_deliveries))
+    pruning = Pruning(Retention(engine, clock), Sweeps(engine, clock), keep)
+    return Parts(engine, work, evidence, inbox, intake, writer, sweep, metrics, redelivery, installation_sweep, pruning)

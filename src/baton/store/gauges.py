@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import Engine, and_, case, func, select
+from sqlalchemy import Connection, Engine, and_, case, func, select, text
 
 from . import tables as t
 from .outbox.marking import OFFERING
@@ -34,6 +34,14 @@ class Readings:
     waiting: int = 0  # deliveries pending or being decided
     oldest_waiting_seconds: float = 0.0
     stale: dict[int, int] = field(default_factory=dict)  # claims flagged stale, by installation
+    rows: dict[str, int] = field(default_factory=dict)  # rows stored, by table (PostgreSQL: its planner's estimate)
+
+
+# The tables that grow with use, whose rows the metrics show (`baton.store.retention` prunes some of them).
+COUNTED = (
+    t.webhook_deliveries, t.redeliveries, t.api_requests, t.board_sessions, t.events, t.evidence_events,
+    t.operations, t.outbox_items, t.tickets,
+)  # fmt: skip
 
 
 def read(engine: Engine, now: datetime) -> Readings:
@@ -65,6 +73,7 @@ def read(engine: Engine, now: datetime) -> Readings:
                 .group_by(k.installation_id)
             )
         }
+        rows = _rows(connection)
     backlogs: dict[int, Backlog] = {}
     for installation_id in {*known, *outbox}:
         row = outbox.get(installation_id)
@@ -81,4 +90,24 @@ def read(engine: Engine, now: datetime) -> Readings:
         int(waiting[0]),
         max(0.0, oldest),
         stale,
+        rows,
     )
+
+
+def _rows(connection: Connection) -> dict[str, int]:
+    """Rows in each table of COUNTED. PostgreSQL's planner keeps an estimate that costs nothing to read, where
+    a count walks the whole table; a table it has not estimated yet (-1) is counted."""
+    names = [table.name for table in COUNTED]
+    estimated: dict[str, int] = {}
+    if connection.dialect.name == "postgresql":
+        found = connection.execute(
+            text("SELECT relname, reltuples FROM pg_class WHERE relname = ANY(:names) AND relkind = 'r' "
+                 "AND pg_table_is_visible(oid)"), {"names": names},
+        )  # fmt: skip
+        estimated = {name: int(tuples) for name, tuples in found if tuples >= 0}
+    return {
+        table.name: estimated[table.name]
+        if table.name in estimated
+        else int(connection.execute(select(func.count()).select_from(table)).scalar_one())
+        for table in COUNTED
+    }

@@ -293,11 +293,13 @@ class Inbox:
 
     def replay(self, delivery_id: str) -> bool:
         """Make a delivery pending again, now, with its attempts counted afresh (`baton replay`). False when
-        there is no such delivery, or a living process is processing it right now."""
+        there is no such delivery, a living process is processing it right now, or its payload was pruned
+        (`baton.store.retention`)."""
         with one_statement(self.engine) as connection:
             changed = connection.execute(
                 update(_inbox)
                 .where(_c.id == delivery_id, or_(_c.status != "processing", _lapsed(self.clock.now() - LEASE)))
+                .where(_c.payload != "")
                 .values(status="pending", attempts=0, error=None, next_attempt_at=None)
             ).rowcount
         return bool(changed)

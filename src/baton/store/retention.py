@@ -1,0 +1,103 @@
+"""What Baton keeps, and for how long (docs/operations.md, "Storage"). The events of both rails — the audit log —
+are kept for good; what only served a moment is pruned:
+
+- a webhook delivery processed (`done` or `ignored`) loses its payload after `Keep.payloads`, and keeps its id,
+  so that a redelivery of it is still recognised and changes nothing; its row goes after `Keep.deliveries`.
+  A failed or pending delivery keeps everything (`baton replay` needs its payload);
+- a redelivery Baton asked GitHub for goes with the deliveries (`Keep.deliveries`);
+- an agent API idempotency key goes after `Keep.keys` (a retry after that is a new request);
+- a board session goes as soon as it has expired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Delete, Engine, Executable, Select, delete, select, update
+
+from baton.environment import settings
+from baton.environment.clock import Clock
+
+from . import tables as t
+from .engine import one_statement
+
+_w = t.webhook_deliveries.c
+PROCESSED = ("done", "ignored")
+# GitHub redelivers a delivery for up to three days: a delivery's row is never pruned sooner, or a redelivery
+# of it would be decided again.
+REDELIVERY_WINDOW = timedelta(seconds=settings.REDELIVERY_WINDOW)
+# Pruned in batches of this many rows, each in a transaction of its own: a year's backlog never holds a lock long.
+BATCH = 5000
+
+
+@dataclass(frozen=True)
+class Keep:
+    """How long each kind is kept (settings `BATON_KEEP_PAYLOADS`, `BATON_KEEP_DELIVERIES`)."""
+
+    payloads: timedelta = timedelta(days=14)
+    deliveries: timedelta = timedelta(days=90)
+    keys: timedelta = timedelta(hours=24)
+
+    def older_than(self, age: timedelta) -> Keep:
+        """Everything kept at most `age` (`baton db prune --older-than`), deliveries' rows never less than
+        GitHub's redelivery window."""
+        return Keep(min(self.payloads, age), max(REDELIVERY_WINDOW, min(self.deliveries, age)), min(self.keys, age))
+
+
+@dataclass(frozen=True)
+class Pruned:
+    payloads: int = 0  # deliveries' payloads emptied
+    deliveries: int = 0  # deliveries' rows removed
+    redeliveries: int = 0
+    keys: int = 0  # idempotency keys
+    sessions: int = 0  # board sessions
+
+    def total(self) -> int:
+        return self.payloads + self.deliveries + self.redeliveries + self.keys + self.sessions
+
+
+class Retention:
+    def __init__(self, engine: Engine, clock: Clock) -> None:
+        self.engine = engine
+        self.clock = clock
+
+    def prune(self, keep: Keep, now: datetime | None = None) -> Pruned:
+        now = now or self.clock.now()
+        processed = _w.status.in_(PROCESSED)
+        deliveries_before = now - max(keep.deliveries, REDELIVERY_WINDOW)
+        return Pruned(
+            # rows first: a payload about to go with its row is not emptied first
+            deliveries=self._batches(
+                lambda ids: delete(t.webhook_deliveries).where(_w.id.in_(ids)),
+                select(_w.id).where(processed, _w.processed_at < deliveries_before),
+            ),
+            payloads=self._batches(
+                lambda ids: update(t.webhook_deliveries).where(_w.id.in_(ids)).values(payload=""),
+                select(_w.id).where(processed, _w.processed_at < now - keep.payloads, _w.payload != ""),
+            ),
+            redeliveries=self._batches(
+                lambda ids: delete(t.redeliveries).where(t.redeliveries.c.delivery_id.in_(ids)),
+                select(t.redeliveries.c.delivery_id).where(
+                    t.redeliveries.c.status != "asking", t.redeliveries.c.asked_at < deliveries_before
+                ),
+            ),
+            keys=self._delete(delete(t.api_requests).where(t.api_requests.c.created_at < now - keep.keys)),
+            sessions=self._delete(delete(t.board_sessions).where(t.board_sessions.c.expires_at < now)),
+        )
+
+    def _batches(self, change: Callable[[Sequence[Any]], Executable], chosen: Select[Any]) -> int:
+        done = 0
+        while True:
+            with self.engine.begin() as connection:
+                ids = connection.execute(chosen.limit(BATCH)).scalars().all()
+                if not ids:
+                    return done
+                connection.execute(change(ids))
+            done += len(ids)
+
+    def _delete(self, statement: Delete) -> int:
+        with one_statement(self.engine) as connection:
+            return connection.execute(statement).rowcount
