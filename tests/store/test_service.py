@@ -27,8 +27,9 @@ from baton.domain import (
     replay,
 )
 from baton.process.wiring import work_service
+from baton.service.resolver import Notice
 from baton.service.unit import Units
-from baton.service.work import Issue, Outcome
+from baton.service.work import Issue, Outcome, Request, Source
 from baton.store import make_engine, tables
 from baton.store.migrate import current, head, upgrade
 from baton.store.reads import Reads
@@ -398,6 +399,35 @@ def test_a_first_command_that_is_refused_still_starts_tracking_the_issue(rail: R
     assert rail.ticket(6) == Ticket(issue(6).key, REPO, OPEN, 1, "olivia")
     assert [row.type for row in rail.rows(tables.events)] == ["created"]
     rail.assert_replays()
+
+
+def test_a_notice_is_queued_once_in_the_unit_of_work_that_decides_its_request(
+    rail: Rail, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What resolving a caller met (`Resolver`) is told with the decision of the caller's request, before its
+    answers, once by its operation id; a decision that fails takes its notice with it, and its retry tells it."""
+    words = "Baton cannot use `.github/baton.yml`: `max_active_claims` must be a whole number."
+    notice = Notice(issue(9).key, REPO, "agent-a", words, f"{INSTALLATION}:config:digest")
+    claim = Request(issue(9), Command("claim"), AGENT_A, "claim-9", Policy(), Source(501), notices=(notice,))
+    status = Request(issue(9), Command("status"), AGENT_A, "status-9", Policy(), Source(501), notices=(notice,))
+
+    def lost(*_: Any) -> list[Outcome]:
+        raise RuntimeError("the database went away")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(rail.service, "_decide_all", lost)
+        with pytest.raises(RuntimeError):
+            rail.service.apply_all([claim, status])
+    assert rail.count(tables.outbox_items) == rail.count(tables.operations) == 0
+
+    first = rail.service.apply_all([claim, status])
+    assert first[0].kind == "applied"
+    items = [(row.kind, row.author, row.message) for row in rail.rows(tables.outbox_items)]
+    assert items == [("reply", "agent-a", words), ("reaction", "agent-a", "+1")]
+
+    again = replace(status, operation_id="status-9-again")
+    assert rail.service.apply_all([again])[0].kind == "noted"
+    assert [row.message for row in rail.rows(tables.outbox_items)].count(words) == 1
 
 
 # ---------------------------------------------------------------------------------------------- offer: labeled

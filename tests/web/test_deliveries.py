@@ -419,7 +419,10 @@ def test_replaying_an_unknown_delivery_exits_2_and_says_why(shell: Shell, inbox:
     replayed = shell.run("replay", "no-such-delivery")
     assert replayed.returncode == 2
     assert replayed.stdout == ""
-    assert replayed.stderr == "baton: no delivery no-such-delivery to replay (unknown, or being processed now)\n"
+    assert replayed.stderr == (
+        "baton: no delivery no-such-delivery to replay (unknown, being processed now, or processed so long ago "
+        "that its payload was pruned)\n"
+    )
     assert inbox.status("s-1") == ("pending", 0, None)
 
 

@@ -377,7 +377,7 @@ def _backfill(args: argparse.Namespace) -> int:
         return 2
     progress = _Progress(repository, sys.stderr)
     counts = backfill(
-        intake.offering, intake.issues, intake.configs, installation_id, repository_id, repository,
+        intake.offering, intake.issues, intake.resolver.configs, installation_id, repository_id, repository,
         progress=progress,
     )  # fmt: skip
     progress.end()

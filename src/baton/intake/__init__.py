@@ -5,7 +5,7 @@ runs the decide lane's loop; the handlers are grouped by concern: `commands.py` 
 reviews, `baton:` labels), `evidence.py` (branches, pull requests, checks, deployments, issues closed or
 reopened), `offering.py` (issues opened, labelled, closed, reopened, deleted or transferred, and the
 backfill of a newly installed repository's issues), `installations.py`. `context.py` holds what they
-share: the use cases and who-is-who.
+share: the use cases, and who-is-who through the `Resolver` (`baton.service.resolver`) the agent API uses too.
 """
 
 from .context import Configs, Directory, DirectoryUnavailable, Intake, NoDirectory

@@ -9,66 +9,44 @@ from GitHub and tracked on first use, as a first comment on it would make it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from baton.domain import Command, Permission, Refused, Situation, TicketKey, create
+from baton.domain import Command, Refused, Situation, TicketKey, create
 from baton.domain import decide as decide_command
-from baton.service.work import UNREAD, Issue, Outcome, Request
+from baton.service.resolver import Missing, Resolver
+from baton.service.work import UNREAD, Issue, Outcome, Request, WorkService
 
 from .commands import brief_teams
-from .context import Intake
-
-
-@dataclass(frozen=True)
-class Missing(Exception):
-    """No such issue for Baton: the repository is not installed, or GitHub has no open issue of that number."""
-
-    message: str
-
-
-def not_served(repository: str) -> str:
-    """The one answer to a caller about a repository Baton does not serve, or one the caller cannot read: the
-    same words for both, so nobody learns from Baton what a private repository holds, or that it exists."""
-    return f"Baton is not installed on {repository}, or you cannot read it."
-
-
-def readable(intake: Intake, repository: str, login: str) -> tuple[int, int]:
-    """The installation and id of `repository`, where Baton serves it and GitHub lets `login` read it. Every
-    agent API call passes here before any ticket or issue is looked at; a caller who may not read the
-    repository gets `Missing(not_served(repository))`, as for a repository Baton does not serve. Raises
-    `DirectoryUnavailable` when GitHub cannot be asked."""
-    found = intake.locate(repository)
-    if found is None or intake.directory.access(found[0], repository, login).permission is Permission.NONE:
-        raise Missing(not_served(repository))
-    return found
+from .context import IssueSource
 
 
 def prepare(
-    intake: Intake, repository: str, number: int, command: Command, login: str, is_bot: bool, operation_id: str
-) -> Request:
+    resolver: Resolver, work: WorkService, repository: str, number: int, command: Command, login: str, is_bot: bool,
+    operation_id: str,
+) -> Request:  # fmt: skip
     """`command` by `login` on `repository#number`, ready to decide: the repository's settings, and the caller's
-    access and teams there. Raises `Missing` (the same for a repository the caller cannot read as for one Baton
-    does not serve)."""
-    installation_id, repository_id = readable(intake, repository, login)
+    access and teams there, with what people must be told of them (`Request.notices`). Raises `Missing` (the same
+    for a repository the caller cannot read as for one Baton does not serve)."""
+    installation_id, repository_id = resolver.readable(repository, login)
     key = TicketKey(installation_id, repository_id, number)
-    policy = intake.policy(installation_id, repository, key, login)
-    teams = brief_teams(intake, key, [command])
-    actor = intake.person(installation_id, repository, login, is_bot, policy, key, teams)
-    return Request(Issue(key, repository, "", read=False), command, actor, operation_id, policy, via="api")
+    teams = brief_teams(work, key, [command])
+    resolved = resolver.resolve(installation_id, repository, login, is_bot, key, teams)
+    issue = Issue(key, repository, "", read=False)
+    return Request(issue, command, resolved.actor, operation_id, resolved.policy, via="api", notices=resolved.notices)
 
 
-def decide_all(intake: Intake, requests: Sequence[Request]) -> list[Outcome | Exception]:
+def decide_all(work: WorkService, issues: IssueSource | None, requests: Sequence[Request]) -> list[Outcome | Exception]:
     """Decide prepared requests together (`WorkService.apply_all`), each as if alone. An issue Baton has no
     ticket for yet is read from GitHub first, as a first comment on it would carry it: where it is not open
     there, its request gets `Missing`."""
-    outcomes: list[Outcome | Exception] = list(intake.work.apply_all(requests))
+    outcomes: list[Outcome | Exception] = list(work.apply_all(requests))
     again: list[tuple[int, Request]] = []
     for n, (request, outcome) in enumerate(zip(requests, outcomes, strict=True)):
         if isinstance(outcome, Outcome) and outcome.kind == UNREAD:
             key = request.issue.key
             try:
-                read = intake.issues.issue(key.installation_id, request.issue.repository, key.number) if (
-                    intake.issues is not None) else None  # fmt: skip
+                read = issues.issue(key.installation_id, request.issue.repository, key.number) if (
+                    issues is not None) else None  # fmt: skip
             except Exception as error:  # this request fails (GitHub could not be asked), the others go on
                 outcomes[n] = error
                 continue
@@ -78,14 +56,15 @@ def decide_all(intake: Intake, requests: Sequence[Request]) -> list[Outcome | Ex
             issue = Issue(key, request.issue.repository, read.author, read.body, read.labels, read.title)
             again.append((n, replace(request, issue=issue)))
     if again:
-        for (n, _), outcome in zip(again, intake.work.apply_all([r for _, r in again]), strict=True):
+        for (n, _), outcome in zip(again, work.apply_all([r for _, r in again]), strict=True):
             outcomes[n] = outcome
     return outcomes
 
 
 def create_and_claim(
-    intake: Intake, repository: str, title: str, body: str, login: str, is_bot: bool, operation_id: str, *,
-    opened: int | None = None, on_open: Callable[[int], None] | None = None,
+    resolver: Resolver, work: WorkService, issues: IssueSource | None, repository: str, title: str, body: str,
+    login: str, is_bot: bool, operation_id: str, *, opened: int | None = None,
+    on_open: Callable[[int], None] | None = None,
 ) -> tuple[TicketKey | None, Outcome | Refused]:  # fmt: skip
     """Open an issue through the App and claim it for `login` at once: its ticket is made claimed, never open.
     The caller is its task owner. Whether `login` may claim it is decided first, so that an issue is opened only
@@ -96,26 +75,27 @@ def create_and_claim(
 
     GitHub's `issues` `opened` webhook about it is Baton's own (`performed_via_github_app`) and offers nothing;
     under `offer: labeled` the issue gets the offer label, as an offered issue has."""
-    installation_id, repository_id = readable(intake, repository, login)
-    if intake.issues is None:
+    installation_id, repository_id = resolver.readable(repository, login)
+    if issues is None:
         raise Missing(f"Baton cannot open issues on {repository}: it runs without a GitHub App.")
-    policy = intake.configs.load(installation_id, repository).policy
-    actor = intake.person(installation_id, repository, login, is_bot, policy)
+    # No issue to tell anything on yet: nothing is (`where` None).
+    resolved = resolver.resolve(installation_id, repository, login, is_bot, None)
+    actor, policy = resolved.actor, resolved.policy
     would_be, _ = create(TicketKey(installation_id, repository_id, 0), repository, login)
     first = decide_command(would_be, Command("claim"), actor, Situation(policy))
     if isinstance(first, Refused):
         return None, first
     labels = [policy.offer_label] if policy.offer == "labeled" else []
     if opened is None:
-        made = intake.issues.create(installation_id, repository, title, body, labels)
+        made = issues.create(installation_id, repository, title, body, labels)
         if on_open is not None:
             on_open(made.number)
     else:
-        found = intake.issues.issue(installation_id, repository, opened)
+        found = issues.issue(installation_id, repository, opened)
         if found is None:
             raise Missing(f"The issue this request opened, {repository}#{opened}, is no longer open.")
         made = found
     key = TicketKey(installation_id, repository_id, made.number)
     issue = Issue(key, repository, login, made.body, made.labels or tuple(labels), made.title or title)
     request = Request(issue, Command("claim"), actor, operation_id, policy, via="api")
-    return key, intake.work.apply_all([request])[0]
+    return key, work.apply_all([request])[0]

@@ -19,7 +19,8 @@ from baton.github.issues import label_names
 from baton.github.webhooks import command_text, dig, issue_number, login, number, text
 from baton.reading.commands import MAX_COMMANDS, ignored_text, misspelt, read
 from baton.reading.linking import linked_issues
-from baton.service.work import Issue, Outcome, Request, Source
+from baton.service.resolver import Notice, Resolved
+from baton.service.work import Issue, Outcome, Request, Source, WorkService
 
 from .context import Intake
 from .envelope import Envelope
@@ -37,10 +38,12 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
     # The issue's body and labels: a command may be what first makes a ticket of it (`_first_sight`).
     about = dig(envelope.payload, "issue", default={})
     issue = Issue(key, envelope.repository, author, text(about, "body"), label_names(about), text(about, "title"))
-    policy = intake.policy(key.installation_id, envelope.repository, key, envelope.sender)
-    actor = (
-        intake.actor(envelope, policy, key, teams=brief_teams(intake, key, commands)) if commands else _sender(envelope)
-    )
+    if commands:
+        resolved = _resolve(intake, envelope, key, brief_teams(intake.work, key, commands))
+    else:
+        policy, notices = intake.resolver.settings(key.installation_id, envelope.repository, key, envelope.sender)
+        resolved = Resolved(_sender(envelope), policy, notices)
+    actor, policy = resolved.actor, resolved.policy
     source = replace(source, ignored=ignored)
     return [
         Request(
@@ -52,10 +55,19 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
             source,
             assignee,
             delivery=envelope.delivery.id,
+            notices=resolved.notices + told,
         )
         for index, command in enumerate(commands)
-        for assignee in [_assignee(intake, envelope, command, policy, key)]
-    ] + _misspelt(issue, typos, actor, envelope, what, policy, source)
+        for assignee, told in [_assignee(intake, envelope, command, policy, key)]
+    ] + _misspelt(issue, typos, actor, envelope, what, policy, source, resolved.notices)
+
+
+def _resolve(intake: Intake, envelope: Envelope, where: TicketKey, teams: frozenset[str]) -> Resolved:
+    """The sender, with their access to the delivery's repository and the repository's settings."""
+    assert envelope.installation_id is not None
+    login = envelope.sender
+    bot = envelope.sender_is_bot or login.lower().endswith("[bot]")
+    return intake.resolver.resolve(envelope.installation_id, envelope.repository, login, bot, where, teams)
 
 
 def _sender(envelope: Envelope) -> Actor:
@@ -64,8 +76,9 @@ def _sender(envelope: Envelope) -> Actor:
 
 
 def _misspelt(
-    issue: Issue, typos: list[str], actor: Actor, envelope: Envelope, what: str, policy: Policy, source: Source
-) -> list[Request]:
+    issue: Issue, typos: list[str], actor: Actor, envelope: Envelope, what: str, policy: Policy, source: Source,
+    notices: tuple[Notice, ...],
+) -> list[Request]:  # fmt: skip
     """A request for each misspelt command of a comment, named as it was typed (no command has the name)."""
     return [
         Request(
@@ -76,6 +89,7 @@ def _misspelt(
             policy,
             source,
             delivery=envelope.delivery.id,
+            notices=notices,
         )
         for index, word in enumerate(typos)
     ]
@@ -155,38 +169,47 @@ def on_pull_request(
             intake.work.reply(answer_on, repository, login, f"/{command.name}: {target}", op)
             continue
         assert key is not None
-        policy = intake.policy(answer_on.installation_id, repository, answer_on, login)
-        actor = actor or intake.actor(envelope, policy, answer_on, teams=brief_teams(intake, key, commands))
-        assignee = _assignee(intake, envelope, command, policy, answer_on)
+        if actor is None:
+            resolved = _resolve(intake, envelope, answer_on, brief_teams(intake.work, key, commands))
+            actor, policy, notices = resolved.actor, resolved.policy, resolved.notices
+        else:
+            policy, notices = intake.resolver.settings(answer_on.installation_id, repository, answer_on, login)
+        assignee, told = _assignee(intake, envelope, command, policy, answer_on)
         issue = Issue(key, repository, "")
-        requests.append(Request(issue, command, actor, op, policy, source, assignee, delivery=envelope.delivery.id))
+        requests.append(Request(issue, command, actor, op, policy, source, assignee, delivery=envelope.delivery.id,
+                                notices=notices + told))  # fmt: skip
     # Misspelt commands are answered on a pull request that links a tracked issue (as on the first such issue),
     # else left alone.
     tracked = (key for key in (replace(answer_on, number=n) for n in links if typos) if intake.work.ticket(key))
     typo_on = next(tracked, None)
     if typo_on is not None:
-        policy = intake.policy(answer_on.installation_id, repository, answer_on, login)
+        policy, notices = intake.resolver.settings(answer_on.installation_id, repository, answer_on, login)
         issue = Issue(typo_on, repository, "")
-        requests += _misspelt(issue, typos, actor or _sender(envelope), envelope, what, policy, source)
+        requests += _misspelt(issue, typos, actor or _sender(envelope), envelope, what, policy, source, notices)
     if ignored and not requests:  # no decision carries the note: it goes alone, with the id of the first ignored
         intake.work.reply(answer_on, repository, login, ignored_text(ignored), envelope.operation(what, MAX_COMMANDS))
     # One transaction for the comment's commands, as for an issue's, so it gets one 👍 at most.
     return tuple(intake.work.apply_all(requests))
 
 
-def _assignee(intake: Intake, envelope: Envelope, command: Command, policy: Policy, where: TicketKey) -> Actor | None:
+def _assignee(
+    intake: Intake, envelope: Envelope, command: Command, policy: Policy, where: TicketKey
+) -> tuple[Actor | None, tuple[Notice, ...]]:
     """Whom an `/assign @user` names, with their access: the guard assigns only someone who may run it."""
     if command.name != "assign" or not command.user:
-        return None
-    return intake.actor(envelope, policy, where, login=command.user)
+        return None, ()
+    assert envelope.installation_id is not None
+    login = command.user
+    bot = login.lower().endswith("[bot]")
+    return intake.resolver.person(envelope.installation_id, envelope.repository, login, bot, policy, where)
 
 
-def brief_teams(intake: Intake, key: TicketKey, commands: list[Command]) -> frozenset[str]:
+def brief_teams(work: WorkService, key: TicketKey, commands: list[Command]) -> frozenset[str]:
     """The team a ticket's brief names as its reviewer, when a command reviews: whether the sender is an
     active member of it is asked with the teams the settings list."""
     if not any(command.name in ("accept", "send-back") for command in commands):
         return frozenset()
-    ticket = intake.work.ticket(key)
+    ticket = work.ticket(key)
     reviewer = ticket.brief.reviewer if ticket is not None and ticket.brief is not None else None
     return frozenset({reviewer.lower()}) if reviewer and "/" in reviewer else frozenset()
 

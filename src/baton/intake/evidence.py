@@ -41,7 +41,8 @@ def evidence(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     if intake.app_id is not None and number(payload, "check_suite", "app", "id") == intake.app_id:
         return ()  # Baton's own suite is its own check run, which must not feed the rail it reports on
     if delivery.event == "push" and _touches_settings(payload) and envelope.installation_id is not None:
-        intake.configs.forget(envelope.installation_id, repository.name)  # a changed `.github/baton.yml` counts now
+        # a changed `.github/baton.yml` counts now
+        intake.resolver.configs.forget(envelope.installation_id, repository.name)
     sightings = observe(delivery.event, payload, repository, stamp(delivery.received_at))
     intake.evidence.record(repository, sightings, delivery.id, activity(envelope))
     return ()

@@ -19,7 +19,7 @@ import json
 import uuid
 from collections.abc import Callable
 
-from baton.domain import TicketKey
+from baton.domain import Policy, TicketKey
 from baton.domain.evidence import stamp
 from baton.domain.issue import CLOSED, IN_HAND, OPEN, IssueState, closed_by_merge
 from baton.domain.offering import DELETED, TRANSFERRED, UNFINISHED, UNLABELED, offered
@@ -57,10 +57,18 @@ def _offering(intake: Intake) -> Offering:
     return intake.offering or Offering(intake.work)
 
 
+def _policy(intake: Intake, envelope: Envelope, issue: Issue) -> Policy:
+    """The repository's settings; no command is decided here, so an invalid settings file is explained at once
+    (`Intake.tell`)."""
+    policy, notices = intake.resolver.settings(issue.key.installation_id, issue.repository, issue.key, envelope.sender)
+    intake.tell(notices)
+    return policy
+
+
 def _offer_if_offered(
     intake: Intake, envelope: Envelope, issue: Issue, part: str = "", *, new_only: bool = False
 ) -> None:
-    policy = intake.policy(issue.key.installation_id, issue.repository, issue.key, envelope.sender)
+    policy = _policy(intake, envelope, issue)
     if offered(policy, issue.labels):
         _offering(intake).offer(issue, envelope.sender or BATON, _operation(envelope, part), new_only=new_only)
 
@@ -93,7 +101,7 @@ def labels(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
         return ()
     if text(envelope.payload, "issue", "state") == "closed":
         return ()
-    policy = intake.policy(issue.key.installation_id, issue.repository, issue.key, envelope.sender)
+    policy = _policy(intake, envelope, issue)
     if policy.offer != "labeled" or label.lower() != policy.offer_label.lower():
         return ()
     if offered(policy, issue.labels):
@@ -143,7 +151,7 @@ def reopened(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     issue = _issue(envelope)
     if issue is None or not intake.active(envelope):
         return ()
-    policy = intake.policy(issue.key.installation_id, issue.repository, issue.key, envelope.sender)
+    policy = _policy(intake, envelope, issue)
     wanted = offered(policy, issue.labels)
     state = _issue_state(intake, envelope, issue)
     if _offering(intake).issue_changed(issue, state, _operation(envelope), offered=wanted) == UNTRACKED and wanted:
@@ -226,7 +234,7 @@ def backfill_delivery(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]
     if not envelope.repository or not intake.active(envelope):
         return ()
     backfill(
-        _offering(intake), intake.issues, intake.configs, envelope.installation_id, envelope.repository_id,
+        _offering(intake), intake.issues, intake.resolver.configs, envelope.installation_id, envelope.repository_id,
         envelope.repository, envelope.delivery.id,
     )  # fmt: skip
     return ()

@@ -80,7 +80,7 @@ def _route(delivery: WebhookDelivery) -> tuple[str, str]:
 def _warm(intake: Intake, envelopes: Sequence[Envelope]) -> None:
     """Find out, all at once, who the authors of the commands among the deliveries are, where the
     directory can (GitHub's answers arrive side by side instead of one after another)."""
-    intake.warm({
+    intake.resolver.warm({
         (envelope.installation_id, envelope.repository, envelope.sender)
         for envelope in envelopes
         if _route(envelope.delivery) in COMMAND_READERS and "/" in envelope.delivery.payload

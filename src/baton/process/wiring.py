@@ -16,7 +16,7 @@ from baton.github.installations import GitHubInstallations
 from baton.github.issues import GitHubIssues
 from baton.github.projection import GitHubProjector
 from baton.github.verify import Verifier
-from baton.intake import Configs, Directory, Intake, NoDirectory
+from baton.intake import Intake
 from baton.process.metrics import Metrics
 from baton.process.writer import Gate, Writer
 from baton.service.evidence import EvidenceService
@@ -24,6 +24,7 @@ from baton.service.installations import InstallationSweep, Lookup
 from baton.service.offering import Offering
 from baton.service.quiet import Sweep
 from baton.service.redelivery import Redelivery
+from baton.service.resolver import Configs, Directory, NoDirectory, Resolver
 from baton.service.retention import Pruning
 from baton.service.unit import Units
 from baton.service.work import Decided, WorkService
@@ -43,6 +44,7 @@ class Parts:
     work: WorkService
     evidence: EvidenceService
     inbox: Inbox
+    resolver: Resolver  # who a caller is in a repository, for the webhook intake and the agent API alike
     intake: Intake
     writer: Writer | None  # None without GitHub: the outbox keeps what it would say until then
     sweep: Sweep  # quiet claims: flagged stale, released under `auto_release_after`
@@ -84,12 +86,16 @@ def assemble(
     credentials = app_credentials(settings)
     github = GitHubApp(credentials, settings.github_api_url, settings.github_timeout, metrics) if credentials else None
     inbox = Inbox(engine, clock)
-    intake = Intake(
-        work,
+    resolver = Resolver(
         directory or (GitHubDirectory(github) if github else NoDirectory()),
         configs or (GitHubConfigs(github) if github else DefaultConfigs()),
-        settings.app_id,
         Installations(engine, clock),
+    )
+    intake = Intake(
+        work,
+        resolver,
+        settings.app_id,
+        resolver.installations,
         evidence,
         Offering(work),
         GitHubIssues(github) if github else None,
@@ -105,13 +111,15 @@ def assemble(
         # A writer sleeps through the spacing of its installation's writes, not through a longer wait.
         gate = Gate(budgets, outbox, patience=limits.interval + 1.0)
         writer = Writer(outbox, GitHubProjector(github, gate), budgets, gate, evidence, Verifier(github, clock))
-    sweep = Sweep(work.units, intake.configs, answer_delay=settings.answer_delay, installations=intake.installations)
+    sweep = Sweep(
+        work.units, resolver.configs, answer_delay=settings.answer_delay, installations=resolver.installations
+    )
     installation_sweep = None
     if github is not None:
         found = GitHubInstallations(github)
-        installations = intake.installations
+        installations = resolver.installations
         assert installations is not None
-        lookup = intake.lookup = Lookup(found, installations)
+        lookup = resolver.lookup = Lookup(found, installations)
         if settings.installations_every > 0:
             installation_sweep = InstallationSweep(
                 found, installations, Sweeps(engine, clock), settings.installations_every, lookup
@@ -121,4 +129,7 @@ def assemble(
         redelivery = Redelivery(GitHubHookDeliveries(github), Redeliveries(engine, clock), settings.redeliver_every)
     keep = Keep(timedelta(seconds=settings.keep_payloads), timedelta(seconds=settings.keep_deliveries))
     pruning = Pruning(Retention(engine, clock), Sweeps(engine, clock), keep)
-    return Parts(engine, work, evidence, inbox, intake, writer, sweep, metrics, redelivery, installation_sweep, pruning)
+    return Parts(
+        engine, work, evidence, inbox, resolver, intake, writer, sweep, metrics, redelivery, installation_sweep,
+        pruning,
+    )  # fmt: skip

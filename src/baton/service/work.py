@@ -45,6 +45,7 @@ from baton.store import Conflict, StoredTicket
 from baton.store.outbox.marking import Answer
 
 from . import briefs
+from .resolver import Notice
 from .unit import UnitOfWork, Units
 
 log = logging.getLogger("baton.decisions")
@@ -124,6 +125,7 @@ class Request:
     assignee: Actor | None = None  # for /assign @user: that user, with their access, as the guard needs
     via: str | None = None  # "api": the agent API, recorded on the event as its `source` (None: a comment)
     delivery: str | None = None  # the webhook delivery it came in, for the decision's log line
+    notices: tuple[Notice, ...] = ()  # what resolving its caller met (`Resolver`), told in its unit of work
 
 
 @dataclass(frozen=True)
@@ -221,7 +223,12 @@ class WorkService:
         # A lost claim-limit increment, or a concurrent first write of the same ticket or operation id, rolls
         # everything back; the next round reads what won.
         what = f"operation {requests[0].operation_id}" if requests else "nothing"
-        outcomes = self.units.settle(what, lambda uow: self._decide_all(uow, requests))
+
+        def attempt(uow: UnitOfWork) -> list[Outcome]:
+            self._notify(uow, requests)
+            return self._decide_all(uow, requests)
+
+        outcomes = self.units.settle(what, attempt)
         decided = [(r, o) for r, o in zip(requests, outcomes, strict=True) if o.kind != UNREAD]
         if self.decided is not None:
             self.decided([r for r, _ in decided], [o for _, o in decided])
@@ -373,17 +380,31 @@ class WorkService:
 
     def reply(self, where: TicketKey, repository: str, author: str, message: str, operation_id: str) -> bool:
         """Answer a command that reached no ticket (a pull request that links none, or several), once."""
+        notice = Notice(where, repository, author, message, operation_id)
+        return self.units.settle(f"operation {operation_id}", lambda uow: self._reply(uow, notice))
 
-        def attempt(uow: UnitOfWork) -> bool:
-            if uow.work.read(where, operation_id, author).first is not None:
-                return False
-            outcome = Outcome("refused", "", None, 0, None, code="not_linked", message=message)
-            uow.work.record_operation(operation_id, None, outcome.to_json())
-            uow.outbox.queue_all({where: [("reply", None, author, message)]}, self.answer_delay)
-            uow.outbox.due(where, repository, self.answer_delay)
-            return True
+    def _reply(self, uow: UnitOfWork, notice: Notice) -> bool:
+        """Queue `notice` in `uow`, unless its operation id was recorded before."""
+        where, message = notice.where, notice.message
+        if uow.work.read(where, notice.operation_id, notice.author).first is not None:
+            return False
+        outcome = Outcome("refused", "", None, 0, None, code="not_linked", message=message)
+        uow.work.record_operation(notice.operation_id, None, outcome.to_json())
+        uow.outbox.queue_all({where: [("reply", None, notice.author, message)]}, self.answer_delay)
+        uow.outbox.due(where, notice.repository, self.answer_delay)
+        return True
 
-        return self.units.settle(f"operation {operation_id}", attempt)
+    def _notify(self, uow: UnitOfWork, requests: Sequence[Request]) -> None:
+        """The requests' notices, each once (`_reply`), before they are decided: their tickets are locked
+        first, in the order `_decide_all` locks them, so the outbox rows are taken after the tickets as always."""
+        notices: dict[str, Notice] = {}
+        for request in requests:
+            for notice in request.notices:
+                notices.setdefault(notice.operation_id, notice)
+        if notices:  # the statement locks them in the order of their keys
+            uow.work.tickets(list(dict.fromkeys(request.issue.key for request in requests)), lock=True)
+        for notice in notices.values():
+            self._reply(uow, notice)
 
     def _first_sight(self, uow: UnitOfWork, issue: Issue, policy: Policy, operation_id: str) -> StoredTicket | None:
         """The first command on an offered issue (every issue with `offer: all`, one carrying the offer label

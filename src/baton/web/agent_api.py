@@ -37,11 +37,11 @@ from baton.github.identity import BadToken, Identities, Identity, IdentityUnavai
 from baton.github.issues import NotOpened
 from baton.github.refusals import rate_limit
 from baton.github.webhooks import MAX_NUMBER
-from baton.intake import Intake
-from baton.intake.agent_requests import Missing, create_and_claim, decide_all, not_served, prepare, readable
-from baton.intake.context import DirectoryUnavailable
+from baton.intake.agent_requests import create_and_claim, decide_all, prepare
+from baton.intake.context import IssueSource
 from baton.service import work
-from baton.service.work import Outcome
+from baton.service.resolver import DirectoryUnavailable, Missing, Resolver, not_served
+from baton.service.work import Outcome, WorkService
 from baton.store.api_requests import ApiRequests, Remembered
 from baton.store.reads import Reads
 
@@ -340,15 +340,14 @@ def web_url(api_url: str) -> str:
     return base.removesuffix("/api/v3")
 
 
-def readers(intake: Intake, identities: Identities) -> Callable[[str, str], bool]:
+def readers(resolver: Resolver, identities: Identities) -> Callable[[str, str], bool]:
     """Whether a person's GitHub token may read a repository's tickets: where Baton serves the repository and
-    GitHub lets them read it (`intake.agent_requests.readable`). Raises `BadToken` for a token that is not a
-    person's."""
+    GitHub lets them read it (`Resolver.readable`). Raises `BadToken` for a token that is not a person's."""
 
     def may_read(token: str, repository: str) -> bool:
         login = identities.who(token).login
         try:
-            readable(intake, repository, login)
+            resolver.readable(repository, login)
         except Missing:
             return False
         return True
@@ -360,14 +359,21 @@ class AgentApi:
     """One app's agent API: its services, its callers' rate and the answers it gives. The routes
     (`agents_router`) are made once per process and find it on the app (`app.state.agent_api`)."""
 
-    def __init__(self, intake: Intake, identities: Identities, requests: ApiRequests, settings: Settings) -> None:
-        self.intake = intake
+    def __init__(
+        self, resolver: Resolver, work: WorkService, issues: IssueSource | None, listing: Reads,
+        identities: Identities, requests: ApiRequests, settings: Settings,
+    ) -> None:  # fmt: skip
+        """`resolver` says who a caller is, `work` decides their commands, `issues` reads and opens issues on
+        GitHub (None: without a GitHub App), `listing` reads the tasks a repository offers."""
+        self.resolver = resolver
+        self.work = work
+        self.issues = issues
         self.identities = identities
         self.requests = requests
         self.limiter = _Limiter(settings.api_requests_per_minute)
         self.site = web_url(settings.github_api_url)
-        self.may_read = readers(intake, identities)
-        self.listing = Reads(intake.work.units.engine)
+        self.may_read = readers(resolver, identities)
+        self.listing = listing
         self.read_token = settings.api_token.get_secret_value() if settings.api_token else ""
         self._calls: Batches[_Call, JSONResponse] = Batches(self.decide_calls, most=100)
 
@@ -486,8 +492,8 @@ class AgentApi:
         found: dict[str, tuple[int, int] | None] = {}
         for name in {call.repository for call in calls}:
             with suppress(Exception):  # `prepare` finds it again, and answers for it
-                found[name] = self.intake.locate(name)
-        self.intake.warm({(where[0], call.repository, call.identity.login) for call in calls
+                found[name] = self.resolver.locate(name)
+        self.resolver.warm({(where[0], call.repository, call.identity.login) for call in calls
                           if (where := found.get(call.repository)) is not None})  # fmt: skip
         for n, call in enumerate(calls):
             try:
@@ -495,14 +501,14 @@ class AgentApi:
                 if isinstance(opened, JSONResponse):
                     answers[n] = opened
                     continue
-                ready.append((n, prepare(self.intake, call.repository, call.number, call.command, call.identity.login,
-                                         call.identity.is_bot, opened.operation)))  # fmt: skip
+                ready.append((n, prepare(self.resolver, self.work, call.repository, call.number, call.command,
+                                         call.identity.login, call.identity.is_bot, opened.operation)))  # fmt: skip
             except (Missing, DirectoryUnavailable) as error:
                 answers[n] = self.closing(call.identity, call.key, _unavailable(error))
             except Exception as error:  # this call answers 503 (GitHub failed for a moment) or 500, the others go on
                 failed = _github_failed(error)
                 answers[n] = error if failed is None else self.closing(call.identity, call.key, failed)
-        outcomes = decide_all(self.intake, [request for _, request in ready]) if ready else []
+        outcomes = decide_all(self.work, self.issues, [request for _, request in ready]) if ready else []
         for (n, request), outcome in zip(ready, outcomes, strict=True):
             call = calls[n]
             if isinstance(outcome, Missing):
@@ -512,7 +518,7 @@ class AgentApi:
                 said = f"GitHub could not be asked about {call.repository}#{call.number}; try again shortly."
                 answers[n] = self.closing(call.identity, call.key, _problem(503, "unavailable", said))
             else:
-                response = _answer(outcome, call.repository, call.number, self.site, self.intake, request.issue.key)
+                response = _answer(outcome, call.repository, call.number, self.site, self.work, request.issue.key)
                 answers[n] = self.closing(call.identity, call.key, response)
         return [answers[n] for n in range(len(calls))]
 
@@ -522,13 +528,14 @@ class AgentApi:
                 self.requests.opened(identity.login, key, number)
 
         def answer(operation: str, opened: int | None = None) -> JSONResponse:
-            made, outcome = create_and_claim(self.intake, repository, issue.title, issue.body, identity.login,
-                                             identity.is_bot, operation, opened=opened, on_open=opening)  # fmt: skip
+            made, outcome = create_and_claim(self.resolver, self.work, self.issues, repository, issue.title,
+                                             issue.body, identity.login, identity.is_bot, operation, opened=opened,
+                                             on_open=opening)  # fmt: skip
             if made is None or isinstance(outcome, Refused):
                 assert isinstance(outcome, Refused)
                 status, word = _REFUSALS.get(outcome.code, _CONFLICT)
                 return _problem(status, word, outcome.message.replace("#0 ", "a new issue "), code=outcome.code)
-            response = _answer(outcome, repository, made.number, self.site, self.intake, made)
+            response = _answer(outcome, repository, made.number, self.site, self.work, made)
             if response.status_code == 200:
                 response.status_code = 201
             return response
@@ -563,13 +570,13 @@ class AgentApi:
             if not may:
                 return _problem(404, "not_found", not_served(repo))
         try:
-            found = self.intake.locate(repo)
+            found = self.resolver.locate(repo)
         except DirectoryUnavailable as error:
             return _problem(503, "unavailable", f"{error}; try again shortly.")
         listed: list[Task] = []
         if found is not None:
             summaries = self.listing.tickets(repository=repo, state=state, limit=limit)
-            with self.intake.work.units.read() as uow:  # their briefs, in one statement
+            with self.work.units.read() as uow:  # their briefs, in one statement
                 stored = uow.work.tickets([TicketKey(found[0], found[1], one.number) for one in summaries])
             for summary in summaries:
                 held = stored.get(TicketKey(found[0], found[1], summary.number))
@@ -692,7 +699,7 @@ def agents_router() -> APIRouter:
     return router
 
 
-def _answer(outcome: Outcome, repository: str, number: int, site: str, intake: Intake, key: Any) -> JSONResponse:
+def _answer(outcome: Outcome, repository: str, number: int, site: str, service: WorkService, key: Any) -> JSONResponse:
     url = f"{site}/{repository}/issues/{number}"
     if outcome.kind == "refused":
         status, error = _REFUSALS.get(outcome.code or "", _CONFLICT)
@@ -700,7 +707,7 @@ def _answer(outcome: Outcome, repository: str, number: int, site: str, intake: I
                         runner=outcome.runner, revision=outcome.revision if outcome.state else None)  # fmt: skip
     attempt = outcome.attempt
     if attempt is None:  # a replayed outcome: the ticket as it is now
-        ticket = intake.work.ticket(key)
+        ticket = service.ticket(key)
         attempt = ticket.attempt if ticket is not None else None
     answer = Answer(repository=repository, issue=number, state=outcome.state, runner=outcome.runner,
                     revision=outcome.revision, attempt=attempt, url=url, message=outcome.message)  # fmt: skip

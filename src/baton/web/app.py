@@ -16,10 +16,11 @@ from starlette.routing import Route
 from baton.environment.clock import SYSTEM, Clock
 from baton.environment.settings import Settings
 from baton.github.identity import Identities
-from baton.intake import Configs, Directory
 from baton.process.runtime import Lane, Outage, Runtime
 from baton.process.wiring import assemble
+from baton.service.resolver import Configs, Directory
 from baton.store.api_requests import ApiRequests
+from baton.store.reads import Reads
 from baton.store.spool import Spool
 
 from .agent_api import AgentApi, Refusal, agents_router, invalid_request, readers
@@ -108,9 +109,10 @@ def create_app(
     app.state.spool = spool
     identities = Identities(settings.github_api_url, timeout=settings.github_timeout)
     # Only with an App: who a token belongs to, and what it may read, is asked of GitHub.
-    app.state.read_api = ReadApi(engine, settings, clock, readers(parts.intake, identities) if parts.writer else None)
+    app.state.read_api = ReadApi(engine, settings, clock, readers(parts.resolver, identities) if parts.writer else None)
     app.state.board = Board(settings, app.state.read_api, clock)
-    app.state.agent_api = AgentApi(parts.intake, identities, ApiRequests(engine, clock), settings)
+    app.state.agent_api = AgentApi(parts.resolver, parts.work, parts.intake.issues, Reads(engine), identities,
+                                   ApiRequests(engine, clock), settings)  # fmt: skip
     routers = [
         board_router(),
         api_router(),

@@ -36,7 +36,7 @@ from baton.domain.issue import IN_HAND
 from baton.environment.clock import Clock
 from baton.environment.settings import Settings
 from baton.github.webhooks import MAX_NUMBER
-from baton.intake.agent_requests import not_served
+from baton.service.resolver import not_served
 from baton.store.engine import READ_ONLY
 from baton.store.evidence_codec import from_dict
 from baton.store.inbox import Inbox, Stored
