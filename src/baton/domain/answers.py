@@ -69,7 +69,7 @@ def answer_all(results: Sequence[Result], delay: float) -> Answers:
         source = result.source
         if source is None:
             continue
-        place = answered_on(result.key, source)
+        place = _answered_on(result.key, source)
         comment = (place, source.comment_id)
         if result.misspelt is not None:
             misspelt.setdefault(comment, (result.author, []))[1].append(result.misspelt)
@@ -94,7 +94,7 @@ def answer_all(results: Sequence[Result], delay: float) -> Answers:
     return Answers(queued, due)
 
 
-def answered_on(key: TicketKey, source: Source) -> TicketKey:
+def _answered_on(key: TicketKey, source: Source) -> TicketKey:
     """The issue or pull request a command's answer goes on."""
     return key if source.number is None else replace(key, number=source.number)
 

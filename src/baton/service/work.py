@@ -215,6 +215,8 @@ class WorkService:
         return outcomes
 
     def _decide_all(self, uow: UnitOfWork, requests: Sequence[Request]) -> list[Outcome]:
+        """Read (the tickets, locked; the first results; the claims held), decide each request, swap each ticket
+        that changed, record the operations, and queue the answers with their issues' due times."""
         if not requests:
             return []
         batch = _Batch.read(uow.work, requests)
