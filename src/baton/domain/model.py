@@ -357,3 +357,8 @@ class Event:
     revision: int
     attempt: int
     data: dict[str, Any] = field(default_factory=dict)
+
+
+# An answer to a command, queued to be written on GitHub: its kind ("reaction" | "reply"), the comment it answers
+# (None: the or pull request's own body), the command's author, and the text (a reply's, or the reaction).
+Answer = tuple[str, int | None, str, str]

@@ -64,6 +64,8 @@ class Applied:
 
 @dataclass(frozen=True)
 class Refused:
+    """A command refused: a stable code, whose HTTP status is declared in `refusals.py`, and a message."""
+
     code: str
     message: str
 

@@ -19,7 +19,6 @@ from baton.domain import (
     Brief,
     Command,
     Event,
-    Noted,
     Policy,
     Refused,
     RepositoryKey,
@@ -33,6 +32,7 @@ from baton.domain import (
     decide,
     not_offered,
 )
+from baton.domain.answers import Result, Source, answer_all
 from baton.domain.evidence import NOT_FOUND, UNVERIFIED, verification
 from baton.domain.misspelt import misspelt_text
 from baton.domain.offering import offered
@@ -42,7 +42,7 @@ from baton.reading.commands import help_text, ignored_text
 from baton.service.activity import Activity, record_activity
 from baton.service.evidence import EvidenceService
 from baton.store import Conflict, StoredTicket
-from baton.store.outbox.marking import Answer
+from baton.store.work import WorkTx
 
 from . import briefs
 from .resolver import Notice
@@ -126,22 +126,6 @@ class Request:
     via: str | None = None  # "api": the agent API, recorded on the event as its `source` (None: a comment)
     delivery: str | None = None  # the webhook delivery it came in, for the decision's log line
     notices: tuple[Notice, ...] = ()  # what resolving its caller met (`Resolver`), told in its unit of work
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where a command was written, so its answer goes there.
-
-    `comment_id` is the comment to react to (None: the issue's or pull request's own body); `number`
-    is the issue or pull request the answer goes on, when it is not the ticket's issue (a command on a
-    pull request); `reactable` is False where GitHub has no reactions (a review's body); `ignored` counts
-    the comment's commands past `MAX_COMMANDS`, not read, of which one note tells.
-    """
-
-    comment_id: int | None
-    number: int | None = None
-    reactable: bool = True
-    ignored: int = 0
 
 
 Decided = Callable[[Sequence[Request], Sequence[Outcome]], None]
@@ -238,145 +222,73 @@ class WorkService:
         return outcomes
 
     def _decide_all(self, uow: UnitOfWork, requests: Sequence[Request]) -> list[Outcome]:
+        """Read (the tickets, locked; the first results; the claims held), decide each request, swap each ticket
+        that changed, record the operations, and queue the answers with their issues' due times."""
         if not requests:
             return []
-        keys = sorted({r.issue.key for r in requests}, key=lambda k: (k.installation_id, k.repository_id, k.number))
-        tx = uow.work
-        read = tx.tickets(keys, lock=True)
-        current: dict[TicketKey, StoredTicket | None] = dict(read)
-        firsts = tx.results([request.operation_id for request in requests])
-        held: dict[tuple[RepositoryKey, str], int] = {}  # claims each login holds, by repository
-        logins: dict[RepositoryKey, set[str]] = {}
-        for request in requests:
-            logins.setdefault(request.issue.key.repository_key, set()).add(request.actor.login.lower())
-        for repository, names in logins.items():
-            held.update({(repository, name): count for name, count in tx.held(repository, names).items()})
-        outcomes: list[Outcome] = []
-        operations: list[tuple[str, int | None, dict[str, Any]]] = []
-        answers: dict[TicketKey, list[Answer]] = {}
-        # A comment gets one 👍 if any of its commands is applied, and one note if it held too many to read.
-        reacted: set[tuple[TicketKey, int | None]] = set()
-        notes: dict[tuple[TicketKey, int | None], Answer] = {}
-        misspelt: dict[tuple[TicketKey, int | None], tuple[str, list[str]]] = {}  # one answer per comment
-        shown: dict[TicketKey, str] = {}  # tickets whose view on GitHub changes (or /status asked to refresh it)
-        touches: list[_Touch] = []  # runner activity, recorded after the decisions (activity rows are locked last)
-        for request in requests:
-            issue, command, actor, policy = request.issue, request.command, request.actor, request.policy
-            key = issue.key
-            first = firsts.get(request.operation_id)
-            if first is not None:
-                outcomes.append(Outcome.from_json(first))
-                continue
-            reply: str | None = None
-            thumb = False  # a reply that comes with a 👍
-            if command.name not in RULES:  # misspelt: answered with the comment's others, after its own answers
-                tracked = current[key]
-                outcome = self._misspelt(request, tracked, misspelt)
-                if tracked is not None and request.source is not None and actor.is_(tracked.ticket.runner):
-                    touches.append(_Touch(tracked, "comment", actor.login))
-                firsts[request.operation_id] = outcome.to_json()
-                operations.append((request.operation_id, tracked.id if tracked else None, outcome.to_json()))
-                outcomes.append(outcome)
-                continue
-            stored = current[key]
-            if stored is None and not issue.read:
-                outcomes.append(Outcome(UNREAD, command.name, None, 0, None))
-                continue
-            if stored is None:
-                stored = self._first_sight(uow, issue, policy, request.operation_id)
-                if stored is not None:  # a new ticket is shown, whatever its first command's answer
-                    shown[key] = issue.repository
-            current[key] = stored
-            if stored is None:
-                refusal = not_offered(key.number, issue.repository, policy)
-                outcome = _outcome(command.name, None, kind="refused", code=refusal.code, message=refusal.message)
-                reply = refusal.message
-            else:
-                claims = held.get((key.repository_key, actor.login.lower()), 0)
-                situation = Situation(policy, claims, assignee=request.assignee, **_evidence(uow, stored, command))
-                decision = decide(stored.ticket, command, actor, situation)
-                if isinstance(decision, Applied):
-                    if request.via is not None:
-                        event = decision.event
-                        decision = replace(decision, event=replace(event, data={**event.data, "source": request.via}))
-                    outcome = self._record(uow, stored, decision, command, request.operation_id, policy)
-                    if decision.message is not None:
-                        outcome = replace(outcome, message=decision.message)
-                        reply, thumb = decision.message, True
-                    touches.append(_Touch(stored, f"/{command.name}", actor.login, decision.ticket))
-                    _count(held, key.repository_key, stored.ticket, decision.ticket)
-                    current[key] = StoredTicket(stored.id, decision.ticket)
-                elif isinstance(decision, Noted):
-                    outcome = _outcome(
-                        command.name, stored.ticket, kind="noted", code=decision.code, message=decision.message
-                    )
-                    if command.name == "help":
-                        usable = available(stored.ticket, actor, situation)
-                        reply = f"commands you may use on #{key.number} now:\n{help_text(usable)}"
-                    elif decision.message is not None:
-                        reply, thumb = decision.message, True  # the 👍 of a claim, and what it found
-                else:
-                    outcome = _refusal(command.name, stored.ticket, decision)
-                    reply = decision.message
-                if not isinstance(decision, Applied) and request.source is not None and actor.is_(stored.ticket.runner):
-                    touches.append(_Touch(stored, "comment", actor.login))
-            if outcome.state is not None and outcome.kind != "refused" and outcome.code is None:
-                shown[key] = issue.repository
-            firsts[request.operation_id] = outcome.to_json()  # the same id twice in one call: a retry
-            operations.append((request.operation_id, stored.id if stored else None, outcome.to_json()))
-            source = request.source
-            if source is not None:
-                where, items = _answer(issue, actor, source, reply, thumb)
-                comment = (where, source.comment_id)
-                for item in items:
-                    if not (item[0] == "reaction" and comment in reacted):
-                        answers.setdefault(where, []).append(item)
-                        if item[0] == "reaction":
-                            reacted.add(comment)
-                if source.ignored:
-                    notes[comment] = ("reply", source.comment_id, actor.login, ignored_text(source.ignored))
-            outcomes.append(outcome)
-        for touch in touches:
+        batch = _Batch.read(uow.work, requests)
+        decided = [self._decide(uow, batch, request) for request in requests]
+        for touch in batch.touches:  # runner activity, after the decisions: activity rows are locked last
             touch.record(uow)
-        for (where, comment_id), (author, words) in misspelt.items():
-            answers.setdefault(where, []).append(("reply", comment_id, author, misspelt_text(words)))
-        for (where, _), note in notes.items():  # after the comment's own answers
-            answers.setdefault(where, []).append(note)
-        for key in keys:
-            before, after = read[key], current[key]
-            if after is None:
-                continue
-            expected = before.ticket.revision if before is not None else 1  # 1: created in this transaction
-            if after.ticket.revision != expected and not tx.swap(after.id, expected, after.ticket):
-                raise Conflict("lost")  # not reached while the row is locked; a lost swap never passes silently
-        tx.record_operations(operations)
-        uow.outbox.queue_all(answers, self.answer_delay)
-        # Due now where the ticket's view changed or a 👍 waits; after the coalescing delay where only a reply does.
-        due: dict[TicketKey, tuple[str, float, bool]] = {key: (name, 0.0, False) for key, name in shown.items()}
-        for where, items in answers.items():
-            urgent = any(kind == "reaction" for kind, *_ in items)
-            delay = 0.0 if urgent or where in due else self.answer_delay
-            due[where] = (due[where][0] if where in due else _repository_of(requests, where), delay, urgent)
-        uow.outbox.due_all(due)
-        return outcomes
+        batch.swap(uow.work)
+        uow.work.record_operations(batch.operations)
+        said = answer_all([result for _, result in decided], self.answer_delay)
+        uow.outbox.queue_all(said.queued, self.answer_delay)
+        uow.outbox.due_all(said.due)
+        return [outcome for outcome, _ in decided]
 
-    @staticmethod
-    def _misspelt(
-        request: Request,
-        stored: StoredTicket | None,
-        misspelt: dict[tuple[TicketKey, int | None], tuple[str, list[str]]],
-    ) -> Outcome:
-        """A misspelt command changes nothing and starts tracking nothing. It is answered where the issue is
-        tracked or offered (`offer: all`); on other issues, prose is left alone."""
-        word = request.command.name
-        ticket = stored.ticket if stored is not None else None
-        outcome = _outcome(word, ticket, kind="refused", code="unknown_command", message=misspelt_text([word]))
-        source = request.source
-        if source is not None and (ticket is not None or request.policy.offer == "all"):
-            where, _ = _answer(request.issue, request.actor, source, None)
-            _, words = misspelt.setdefault((where, source.comment_id), (request.actor.login, []))
-            words.append(word)
-        return outcome
+    def _decide(self, uow: UnitOfWork, batch: _Batch, request: Request) -> tuple[Outcome, Result]:
+        """One request of a batch: its outcome, and what its answer needs."""
+        issue, command = request.issue, request.command
+        said = Result(issue.key, issue.repository, request.actor.login)  # nothing to answer, yet
+        first = batch.firsts.get(request.operation_id)
+        if first is not None:
+            return Outcome.from_json(first), said
+        stored = batch.current[issue.key]
+        if command.name not in RULES:
+            outcome, said = _misspelt(request, stored)
+            batch.commented(request, stored)
+            batch.record(request.operation_id, stored, outcome)
+            return outcome, said
+        if stored is None and not issue.read:
+            return Outcome(UNREAD, command.name, None, 0, None), said
+        if stored is None:  # a new ticket is shown, whatever its first command's answer
+            stored = batch.current[issue.key] = self._first_sight(uow, issue, request.policy, request.operation_id)
+            said = replace(said, shown=stored is not None)
+        reply: str | None
+        if stored is None:
+            refusal = not_offered(issue.key.number, issue.repository, request.policy)
+            outcome, reply, thumb = _refusal(command.name, None, refusal), refusal.message, False
+        else:
+            outcome, reply, thumb = self._judge(uow, batch, request, stored)
+        batch.record(request.operation_id, stored, outcome)  # the same id twice in one call: a retry
+        return outcome, _answered(said, request.source, outcome, reply, thumb)
+
+    def _judge(
+        self, uow: UnitOfWork, batch: _Batch, request: Request, stored: StoredTicket
+    ) -> tuple[Outcome, str | None, bool]:
+        """Decide a command on a tracked ticket: its outcome, its reply if any, and whether a 👍 comes with it."""
+        command, actor, key = request.command, request.actor, request.issue.key
+        claims = batch.held.get((key.repository_key, actor.login.lower()), 0)
+        situation = Situation(request.policy, claims, assignee=request.assignee, **_evidence(uow, stored, command))
+        decision = decide(stored.ticket, command, actor, situation)
+        if isinstance(decision, Applied):
+            if request.via is not None:
+                event = decision.event
+                decision = replace(decision, event=replace(event, data={**event.data, "source": request.via}))
+            outcome = self._record(uow, stored, decision, command, request.operation_id, request.policy)
+            batch.moved(request, stored, decision.ticket)
+            if decision.message is None:
+                return outcome, None, False
+            return replace(outcome, message=decision.message), decision.message, True
+        batch.commented(request, stored)
+        if isinstance(decision, Refused):
+            return _refusal(command.name, stored.ticket, decision), decision.message, False
+        outcome = _outcome(command.name, stored.ticket, kind="noted", code=decision.code, message=decision.message)
+        if command.name == "help":
+            usable = available(stored.ticket, actor, situation)
+            return outcome, f"commands you may use on #{key.number} now:\n{help_text(usable)}", False
+        return outcome, decision.message, decision.message is not None  # the 👍 of a claim, and what it found
 
     def reply(self, where: TicketKey, repository: str, author: str, message: str, operation_id: str) -> bool:
         """Answer a command that reached no ticket (a pull request that links none, or several), once."""
@@ -518,6 +430,77 @@ class _Touch:
         record_activity(uow, before.key, self.source, by=self.by, quietly=not same_claim, known=known)
 
 
+@dataclass
+class _Batch:
+    """What one `apply_all` read, and what its decisions left so far: the tickets, locked, as read and as decided;
+    the first results of operation ids seen before; the claims each login holds, by repository; and the
+    operations and runner activity to record."""
+
+    locked: dict[TicketKey, StoredTicket | None]  # as read, in the order of their keys
+    current: dict[TicketKey, StoredTicket | None]
+    firsts: dict[str, dict[str, Any]]
+    held: dict[tuple[RepositoryKey, str], int]
+    operations: list[tuple[str, int | None, dict[str, Any]]] = field(default_factory=list)
+    touches: list[_Touch] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, tx: WorkTx, requests: Sequence[Request]) -> _Batch:
+        """Lock the tickets in the order of their keys, so two processes deciding overlapping batches never wait
+        on each other in a circle; then read the first results and the claims held."""
+        keys = sorted({r.issue.key for r in requests}, key=lambda k: (k.installation_id, k.repository_id, k.number))
+        tickets = tx.tickets(keys, lock=True)
+        firsts = tx.results([request.operation_id for request in requests])
+        logins: dict[RepositoryKey, set[str]] = {}
+        for request in requests:
+            logins.setdefault(request.issue.key.repository_key, set()).add(request.actor.login.lower())
+        held = {(repository, name): count for repository, names in logins.items()
+                for name, count in tx.held(repository, names).items()}  # fmt: skip
+        return cls(tickets, dict(tickets), firsts, held)
+
+    def record(self, operation_id: str, stored: StoredTicket | None, outcome: Outcome) -> None:
+        self.firsts[operation_id] = outcome.to_json()
+        self.operations.append((operation_id, stored.id if stored else None, outcome.to_json()))
+
+    def moved(self, request: Request, stored: StoredTicket, after: Ticket) -> None:
+        """An applied command: the ticket it left, the claims it moved, and the runner's activity."""
+        self.touches.append(_Touch(stored, f"/{request.command.name}", request.actor.login, after))
+        _count(self.held, request.issue.key.repository_key, stored.ticket, after)
+        self.current[request.issue.key] = StoredTicket(stored.id, after)
+
+    def commented(self, request: Request, stored: StoredTicket | None) -> None:
+        """A comment of the runner's that changed nothing is activity on the claim all the same."""
+        if stored is not None and request.source is not None and request.actor.is_(stored.ticket.runner):
+            self.touches.append(_Touch(stored, "comment", request.actor.login))
+
+    def swap(self, tx: WorkTx) -> None:
+        """Write each ticket that changed with one compare-and-swap from the revision read."""
+        for key, before in self.locked.items():
+            after = self.current[key]
+            if after is None:
+                continue
+            expected = before.ticket.revision if before is not None else 1  # 1: created in this transaction
+            if after.ticket.revision != expected and not tx.swap(after.id, expected, after.ticket):
+                raise Conflict("lost")  # not reached while the row is locked; a lost swap never passes silently
+
+
+def _misspelt(request: Request, stored: StoredTicket | None) -> tuple[Outcome, Result]:
+    """A misspelt command changes nothing and starts tracking nothing. It is answered, with the comment's other
+    misspelt commands, where the issue is tracked or offered (`offer: all`); on other issues, prose is left alone."""
+    word, issue = request.command.name, request.issue
+    ticket = stored.ticket if stored is not None else None
+    outcome = _outcome(word, ticket, kind="refused", code="unknown_command", message=misspelt_text([word]))
+    source = request.source if ticket is not None or request.policy.offer == "all" else None
+    return outcome, Result(issue.key, issue.repository, request.actor.login, source, misspelt=word)
+
+
+def _answered(said: Result, source: Source | None, outcome: Outcome, reply: str | None, thumb: bool) -> Result:
+    """What a decided command's answer needs: where it was written, its reply (`thumb`: with a 👍), the comment's
+    note of the commands it held past the limit, and whether the ticket's view changes."""
+    shown = said.shown or (outcome.state is not None and outcome.kind != "refused" and outcome.code is None)
+    note = ignored_text(source.ignored) if source is not None and source.ignored else None
+    return replace(said, source=source, reply=reply, thumb=thumb, note=note, shown=shown)
+
+
 def _evidence(uow: UnitOfWork, stored: StoredTicket, command: Command) -> dict[str, tuple[str, ...]]:
     """For an /accept of delivered work: the reported items GitHub has not verified, read from the rail in the
     decision's transaction (the guard refuses them under `require_verified_evidence`, else the answer names
@@ -543,29 +526,6 @@ def _count(held: dict[tuple[RepositoryKey, str], int], place: RepositoryKey, bef
         held[(place, gained)] = held.get((place, gained), 0) + 1
 
 
-def _repository_of(requests: Sequence[Request], where: TicketKey) -> str:
-    """The repository's name for an issue answered on (the ticket's, or its pull request's)."""
-    for request in requests:
-        key = request.issue.key
-        if key.repository_key == where.repository_key:
-            return request.issue.repository
-    raise LookupError(where)
-
-
-def _answer(
-    issue: Issue, actor: Actor, source: Source, reply: str | None, thumb: bool = False
-) -> tuple[TicketKey, list[Answer]]:
-    """Where a command's answer goes, and what it is: a 👍 where GitHub has reactions unless only a reply
-    answers it (a refusal, /help), then its reply (`thumb`: a reply that comes with the 👍)."""
-    where = issue.key if source.number is None else replace(issue.key, number=source.number)
-    items: list[Answer] = []
-    if (reply is None or thumb) and source.reactable:
-        items.append(("reaction", source.comment_id, actor.login, "+1"))
-    if reply is not None:
-        items.append(("reply", source.comment_id, actor.login, reply))
-    return where, items
-
-
 def _log_decision(request: Request, outcome: Outcome) -> None:
     """One line per command decided: which delivery (or the agent API) brought it, on which issue, by whom,
     what became of it, and the ticket's revision after it."""
@@ -582,7 +542,7 @@ def _log_decision(request: Request, outcome: Outcome) -> None:
     )  # fmt: skip
 
 
-def _refusal(command: str, ticket: Ticket, refusal: Refused) -> Outcome:
+def _refusal(command: str, ticket: Ticket | None, refusal: Refused) -> Outcome:
     return _outcome(command, ticket, kind="refused", code=refusal.code, message=refusal.message)
 
 

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from starlette.concurrency import run_in_threadpool
 
 from baton.domain import Command, Evidence, Refused, TicketKey, WorkState
+from baton.domain.refusals import status_of
 from baton.environment.settings import Settings
 from baton.github.identity import BadToken, Identities, Identity, IdentityUnavailable
 from baton.github.issues import NotOpened
@@ -49,20 +50,6 @@ from .batches import Batches
 
 log = logging.getLogger("baton.api")
 
-# A refusal's code -> the HTTP status and the `error` word of the answer.
-_REFUSALS: dict[str, tuple[int, str]] = {
-    "stale_revision": (412, "precondition_failed"),
-    "not_permitted": (403, "forbidden"),
-    "not_reviewer": (403, "forbidden"),
-    "self_review": (403, "forbidden"),
-    "not_offered": (404, "not_found"),
-    "missing_argument": (422, "invalid"),
-    "missing_evidence": (422, "invalid"),
-    "control_character": (422, "invalid"),
-    "incomplete_brief": (422, "invalid"),
-    "unknown_command": (422, "invalid"),
-}
-_CONFLICT = (409, "conflict")  # wrong_state, not_runner, claim_limit, already_delivered
 # Seconds an unanswered create-and-claim request is taken as still under way (opening its issue on GitHub,
 # which waits at most BATON_GITHUB_TIMEOUT): after that, a retry with its key opens the issue afresh.
 UNDER_WAY = 30.0
@@ -533,7 +520,7 @@ class AgentApi:
                                              on_open=opening)  # fmt: skip
             if made is None or isinstance(outcome, Refused):
                 assert isinstance(outcome, Refused)
-                status, word = _REFUSALS.get(outcome.code, _CONFLICT)
+                status, word = status_of(outcome.code)
                 return _problem(status, word, outcome.message.replace("#0 ", "a new issue "), code=outcome.code)
             response = _answer(outcome, repository, made.number, self.site, self.work, made)
             if response.status_code == 200:
@@ -702,7 +689,7 @@ def agents_router() -> APIRouter:
 def _answer(outcome: Outcome, repository: str, number: int, site: str, service: WorkService, key: Any) -> JSONResponse:
     url = f"{site}/{repository}/issues/{number}"
     if outcome.kind == "refused":
-        status, error = _REFUSALS.get(outcome.code or "", _CONFLICT)
+        status, error = status_of(outcome.code)
         return _problem(status, error, outcome.message or "refused", code=outcome.code, state=outcome.state,
                         runner=outcome.runner, revision=outcome.revision if outcome.state else None)  # fmt: skip
     attempt = outcome.attempt

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
-from baton.domain.model import TicketKey
+from baton.domain.model import Answer, TicketKey
 from baton.environment.clock import Clock
 
 from ..statements import RawTx, Statements
@@ -35,8 +35,6 @@ _STATEMENTS = Statements({
 # offered (its label, within offering's share of the write budget, `budget.Budgets.slot`). A row takes the
 # most urgent of the reasons it was marked due for.
 URGENT, ORDINARY, OFFERING = 0, 1, 2
-
-Answer = tuple[str, int | None, str, str]  # kind ("reaction" | "reply"), comment id, author, text
 
 
 def _key(key: TicketKey) -> dict[str, int]:
