@@ -12,9 +12,9 @@ derived from what the rail keeps, each time it is built, never stored beside it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from ..model import DeploymentState, Evidence, RepositoryState
 from .facts import (
@@ -39,6 +39,8 @@ from .facts import (
     same_commit,
     short,
 )
+
+Kept = TypeVar("Kept")  # what the rail keeps of one subject
 
 # ---------------------------------------------------------------------------------------------- kept
 
@@ -270,33 +272,35 @@ def apply(rail: EvidenceRail, fact: Fact) -> EvidenceRail:
     """The rail with one more fact. Pure; applying a fact twice, or facts in any order, gives the same rail."""
     match fact:
         case PullRequestFact():
-            current = rail.pull_request(fact.number)
-            kept = PullRequest.of(fact) if current is None else current.joined(fact)
-            if kept == current:
-                return rail
-            others = [pr for pr in rail.pull_requests if pr.number != fact.number]
-            return replace(rail, pull_requests=(*others, kept))
+            pull_requests = _joined(
+                rail.pull_requests,
+                lambda pr: pr.number,
+                fact.number,
+                lambda pr: PullRequest.of(fact) if pr is None else pr.joined(fact),
+            )
+            return rail if pull_requests is None else replace(rail, pull_requests=pull_requests)
         case BranchFact():
-            branch = rail.branch(fact.name)
-            kept_branch = Branch.of(fact) if branch is None else branch.joined(fact)
-            if kept_branch == branch:
-                return rail
-            rest = [b for b in rail.branches if b.name != kept_branch.name]
-            return replace(rail, branches=(*rest, kept_branch))
+            branches = _joined(
+                rail.branches,
+                lambda b: b.name,
+                branch_name(fact.name),
+                lambda b: Branch.of(fact) if b is None else b.joined(fact),
+            )
+            return rail if branches is None else replace(rail, branches=branches)
         case CheckFact():
-            key = (fact.sha.lower(), fact.name)
-            check = next((c for c in rail.checks if (c.sha.lower(), c.name) == key), None)
-            newest = fact if check is None else max(check, fact, key=order)
-            if newest == check:
-                return rail
-            return replace(rail, checks=(*(c for c in rail.checks if (c.sha.lower(), c.name) != key), newest))
+            checks = _joined(
+                rail.checks,
+                lambda c: (c.sha.lower(), c.name),
+                (fact.sha.lower(), fact.name),
+                lambda c: fact if c is None else max(c, fact, key=order),
+            )
+            return rail if checks is None else replace(rail, checks=checks)
         case DeploymentFact() | DeploymentStatusFact():
             ident = fact.id if isinstance(fact, DeploymentFact) else fact.deployment_id
-            deployment = next((d for d in rail.deployments if d.id == ident), None)
-            kept_deployment = (deployment or Deployment(ident)).joined(fact)
-            if kept_deployment == deployment:
-                return rail
-            return replace(rail, deployments=(*(d for d in rail.deployments if d.id != ident), kept_deployment))
+            deployments = _joined(
+                rail.deployments, lambda d: d.id, ident, lambda d: (d or Deployment(ident)).joined(fact)
+            )
+            return rail if deployments is None else replace(rail, deployments=deployments)
         case CompareFact():
             if fact in rail.comparisons:
                 return rail
@@ -307,6 +311,18 @@ def apply(rail: EvidenceRail, fact: Fact) -> EvidenceRail:
             if fact in rail.lookups:
                 return rail
             return replace(rail, lookups=(*rail.lookups, fact))
+
+
+def _joined(
+    kept: tuple[Kept, ...], key: Callable[[Kept], Hashable], subject: Hashable, join: Callable[[Kept | None], Kept]
+) -> tuple[Kept, ...] | None:
+    """`kept` with its item about `subject` (by `key`) joined with one more fact by `join`, which is given None
+    for a subject not kept yet; None when the join changes nothing."""
+    current = next((item for item in kept if key(item) == subject), None)
+    joined = join(current)
+    if joined == current:
+        return None
+    return (*(item for item in kept if key(item) != subject), joined)
 
 
 def _report(rail: EvidenceRail, fact: DeliveryReport) -> EvidenceRail:
