@@ -611,6 +611,13 @@ def _get_comment(c: _Context, comment_id: str) -> tuple[int, Json]:
     return 200, c.comment(c.find_comment(comment_id))
 
 
+def _list_issues(c: _Context) -> tuple[int, Json]:
+    issues = list_issues(c.repository.issues.values(), c.query)
+    if issues is None:
+        raise Answer(422, "Validation Failed")
+    return 200, [c.issue(issue) for issue in c.page(issues)]
+
+
 def _create_issue(c: _Context) -> tuple[int, Json]:
     """The App opens an issue (its installation token): by `baton[bot]`, performed via the App."""
     title = c.field("title", str)
@@ -786,7 +793,7 @@ _OPERATIONS: list[tuple[str, str, Callable[..., tuple[int, Json]]]] = [
     ("GET", r"/repos/([^/]+)/([^/]+)/collaborators/([^/]+)/permission", _collaborator_permission),
     ("GET", r"/repos/([^/]+)/([^/]+)/collaborators/([^/]+)", _check_collaborator),
     ("GET", r"/repos/([^/]+)/([^/]+)/contents/(.+)", _contents),
-    ("GET", r"/repos/([^/]+)/([^/]+)/issues", list_issues),
+    ("GET", r"/repos/([^/]+)/([^/]+)/issues", _list_issues),
     ("POST", r"/repos/([^/]+)/([^/]+)/issues", _create_issue),
     ("GET", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)", _get_issue),
     ("POST", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/labels", _add_labels),

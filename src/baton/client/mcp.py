@@ -118,6 +118,16 @@ def build_server(clients: Clients) -> MCPServer:
         except (UsageError, Unreachable) as error:
             return _text(str(error), None, error=True)
 
+    def told(
+        ctx: Context, repo: str, act: Callable[[AgentClient, str], Answer], say: Callable[[str, Answer], str]
+    ) -> CallToolResult:
+        """`act`'s answer as a tool result: `say(repository, answer)` when Baton did it, else the error."""
+        made = call(ctx, repo, act)
+        if isinstance(made, CallToolResult):
+            return made
+        repository, answer = made
+        return _answered(answer, say(repository, answer))
+
     @server.tool(description=LIST_TASKS)
     def list_tasks(repo: Repository, ctx: Context) -> CallToolResult:
         made = call(ctx, repo, lambda client, repository: client.tasks(repository, state="open"))
@@ -134,14 +144,11 @@ def build_server(clients: Clients) -> MCPServer:
 
     @server.tool(description=CLAIM_TASK)
     def claim_task(repo: Repository, number: Number, ctx: Context, revision: Revision = None) -> CallToolResult:
-        made = call(ctx, repo, lambda client, repository: client.claim(repository, number, rev=revision))
-        if isinstance(made, CallToolResult):
-            return made
-        repository, answer = made
-        line = f"claimed {_where(answer.body, repository, number)} ({_revision(answer.body)})"
-        if answer.ok and answer.message:
-            line += f": {answer.message}"
-        return _answered(answer, line)
+        def say(repository: str, answer: Answer) -> str:
+            line = f"claimed {_where(answer.body, repository, number)} ({_revision(answer.body)})"
+            return line + (f": {answer.message}" if answer.ok and answer.message else "")
+
+        return told(ctx, repo, lambda client, repository: client.claim(repository, number, rev=revision), say)
 
     @server.tool(description=DELIVER_TASK)
     def deliver_task(
@@ -156,38 +163,36 @@ def build_server(clients: Clients) -> MCPServer:
         tests: Annotated[Lines, Field(description="Test evidence: links to test runs, or test output.")] = [],  # noqa: B006
         screenshots: Annotated[Lines, Field(description="Links to screenshots.")] = [],  # noqa: B006
     ) -> CallToolResult:
-        made = call(
+        return told(
             ctx,
             repo,
             lambda client, repository: client.deliver(
                 repository, number, summary, branch=branch, commit=commit, pr=pr, tests=tests, screenshots=screenshots
             ),
+            lambda repository, answer: (
+                f"delivered {_where(answer.body, repository, number)} ({_revision(answer.body)}); it waits for review"
+            ),
         )
-        if isinstance(made, CallToolResult):
-            return made
-        repository, answer = made
-        line = f"delivered {_where(answer.body, repository, number)} ({_revision(answer.body)}); it waits for review"
-        return _answered(answer, line)
 
     @server.tool(description=RELEASE_TASK)
     def release_task(repo: Repository, number: Number, ctx: Context) -> CallToolResult:
-        made = call(ctx, repo, lambda client, repository: client.release(repository, number))
-        if isinstance(made, CallToolResult):
-            return made
-        repository, answer = made
-        line = f"released {_where(answer.body, repository, number)} ({_revision(answer.body)}); it is open again"
-        return _answered(answer, line)
+        return told(
+            ctx,
+            repo,
+            lambda client, repository: client.release(repository, number),
+            lambda repository, answer: (
+                f"released {_where(answer.body, repository, number)} ({_revision(answer.body)}); it is open again"
+            ),
+        )
 
     @server.tool(description=TASK_STATUS)
     def task_status(repo: Repository, number: Number, ctx: Context) -> CallToolResult:
-        made = call(ctx, repo, lambda client, repository: client.status(repository, number))
-        if isinstance(made, CallToolResult):
-            return made
-        repository, answer = made
-        body = answer.body
-        holder = f" by @{body['runner']}" if body.get("runner") else ""
-        line = f"{_where(body, repository, number)} is {body.get('state')}{holder} ({_revision(body)})"
-        return _answered(answer, line)
+        def say(repository: str, answer: Answer) -> str:
+            body = answer.body
+            holder = f" by @{body['runner']}" if body.get("runner") else ""
+            return f"{_where(body, repository, number)} is {body.get('state')}{holder} ({_revision(body)})"
+
+        return told(ctx, repo, lambda client, repository: client.status(repository, number), say)
 
     return server
 

@@ -115,10 +115,7 @@ class Sweep:
                 return False  # flagged by another process, or activity came since the sweep read it
             since = _quiet_since(uow, claim)
             uow.activity.append_event(claim.ticket_id, flagged_stale(ticket, since, policy))
-            assert ticket.runner is not None
-            reply = ("reply", None, ticket.runner, stale_text(ticket, since, policy))
-            uow.outbox.queue_all({claim.key: [reply]}, self.answer_delay)
-            uow.outbox.due(claim.key, claim.repository)
+            self._reply(uow, claim, ticket, stale_text(ticket, since, policy))
             return True
 
         return self.units.settle(f"flagging ticket {claim.ticket_id} stale", attempt)
@@ -142,13 +139,16 @@ class Sweep:
             uow.work.append(claim.ticket_id, decision.event, None)
             known = (claim.ticket_id, claim.repository)
             record_activity(uow, claim.key, "auto_release_after", quietly=True, known=known)  # its flag ends
-            assert ticket.runner is not None
-            reply = ("reply", None, ticket.runner, release_text(ticket, since, policy))
-            uow.outbox.queue_all({claim.key: [reply]}, self.answer_delay)
-            uow.outbox.due(claim.key, claim.repository)
+            self._reply(uow, claim, ticket, release_text(ticket, since, policy))
             return True
 
         return self.units.settle(f"releasing ticket {claim.ticket_id}", attempt)
+
+    def _reply(self, uow: UnitOfWork, claim: QuietClaim, ticket: Ticket, text: str) -> None:
+        """Answer the claim's runner with `text`, on its issue, in the same transaction."""
+        assert ticket.runner is not None
+        uow.outbox.queue_all({claim.key: [("reply", None, ticket.runner, text)]}, self.answer_delay)
+        uow.outbox.due(claim.key, claim.repository)
 
 
 def _quiet_since(uow: UnitOfWork, claim: QuietClaim) -> datetime:

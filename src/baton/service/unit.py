@@ -15,7 +15,7 @@ the winner left.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TypeVar
 
 from sqlalchemy import Connection, Engine
@@ -56,19 +56,16 @@ class Units:
         self.clock = clock
         self._reader = engine.execution_options(**{READ_ONLY: True})
 
-    @contextmanager
-    def begin(self) -> Iterator[UnitOfWork]:
-        with self.engine.begin() as connection:
-            uow = UnitOfWork(connection, self.clock)
-            try:
-                yield uow
-            finally:
-                uow.close()
+    def begin(self) -> AbstractContextManager[UnitOfWork]:
+        return self._unit(self.engine)
+
+    def read(self) -> AbstractContextManager[UnitOfWork]:
+        """A unit that only reads: on SQLite it reads a snapshot and waits for no writer."""
+        return self._unit(self._reader)
 
     @contextmanager
-    def read(self) -> Iterator[UnitOfWork]:
-        """A unit that only reads: on SQLite it reads a snapshot and waits for no writer."""
-        with self._reader.begin() as connection:
+    def _unit(self, engine: Engine) -> Iterator[UnitOfWork]:
+        with engine.begin() as connection:
             uow = UnitOfWork(connection, self.clock)
             try:
                 yield uow

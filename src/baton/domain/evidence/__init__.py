@@ -13,20 +13,6 @@ Nothing here knows the work rail: evidence never claims, delivers or accepts any
 imports nothing that could. The rules are written out, with examples, in docs/evidence.md.
 """
 
-from .assessment import (
-    EnvironmentDeployment,
-    accepted_heads,
-    blocker,
-    deployment_state,
-    environments,
-    failing_checks,
-    lead_pull_request,
-    pull_request_head,
-    unanswered_comparisons,
-    unrequired_failures,
-    unseen_pull_request,
-    unverified_branch,
-)
 from .facts import (
     OWN_CHECK,
     BranchFact,
@@ -45,7 +31,25 @@ from .facts import (
     short,
     stamp,
 )
-from .rail import Branch, Deployment, EvidenceRail, PullRequest, apply
+from .rail import (
+    Branch,
+    Deployment,
+    EnvironmentDeployment,
+    EvidenceRail,
+    PullRequest,
+    accepted_heads,
+    apply,
+    blocker,
+    deployment_state,
+    environments,
+    failing_checks,
+    lead_pull_request,
+    pull_request_head,
+    unanswered_comparisons,
+    unrequired_failures,
+    unseen_pull_request,
+    unverified_branch,
+)
 from .sightings import (
     DEPLOYMENT_MARGIN,
     Repository,

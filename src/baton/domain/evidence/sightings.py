@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from ..model import DeploymentState, RepositoryKey
-from .assessment import environments, pull_request_head, unanswered_comparisons
 from .facts import (
     BranchFact,
     CheckFact,
@@ -23,7 +22,7 @@ from .facts import (
     branch_name,
     instant,
 )
-from .rail import EvidenceRail
+from .rail import EvidenceRail, environments, pull_request_head, unanswered_comparisons
 
 # A deployment created before a merge cannot contain it; the margin absorbs clocks that disagree a little.
 DEPLOYMENT_MARGIN = timedelta(minutes=5)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from ..model import DeploymentState, RepositoryState
-from .assessment import (
+from .facts import Includes, short
+from .rail import (
+    EvidenceRail,
+    PullRequest,
     environments,
     lead_branch,
     lead_pull_request,
@@ -11,8 +14,6 @@ from .assessment import (
     pull_request_problems,
     unseen_pull_request,
 )
-from .facts import Includes, short
-from .rail import EvidenceRail, PullRequest
 from .verification import NOT_FOUND, VERIFIED, ReportedItem, not_found, verification
 
 NOT_FOUND_WORDS = "not found on GitHub"
