@@ -48,7 +48,7 @@ DOCS = "https://docs.github.com/rest"
 API_PREFIX = "/api/v3"  # where a GitHub Enterprise Server serves its REST API
 
 
-class Answer(Exception):
+class GitHubError(Exception):
     """GitHub's kind of error answer."""
 
     def __init__(self, status: int, message: str, headers: dict[str, str] | None = None, **extra: Any) -> None:
@@ -58,9 +58,9 @@ class Answer(Exception):
         self.headers = headers or {}
 
 
-def invalid(resource: str, field: str, code: str) -> Answer:
+def invalid(resource: str, field: str, code: str) -> GitHubError:
     """GitHub's 422 for a well-formed request it will not carry out."""
-    return Answer(422, "Validation Failed", errors=[{"resource": resource, "field": field, "code": code}])
+    return GitHubError(422, "Validation Failed", errors=[{"resource": resource, "field": field, "code": code}])
 
 
 RATE_LIMIT = 5000  # an installation's requests an hour, as GitHub reports it
@@ -68,7 +68,7 @@ RATE_LIMIT = 5000  # an installation's requests an hour, as GitHub reports it
 
 @dataclass
 class Fault:
-    """Answer the next `times` calls matching `method` and `path` (a regular expression over the path) and,
+    """GitHubError the next `times` calls matching `method` and `path` (a regular expression over the path) and,
     when given, `body` (a regular expression over the request's body) with `status` (403 or 429 with
     `retry_after` is a secondary rate limit), after waiting `delay` seconds; with no status the call is only
     slowed down. `headers` go on the error answer (`x-ratelimit-remaining: 0` with `x-ratelimit-reset` on a
@@ -171,10 +171,10 @@ class StandIn:
                 if problems:
                     self.problems.extend(problems)
                     if operation is None:
-                        raise Answer(404, "Not Found")
-                    raise Answer(422, "Invalid request.\n\n" + "\n".join(problems), errors=problems)
+                        raise GitHubError(404, "Not Found")
+                    raise GitHubError(422, "Invalid request.\n\n" + "\n".join(problems), errors=problems)
             status, answer, extra = self._dispatch(web, prefix, method, path, query, headers, body)
-        except Answer as error:
+        except GitHubError as error:
             status, answer, extra = error.status, error.body, error.headers
         content = b"" if answer is None else json.dumps(answer).encode()
         response_headers = {"content-type": "application/json; charset=utf-8", **extra} if content else extra
@@ -200,7 +200,7 @@ class StandIn:
                 "x-ratelimit-used": str(used), "x-ratelimit-reset": str(self._reset + 3600 * window),
                 "x-ratelimit-resource": "core"}  # fmt: skip
 
-    def _fault(self, method: str, path: str, body: bytes) -> tuple[float, Answer | None]:
+    def _fault(self, method: str, path: str, body: bytes) -> tuple[float, GitHubError | None]:
         """The delay and the error answer an injected fault asks for this call."""
         with self.world.lock:
             for fault in self.faults:
@@ -211,11 +211,11 @@ class StandIn:
                     if fault.retry_after is not None:
                         message = "You have exceeded a secondary rate limit. Please wait before you try again."
                         headers = {"retry-after": str(fault.retry_after), **fault.headers}
-                        return fault.delay, Answer(fault.status, message, headers)
+                        return fault.delay, GitHubError(fault.status, message, headers)
                     words = "Server Error" if fault.status >= 500 else "Injected"
                     if "x-ratelimit-remaining" in fault.headers:
                         words = "API rate limit exceeded."
-                    return fault.delay, Answer(fault.status, fault.message or words, dict(fault.headers))
+                    return fault.delay, GitHubError(fault.status, fault.message or words, dict(fault.headers))
         return 0.0, None
 
     def _dispatch(
@@ -228,7 +228,7 @@ class StandIn:
             with self.world.lock:
                 status, answer = conversion(self.world, unquote(converting.group(1)), base, web)
             if status >= 400:
-                raise Answer(status, "Not Found")
+                raise GitHubError(status, "Not Found")
             return status, answer, {}
         minting = re.fullmatch(r"/app/installations/([0-9]+)/access_tokens", path)
         if method == "POST" and minting is not None:
@@ -247,7 +247,7 @@ class StandIn:
             with self.world.lock:
                 status, answer = user_installations(self.world, base, web, headers, path, query)
             if status >= 400:
-                raise Answer(status, answer)
+                raise GitHubError(status, answer)
             return status, answer, {}
         if method == "GET" and path == "/app/installations":
             with self.world.lock:
@@ -265,7 +265,7 @@ class StandIn:
             with self.world.lock:
                 status, answer = team_membership(self.world, base, headers, *map(unquote, membership.groups()))
             if status >= 400:
-                raise Answer(status, answer)
+                raise GitHubError(status, answer)
             return status, answer, {}
         for route_method, pattern, handler in _ROUTES:
             if route_method != method:
@@ -277,12 +277,12 @@ class StandIn:
             try:
                 data = json.loads(body) if body else None
             except json.JSONDecodeError as error:
-                raise Answer(400, f"Problems parsing JSON: {error}") from None
+                raise GitHubError(400, f"Problems parsing JSON: {error}") from None
             with self.world.lock:
                 repository = self._repository(args[0], args[1], headers)
                 context = _Context(self, repository, base, query, data)
                 return *handler(context, *args[2:]), {}
-        raise Answer(404, "Not Found")
+        raise GitHubError(404, "Not Found")
 
     def _hook_deliveries(
         self, base: str, method: str, path: str, query: dict[str, str], headers: dict[str, str]
@@ -292,7 +292,7 @@ class StandIn:
             self._app_jwt(headers)
             status, answer, link = self.hooks.answer(base, method, path, query) if self.hooks else (404, None, {})
         if status >= 400:
-            raise Answer(status, "Not Found")
+            raise GitHubError(status, "Not Found")
         return status, answer, link
 
     # -- authentication ------------------------------------------------------------------------------
@@ -301,9 +301,9 @@ class StandIn:
         app_id = self._app_jwt(headers)
         installation = self.world.installations.get(installation_id)
         if installation is None or installation.app_id != app_id:
-            raise Answer(404, "Not Found")
+            raise GitHubError(404, "Not Found")
         if installation.suspended:
-            raise Answer(403, "This installation has been suspended")
+            raise GitHubError(403, "This installation has been suspended")
         token = Token(f"ghs_{secrets.token_hex(18)}", installation_id, self.world.now() + timedelta(hours=1))
         self.world.tokens[token.value] = token
         return 201, shapes.installation_token(token.value, token.expires_at)
@@ -326,9 +326,9 @@ class StandIn:
         scheme, _, credential = headers.get("authorization", "").partition(" ")
         token = self.world.tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
         if token is None or token.expires_at <= self.world.now():
-            raise Answer(401, "Bad credentials")
+            raise GitHubError(401, "Bad credentials")
         if self.world.installations[token.installation_id].suspended:
-            raise Answer(403, "This installation has been suspended")
+            raise GitHubError(403, "This installation has been suspended")
         reached = sorted((one for one in self.world.repositories.values()
                           if one.installation_id == token.installation_id), key=lambda r: r.id)  # fmt: skip
         return shapes.installation_repositories([one.shape(base) for one in _paged(reached, query)], len(reached))
@@ -339,7 +339,7 @@ class StandIn:
         repository = self.world.repository(f"{owner}/{name}")
         installation = self.world.installations.get(repository.installation_id) if repository else None
         if installation is None or installation.app_id != app_id:
-            raise Answer(404, "Not Found")
+            raise GitHubError(404, "Not Found")
         return self._installation(installation, base, web)
 
     def _app_jwt(self, headers: dict[str, str]) -> int:
@@ -347,18 +347,18 @@ class StandIn:
         `/app` operations (an installation token is refused). The App's id."""
         scheme, _, credential = headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not credential:
-            raise Answer(401, "A JSON web token could not be decoded")
+            raise GitHubError(401, "A JSON web token could not be decoded")
         try:
             # The issuer names the App, whose key then verifies the token (Baton's, or one made from a manifest).
             issuer = str(jwt.decode(credential, options={"verify_signature": False}).get("iss"))
             key = self.world.public_key(int(issuer)) if issuer.isdigit() else None
             if key is None:
-                raise Answer(401, "'Issuer' claim ('iss') must be an Integer matching the App's id")
+                raise GitHubError(401, "'Issuer' claim ('iss') must be an Integer matching the App's id")
             claims = jwt.decode(credential, key, algorithms=["RS256"], options={"require": ["exp", "iat", "iss"]})
         except jwt.PyJWTError as error:
-            raise Answer(401, f"A JSON web token could not be decoded: {error}") from None
+            raise GitHubError(401, f"A JSON web token could not be decoded: {error}") from None
         if int(claims["exp"]) - int(claims["iat"]) > 660:
-            raise Answer(401, "'Expiration time' claim ('exp') is too far in the future")
+            raise GitHubError(401, "'Expiration time' claim ('exp') is too far in the future")
         return int(issuer)
 
     def _authenticated_user(self, base: str, headers: dict[str, str]) -> Json:
@@ -368,8 +368,8 @@ class StandIn:
         login = self.world.user_tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
         if login is None:
             if credential in self.world.tokens:
-                raise Answer(403, "Resource not accessible by integration")
-            raise Answer(401, "Bad credentials")
+                raise GitHubError(403, "Resource not accessible by integration")
+            raise GitHubError(401, "Bad credentials")
         account = self.world.accounts[login]
         return shapes.authenticated_user(account.login, account.id, type=account.type, api_url=base)
 
@@ -377,13 +377,13 @@ class StandIn:
         scheme, _, credential = headers.get("authorization", "").partition(" ")
         token = self.world.tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
         if token is None or token.expires_at <= self.world.now():
-            raise Answer(401, "Bad credentials")
+            raise GitHubError(401, "Bad credentials")
         repository = self.world.repository(f"{owner}/{name}")
         if repository is None or repository.installation_id != token.installation_id:
-            raise Answer(404, "Not Found")
+            raise GitHubError(404, "Not Found")
         installation = self.world.installations[token.installation_id]
         if installation.suspended:
-            raise Answer(403, "This installation has been suspended")
+            raise GitHubError(403, "This installation has been suspended")
         return repository
 
 
@@ -441,7 +441,7 @@ class _Context:
     def label(self, name: str) -> Json:
         found = self.repository.label(name)
         if found is None:
-            raise Answer(404, "Not Found")
+            raise GitHubError(404, "Not Found")
         return shapes.label(self.repo, found.name, found.color, found.description, found.id, default=found.default)
 
     def issue(self, issue: Issue) -> Json:
@@ -458,19 +458,19 @@ class _Context:
     def pull_request(self, number: int) -> Json:
         pull = self.repository.pulls.get(number)
         if pull is None:
-            raise Answer(404, "Not Found")
+            raise GitHubError(404, "Not Found")
         return render_pull_request(self.world, self.repository, self.repo, number)
 
     def find_issue(self, number: str) -> Issue:
         issue = self.repository.issues.get(int(number))
         if issue is None:
-            raise Answer(404, "Not Found")
+            raise GitHubError(404, "Not Found")
         return issue
 
     def find_comment(self, comment_id: str) -> Comment:
         comment = self.repository.comments.get(int(comment_id))
         if comment is None:
-            raise Answer(404, "Not Found")
+            raise GitHubError(404, "Not Found")
         return comment
 
 
@@ -493,11 +493,11 @@ def _get_repository(c: _Context) -> tuple[int, Json]:
 def _collaborator_permission(c: _Context, username: str) -> tuple[int, Json]:
     account = c.world.accounts.get(username.lower())
     if account is None:
-        raise Answer(404, "Not Found")
+        raise GitHubError(404, "Not Found")
     role = c.repository.permission(username)
     base = c.repository.custom_roles.get(role, role)
     if base == "none":
-        raise Answer(404, f"{username} is not a user")
+        raise GitHubError(404, f"{username} is not a user")
     coarse = {"maintain": "write", "triage": "read"}.get(base, base)
     return 200, shapes.collaborator_permission(c.repo, account, coarse, role, base=base)
 
@@ -505,7 +505,7 @@ def _collaborator_permission(c: _Context, username: str) -> tuple[int, Json]:
 def _check_collaborator(c: _Context, username: str) -> tuple[int, Json]:
     """GET .../collaborators/{username}: 204 for a collaborator (`Repository.is_collaborator`), else 404."""
     if username.lower() not in c.world.accounts or not c.repository.is_collaborator(username):
-        raise Answer(404, "Not Found")
+        raise GitHubError(404, "Not Found")
     return 204, None
 
 
@@ -513,7 +513,7 @@ def _contents(c: _Context, path: str) -> tuple[int, Json]:
     ref = c.query.get("ref", c.repository.default_branch)
     text = c.repository.files.get(path) if ref == c.repository.default_branch else None
     if text is None:
-        raise Answer(404, "Not Found")
+        raise GitHubError(404, "Not Found")
     return 200, shapes.content_file(c.repo, path, text, sha_of("blob", text))
 
 
@@ -529,7 +529,7 @@ def _add_labels(c: _Context, number: str) -> tuple[int, Json]:
     issue = c.find_issue(number)
     names = c.data.get("labels") if isinstance(c.data, dict) else c.data
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise Answer(422, "Invalid request.\n\nlabels must be a list of names")
+        raise GitHubError(422, "Invalid request.\n\nlabels must be a list of names")
     for name in names:
         label = c.repository.label(name)
         if label is None:  # GitHub creates a label it does not know yet, in grey
@@ -545,7 +545,7 @@ def _remove_label(c: _Context, number: str, name: str) -> tuple[int, Json]:
     issue = c.find_issue(number)
     present = next((n for n in issue.labels if n.lower() == name.lower()), None)
     if present is None:
-        raise Answer(404, "Label does not exist")
+        raise GitHubError(404, "Label does not exist")
     issue.labels.remove(present)
     _touch(c, issue)
     c.labels_changed("unlabeled", issue, present)
@@ -614,7 +614,7 @@ def _get_comment(c: _Context, comment_id: str) -> tuple[int, Json]:
 def _list_issues(c: _Context) -> tuple[int, Json]:
     issues = list_issues(c.repository.issues.values(), c.query)
     if issues is None:
-        raise Answer(422, "Validation Failed")
+        raise GitHubError(422, "Validation Failed")
     return 200, [c.issue(issue) for issue in c.page(issues)]
 
 
@@ -652,7 +652,7 @@ def _create_comment(c: _Context, number: str) -> tuple[int, Json]:
 def _update_comment(c: _Context, comment_id: str) -> tuple[int, Json]:
     comment = c.find_comment(comment_id)
     if comment.app_id != c.world.app_id:
-        raise Answer(403, "Resource not accessible by integration")
+        raise GitHubError(403, "Resource not accessible by integration")
     comment.body = c.field("body", str)
     comment.updated_at = c.world.now()
     return 200, c.comment(comment)
@@ -712,7 +712,7 @@ def _create_check_run(c: _Context) -> tuple[int, Json]:
 def _update_check_run(c: _Context, check_run_id: str) -> tuple[int, Json]:
     run = c.repository.check_runs.get(int(check_run_id))
     if run is None:
-        raise Answer(404, "Not Found")
+        raise GitHubError(404, "Not Found")
     _update_run(run, c.data if isinstance(c.data, dict) else {}, c.world.now())
     return 200, _check_run_json(c, run)
 
@@ -750,7 +750,7 @@ def _get_commit(c: _Context, ref: str) -> tuple[int, Json]:
         known = {commit for commits in repository.branches.values() for commit in commits} | set(repository.committed)
         matches = [commit for commit in known if len(wanted) >= 7 and commit.lower().startswith(wanted)]
         if len(matches) != 1:
-            raise Answer(422, f"No commit found for SHA: {ref}")
+            raise GitHubError(422, f"No commit found for SHA: {ref}")
         sha = matches[0]
     line = next((commits for commits in repository.branches.values() if sha in commits), [sha])
     return 200, _commit_json(c, sha, line[max(0, line.index(sha) - 1) : line.index(sha)])
@@ -760,7 +760,7 @@ def _get_branch(c: _Context, name: str) -> tuple[int, Json]:
     """A branch, its head commit and, if protected, the status checks its protection requires."""
     commits = c.repository.commits(name)
     if not commits:
-        raise Answer(404, "Branch not found")
+        raise GitHubError(404, "Branch not found")
     head = _commit_json(c, commits[-1], commits[-2:-1])
     required = c.repository.protection.get(name)
     if required is None:
@@ -774,7 +774,7 @@ def _compare(c: _Context, basehead: str) -> tuple[int, Json]:
     base, head = _resolve(c.repository, base), _resolve(c.repository, head)
     line = next((commits for commits in c.repository.branches.values() if base in commits and head in commits), None)
     if line is None:
-        raise Answer(404, "Not Found")
+        raise GitHubError(404, "Not Found")
     start, end = line.index(base), line.index(head)
     ahead = line[start + 1 : end + 1] if end >= start else []
     base_commit = _commit_json(c, base, line[max(0, start - 1) : start])

@@ -100,7 +100,7 @@ def find_token(environ: Mapping[str, str] | None = None) -> Token:
 
 
 @dataclass(frozen=True)
-class Answer:
+class Response:
     """Baton's HTTP answer: the status code, the JSON body (an object; empty when there was none), and for
     429 the `Retry-After` header."""
 
@@ -120,7 +120,7 @@ class Answer:
 
 
 class AgentClient:
-    """Baton's agent API, one call per method. Every method returns an `Answer` whatever the status code,
+    """Baton's agent API, one call per method. Every method returns a `Response` whatever the status code,
     and raises `Unreachable` when there is no answer."""
 
     def __init__(self, base_url: str, token: str, *, timeout: float = TIMEOUT) -> None:
@@ -144,7 +144,7 @@ class AgentClient:
     def close(self) -> None:
         self._http.close()
 
-    def claim(self, repo: str, number: int, rev: int | None = None, idempotency_key: str | None = None) -> Answer:
+    def claim(self, repo: str, number: int, rev: int | None = None, idempotency_key: str | None = None) -> Response:
         headers = {}
         if rev is not None:
             headers["If-Match"] = f'"{rev}"'
@@ -152,7 +152,7 @@ class AgentClient:
             headers["Idempotency-Key"] = idempotency_key
         return self._call("POST", f"{_issue_path(repo, number)}/claim", json={}, headers=headers)
 
-    def release(self, repo: str, number: int) -> Answer:
+    def release(self, repo: str, number: int) -> Response:
         return self._call("POST", f"{_issue_path(repo, number)}/release", json={})
 
     def deliver(
@@ -165,18 +165,18 @@ class AgentClient:
         pr: int | None = None,
         tests: Sequence[str] = (),
         screenshots: Sequence[str] = (),
-    ) -> Answer:
+    ) -> Response:
         body = {"summary": summary, "branch": branch, "commit": commit, "pr": pr, "tests": list(tests),
                 "screenshots": list(screenshots)}  # fmt: skip
         return self._call("POST", f"{_issue_path(repo, number)}/deliver", json=body)
 
-    def tasks(self, repo: str, state: str = "open") -> Answer:
+    def tasks(self, repo: str, state: str = "open") -> Response:
         return self._call("GET", "/api/v1/tasks", params={"repo": repo, "state": state})
 
-    def status(self, repo: str, number: int) -> Answer:
+    def status(self, repo: str, number: int) -> Response:
         return self._call("GET", _issue_path(repo, number))
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Answer:
+    def _call(self, method: str, path: str, **kwargs: Any) -> Response:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TimeoutException:
@@ -190,7 +190,7 @@ class AgentClient:
             body = None
         if not isinstance(body, dict):
             body = {}
-        return Answer(response.status_code, body, response.headers.get("Retry-After"))
+        return Response(response.status_code, body, response.headers.get("Retry-After"))
 
 
 def _issue_path(repo: str, number: int) -> str:

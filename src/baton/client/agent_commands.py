@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from baton.client.agent import AgentClient, Answer
+    from baton.client.agent import AgentClient, Response
 
 # The agent's commands: they talk to a running Baton over HTTP (baton/agent.py) and touch no database.
 
@@ -52,7 +52,7 @@ class _Agent:
         self.err(f"baton: {message}")
         return code
 
-    def answered(self, answer: Answer, token_source: str, line: Callable[[dict[str, Any]], str]) -> int:
+    def answered(self, answer: Response, token_source: str, line: Callable[[dict[str, Any]], str]) -> int:
         """The exit status for Baton's answer, having printed it."""
         self.body(answer.body)
         said = answer.message
@@ -75,7 +75,7 @@ class _Agent:
         self.err(f"baton: Baton answered HTTP {answer.status}" + (f": {said}" if said else ""))
         return 2
 
-    def unexpected(self, answer: Answer, what: str) -> int:
+    def unexpected(self, answer: Response, what: str) -> int:
         """A 200 whose body is not what the contract promises."""
         self.body(answer.body)
         self.err(f"baton: Baton's answer holds no {what}")

@@ -20,7 +20,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from baton.client.agent import AgentClient, Answer, Unreachable, UsageError, parse_repository
+from baton.client.agent import AgentClient, Response, Unreachable, UsageError, parse_repository
 
 INSTRUCTIONS = (
     "Baton makes sure exactly one agent works on a task, and that delivered work waits for a person to accept "
@@ -71,7 +71,7 @@ def _text(line: str, body: dict[str, Any] | None, *, error: bool = False) -> Cal
     return CallToolResult(content=[TextContent(type="text", text=line)], structured_content=body, is_error=error)
 
 
-def _said(answer: Answer) -> str:
+def _said(answer: Response) -> str:
     """Why Baton did not do it: its message, else FastAPI's `detail`, else the status code."""
     if answer.message:
         said = answer.message
@@ -85,7 +85,7 @@ def _said(answer: Answer) -> str:
     return said
 
 
-def _answered(answer: Answer, done: str) -> CallToolResult:
+def _answered(answer: Response, done: str) -> CallToolResult:
     """The API's answer as a tool result: `done` on 200, else a tool error with Baton's message."""
     if not answer.ok:
         return _text(_said(answer), answer.body or None, error=True)
@@ -109,7 +109,9 @@ def build_server(clients: Clients) -> MCPServer:
     """An MCP server whose tools call the agent API through the client `clients` gives each call."""
     server: MCPServer = MCPServer("baton", instructions=INSTRUCTIONS, log_level="WARNING")
 
-    def call(ctx: Context, repo: str, act: Callable[[AgentClient, str], Answer]) -> tuple[str, Answer] | CallToolResult:
+    def call(
+        ctx: Context, repo: str, act: Callable[[AgentClient, str], Response]
+    ) -> tuple[str, Response] | CallToolResult:
         """`act(client, repository)` -> its answer, or the error result for a bad name or an unreachable Baton."""
         try:
             repository = parse_repository(repo)
@@ -119,7 +121,7 @@ def build_server(clients: Clients) -> MCPServer:
             return _text(str(error), None, error=True)
 
     def told(
-        ctx: Context, repo: str, act: Callable[[AgentClient, str], Answer], say: Callable[[str, Answer], str]
+        ctx: Context, repo: str, act: Callable[[AgentClient, str], Response], say: Callable[[str, Response], str]
     ) -> CallToolResult:
         """`act`'s answer as a tool result: `say(repository, answer)` when Baton did it, else the error."""
         made = call(ctx, repo, act)
@@ -144,7 +146,7 @@ def build_server(clients: Clients) -> MCPServer:
 
     @server.tool(description=CLAIM_TASK)
     def claim_task(repo: Repository, number: Number, ctx: Context, revision: Revision = None) -> CallToolResult:
-        def say(repository: str, answer: Answer) -> str:
+        def say(repository: str, answer: Response) -> str:
             line = f"claimed {_where(answer.body, repository, number)} ({_revision(answer.body)})"
             return line + (f": {answer.message}" if answer.ok and answer.message else "")
 
@@ -187,7 +189,7 @@ def build_server(clients: Clients) -> MCPServer:
 
     @server.tool(description=TASK_STATUS)
     def task_status(repo: Repository, number: Number, ctx: Context) -> CallToolResult:
-        def say(repository: str, answer: Answer) -> str:
+        def say(repository: str, answer: Response) -> str:
             body = answer.body
             holder = f" by @{body['runner']}" if body.get("runner") else ""
             return f"{_where(body, repository, number)} is {body.get('state')}{holder} ({_revision(body)})"
