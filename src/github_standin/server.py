@@ -68,7 +68,7 @@ RATE_LIMIT = 5000  # an installation's requests an hour, as GitHub reports it
 
 @dataclass
 class Fault:
-    """GitHubError the next `times` calls matching `method` and `path` (a regular expression over the path) and,
+    """Answer the next `times` calls matching `method` and `path` (a regular expression over the path) and,
     when given, `body` (a regular expression over the request's body) with `status` (403 or 429 with
     `retry_after` is a secondary rate limit), after waiting `delay` seconds; with no status the call is only
     slowed down. `headers` go on the error answer (`x-ratelimit-remaining: 0` with `x-ratelimit-reset` on a

@@ -22,16 +22,19 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
 from baton.cli import main
 from baton.domain import TicketKey
 from baton.domain.status import STATUS_MARKER, View, view
+from baton.environment.clock import ManualClock
 from baton.store import tables as t
 from baton.store.outbox.writing import MAX_ATTEMPTS
 from github_standin.server import Fault
 from support.lanes import SHOP, open_stage, until
 from support.lanes import ticket as lanes_ticket
+from support.local_http import HTTP
 from support.standin_scene import Scene, opened
 
 FOREVER = 10**9
@@ -304,9 +307,53 @@ def test_a_reply_github_fails_on_every_try_is_dropped_and_the_rest_is_shown(scen
         scene.due_now()
     scene.drain()
     [(kind, why)] = dropped(scene)
-    assert kind == "reply" and why.startswith(f"not sent after {MAX_ATTEMPTS} tries: POST ")
+    assert kind == "reply" and why.startswith(f"not sent after {MAX_ATTEMPTS} tries in 24 hours: POST ")
     assert scene.labels() == {"baton:claimed"} and scene.assignees() == ["agent-b"]
     assert scene.outbox() == []
+
+
+def test_answers_outlive_a_github_outage_of_23_hours(database_url: str) -> None:
+    """GitHub fails every write for 23 hours of Baton's clock (injected, moved to each retry's due time): the
+    claim's 👍 is tried again every five minutes, never dropped, shown as the oldest answer waiting (`/metrics`,
+    `baton deliveries`), and shown on GitHub once GitHub takes writes again."""
+    clock = ManualClock()
+    with opened(database_url, clock=clock) as scene:
+        scene.settle()
+        outage = [Fault(method, "^/repos/", status=502, times=FOREVER) for method in ("POST", "PATCH", "DELETE")]
+        claim = scene.comment("agent-a", "/claim")
+        scene.settle()
+        for fault in outage:
+            scene.rest.inject(fault)
+        began, tries = clock.now(), 0
+        while clock.now() - began < timedelta(hours=23):
+            scene.drain()
+            tries += 1
+            rows = scene.outbox()
+            assert len(rows) == 1, (tries, clock.now() - began, rows, dropped(scene), scene.reactions())
+            [row] = rows
+            due = row.due_at if row.due_at.tzinfo else row.due_at.replace(tzinfo=UTC)
+            assert due - clock.now() <= timedelta(minutes=5, seconds=1)  # tried again at least every 5 minutes
+            clock.advance(max(timedelta(0), due - clock.now()) + timedelta(seconds=1))
+        assert dropped(scene) == [] and scene.reactions() == [] and 270 < tries < MAX_ATTEMPTS
+        metrics = HTTP.get(f"{scene.stage.baton_url}/metrics", timeout=10).text
+        [waited] = [sample.value for family in text_string_to_metric_families(metrics)
+                    if family.name == "baton_answers_oldest_waiting_seconds" for sample in family.samples]  # fmt: skip
+        assert waited >= 23 * 3600
+        env = {name: value for name, value in os.environ.items() if not name.startswith("BATON_")}
+        env["BATON_DATABASE_URL"] = scene.stage.settings.database_url
+        printed = io.StringIO()
+        with mock.patch.dict(os.environ, env, clear=True), redirect_stdout(printed):
+            assert main(["deliveries"]) == 0
+        said = printed.getvalue().splitlines()
+        assert said[0].startswith(f"oldest answer not yet on GitHub: a 👍 on {SHOP}#{scene.number}, waiting"), said
+        assert said[1].startswith("    last failure: ") and "answered 502" in said[1], said
+
+        for fault in outage:  # GitHub is back
+            fault.times = 0
+        scene.drain()
+        assert scene.reactions() == [(claim, "+1")]
+        assert scene.labels() == {"baton:claimed"} and scene.assignees() == ["agent-a"]
+        assert dropped(scene) == [] and scene.outbox() == []
 
 
 # -- the fault suite: every kind of fault at once, with the lanes running -------------------------------------

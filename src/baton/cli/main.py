@@ -183,12 +183,20 @@ def _worker(args: argparse.Namespace) -> int:
 def _deliveries(args: argparse.Namespace) -> int:
     from baton.store import make_engine
     from baton.store.inbox import Inbox
+    from baton.store.outbox.writing import Outbox
 
     engine = make_engine(Settings().database_url)
     try:
         listed = Inbox(engine, SYSTEM).listed("failed" if args.failed else args.status, args.limit)
+        waiting = Outbox(engine, SYSTEM).oldest_answer()
     finally:
         engine.dispose()
+    if waiting is not None:  # what people wait for on GitHub, first
+        waited = _duration((SYSTEM.now() - waiting.since).total_seconds())
+        line = f"oldest answer not yet on GitHub: a {'👍' if waiting.what == 'reaction' else 'reply'} on "
+        print(line + f"{waiting.repository}#{waiting.number}, waiting {waited}")
+        if waiting.error:
+            print(f"    last failure: {waiting.error}")
     if not listed:
         print("no failed deliveries" if args.failed else "no deliveries")
         return 0

@@ -201,4 +201,10 @@ class DatabaseGauges(Collector):
         )  # fmt: skip
         for table, count in readings.rows.items():
             rows.add_metric([table], count)
-        yield from (issues, oldest, parked, to_offer, stale, waiting, waited, rows)
+        answers = GaugeMetricFamily(
+            "baton_answers_oldest_waiting_seconds", "How long the oldest 👍 or reply not yet on GitHub has waited "
+            "(while GitHub fails, it is tried for a day), by installation; 0: none waits.", labels=["installation"],
+        )  # fmt: skip
+        for installation_id in sorted({*readings.outbox, *readings.answers_waiting}):
+            answers.add_metric([str(installation_id)], readings.answers_waiting.get(installation_id, 0.0))
+        yield from (issues, oldest, parked, to_offer, stale, waiting, waited, rows, answers)

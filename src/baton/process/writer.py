@@ -20,12 +20,13 @@ status comment comes once somebody acts on it (`comment_due`), carrying what the
 
 GitHub failing is expected. A rate limit pauses the installation for every process as long as GitHub
 says (`Retry-After`, or the reset time) and puts the issue back until then. 5xx, timeouts and lost
-connections put the issue back after 1, 2, 4 … seconds, up to `MAX_ATTEMPTS` tries; then it waits for
-its next change. A write GitHub refuses for good (any other 4xx) is never tried again: a refused 👍 or
-reply is dropped with the reason on its row (as is one that failed on the issue's last try), and the
-issue's other writes go on; a refused label, assignee or status comment leaves the reason on the issue's
-row until its next change, when everything is tried afresh. Each refusal is logged once, with the
-operation and GitHub's answer.
+connections put the issue back after 1, 2, 4 … seconds and then every five minutes, for a day
+(`MAX_ATTEMPTS` tries, `TRY_FOR`): an outage shorter than that loses no answer. Then the issue waits for its
+next change. A write GitHub refuses for good (any other 4xx; a 404 or 410 for a comment or issue that is
+gone) is never tried again: a refused 👍 or reply is dropped with the reason on its row (as is one that failed
+on the issue's last try), and the issue's other writes go on; a refused label, assignee or status comment
+leaves the reason on the issue's row until its next change, when everything is tried afresh. Each refusal is
+logged once, with the operation and GitHub's answer.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from baton.store import StoredTicket
 from baton.store.budget import Budgets
 from baton.store.issue_states import issue_state_of
 from baton.store.outbox.marking import OFFERING, ORDINARY, URGENT
-from baton.store.outbox.writing import MAX_ATTEMPTS, Due, Item, Outbox
+from baton.store.outbox.writing import MAX_ATTEMPTS, TRY_FOR, Due, Item, Outbox, backoff
 
 log = logging.getLogger("baton.writer")
 
@@ -150,10 +151,6 @@ class Gate:
         self.budgets.spend(installation_id, offering=offering)
 
 
-def _backoff(attempts: int) -> float:
-    return float(min(300, 2**attempts))
-
-
 def reply_text(items: list[Item]) -> str:
     """One comment for many answers; identical messages share a line that mentions all their authors."""
     lines: dict[str, list[str]] = defaultdict(list)
@@ -238,9 +235,10 @@ class Writer:
         except AnswerFailed as failed:
             if due.attempts + 1 >= MAX_ATTEMPTS and rate_limit(failed.error) is None:
                 # The issue's last try: the answer goes, so that the rest is not held behind it.
-                reason = f"not sent after {MAX_ATTEMPTS} tries: {failure(failed.error)}"
+                hours = TRY_FOR.total_seconds() / 3600
+                reason = f"not sent after {MAX_ATTEMPTS} tries in {hours:.0f} hours: {failure(failed.error)}"
                 self._drop(due, failed.item_ids, reason)
-                self.outbox.retry(due, _backoff(0), reason, fresh=True)
+                self.outbox.retry(due, backoff(0), reason, fresh=True)
                 return True
             return self._failed(due, failed.error)
         except WriteRefused as refusal:
@@ -271,7 +269,7 @@ class Writer:
             log.warning("%s: %s; given up after %s tries until the issue changes", where, reason, MAX_ATTEMPTS)
         else:
             log.warning("%s: %s; trying again", where, reason)
-        self.outbox.retry(due, _backoff(due.attempts), reason)
+        self.outbox.retry(due, backoff(due.attempts), reason)
         return True
 
     def _refused(self, due: Due, reason: str) -> None:

@@ -35,6 +35,8 @@ class Readings:
     oldest_waiting_seconds: float = 0.0
     stale: dict[int, int] = field(default_factory=dict)  # claims flagged stale, by installation
     rows: dict[str, int] = field(default_factory=dict)  # rows stored, by table (PostgreSQL: its planner's estimate)
+    # how long the oldest answer (👍 or reply) not yet on GitHub has waited, by installation
+    answers_waiting: dict[int, float] = field(default_factory=dict)
 
 
 # The tables that grow with use, whose rows the metrics show (`baton.store.retention` prunes some of them).
@@ -74,6 +76,15 @@ def read(engine: Engine, now: datetime) -> Readings:
             )
         }
         rows = _rows(connection)
+        i = t.outbox_items.c
+        waiting_answers = {
+            row.installation_id: (now - utc(row.oldest)).total_seconds()
+            for row in connection.execute(
+                select(i.installation_id, func.min(i.created_at).label("oldest"))
+                .where(i.sent_at.is_(None), i.dropped.is_(None))
+                .group_by(i.installation_id)
+            )
+        }
     backlogs: dict[int, Backlog] = {}
     for installation_id in {*known, *outbox}:
         row = outbox.get(installation_id)
@@ -91,6 +102,7 @@ def read(engine: Engine, now: datetime) -> Readings:
         max(0.0, oldest),
         stale,
         rows,
+        {installation_id: max(0.0, seconds) for installation_id, seconds in waiting_answers.items()},
     )
 
 

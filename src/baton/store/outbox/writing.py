@@ -29,7 +29,29 @@ from .marking import OFFERING, ORDINARY, URGENT
 
 # A check-run creation not finished after this long died with its writer.
 LEASE = timedelta(seconds=60)
-MAX_ATTEMPTS = 12  # a row failed this many times in a row waits for the issue's next change
+# GitHub failing an issue's writes for a passing reason (5xx, a timeout, a lost connection) puts the issue back
+# after 1, 2, 4 … seconds, then every five minutes; a 👍, a reply or a status update is given up only after a
+# day of tries, so an outage shorter than that loses nothing.
+BACKOFF_CAP = 300.0
+TRY_FOR = timedelta(hours=24)
+
+
+def backoff(attempts: int) -> float:
+    """Seconds before the next try of an issue GitHub failed `attempts` times in a row (0: the first failure)."""
+    return float(min(BACKOFF_CAP, 2 ** min(attempts, 16)))
+
+
+def _tries_for(span: timedelta) -> int:
+    """The tries whose waits add up to `span`: a row that failed this many times has been tried for at least that
+    long (each try comes no sooner than its wait)."""
+    tries, waited = 0, 0.0
+    while waited < span.total_seconds():
+        waited += backoff(tries)
+        tries += 1
+    return tries
+
+
+MAX_ATTEMPTS = _tries_for(TRY_FOR)  # 296: a row failed this many times in a row waits for the issue's next change
 
 _o = t.outbox.c
 _i = t.outbox_items.c
@@ -365,6 +387,27 @@ class Outbox:
             for r in answers
         ] + [GivenUp(r.repository, r.number, "issue", r.last_error or "", None) for r in issues]
 
+    def oldest_answer(self) -> Waiting | None:
+        """The answer (👍 or reply) that has waited longest to be shown on GitHub; None when every answer was sent
+        or given up."""
+        k = t.tickets.c
+        named = and_(k.installation_id == _i.installation_id, k.repository_id == _i.repository_id,
+                     k.number == _i.number)  # fmt: skip
+        at_issue = and_(_o.installation_id == _i.installation_id, _o.repository_id == _i.repository_id,
+                        _o.number == _i.number)  # fmt: skip
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(k.repository, _i.repository_id, _i.number, _i.kind, _i.created_at, _o.last_error)
+                .select_from(t.outbox_items.outerjoin(t.tickets, named).outerjoin(t.outbox, at_issue))
+                .where(_i.sent_at.is_(None), _i.dropped.is_(None))
+                .order_by(_i.created_at, _i.id)
+                .limit(1)
+            ).first()
+        if row is None:
+            return None
+        where = row.repository or f"repository {row.repository_id}"
+        return Waiting(where, row.number, row.kind, utc(row.created_at), row.last_error)
+
     def pending(self) -> int:
         """Issues still to be written (not those waiting for their next change after GitHub refused them)."""
         with self.engine.connect() as connection:
@@ -436,6 +479,18 @@ class Outbox:
                 .where(_check_at(installation_id, repository_id, head_sha))
                 .values(check_run_id=check_run_id, shown=shown.to_dict(), updated_at=self.clock.now())
             )
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """An answer not yet on GitHub: `what` is `reaction` or `reply`, queued `since`; `error` is GitHub's last
+    failure of its issue's writes (None while none failed)."""
+
+    repository: str
+    number: int
+    what: str
+    since: datetime
+    error: str | None
 
 
 @dataclass(frozen=True)
