@@ -164,7 +164,8 @@ class Nothing(Body):
     pass
 
 
-# What each command route takes as its body: for all but deliver, none (or JSON `null`) is taken as `{}`.
+# What each command route takes as its body, as its declaration in `agents_router` has it: all but deliver take
+# none (or JSON `null`) as an empty one.
 BODIES: dict[str, Any] = {"claim": Nothing | None, "release": Nothing | None, "deliver": Deliver,
                           "accept": Note | None, "send-back": Feedback | None, "reopen": Reason | None}  # fmt: skip
 # The text each command carries, by the name of its body's field.
