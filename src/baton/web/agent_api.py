@@ -28,7 +28,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from githubkit.exception import RequestError, RequestFailed
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from baton.domain import Command, Evidence, Refused, TicketKey, WorkState
@@ -164,6 +164,26 @@ class Nothing(Body):
     pass
 
 
+# What each command route takes as its body, as its declaration in `agents_router` has it: all but deliver take
+# none (or JSON `null`) as an empty one.
+BODIES: dict[str, Any] = {"claim": Nothing | None, "release": Nothing | None, "deliver": Deliver,
+                          "accept": Note | None, "send-back": Feedback | None, "reopen": Reason | None}  # fmt: skip
+# The text each command carries, by the name of its body's field.
+_TEXTS = {"accept": "note", "send-back": "feedback", "reopen": "reason"}
+
+
+def command_of(action: str, body: BaseModel | None) -> tuple[Command, dict[str, Any]]:
+    """The command a command route's body makes, and the body as a retry with the same Idempotency-Key sends it."""
+    if isinstance(body, Deliver):
+        evidence = Evidence(body.branch, body.commit, body.pr, tuple(body.tests), tuple(body.screenshots))
+        return Command("deliver", text=body.summary, evidence=evidence, summary=body.summary), body.model_dump()
+    field = _TEXTS.get(action)
+    if field is None:
+        return Command(action), {}
+    text: str = getattr(body, field) if body is not None else ""
+    return Command(action, text=text), {field: text}
+
+
 class _Limiter:
     """Each login's requests per minute, as a token bucket (a burst of a tenth of a minute's worth)."""
 
@@ -186,12 +206,17 @@ class _Limiter:
             return (1.0 - tokens) / self.rate
 
 
-def _problem(status: int, error: str, message: str, **fields: Any) -> JSONResponse:
+def _problem(
+    status: int, error: str, message: str, *, code: str | None = None, state: WorkState | None = None,
+    runner: str | None = None, revision: int | None = None, problems: list[FieldProblem] | None = None,
+) -> JSONResponse:  # fmt: skip
+    """A `Problem` answer, its body made directly (as `Problem.model_dump(mode="json")` would make it)."""
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    answer = Problem(error=error, message=message, **fields)
-    # `problems` belongs to the answer to an invalid request alone
-    return JSONResponse(answer.model_dump(mode="json", exclude=None if answer.problems else {"problems"}), status,
-                        headers)  # fmt: skip
+    body: dict[str, Any] = {"error": error, "code": code, "state": state, "runner": runner, "revision": revision,
+                            "message": message}  # fmt: skip
+    if problems:  # `problems` belongs to the answer to an invalid request alone
+        body["problems"] = [{"field": one.field, "message": one.message} for one in problems]
+    return JSONResponse(body, status, headers)
 
 
 def _field(location: tuple[Any, ...]) -> str:
@@ -312,6 +337,65 @@ class _Call:
     def fingerprint(self) -> list[Any]:
         """What a retry with the same Idempotency-Key must send again."""
         return [self.command.name, self.repository.lower(), self.number, self.command.rev, self.body]
+
+
+_OWNER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}")
+_REPO = re.compile(r"[A-Za-z0-9._-]{1,100}")
+_NUMBER = re.compile(r"[1-9][0-9]{0,18}")
+_INVALID = object()  # a body that is not valid as sent
+
+
+@functools.cache
+def _adapter(model: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(model)
+
+
+@dataclass(frozen=True)
+class PlainRequest:
+    """A request to a command route (`action` None: to create-and-claim), as `web/plain.py` read it: its path's
+    parts, the headers the route reads (each header's first value, as FastAPI reads a header) and its body."""
+
+    owner: str
+    repo: str
+    number: int  # 0 for create-and-claim
+    action: str | None
+    authorization: str | None
+    if_match: str | None
+    key: str | None  # the Idempotency-Key
+    content_type: str | None
+    body: bytes
+
+    @classmethod
+    def of(cls, owner: str, repo: str, number: str | None, action: str | None, headers: dict[bytes, str],
+           body: bytes) -> "PlainRequest | None":  # fmt: skip
+        """None for a path FastAPI's declaration reads otherwise or refuses (it answers those)."""
+        if not (_OWNER.fullmatch(owner) and _REPO.fullmatch(repo)):
+            return None
+        if number is None:
+            parsed = 0
+        elif _NUMBER.fullmatch(number) and (parsed := int(number)) <= MAX_NUMBER:
+            pass
+        else:
+            return None
+        return cls(owner, repo, parsed, action, headers.get(b"authorization"), headers.get(b"if-match"),
+                   headers.get(b"idempotency-key"), headers.get(b"content-type"), body)  # fmt: skip
+
+    def body_of(self, model: Any) -> Any:
+        """The body validated as `model` (None for none, where the model takes none), or `_INVALID`: read as
+        `_StrictRoute` reads it, a JSON body taken only with a JSON content type."""
+        if not self.body:
+            value = None
+        elif (self.content_type or "").partition(";")[0].strip().lower() != "application/json":
+            return _INVALID
+        else:
+            try:
+                value = json.loads(self.body, parse_constant=_constant)
+            except (ValueError, RecursionError):
+                return _INVALID
+        try:
+            return _adapter(model).validate_python(value)
+        except ValidationError:
+            return _INVALID
 
 
 class Refusal(Exception):
@@ -460,8 +544,8 @@ class AgentApi:
         return self.closing(identity, key, response)
 
     async def act(
-        self, command: Command, owner: str, repo: str, number: int, identity: Identity, if_match: str | None,
-        key: str | None, body: dict[str, Any],
+        self, command: Command, body: dict[str, Any], owner: str, repo: str, number: int, identity: Identity,
+        if_match: str | None, key: str | None,
     ) -> JSONResponse:  # fmt: skip
         """Decide a command on an issue, together with the calls that arrive meanwhile (`decide_calls`)."""
         if if_match is not None:
@@ -470,6 +554,24 @@ class AgentApi:
                 return _problem(422, "invalid", 'If-Match takes a ticket revision in quotes, as in `If-Match: "19"`.')
             command = replace(command, rev=int(found.group(1)))
         return await self._calls.run(_Call(command, f"{owner}/{repo}", number, identity, key, body))
+
+    async def plainly(self, request: PlainRequest) -> Response | None:
+        """The answer to a command route's request (or create-and-claim's, `action` None) served without FastAPI
+        (`web/plain.py`), as its FastAPI declaration below answers it; None for a request that is not valid as sent,
+        which that declaration answers (422) instead."""
+        body = request.body_of(NewIssue if request.action is None else BODIES[request.action])
+        if body is _INVALID:
+            return None
+        try:
+            identity = await self.identify(request.authorization)
+        except Refusal as refused:
+            return refused.response
+        repository = f"{request.owner}/{request.repo}"
+        if request.action is None:
+            return await run_in_threadpool(self.create_and_claim, repository, body, identity, request.key)
+        command, sent = command_of(request.action, body)
+        return await self.act(command, sent, request.owner, request.repo, request.number, identity, request.if_match,
+                              request.key)  # fmt: skip
 
     def decide_calls(self, calls: list[_Call]) -> list[JSONResponse | Exception]:
         """In a pool thread: the answers to calls that arrived together, their commands decided in one
@@ -624,44 +726,39 @@ def agents_router() -> APIRouter:
         code: {"model": Problem} for code in (401, 403, 404, 409, 412, 422, 429, 503)
     }
 
+    # Served by `PlainRoutes` (web/plain.py) as long as a request is valid as sent; these declare the routes in
+    # /openapi.json and answer the requests that are not (with the 422 `invalid_request` words).
     @router.post(f"{issue_path}/claim", response_model=Answer, responses=answers, summary="Claim the task")
     async def claim(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
               key: Key = None, body: Nothing | None = None) -> JSONResponse:  # fmt: skip
-        return await api.act(Command("claim"), owner, repo, number, identity, if_match, key, {})
+        return await api.act(*command_of("claim", body), owner, repo, number, identity, if_match, key)
 
     @router.post(f"{issue_path}/release", response_model=Answer, responses=answers, summary="Release the task")
     async def release(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
                 key: Key = None, body: Nothing | None = None) -> JSONResponse:  # fmt: skip
-        return await api.act(Command("release"), owner, repo, number, identity, if_match, key, {})
+        return await api.act(*command_of("release", body), owner, repo, number, identity, if_match, key)
 
     @router.post(f"{issue_path}/deliver", response_model=Answer, responses=answers,
                  summary="Deliver the task with its evidence")  # fmt: skip
     async def deliver(api: Api, owner: Owner, repo: Repo, number: Number, body: Deliver, identity: Caller,
                 if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
-        evidence = Evidence(body.branch, body.commit, body.pr, tuple(body.tests), tuple(body.screenshots))
-        made = Command("deliver", text=body.summary, evidence=evidence, summary=body.summary)
-        return await api.act(made, owner, repo, number, identity, if_match, key, body.model_dump())
+        return await api.act(*command_of("deliver", body), owner, repo, number, identity, if_match, key)
 
     @router.post(f"{issue_path}/accept", response_model=Answer, responses=answers, summary="Accept the delivery")
     async def accept(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, body: Note | None = None,
                if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
-        note = body.note if body else ""
-        return await api.act(Command("accept", text=note), owner, repo, number, identity, if_match, key, {"note": note})
+        return await api.act(*command_of("accept", body), owner, repo, number, identity, if_match, key)
 
     @router.post(f"{issue_path}/send-back", response_model=Answer, responses=answers,
                  summary="Send the delivery back to its runner")  # fmt: skip
     async def send_back(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller,
                   body: Feedback | None = None, if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
-        text = body.feedback if body else ""
-        return await api.act(Command("send-back", text=text), owner, repo, number, identity, if_match, key,
-                       {"feedback": text})  # fmt: skip
+        return await api.act(*command_of("send-back", body), owner, repo, number, identity, if_match, key)
 
     @router.post(f"{issue_path}/reopen", response_model=Answer, responses=answers, summary="Reopen accepted work")
     async def reopen(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, body: Reason | None = None,
                if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
-        text = body.reason if body else ""
-        return await api.act(Command("reopen", text=text), owner, repo, number, identity, if_match, key,
-                       {"reason": text})  # fmt: skip
+        return await api.act(*command_of("reopen", body), owner, repo, number, identity, if_match, key)
 
     @router.post("/repos/{owner}/{repo}/issues", status_code=201, response_model=Answer, responses=answers,
                  summary="Open an issue and claim it: it is never open for anyone else")  # fmt: skip
@@ -696,9 +793,10 @@ def _answer(outcome: Outcome, repository: str, number: int, site: str, service: 
     if attempt is None:  # a replayed outcome: the ticket as it is now
         ticket = service.ticket(key)
         attempt = ticket.attempt if ticket is not None else None
-    answer = Answer(repository=repository, issue=number, state=outcome.state, runner=outcome.runner,
-                    revision=outcome.revision, attempt=attempt, url=url, message=outcome.message)  # fmt: skip
-    return JSONResponse(answer.model_dump(mode="json"), 200)
+    # an `Answer`, made directly (as `Answer.model_dump(mode="json")` would make it)
+    answer = {"repository": repository, "issue": number, "state": outcome.state, "runner": outcome.runner,
+              "revision": outcome.revision, "attempt": attempt, "url": url, "message": outcome.message}  # fmt: skip
+    return JSONResponse(answer)
 
 
 __all__ = ["AgentApi", "Refusal", "agents_router", "invalid_request", "is_token68", "web_url"]

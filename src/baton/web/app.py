@@ -27,8 +27,9 @@ from .agent_api import AgentApi, Refusal, agents_router, invalid_request, reader
 from .board import Board, board_router
 from .gate import DatabaseGate
 from .mcp_http import McpEndpoint
+from .plain import PlainRoutes
 from .read_api import ReadApi, api_router
-from .webhooks import AcksFirst, webhook_router
+from .webhooks import AcksFirst, WebhookEndpoint
 
 
 def create_app(
@@ -113,20 +114,18 @@ def create_app(
     app.state.board = Board(settings, app.state.read_api, clock)
     app.state.agent_api = AgentApi(parts.resolver, parts.work, parts.intake.issues, Reads(engine), identities,
                                    ApiRequests(engine, clock), settings)  # fmt: skip
-    routers = [
-        board_router(),
-        api_router(),
-        agents_router(),
-        webhook_router(
-            parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing, spool, parts.metrics
-        ),
-    ]
+    webhooks = WebhookEndpoint(
+        parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing, spool, parts.metrics
+    )
+    routers = [board_router(), api_router(), agents_router(), webhooks.router()]
     for router in routers:
         _adopt(app, router)
     mcp = McpEndpoint(app.state.agent_api)
     app.router.routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
     app.add_exception_handler(Refusal, _refused)
     app.add_exception_handler(RequestValidationError, invalid_request)
+    # The hot routes, served without FastAPI's per-request machinery (plain.py).
+    app.add_middleware(PlainRoutes, agents=app.state.agent_api, webhooks=webhooks)
     # Outermost of Baton's own: a database outage met anywhere below answers 503 (docs/operations.md).
     app.add_middleware(DatabaseGate, engine=engine)
 

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.types import Receive, Scope, Send
 
 from baton.environment.settings import Settings
 from baton.github.webhooks import Unreadable, dig, number, verify
@@ -43,6 +45,17 @@ UNVERIFIED = "unverified"  # the event of a delivery refused before its signatur
 # What a stored delivery counts as, in `baton_webhook_deliveries_total`.
 _COUNTED = {Received.NEW: "stored", Received.RETRY: "retried", Received.DUPLICATE: "duplicate",
             Received.SPOOLED: "spooled"}  # fmt: skip
+
+
+class Refused(BaseModel):
+    detail: str
+
+
+class Acknowledged(BaseModel):
+    delivery: str = Field(description="The delivery's X-GitHub-Delivery.")
+    received: str = Field(description="new (stored: it is decided next), retry (seen before, its processing had "
+                          "failed: it is decided again), duplicate (seen before: nothing to do) or spooled (kept "
+                          "until the database answers, then stored)")  # fmt: skip
 
 
 def _refuse(status: int, detail: str) -> JSONResponse:
@@ -133,47 +146,73 @@ class GroupCommit:
         return results
 
 
-def webhook_router(
-    inbox: Inbox,
-    intake: Intake,
-    settings: Settings,
-    hand_off: Callable[[], None] | None = None,
-    pacing: AcksFirst | None = None,
-    spool: Spool | None = None,
-    metrics: Metrics | None = None,
-) -> APIRouter:
-    """`hand_off` wakes the in-process decide lane for a stored delivery; without it (tests drive the
-    writer themselves) the delivery is processed right after the answer, in the request's task. Without a
-    `spool`, a delivery the database cannot take answers 500. `metrics` counts each delivery by its event and
-    what became of it, and times each acknowledgement."""
-    router = APIRouter(tags=["webhooks"])
-    secret = settings.webhook_secret.get_secret_value().encode() if settings.webhook_secret else None
-    pacing = pacing or AcksFirst()
-    storing = GroupCommit(inbox, spool)
+class WebhookEndpoint:
+    """`POST /webhooks/github`, as a plain ASGI app: `web/plain.py` serves it without FastAPI's per-request
+    machinery, and `router()` declares it for /openapi.json.
 
-    @router.post("/webhooks/github", status_code=202)
-    async def receive(request: Request, background: BackgroundTasks) -> JSONResponse:
+    `hand_off` wakes the in-process decide lane for a stored delivery; without it (tests drive the writer
+    themselves) the delivery is processed right after the answer, in the request's task. Without a `spool`, a
+    delivery the database cannot take answers 500. `metrics` counts each delivery by its event and what became of
+    it, and times each acknowledgement."""
+
+    def __init__(
+        self, inbox: Inbox, intake: Intake, settings: Settings, hand_off: Callable[[], None] | None = None,
+        pacing: AcksFirst | None = None, spool: Spool | None = None, metrics: Metrics | None = None,
+    ) -> None:  # fmt: skip
+        self.inbox = inbox
+        self.intake = intake
+        self.settings = settings
+        self.secret = settings.webhook_secret.get_secret_value().encode() if settings.webhook_secret else None
+        self.hand_off = hand_off
+        self.pacing = pacing or AcksFirst()
+        self.metrics = metrics
+        self.storing = GroupCommit(inbox, spool)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        background = BackgroundTasks()
+        answer = await self.answer(Request(scope, receive), background)
+        answer.background = background  # run after the answer is sent, as FastAPI runs a route's
+        await answer(scope, receive, send)
+
+    def router(self) -> APIRouter:
+        """The route's declaration: FastAPI serves it only where `web/plain.py` is not in front of it."""
+        router = APIRouter(tags=["webhooks"])
+        refused = {"model": Refused}
+        answers: dict[int | str, dict[str, Any]] = {
+            400: {**refused, "description": "Not a delivery GitHub sends: a header missing, a body not a JSON object"},
+            401: {**refused, "description": "X-Hub-Signature-256 missing, not sha256=, or not the body's"},
+            413: {**refused, "description": f"A body larger than {MAX_BODY} bytes"},
+            503: {**refused, "description": "No webhook secret is configured"},
+        }
+
+        @router.post("/webhooks/github", status_code=202, response_model=Acknowledged, responses=answers)
+        async def receive(request: Request, background: BackgroundTasks) -> JSONResponse:
+            return await self.answer(request, background)
+
+        return router
+
+    async def answer(self, request: Request, background: BackgroundTasks) -> JSONResponse:
         began = time.perf_counter()
-        pacing.acking(+1)
+        self.pacing.acking(+1)
         event, outcome = UNVERIFIED, "error"
         try:
-            answer, event, outcome = await _receive(request, background)
+            answer, event, outcome = await self._receive(request, background)
             return answer
         finally:
-            pacing.acking(-1)
-            if metrics is not None:
+            self.pacing.acking(-1)
+            if self.metrics is not None:
                 stored = outcome in _COUNTED.values()
-                metrics.delivery(event, outcome, time.perf_counter() - began if stored else None)
+                self.metrics.delivery(event, outcome, time.perf_counter() - began if stored else None)
 
-    async def _receive(request: Request, background: BackgroundTasks) -> tuple[JSONResponse, str, str]:
+    async def _receive(self, request: Request, background: BackgroundTasks) -> tuple[JSONResponse, str, str]:
         """The answer, the delivery's event (`UNVERIFIED` before the signature is checked) and what became of it."""
-        if secret is None:
+        if self.secret is None:
             disabled = "Webhooks are disabled: set BATON_WEBHOOK_SECRET to the App's webhook secret."
             return _refuse(503, disabled), UNVERIFIED, "disabled"
         body = await _body(request)
         if body is None:
             return _refuse(413, f"The body is larger than {MAX_BODY} bytes."), UNVERIFIED, "too_large"
-        if not verify(secret, body, request.headers.get("x-hub-signature-256")):
+        if not verify(self.secret, body, request.headers.get("x-hub-signature-256")):
             unsigned = "X-Hub-Signature-256 is missing, not sha256=, or does not match the body."
             return _refuse(401, unsigned), UNVERIFIED, "bad_signature"
         event = request.headers.get("x-github-event")
@@ -196,7 +235,7 @@ def webhook_router(
         except Unreadable as error:
             refused = _refuse(400, f"The body's installation id is not one GitHub sends: {error}.")
             return refused, event, "bad_body"
-        received = await storing.receive(
+        received = await self.storing.receive(
             Incoming(
                 delivery_id[:100],
                 event,
@@ -205,12 +244,10 @@ def webhook_router(
                 decoded,
             )
         )
-        if received in (Received.NEW, Received.RETRY) and settings.worker == "inprocess":
-            if hand_off is not None:
-                hand_off()
+        if received in (Received.NEW, Received.RETRY) and self.settings.worker == "inprocess":
+            if self.hand_off is not None:
+                self.hand_off()
             else:
-                background.add_task(process, inbox, intake, delivery_id[:100])
+                background.add_task(process, self.inbox, self.intake, delivery_id[:100])
         answer = JSONResponse({"delivery": delivery_id, "received": received.value}, status_code=202)
         return answer, event, _COUNTED[received]
-
-    return router
