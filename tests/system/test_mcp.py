@@ -378,6 +378,11 @@ def test_each_tasks_brief_is_a_resource_listed_for_the_repositories_named(scene:
                 unknown = ""
         async with baton_mcp(url, agent, transport) as bare:
             none = await bare.list_resources()
+        async with baton_mcp(url, agent, transport, repo="octo/nowhere") as elsewhere:
+            try:
+                await elsewhere.list_resources()
+            except Exception as error:
+                unknown += f" | {error}"
         return listed, templates, read, none, unknown
 
     listed, templates, read, none, unknown = asyncio.run(story())
@@ -391,4 +396,6 @@ def test_each_tasks_brief_is_a_resource_listed_for_the_repositories_named(scene:
     assert shown["brief"]["task"] == "Show totals in the footer."
     assert shown["brief"]["acceptance"] == ["the totals add up"]
     assert none.resources == []  # no repository named: nothing to list
-    assert "99999" in unknown
+    read_unknown, list_unknown = unknown.split(" | ")
+    assert "99999" in read_unknown
+    assert "cannot list octo/nowhere's tasks" in list_unknown  # a repository Baton does not serve: said, not empty

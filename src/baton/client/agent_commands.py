@@ -148,7 +148,7 @@ def _agent(args: argparse.Namespace, act: Callable[[_Agent, AgentClient, str], i
     except UsageError as error:
         return shown.failed(2, "usage", str(error))
     shown.secret, shown.url = token.value, url
-    if getattr(args, "key", False) is not False:  # a writing command: it sends an Idempotency-Key
+    if hasattr(args, "key"):  # a command that changes a task: it sends an Idempotency-Key
         from baton.client.agent import new_key
 
         shown.key = args.key or new_key()

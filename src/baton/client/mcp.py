@@ -24,7 +24,8 @@ from typing import Annotated, Any
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
-from mcp.types import CallToolResult, ListResourcesResult, PaginatedRequestParams, Resource, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, ListResourcesResult, PaginatedRequestParams, Resource, TextContent
 from pydantic import BaseModel, Field
 
 from baton.client.agent import AgentClient, Response, Unreachable, UsageError, parse_repository
@@ -187,9 +188,16 @@ class _Server(MCPServer):
         return ListResourcesResult(resources=[*await self.list_resources(), *listed])
 
     def _briefs(self, ctx: Context, repositories: Sequence[str]) -> list[Resource]:
+        """The open tasks' resources; a repository that cannot be listed is the request's error, saying why."""
+        try:
+            return self._listed(ctx, [parse_repository(one) for one in repositories])
+        except (UsageError, Unreachable, ResourceError) as error:
+            raise MCPError(code=INVALID_PARAMS, message=str(error)) from None
+
+    def _listed(self, ctx: Context, repositories: Sequence[str]) -> list[Resource]:
         found: list[Resource] = []
         with self.clients(ctx) as client:
-            for name in dict.fromkeys(parse_repository(one) for one in repositories):
+            for name in dict.fromkeys(repositories):
                 answer = client.tasks(name, state="open")
                 tasks = answer.body.get("tasks") if answer.ok else None
                 if not isinstance(tasks, list):
