@@ -214,9 +214,8 @@ def _new(args: argparse.Namespace) -> int:
     repo = args.repository
     try:
         body = _read_text(args.body_file) if args.body_file else ""
-    except OSError as error:
-        print(f"baton: cannot read --body-file {args.body_file}: {error.strerror or error}", file=sys.stderr)
-        return 2
+    except OSError as error:  # before anything is sent
+        return _Agent(args).failed(2, "usage", f"cannot read --body-file {args.body_file}: {error.strerror or error}")
 
     def act(shown: _Agent, client: AgentClient, token: str) -> int:
         answer = client.create_and_claim(repo, args.title, body, idempotency_key=shown.key)
