@@ -5,6 +5,7 @@ Both call Baton (and Baton the stand-in GitHub) over real sockets."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -23,7 +24,9 @@ from support.local_http import HTTP
 from support.standin_scene import Scene, opened
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"list_tasks", "claim_task", "deliver_task", "release_task", "task_status"}
+TOOLS = {"list_tasks", "claim_task", "deliver_task", "release_task", "task_status", "create_and_claim", "accept_task",
+         "send_back_task", "reopen_task"}  # fmt: skip
+CHANGING = TOOLS - {"list_tasks", "task_status"}
 NOWHERE = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
 T = TypeVar("T")
@@ -45,15 +48,18 @@ def transport(request: pytest.FixtureRequest) -> str:
 
 
 @asynccontextmanager
-async def baton_mcp(url: str, token: str, transport: str = "stdio") -> AsyncIterator[Client]:
+async def baton_mcp(url: str, token: str, transport: str = "stdio", repo: str | None = None) -> AsyncIterator[Client]:
     """A session with Baton's tools: `baton mcp` started as an assistant starts it, with BATON_URL and GITHUB_TOKEN;
-    or Baton's `/mcp` at `url`, with the token in every request."""
+    or Baton's `/mcp` at `url`, with the token in every request. `repo`: the repository whose tasks the resources
+    list (`--repo`, or `?repo=`)."""
     if transport == "http":
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
-        async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+        address = f"{url}/mcp" + (f"?repo={repo}" if repo else "")
+        async with http, Client(streamable_http_client(address, http_client=http)) as client:
             yield client
         return
-    server = StdioServerParameters(command=sys.executable, args=["-m", "baton.cli", "mcp"], cwd=ROOT,
+    server = StdioServerParameters(command=sys.executable, args=["-m", "baton.cli", "mcp",
+                                   *(["--repo", repo] if repo else [])], cwd=ROOT,
                                    env={"BATON_URL": url, "GITHUB_TOKEN": token})  # fmt: skip
     async with Client(server, read_timeout_seconds=30) as client:
         yield client
@@ -76,7 +82,7 @@ def token(scene: Scene, login: str, permission: str = "read") -> str:
     return made
 
 
-def test_the_five_tools_with_typed_described_inputs() -> None:
+def test_the_tools_with_typed_described_inputs_and_outputs() -> None:
     listed = run(NOWHERE, "ghp_unused", lambda client: client.list_tools())
     tools = {tool.name: tool for tool in listed.tools}
     assert set(tools) == TOOLS
@@ -84,8 +90,9 @@ def test_the_five_tools_with_typed_described_inputs() -> None:
     schemas: dict[str, dict[str, Any]] = {name: tool.input_schema for name, tool in tools.items()}
     required = {name: set(schema.get("required", [])) for name, schema in schemas.items()}
     assert required == {"list_tasks": {"repo"}, "claim_task": {"repo", "number"}, "release_task": {"repo", "number"},
-                        "task_status": {"repo", "number"},
-                        "deliver_task": {"repo", "number", "summary"}}  # fmt: skip
+                        "task_status": {"repo", "number"}, "deliver_task": {"repo", "number", "summary"},
+                        "create_and_claim": {"repo", "title"}, "accept_task": {"repo", "number"},
+                        "send_back_task": {"repo", "number"}, "reopen_task": {"repo", "number"}}  # fmt: skip
     for name, schema in schemas.items():
         properties = schema["properties"]
         assert properties["repo"]["type"] == "string" and "owner/name" in properties["repo"]["description"]
@@ -93,8 +100,21 @@ def test_the_five_tools_with_typed_described_inputs() -> None:
         if "number" in properties:
             assert properties["number"]["type"] == "integer" and properties["number"]["minimum"] == 1, name
         assert all(field.get("description") for field in properties.values()), name
+    for name in CHANGING:  # each guarded by a revision and made safe to retry by a key; each answer typed
+        properties = schemas[name]["properties"]
+        assert {"type": "string", "minLength": 1, "maxLength": 200} in properties["idempotency_key"]["anyOf"], name
+        if name != "create_and_claim":
+            assert {"type": "integer", "minimum": 0} in properties["revision"]["anyOf"], name
+        output = tools[name].output_schema or {}
+        assert {"repository", "issue", "state", "runner", "revision", "url"} <= set(output["required"]), name
+        assert output["properties"]["issue"]["type"] == "integer", name
+    assert {"note", "feedback", "reason", "title", "body"} == {
+        field for name in ("accept_task", "send_back_task", "reopen_task", "create_and_claim")
+        for field in schemas[name]["properties"] if field not in ("repo", "number", "revision", "idempotency_key")
+    }  # fmt: skip
     deliver = schemas["deliver_task"]["properties"]
-    assert set(deliver) == {"repo", "number", "summary", "branch", "commit", "pr", "tests", "screenshots"}
+    assert set(deliver) == {"repo", "number", "summary", "branch", "commit", "pr", "tests", "screenshots", "revision",
+                            "idempotency_key"}  # fmt: skip
     assert deliver["tests"]["type"] == "array" and deliver["tests"]["items"]["type"] == "string"
     assert deliver["tests"]["default"] == [] and deliver["screenshots"]["default"] == []
     assert {"type": "integer", "minimum": 0} in schemas["claim_task"]["properties"]["revision"]["anyOf"]
@@ -255,4 +275,127 @@ def test_baton_serves_mcp_at_slash_mcp_only_to_a_token_github_accepts(scene: Sce
     listed = run(url, token(scene, "agent-a"), lambda client: client.list_tools(), "http")
     assert {tool.name for tool in listed.tools} == TOOLS
     claim = next(tool for tool in listed.tools if tool.name == "claim_task")
-    assert set(claim.input_schema["properties"]) == {"repo", "number", "revision"}  # the call's context is no input
+    # the call's context is no input
+    assert set(claim.input_schema["properties"]) == {"repo", "number", "revision", "idempotency_key"}
+
+
+EVIDENCE = {"branch": "1-empty-state", "commit": "1a2b3c4", "tests": ["https://ci.example.com/runs/881"],
+            "screenshots": ["https://example.com/390.png"]}  # fmt: skip
+
+
+def test_an_agent_opens_and_delivers_and_a_reviewer_sends_back_accepts_and_reopens(
+    scene: Scene, transport: str
+) -> None:
+    url = scene.stage.baton_url
+    agent, maria = token(scene, "agent-a"), token(scene, "maria", "maintain")
+
+    async def story() -> dict[str, CallToolResult]:
+        said: dict[str, CallToolResult] = {}
+        async with baton_mcp(url, agent, transport) as a, baton_mcp(url, maria, transport) as m:
+            made = await a.call_tool("create_and_claim", {"repo": scene.full_name, "title": "Totals in the footer",
+                                                          "body": "The footer shows totals.",
+                                                          "idempotency_key": "open-1"})  # fmt: skip
+            said["made"] = made
+            where = {"repo": scene.full_name, "number": (made.structured_content or {})["issue"]}
+            said["again"] = await a.call_tool("create_and_claim", {"repo": scene.full_name,
+                                              "title": "Totals in the footer", "body": "The footer shows totals.",
+                                              "idempotency_key": "open-1"})  # fmt: skip
+            said["delivered"] = await a.call_tool("deliver_task", {**where, "summary": "Totals.", **EVIDENCE})
+            said["own"] = await a.call_tool("accept_task", where)
+            said["sent_back"] = await m.call_tool("send_back_task", {**where, "feedback": "No tax line."})
+            revision = (said["sent_back"].structured_content or {})["revision"]
+            said["redelivered"] = await a.call_tool("deliver_task", {**where, "summary": "Tax line.", **EVIDENCE,
+                                                    "revision": revision})  # fmt: skip
+            guarded = {**where, "note": "Right.", "revision": revision + 1, "idempotency_key": "accept-1"}
+            said["accepted"] = await m.call_tool("accept_task", guarded)
+            said["replayed"] = await m.call_tool("accept_task", guarded)
+            said["stale"] = await m.call_tool("reopen_task", {**where, "revision": revision})
+            said["reopened"] = await m.call_tool("reopen_task", {**where, "reason": "Wrong tax."})
+        return said
+
+    said = asyncio.run(story())
+    made = said["made"].structured_content or {}
+    assert not said["made"].is_error and (made["state"], made["runner"], made["attempt"]) == ("claimed", "agent-a", 1)
+    number = made["issue"]
+    assert text(said["made"]) == f"opened and claimed {scene.full_name}#{number} (revision {made['revision']})"
+    assert (said["again"].structured_content or {})["issue"] == number  # the same key: no second issue
+    assert not said["delivered"].is_error, text(said["delivered"])
+
+    own = said["own"]
+    assert own.is_error and (own.structured_content or {})["error"] == "forbidden" and "@agent-a" in text(own)
+    back = said["sent_back"].structured_content or {}
+    assert not said["sent_back"].is_error and (back["state"], back["attempt"]) == ("claimed", 2)
+    assert text(said["sent_back"]).startswith(f"sent {scene.full_name}#{number} back to @agent-a (revision ")
+    assert not said["redelivered"].is_error, text(said["redelivered"])
+    accepted = said["accepted"].structured_content or {}
+    assert not said["accepted"].is_error and accepted["state"] == "accepted", text(said["accepted"])
+    assert said["replayed"].structured_content == accepted and text(said["replayed"]) == text(said["accepted"])
+    stale = said["stale"]
+    assert stale.is_error and (stale.structured_content or {})["error"] == "precondition_failed"
+    assert f"revision={accepted['revision']}" in text(stale) and "rev=" not in text(stale)  # the tool's own words
+    reopened = said["reopened"].structured_content or {}
+    assert not said["reopened"].is_error and reopened["state"] == "open", text(said["reopened"])
+
+    key = scene.key.__class__(scene.key.installation_id, scene.key.repository_id, number)
+    history = [event.type for event in scene.app.state.work.history(key)]
+    assert history == ["created", "claimed", "delivered", "sent_back", "delivered", "accepted", "reopened"]
+
+
+def test_a_runner_releases_with_a_revision_and_a_key(scene: Scene, transport: str) -> None:
+    where = {"repo": scene.full_name, "number": scene.number}
+    revision = scene.app.state.work.ticket(scene.key).revision
+
+    async def story(client: Client) -> list[CallToolResult]:
+        claimed = await client.call_tool("claim_task", {**where, "revision": revision, "idempotency_key": "c-1"})
+        stale = await client.call_tool("release_task", {**where, "revision": revision})
+        released = await client.call_tool("release_task", {**where, "revision": revision + 1})
+        replayed = await client.call_tool("claim_task", {**where, "revision": revision, "idempotency_key": "c-1"})
+        return [claimed, stale, released, replayed]
+
+    claimed, stale, released, replayed = run(scene.stage.baton_url, token(scene, "agent-a"), story, transport)
+    assert not claimed.is_error and stale.is_error and not released.is_error, text(stale)
+    assert (released.structured_content or {})["state"] == "open"
+    assert replayed.structured_content == claimed.structured_content  # the first answer again, not a new claim
+    assert scene.app.state.work.ticket(scene.key).state.value == "open"
+
+
+def test_each_tasks_brief_is_a_resource_listed_for_the_repositories_named(scene: Scene, transport: str) -> None:
+    url, agent = scene.stage.baton_url, token(scene, "agent-a")
+    brief = "```yaml\ntask: Show totals in the footer.\nacceptance:\n  - the totals add up\n```\n"
+    second = scene.person("olivia").open_issue(scene.full_name, "Totals in the footer", brief)
+    scene.settle()
+
+    async def story() -> tuple[Any, Any, Any, Any, str]:
+        async with baton_mcp(url, agent, transport, repo=scene.full_name) as client:
+            listed = await client.list_resources()
+            templates = await client.list_resource_templates()
+            read = await client.read_resource(f"baton://{scene.full_name}/issues/{second}")
+            try:
+                await client.read_resource(f"baton://{scene.full_name}/issues/99999")
+            except Exception as error:  # the SDK raises the server's error
+                unknown = str(error)
+            else:
+                unknown = ""
+        async with baton_mcp(url, agent, transport) as bare:
+            none = await bare.list_resources()
+        async with baton_mcp(url, agent, transport, repo="octo/nowhere") as elsewhere:
+            try:
+                await elsewhere.list_resources()
+            except Exception as error:
+                unknown += f" | {error}"
+        return listed, templates, read, none, unknown
+
+    listed, templates, read, none, unknown = asyncio.run(story())
+    uris = [str(resource.uri) for resource in listed.resources]
+    assert uris == [f"baton://{scene.full_name}/issues/{scene.number}", f"baton://{scene.full_name}/issues/{second}"]
+    assert [resource.title for resource in listed.resources] == ["Empty state for the cart", "Totals in the footer"]
+    assert all(resource.mime_type == "application/json" for resource in listed.resources)
+    assert [one.uri_template for one in templates.resource_templates] == ["baton://{owner}/{name}/issues/{number}"]
+    shown = json.loads(read.contents[0].text)
+    assert (shown["repository"], shown["issue"], shown["state"]) == (scene.full_name, second, "open")
+    assert shown["brief"]["task"] == "Show totals in the footer."
+    assert shown["brief"]["acceptance"] == ["the totals add up"]
+    assert none.resources == []  # no repository named: nothing to list
+    read_unknown, list_unknown = unknown.split(" | ")
+    assert "99999" in read_unknown
+    assert "cannot list octo/nowhere's tasks" in list_unknown  # a repository Baton does not serve: said, not empty

@@ -1,5 +1,6 @@
-"""The agent's commands (`baton claim`, `next`, `deliver`, `release`, `tasks`, `status`) against Baton's HTTP
-contract, with respx standing in for the server: what each sends, what it prints, and its exit status."""
+"""The agents' and reviewers' commands (`baton claim`, `next`, `new`, `deliver`, `release`, `tasks`, `status`,
+`accept`, `send-back`, `reopen`) against Baton's HTTP contract, with respx standing in for the server: what each
+sends, what it prints, and its exit status."""
 
 from __future__ import annotations
 
@@ -81,6 +82,10 @@ COMMANDS = {
         f"{ISSUE}/deliver",
         ticket(state="delivered"),
     ),
+    "accept": (["accept", "octo/shop#42"], "POST", f"{ISSUE}/accept", ticket(state="accepted")),
+    "send-back": (["send-back", "octo/shop#42"], "POST", f"{ISSUE}/send-back", ticket(state="claimed", attempt=2)),
+    "reopen": (["reopen", "octo/shop#42"], "POST", f"{ISSUE}/reopen", ticket(state="open", runner=None)),
+    "new": (["new", "octo/shop", "--title", "Totals"], "POST", "/api/v1/repos/octo/shop/issues", ticket(issue=43)),
     "tasks": (["tasks", "octo/shop"], "GET", "/api/v1/tasks", {"tasks": [task(7, 1, "Empty state")]}),
     "status": (["status", "octo/shop#42"], "GET", ISSUE, ticket()),
 }
@@ -150,10 +155,13 @@ def test_claim_without_rev_sends_no_if_match_and_shows_the_servers_note(
     assert "If-Match" not in claim.calls.last.request.headers
 
 
-def test_a_stale_revision_is_a_refusal(baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]) -> None:
-    message = "rev=18 is not #42's revision (it is 19). Read the task again."
+def test_a_stale_revision_is_a_refusal_whose_hint_is_in_the_commands_syntax(
+    baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]
+) -> None:
+    message = "#42 is at revision 19, not 18. Send the command again with rev=19 if it still applies."
     baton.post(f"{ISSUE}/claim").respond(412, json=refusal(412, message, "stale_revision"))
-    assert run(capsys, "claim", "octo/shop#42", "--rev", "18") == (1, "", f"baton: {message}\n")
+    hint = "baton: #42 is at revision 19, not 18. Send the command again with --rev 19 if it still applies.\n"
+    assert run(capsys, "claim", "octo/shop#42", "--rev", "18") == (1, "", hint)
 
 
 def test_deliver_sends_the_summary_and_evidence(baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]) -> None:
@@ -278,13 +286,15 @@ def test_json_prints_the_answer_whatever_the_exit(baton: respx.MockRouter, capsy
     claim = baton.post(f"{ISSUE}/claim")
     claim.respond(json=ticket())
     code, out, _ = run(capsys, "claim", "octo/shop#42", "--json")
-    assert (code, json.loads(out)) == (0, ticket())
+    key = claim.calls.last.request.headers["Idempotency-Key"]  # a fresh one, printed with the answer
+    assert (code, json.loads(out)) == (0, ticket() | {"idempotency_key": key})
     claim.respond(409, json=refusal(409))
-    code, out, err = run(capsys, "claim", "octo/shop#42", "--json")
-    assert (code, json.loads(out), err) == (1, refusal(409), f"baton: {HOLDER}\n")
+    code, out, err = run(capsys, "claim", "octo/shop#42", "--json", "--key", "try-1")
+    assert claim.calls.last.request.headers["Idempotency-Key"] == "try-1"
+    assert (code, json.loads(out), err) == (1, refusal(409) | {"idempotency_key": "try-1"}, f"baton: {HOLDER}\n")
     claim.respond(429, json=refusal(429, "Slow down."), headers={"Retry-After": "30"})
-    code, out, _ = run(capsys, "claim", "octo/shop#42", "--json")
-    assert (code, json.loads(out)) == (2, refusal(429, "Slow down."))
+    code, out, _ = run(capsys, "claim", "octo/shop#42", "--json", "--key", "try-1")
+    assert (code, json.loads(out)) == (2, refusal(429, "Slow down.") | {"idempotency_key": "try-1"})
     baton.get("/api/v1/tasks").respond(json={"tasks": [task(7, 1, "Empty state")]})
     code, out, _ = run(capsys, "tasks", "octo/shop", "--json")
     assert (code, json.loads(out)) == (0, {"tasks": [task(7, 1, "Empty state")]})
@@ -294,13 +304,14 @@ def test_json_of_next(baton: respx.MockRouter, capsys: pytest.CaptureFixture[str
     baton.get("/api/v1/tasks").respond(json={"tasks": [task(7, 1, "First"), task(42, 18, "Second")]})
     baton.post("/api/v1/repos/octo/shop/issues/7/claim").respond(409, json=refusal(409))
     claim = baton.post(f"{ISSUE}/claim").respond(json=ticket())
-    code, out, _ = run(capsys, "next", "octo/shop", "--json")
-    assert (code, json.loads(out)) == (0, ticket())
+    code, out, _ = run(capsys, "next", "octo/shop", "--json", "--key", "run-5")
+    assert (code, json.loads(out)) == (0, ticket() | {"idempotency_key": "run-5"})
+    assert claim.calls.last.request.headers["Idempotency-Key"] == "run-5:42"  # one key per task claimed
     claim.respond(409, json=refusal(409))
-    code, out, _ = run(capsys, "next", "octo/shop", "--json")
+    code, out, _ = run(capsys, "next", "octo/shop", "--json", "--key", "run-6")
     assert code == 1
     assert json.loads(out) == {"error": "none_left", "message": "no open task left in octo/shop (2 taken first)",
-                               "skipped": [refusal(409), refusal(409)]}  # fmt: skip
+                               "skipped": [refusal(409), refusal(409)], "idempotency_key": "run-6"}  # fmt: skip
 
 
 def test_rate_limited_says_when_to_retry(baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]) -> None:
@@ -442,3 +453,125 @@ def test_the_agent_commands_leave_serving_lean() -> None:
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env={**os.environ, "PATH": os.defpath}).stdout.split()  # fmt: skip
     assert "baton.client.agent" not in loaded
+
+
+@pytest.mark.parametrize(
+    ("argv", "action", "sent", "said"),
+    [
+        (["accept", "octo/shop#42", "--note", "Looks right."], "accept", {"note": "Looks right."}, "accepted"),
+        (["send-back", "octo/shop#42", "--feedback", "No test."], "send-back", {"feedback": "No test."}, "sent back"),
+        (["reopen", "octo/shop#42", "--reason", "It broke."], "reopen", {"reason": "It broke."}, "reopened"),
+    ],
+    ids=["accept", "send-back", "reopen"],
+)
+def test_a_reviewers_decision_sends_its_text_revision_and_key(
+    baton: respx.MockRouter, capsys: pytest.CaptureFixture[str], argv: list[str], action: str,
+    sent: dict[str, str], said: str,
+) -> None:  # fmt: skip
+    route = baton.post(f"{ISSUE}/{action}").respond(json=ticket(revision=21))
+    code, out, err = run(capsys, *argv, "--rev", "20", "--key", "review-1")
+    assert (code, out, err) == (0, f"{said} octo/shop#42 (revision 21, attempt 1)\n", "")
+    request = route.calls.last.request
+    assert json.loads(request.content) == sent
+    assert (request.headers["If-Match"], request.headers["Idempotency-Key"]) == ('"20"', "review-1")
+
+
+def test_each_run_sends_a_fresh_key_unless_given_one(
+    baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]
+) -> None:
+    route = baton.post(f"{ISSUE}/release").respond(json=ticket(state="open"))
+    run(capsys, "release", "octo/shop#42")
+    run(capsys, "release", "octo/shop#42")
+    first, second = (call.request.headers["Idempotency-Key"] for call in route.calls)
+    assert first != second and len(first) == 32
+    run(capsys, "release", "octo/shop#42", "--key", "mine", "--rev", "7")
+    assert route.calls.last.request.headers["Idempotency-Key"] == "mine"
+    assert route.calls.last.request.headers["If-Match"] == '"7"'
+
+
+def test_new_opens_and_claims_with_the_title_and_the_body_from_a_file_or_stdin(
+    baton: respx.MockRouter, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    route = baton.post("/api/v1/repos/octo/shop/issues").respond(201, json=ticket(issue=43, revision=2))
+    brief = tmp_path / "brief.md"
+    brief.write_text("The footer shows totals.\n", encoding="utf-8")
+    code, out, err = run(capsys, "new", "octo/shop", "--title", "Totals", "--body-file", str(brief), "--key", "k1")
+    assert (code, out, err) == (0, "opened and claimed octo/shop#43 (revision 2, attempt 1)\n", "")
+    request = route.calls.last.request
+    assert json.loads(request.content) == {"title": "Totals", "body": "The footer shows totals.\n"}
+    assert request.headers["Idempotency-Key"] == "k1" and "If-Match" not in request.headers
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("From stdin."))
+    assert run(capsys, "new", "octo/shop", "--title", "Totals", "--body-file", "-")[0] == 0
+    assert json.loads(route.calls.last.request.content)["body"] == "From stdin."
+    code, out, err = run(capsys, "new", "octo/shop", "--title", "Totals", "--body-file", str(tmp_path / "none"))
+    assert (code, out) == (2, "") and err.startswith("baton: cannot read --body-file") and len(err.splitlines()) == 1
+    with pytest.raises(SystemExit) as exited:
+        main(["new", "octo/shop"])
+    assert exited.value.code == 2 and "--title" in capsys.readouterr().err
+
+
+def test_an_invalid_request_prints_the_message_and_each_problem(
+    baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]
+) -> None:
+    problems = [{"field": "commit", "message": "String should match pattern"},
+                {"field": "tests[0]", "message": "String should have at least 1 character"}]  # fmt: skip
+    baton.post(f"{ISSUE}/deliver").respond(
+        422, json={"error": "invalid", "message": "The request is not valid: commit: …", "problems": problems}
+    )
+    code, out, err = run(capsys, "deliver", "octo/shop#42", "--summary", "Done.", "--commit", "zz")
+    assert (code, out) == (1, "")
+    assert err.splitlines() == ["baton: The request is not valid: commit: …",
+                                "  commit: String should match pattern",
+                                "  tests[0]: String should have at least 1 character"]  # fmt: skip
+    detail = [{"loc": ["query", "state"], "msg": "Input should be 'open' or 'claimed'", "type": "enum"}]
+    baton.get("/api/v1/tasks").respond(422, json={"detail": detail})
+    code, out, err = run(capsys, "tasks", "octo/shop", "--state", "bogus")
+    assert (code, out) == (1, "")
+    assert err.splitlines() == ["baton: refused (HTTP 422)", "  query.state: Input should be 'open' or 'claimed'"]
+
+
+def test_the_read_apis_sentence_is_said(baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]) -> None:
+    said = "Unknown ticket octo/shop#42: Baton does not track that issue."
+    baton.get(ISSUE).respond(404, json={"detail": said})
+    assert run(capsys, "status", "octo/shop#42") == (1, "", f"baton: {said}\n")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [httpx.Response(404, html="<h1>Not Found</h1>"), httpx.Response(200, html="<p>Welcome</p>"),
+     httpx.Response(403, json={"ok": False}), httpx.Response(200, json=["not", "an", "object"]),
+     httpx.Response(404, json={"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})],
+    ids=["404 page", "200 page", "other JSON", "JSON list", "GitHub's API"],
+)  # fmt: skip
+def test_an_address_that_does_not_answer_as_baton_is_said_in_one_line_and_exits_2(
+    baton: respx.MockRouter, capsys: pytest.CaptureFixture[str], answer: httpx.Response
+) -> None:
+    baton.post(f"{ISSUE}/claim").mock(return_value=answer)
+    baton.get("/api/v1/tasks").mock(return_value=answer)
+    for argv in (["claim", "octo/shop#42"], ["tasks", "octo/shop"], ["next", "octo/shop"]):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, ""), argv
+        assert err.startswith(f"baton: BATON_URL {URL} does not answer as Baton: HTTP {answer.status_code} with ")
+        assert len(err.splitlines()) == 1
+    code, out, _ = run(capsys, "claim", "octo/shop#42", "--json", "--key", "k")
+    assert code == 2 and json.loads(out)["error"] == "not_baton" and json.loads(out)["idempotency_key"] == "k"
+
+
+def test_baton_help_lists_the_commands_by_whom_they_serve(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert exited.value.code == 0
+    agents, reviewers, operators = (
+        out.index(f"commands for {group}:") for group in ("agents", "reviewers", "operators")
+    )
+    assert agents < reviewers < operators
+    listed = {line.split()[0]: n for n, line in enumerate(out.splitlines()) if line.startswith("  ") and line.split()}
+    head = out.splitlines()
+    for names, start, end in ((("claim", "next", "new", "deliver", "release", "tasks", "status", "mcp"), agents,
+                               reviewers), (("accept", "send-back", "reopen"), reviewers, operators),
+                              (("serve", "worker", "db", "docs"), operators, len(out))):  # fmt: skip
+        for name in names:
+            assert start < len("\n".join(head[: listed[name]])) < end, name

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from baton.client.agent_commands import add_agent_commands
+from baton.client.agent_commands import GROUPS, add_agent_commands
 from baton.environment.clock import SYSTEM
 from baton.environment.settings import Settings
 
@@ -521,9 +521,11 @@ def _operator(commands: Any, name: str, does: str, reads: Sequence[str]) -> argp
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="baton", description="One agent per task; delivered is not accepted.")
+    parser = argparse.ArgumentParser(prog="baton", description="One agent per task; delivered is not accepted.",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--version", action="version", version=f"baton {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     help="one of the commands below; `baton COMMAND --help` tells more")  # fmt: skip
 
     serve = _operator(commands, "serve", "run the web service (migrations are applied at start)", SERVE_READS)
     serve.add_argument("--host", help="bind address (default BATON_HOST or 127.0.0.1)")
@@ -618,7 +620,30 @@ def build_parser() -> argparse.ArgumentParser:
     docs.set_defaults(run=_docs)
 
     add_agent_commands(commands)
+    parser.epilog = _grouped(commands)
     return parser
+
+
+def _grouped(commands: Any) -> str:
+    """The commands by whom they serve (argparse lists subcommands in one list): agents', reviewers', and the
+    rest, for the people who run Baton. Maintainers release someone's claim and assign a task by comment."""
+    import re
+    import textwrap
+
+    # the help without its "(agents; HTTP)": the group says it
+    said = {action.dest: re.sub(r" \((agents|reviewers); HTTP\)$", "", action.help or "")
+            for action in commands._choices_actions}  # fmt: skip
+    commands._choices_actions.clear()  # listed here, by group, instead
+    groups = {**GROUPS, "operators": tuple(name for name in said if not any(name in g for g in GROUPS.values()))}
+    width = max(len(name) for name in said) + 2
+    lines = []
+    for group, names in groups.items():
+        lines.append(f"commands for {group}:")
+        lines.extend(textwrap.fill(said[name], 100, initial_indent=f"  {name:<{width}}",
+                                   subsequent_indent=" " * (width + 2)) for name in names)  # fmt: skip
+        lines.append("")
+    lines.append("maintainers: release someone's claim with a /release @user comment, assign with /assign @user")
+    return "\n".join(lines)
 
 
 def _version() -> str:

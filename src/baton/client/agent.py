@@ -1,4 +1,5 @@
-"""An agent's side of Baton's HTTP API: claim, release and deliver a task, list the open tasks, read a ticket.
+"""The client side of Baton's agent API: claim, release and deliver a task, open-and-claim one, accept, send back
+or reopen a delivery, list the open tasks, read a ticket.
 
 Synchronous, one `httpx.Client` per process. The agent authenticates with its own GitHub token, which this
 module sends in the `Authorization` header and nowhere else: it is never logged, printed or put in an error.
@@ -10,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -99,18 +101,40 @@ def find_token(environ: Mapping[str, str] | None = None) -> Token:
     )
 
 
+def new_key() -> str:
+    """A fresh `Idempotency-Key`: the same key again gets the first request's answer."""
+    return uuid.uuid4().hex
+
+
 @dataclass(frozen=True)
 class Response:
-    """Baton's HTTP answer: the status code, the JSON body (an object; empty when there was none), and for
-    429 the `Retry-After` header."""
+    """Baton's HTTP answer: the status code, the JSON body (an object; empty when there was none), for 429 the
+    `Retry-After` header, and whether the body was a JSON object at all (with its content type when not)."""
 
     status: int
     body: dict[str, Any]
     retry_after: str | None = None
+    json_object: bool = True
+    content_type: str = "application/json"
 
     @property
     def ok(self) -> bool:
-        return self.status == 200
+        """Done: 200, or 201 for an issue opened and claimed."""
+        return self.status in (200, 201)
+
+    @property
+    def from_baton(self) -> bool:
+        """Whether the answer has the shape of one of Baton's: a JSON object, which on a refusal says why
+        (Baton's `error` and `message`, or FastAPI's `detail`; GitHub's API, say, gives a `message` alone). A
+        gateway failing in front of Baton (5xx) is taken as Baton failing."""
+        if self.status >= 500:
+            return True
+        if not self.json_object or not self.body:
+            return False
+        if self.ok:
+            return True
+        said = isinstance(self.body.get("error"), str) and isinstance(self.body.get("message"), str)
+        return said or "detail" in self.body
 
     @property
     def message(self) -> str | None:
@@ -145,15 +169,31 @@ class AgentClient:
         self._http.close()
 
     def claim(self, repo: str, number: int, rev: int | None = None, idempotency_key: str | None = None) -> Response:
-        headers = {}
-        if rev is not None:
-            headers["If-Match"] = f'"{rev}"'
-        if idempotency_key is not None:
-            headers["Idempotency-Key"] = idempotency_key
-        return self._call("POST", f"{_issue_path(repo, number)}/claim", json={}, headers=headers)
+        return self._act(repo, number, "claim", {}, rev, idempotency_key)
 
-    def release(self, repo: str, number: int) -> Response:
-        return self._call("POST", f"{_issue_path(repo, number)}/release", json={})
+    def release(self, repo: str, number: int, rev: int | None = None, idempotency_key: str | None = None) -> Response:
+        return self._act(repo, number, "release", {}, rev, idempotency_key)
+
+    def accept(
+        self, repo: str, number: int, note: str = "", rev: int | None = None, idempotency_key: str | None = None
+    ) -> Response:
+        return self._act(repo, number, "accept", {"note": note}, rev, idempotency_key)
+
+    def send_back(
+        self, repo: str, number: int, feedback: str = "", rev: int | None = None, idempotency_key: str | None = None
+    ) -> Response:
+        return self._act(repo, number, "send-back", {"feedback": feedback}, rev, idempotency_key)
+
+    def reopen(
+        self, repo: str, number: int, reason: str = "", rev: int | None = None, idempotency_key: str | None = None
+    ) -> Response:
+        return self._act(repo, number, "reopen", {"reason": reason}, rev, idempotency_key)
+
+    def create_and_claim(self, repo: str, title: str, body: str = "", idempotency_key: str | None = None) -> Response:
+        """Open an issue in `repo` and claim it (201): it is never open for anyone else."""
+        owner, _, name = repo.partition("/")
+        path = f"/api/v1/repos/{quote(owner, safe='')}/{quote(name, safe='')}/issues"
+        return self._call("POST", path, json={"title": title, "body": body}, headers=_headers(None, idempotency_key))
 
     def deliver(
         self,
@@ -165,16 +205,25 @@ class AgentClient:
         pr: int | None = None,
         tests: Sequence[str] = (),
         screenshots: Sequence[str] = (),
+        rev: int | None = None,
+        idempotency_key: str | None = None,
     ) -> Response:
         body = {"summary": summary, "branch": branch, "commit": commit, "pr": pr, "tests": list(tests),
                 "screenshots": list(screenshots)}  # fmt: skip
-        return self._call("POST", f"{_issue_path(repo, number)}/deliver", json=body)
+        return self._act(repo, number, "deliver", body, rev, idempotency_key)
 
     def tasks(self, repo: str, state: str = "open") -> Response:
         return self._call("GET", "/api/v1/tasks", params={"repo": repo, "state": state})
 
     def status(self, repo: str, number: int) -> Response:
         return self._call("GET", _issue_path(repo, number))
+
+    def _act(
+        self, repo: str, number: int, action: str, body: dict[str, Any], rev: int | None, key: str | None
+    ) -> Response:
+        """POST a command on an issue: `If-Match` names the revision it must still be at, `Idempotency-Key` makes
+        a retry get the first answer."""
+        return self._call("POST", f"{_issue_path(repo, number)}/{action}", json=body, headers=_headers(rev, key))
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Response:
         try:
@@ -188,9 +237,19 @@ class AgentClient:
             body = response.json()
         except ValueError:
             body = None
+        kind = response.headers.get("Content-Type", "").partition(";")[0].strip() or "no content type"
         if not isinstance(body, dict):
-            body = {}
-        return Response(response.status_code, body, response.headers.get("Retry-After"))
+            return Response(response.status_code, {}, response.headers.get("Retry-After"), False, kind)
+        return Response(response.status_code, body, response.headers.get("Retry-After"), True, kind)
+
+
+def _headers(rev: int | None, key: str | None) -> dict[str, str]:
+    headers = {}
+    if rev is not None:
+        headers["If-Match"] = f'"{rev}"'
+    if key is not None:
+        headers["Idempotency-Key"] = key
+    return headers
 
 
 def _issue_path(repo: str, number: int) -> str:

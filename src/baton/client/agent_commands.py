@@ -1,9 +1,11 @@
-"""`baton`'s commands for agents: they talk to a running Baton over HTTP (`baton.client.agent`) and touch no
-database; and `baton mcp`, the same as MCP tools. Exit 0 done, 1 refused, 2 usage, auth or network errors."""
+"""`baton`'s commands for agents and reviewers: they talk to a running Baton over HTTP (`baton.client.agent`)
+and touch no database; and `baton mcp`, the same as MCP tools. Exit 0 done, 1 refused, 2 usage, auth or network
+errors, or an address that does not answer as Baton."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -11,25 +13,40 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from baton.client.agent import AgentClient, Response
 
-# The agent's commands: they talk to a running Baton over HTTP (baton/agent.py) and touch no database.
-
 AGENT_EPILOG = """\
-reads BATON_URL (Baton's address, e.g. http://127.0.0.1:8000) and the agent's own GitHub token from
-GITHUB_TOKEN, else GH_TOKEN, else `gh auth token` (the GitHub CLI); the token is sent to Baton and never printed.
+reads BATON_URL (Baton's address, e.g. http://127.0.0.1:8000) and your own GitHub token from GITHUB_TOKEN,
+else GH_TOKEN, else `gh auth token` (the GitHub CLI); the token is sent to Baton and never printed.
 
 exit status: 0 done; 1 refused (taken by someone else, changed since the revision named, not allowed, not
-found, delivery lacking evidence: Baton's reason on stderr); 2 usage error, token not accepted (401), rate
-limited (429: stderr says when to retry), Baton unreachable or failing (5xx)."""
+found, a request Baton cannot take, delivery lacking evidence: Baton's reason on stderr); 2 usage error, token
+not accepted (401), rate limited (429: stderr says when to retry), Baton unreachable or failing (5xx), or
+BATON_URL answering as something other than Baton."""
+
+WRITING_EPILOG = """
+
+--key: Baton answers a request sent again with the same key (by the same login) as it answered the first, and
+does it once; without --key each run sends a fresh key, which --json prints as "idempotency_key"."""
+
+# The commands' groups, as `baton --help` lists them.
+GROUPS = {
+    "agents": ("tasks", "next", "claim", "new", "deliver", "release", "status", "mcp"),
+    "reviewers": ("accept", "send-back", "reopen"),
+}
 
 _REFUSALS = {403, 404, 409, 412, 422}
+# A refusal's hint in a comment's syntax (`rev=19`), said as these commands take it.
+_COMMENT_REV = re.compile(r"\brev=(\d+)")
 
 
 class _Agent:
-    """What one agent command prints: human lines, or with --json the answer's body; never the token."""
+    """What one command prints: human lines, or with --json the answer's body (and the Idempotency-Key sent);
+    never the token."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.json: bool = args.json
         self.secret: str | None = None
+        self.url = ""
+        self.key: str | None = None  # the Idempotency-Key a writing command sent
 
     def _scrubbed(self, text: str) -> str:
         return text.replace(self.secret, "[token]") if self.secret else text
@@ -44,18 +61,20 @@ class _Agent:
         if self.json:
             import json
 
-            self.out(json.dumps(body))
+            self.out(json.dumps(body if self.key is None else {**body, "idempotency_key": self.key}))
 
     def failed(self, code: int, error: str, message: str) -> int:
-        """A failure with no answer from Baton behind it (usage, network)."""
+        """A failure with no answer from Baton behind it (usage, network, not Baton)."""
         self.body({"error": error, "message": message})
         self.err(f"baton: {message}")
         return code
 
     def answered(self, answer: Response, token_source: str, line: Callable[[dict[str, Any]], str]) -> int:
         """The exit status for Baton's answer, having printed it."""
+        if not answer.from_baton:
+            return self.failed(2, "not_baton", not_baton(self.url, answer))
         self.body(answer.body)
-        said = answer.message
+        said = _hint(answer.message or _detail(answer.body))
         if answer.ok:
             text = line(answer.body)
             if text and not self.json:
@@ -63,6 +82,8 @@ class _Agent:
             return 0
         if answer.status in _REFUSALS:
             self.err(f"baton: {said or f'refused (HTTP {answer.status})'}")
+            for problem in _problems(answer.body):
+                self.err(f"  {problem}")
             return 1
         if answer.status == 401:
             self.err(f"baton: Baton did not accept {token_source}" + (f": {said}" if said else ""))
@@ -77,9 +98,43 @@ class _Agent:
 
     def unexpected(self, answer: Response, what: str) -> int:
         """A 200 whose body is not what the contract promises."""
+        if not answer.from_baton:
+            return self.failed(2, "not_baton", not_baton(self.url, answer))
         self.body(answer.body)
         self.err(f"baton: Baton's answer holds no {what}")
         return 2
+
+
+def not_baton(url: str, answer: Response) -> str:
+    """One line for an answer that is not Baton's: BATON_URL names something else."""
+    what = "a JSON object without Baton's fields" if answer.json_object else answer.content_type
+    return f"BATON_URL {url} does not answer as Baton: HTTP {answer.status} with {what}"
+
+
+def _hint(message: str | None) -> str | None:
+    return _COMMENT_REV.sub(r"--rev \1", message) if message else message
+
+
+def _detail(body: dict[str, Any]) -> str | None:
+    """FastAPI's `detail` when it is a sentence (the read API's refusals)."""
+    detail = body.get("detail")
+    return detail if isinstance(detail, str) and detail else None
+
+
+def _problems(body: dict[str, Any]) -> list[str]:
+    """Each problem of a request Baton could not take: Baton's `problems` (field and message), else FastAPI's
+    `detail` list (where and what)."""
+    listed = body.get("problems")
+    if isinstance(listed, list):
+        return [f"{one.get('field')}: {one.get('message')}" for one in listed if isinstance(one, dict)]
+    detail = body.get("detail")
+    if isinstance(detail, list):
+        return [
+            f"{'.'.join(str(part) for part in one.get('loc', ()))}: {one.get('msg')}" if isinstance(one, dict)
+            else str(one)
+            for one in detail
+        ]  # fmt: skip
+    return []
 
 
 def _agent(args: argparse.Namespace, act: Callable[[_Agent, AgentClient, str], int]) -> int:
@@ -92,7 +147,11 @@ def _agent(args: argparse.Namespace, act: Callable[[_Agent, AgentClient, str], i
         token = find_token()
     except UsageError as error:
         return shown.failed(2, "usage", str(error))
-    shown.secret = token.value
+    shown.secret, shown.url = token.value, url
+    if hasattr(args, "key"):  # a command that changes a task: it sends an Idempotency-Key
+        from baton.client.agent import new_key
+
+        shown.key = args.key or new_key()
     try:
         with AgentClient(url, token.value) as client:
             return act(shown, client, str(token))
@@ -118,13 +177,58 @@ def _held(verb: str, repo: str, number: int) -> Callable[[dict[str, Any]], str]:
 def _claim(args: argparse.Namespace) -> int:
     repo, number = args.issue
     return _agent(args, lambda shown, client, token: shown.answered(
-        client.claim(repo, number, rev=args.rev), token, _held("claimed", repo, number)))  # fmt: skip
+        client.claim(repo, number, rev=args.rev, idempotency_key=shown.key), token,
+        _held("claimed", repo, number)))  # fmt: skip
 
 
 def _release(args: argparse.Namespace) -> int:
     repo, number = args.issue
     return _agent(args, lambda shown, client, token: shown.answered(
-        client.release(repo, number), token, _held("released", repo, number)))  # fmt: skip
+        client.release(repo, number, rev=args.rev, idempotency_key=shown.key), token,
+        _held("released", repo, number)))  # fmt: skip
+
+
+def _review(verb: str) -> Callable[[argparse.Namespace], int]:
+    """`accept`, `send-back` or `reopen`: a reviewer's decision on a task, with its text."""
+
+    def run(args: argparse.Namespace) -> int:
+        repo, number = args.issue
+
+        def act(shown: _Agent, client: AgentClient, token: str) -> int:
+            options = {"rev": args.rev, "idempotency_key": shown.key}
+            if verb == "accept":
+                answer = client.accept(repo, number, args.note, **options)
+            elif verb == "send-back":
+                answer = client.send_back(repo, number, args.feedback, **options)
+            else:
+                answer = client.reopen(repo, number, args.reason, **options)
+            done = {"accept": "accepted", "send-back": "sent back", "reopen": "reopened"}[verb]
+            return shown.answered(answer, token, _held(done, repo, number))
+
+        return _agent(args, act)
+
+    return run
+
+
+def _new(args: argparse.Namespace) -> int:
+    repo = args.repository
+    try:
+        body = _read_text(args.body_file) if args.body_file else ""
+    except OSError as error:  # before anything is sent
+        return _Agent(args).failed(2, "usage", f"cannot read --body-file {args.body_file}: {error.strerror or error}")
+
+    def act(shown: _Agent, client: AgentClient, token: str) -> int:
+        answer = client.create_and_claim(repo, args.title, body, idempotency_key=shown.key)
+        return shown.answered(answer, token, _held("opened and claimed", repo, 0))
+
+    return _agent(args, act)
+
+
+def _read_text(name: str) -> str:
+    if name == "-":
+        return sys.stdin.read()
+    with open(name, encoding="utf-8") as file:
+        return file.read()
 
 
 def _deliver(args: argparse.Namespace) -> int:
@@ -132,7 +236,8 @@ def _deliver(args: argparse.Namespace) -> int:
 
     def act(shown: _Agent, client: AgentClient, token: str) -> int:
         answer = client.deliver(repo, number, args.summary, branch=args.branch, commit=args.commit, pr=args.pr,
-                                tests=args.tests, screenshots=args.screenshots)  # fmt: skip
+                                tests=args.tests, screenshots=args.screenshots, rev=args.rev,
+                                idempotency_key=shown.key)  # fmt: skip
         return shown.answered(answer, token, _held("delivered", repo, number))
 
     return _agent(args, act)
@@ -192,7 +297,12 @@ def _next(args: argparse.Namespace) -> int:
                 continue
             number, revision = task["issue"], task.get("revision")
             # The revision listed: the task claimed is the one just read, brief and all, or it is skipped.
-            answer = client.claim(repo, number, rev=revision if isinstance(revision, int) else None)
+            answer = client.claim(
+                repo,
+                number,
+                rev=revision if isinstance(revision, int) else None,
+                idempotency_key=f"{shown.key}:{number}",
+            )  # one key per task claimed
             if answer.status in _TAKEN and answer.body.get("code") != "claim_limit":
                 shown.err(f"skipped {repo}#{number}: {answer.message or f'HTTP {answer.status}'}")
                 skipped.append(answer.body)
@@ -234,34 +344,62 @@ def _pull_request_argument(text: str) -> int:
 
 
 def add_agent_commands(commands: Any) -> None:
-    """The agent's subcommands of `baton`, and `baton mcp`."""
+    """The agents' and reviewers' subcommands of `baton`, and `baton mcp`."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print Baton's answer as JSON on stdout")
+    writing = argparse.ArgumentParser(add_help=False)
+    writing.add_argument("--key", metavar="KEY", help="the Idempotency-Key to send (default: a fresh one)")
 
-    def add(name: str, summary: str, description: str) -> argparse.ArgumentParser:
+    def add(
+        name: str, summary: str, description: str, *, writes: bool = False, rev: str = ""
+    ) -> argparse.ArgumentParser:
         import textwrap
 
-        return commands.add_parser(  # type: ignore[no-any-return]
-            name, help=summary, description=textwrap.fill(description, 100), epilog=AGENT_EPILOG, parents=[common],
+        made: argparse.ArgumentParser = commands.add_parser(
+            name, help=summary, description=textwrap.fill(description, 100),
+            epilog=AGENT_EPILOG + (WRITING_EPILOG if writes else ""), parents=[common, *([writing] if writes else [])],
             formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+        if rev:
+            made.add_argument("--rev", type=int, metavar="N", help=f"{rev} only if the task is still at revision N")
+        return made
 
-    claim = add("claim", "claim a task (agents; HTTP)", "Claim the task OWNER/REPO#N for this agent. Exactly one "
-                "of any number of agents claiming at once wins. Claiming a task you hold changes nothing.")  # fmt: skip
-    claim.add_argument("issue", metavar="OWNER/REPO#N", type=_issue_argument)
-    claim.add_argument("--rev", type=int, metavar="N", help="claim only if the task is still at revision N")
-    claim.set_defaults(run=_claim)
+    def on_issue(name: str, summary: str, description: str, verb: str) -> argparse.ArgumentParser:
+        made = add(name, summary, description, writes=True, rev=verb)
+        made.add_argument("issue", metavar="OWNER/REPO#N", type=_issue_argument)
+        return made
+
+    tasks = add("tasks", "list a repository's open tasks, oldest first (agents; HTTP)",
+                "List OWNER/REPO's tasks in a state (open unless --state says otherwise), oldest first, one a "
+                "line: OWNER/REPO#N, its revision, its title.")  # fmt: skip
+    tasks.add_argument("repository", metavar="OWNER/REPO", type=_repository_argument)
+    tasks.add_argument("--state", default="open", help="the work state to list (default open)")
+    tasks.set_defaults(run=_tasks)
 
     next_ = add("next", "claim the oldest open task you can win (agents; HTTP)",
                 "List OWNER/REPO's open tasks, oldest first, and claim each in turn, at the revision listed, until "
                 "one is won; print it. A task taken (or changed) meanwhile is skipped, said on stderr. Exit 1 "
-                "when none is left.")  # fmt: skip
+                "when none is left. Each claim sends KEY:N as its Idempotency-Key.", writes=True)  # fmt: skip
     next_.add_argument("repository", metavar="OWNER/REPO", type=_repository_argument)
     next_.set_defaults(run=_next)
 
-    deliver = add("deliver", "deliver a task you hold, with evidence (agents; HTTP)",
-                  "Deliver OWNER/REPO#N: a summary and the evidence. The task then waits for a reviewer; a "
-                  "delivery lacking evidence the task requires is refused, naming what it lacks.")  # fmt: skip
-    deliver.add_argument("issue", metavar="OWNER/REPO#N", type=_issue_argument)
+    claim = on_issue("claim", "claim a task (agents; HTTP)", "Claim the task OWNER/REPO#N for this agent. Exactly "
+                     "one of any number of agents claiming at once wins. Claiming a task you hold changes "
+                     "nothing.", "claim")  # fmt: skip
+    claim.set_defaults(run=_claim)
+
+    new = add("new", "open an issue and claim it at once (agents; HTTP)",
+              "Open an issue in OWNER/REPO with --title (and the body in --body-file) and claim it: it is never "
+              "open for anyone else. Sent again with the same --key, it claims the issue the first run opened "
+              "rather than open a second.", writes=True)  # fmt: skip
+    new.add_argument("repository", metavar="OWNER/REPO", type=_repository_argument)
+    new.add_argument("--title", required=True, metavar="TEXT", help="the issue's title")
+    new.add_argument("--body-file", metavar="FILE", help="the issue's body, read from FILE (- for stdin)")
+    new.set_defaults(run=_new)
+
+    deliver = on_issue("deliver", "deliver a task you hold, with evidence (agents; HTTP)",
+                       "Deliver OWNER/REPO#N: a summary and the evidence. The task then waits for a reviewer; a "
+                       "delivery lacking evidence the task requires is refused, naming what it lacks.",
+                       "deliver")  # fmt: skip
     deliver.add_argument("--summary", required=True, metavar="TEXT", help="what was done, for the reviewer")
     deliver.add_argument("--branch", metavar="B", help="the branch holding the work")
     deliver.add_argument("--commit", metavar="SHA", help="the commit delivered")
@@ -272,17 +410,11 @@ def add_agent_commands(commands: Any) -> None:
                          help="a screenshot's address (repeatable)")  # fmt: skip
     deliver.set_defaults(run=_deliver)
 
-    release = add("release", "give back a task you hold (agents; HTTP)",
-                  "Release OWNER/REPO#N: the task is open again for anyone to claim.")  # fmt: skip
-    release.add_argument("issue", metavar="OWNER/REPO#N", type=_issue_argument)
+    release = on_issue("release", "give back a task you hold (agents; HTTP)",
+                       "Release OWNER/REPO#N: the task is open again for anyone to claim. Only its runner can "
+                       "release it here; a maintainer releases someone else's claim with a /release @user "
+                       "comment.", "release")  # fmt: skip
     release.set_defaults(run=_release)
-
-    tasks = add("tasks", "list a repository's open tasks, oldest first (agents; HTTP)",
-                "List OWNER/REPO's tasks in a state (open unless --state says otherwise), oldest first, one a "
-                "line: OWNER/REPO#N, its revision, its title.")  # fmt: skip
-    tasks.add_argument("repository", metavar="OWNER/REPO", type=_repository_argument)
-    tasks.add_argument("--state", default="open", help="the work state to list (default open)")
-    tasks.set_defaults(run=_tasks)
 
     status = add("status", "show a task's state, holder and revision (agents; HTTP)",
                  "Show OWNER/REPO#N as Baton knows it: its work state, who holds it, its revision and "
@@ -290,14 +422,37 @@ def add_agent_commands(commands: Any) -> None:
     status.add_argument("issue", metavar="OWNER/REPO#N", type=_issue_argument)
     status.set_defaults(run=_status)
 
+    accept = on_issue("accept", "accept a delivered task (reviewers; HTTP)",
+                      "Accept the delivery of OWNER/REPO#N: the work is done. Its runner cannot accept their own "
+                      "delivery.", "accept")  # fmt: skip
+    accept.add_argument("--note", default="", metavar="TEXT", help="a note for the runner and the record")
+    accept.set_defaults(run=_review("accept"))
+
+    send_back = on_issue("send-back", "send a delivery back to its runner (reviewers; HTTP)",
+                         "Send the delivery of OWNER/REPO#N back to its runner for another attempt, saying what "
+                         "is missing.", "send it back")  # fmt: skip
+    send_back.add_argument("--feedback", default="", metavar="TEXT", help="what the runner should change")
+    send_back.set_defaults(run=_review("send-back"))
+
+    reopen = on_issue("reopen", "reopen accepted work (reviewers; HTTP)",
+                      "Reopen OWNER/REPO#N after it was accepted: it is open again for anyone to claim.",
+                      "reopen")  # fmt: skip
+    reopen.add_argument("--reason", default="", metavar="TEXT", help="why the work is reopened")
+    reopen.set_defaults(run=_review("reopen"))
+
     mcp = commands.add_parser(
         "mcp",
         help="serve the agent API's tools to a coding assistant over MCP (stdio)",
         description="Serve Baton's agent API as MCP tools on stdin and stdout (list_tasks, claim_task, "
-        "deliver_task, release_task, task_status), for a coding assistant that starts this command. "
+        "create_and_claim, deliver_task, release_task, task_status, accept_task, send_back_task, reopen_task) "
+        "and each task's brief as a resource (baton://OWNER/REPO/issues/N), for a coding assistant that starts "
+        "this command. "
         "Reads Baton's address from BATON_URL and the agent's GitHub token from GITHUB_TOKEN, else GH_TOKEN, "
         "else `gh auth token`.",
     )
+    mcp.add_argument("--repo", dest="repositories", action="append", default=[], metavar="OWNER/REPO",
+                     type=_repository_argument,
+                     help="list this repository's open tasks as resources (repeatable)")  # fmt: skip
     mcp.set_defaults(run=_mcp)
 
 
@@ -311,5 +466,5 @@ def _mcp(args: argparse.Namespace) -> int:
     except UsageError as error:
         print(f"baton mcp: {error}", file=sys.stderr)
         return 2
-    serve(url, token.value)
+    serve(url, token.value, args.repositories)
     return 0

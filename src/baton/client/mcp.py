@@ -1,9 +1,12 @@
 """`baton mcp`: Baton's agent API as a Model Context Protocol server, for a coding assistant (docs/agents.md).
 
-Five tools, each one call of the agent API through `AgentClient` with the agent's own GitHub token: list the
-open tasks, claim, deliver, release, read a task's status. A tool answers with the API's JSON body as its
-structured content and one line saying what happened; a refusal (any answer but 200) is a tool error carrying
-Baton's message, which names the holder when someone else holds the task.
+Tools for every role, each one call of the agent API through `AgentClient` with the caller's own GitHub token:
+an agent lists the open tasks, claims one (or opens and claims a new one), delivers, releases, reads a task's
+status; a reviewer accepts, sends back or reopens. A tool answers with the API's JSON body as its structured
+content (typed, for the tools that change a task) and one line saying what happened; a refusal (any answer but
+200 or 201) is a tool error carrying Baton's message, which names the holder when someone else holds the task.
+Each task's brief is a resource, `baton://owner/repo/issues/N`: read any; listed, the open tasks of the
+repositories named (`baton mcp --repo`, or `?repo=` on `/mcp`).
 
 Served over stdio (the assistant starts `baton mcp` and talks to it on its stdin and stdout, and the tools call
 BATON_URL with the agent's GITHUB_TOKEN), and by `baton serve` itself at `/mcp` over streamable HTTP
@@ -12,13 +15,18 @@ BATON_URL with the agent's GITHUB_TOKEN), and by `baton serve` itself at `/mcp` 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import re
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Annotated, Any
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, ListResourcesResult, PaginatedRequestParams, Resource, TextContent
+from pydantic import BaseModel, Field
 
 from baton.client.agent import AgentClient, Response, Unreachable, UsageError, parse_repository
 
@@ -27,7 +35,10 @@ INSTRUCTIONS = (
     "it. Find work with list_tasks, claim one with claim_task (exactly one of any number of claimants wins; "
     "a refusal names who holds it: pick another task), do the work, then deliver_task with a summary and "
     "evidence. Release a task you cannot finish with release_task. task_status tells a task's state, holder "
-    "and revision."
+    "and revision. create_and_claim opens a new issue already claimed by you. A reviewer accepts a delivery with "
+    "accept_task or sends it back with send_back_task; reopen_task reopens accepted work. Every tool that "
+    "changes a task takes `revision` (decide only if the task is still at it) and `idempotency_key` (the same "
+    "key again gets the first answer). Each task's brief is the resource baton://owner/repo/issues/N."
 )
 
 Repository = Annotated[
@@ -46,7 +57,41 @@ Revision = Annotated[
         ge=0,
     ),
 ]
+Guard = Annotated[
+    int | None,
+    Field(
+        description="Decide only if the task is still at this revision (as list_tasks or task_status gave it); "
+        "otherwise the call is refused.",
+        ge=0,
+    ),
+]
+Key = Annotated[
+    str | None,
+    Field(
+        description="An Idempotency-Key: sending the same call again with the same key gets the first answer, "
+        "and the call is decided once.",
+        min_length=1,
+        max_length=200,
+    ),
+]
+Text = Annotated[str, Field(max_length=10_000)]
 Summary = Annotated[str, Field(description="What was done, for the reviewer.", min_length=1, max_length=10_000)]
+
+
+class TaskAnswer(BaseModel):
+    """What Baton answers a call that changed (or held) a task."""
+
+    repository: str = Field(description='"owner/name".')
+    issue: int = Field(description="The issue number.")
+    state: str | None = Field(description="The task's work state now: open, claimed, delivered, accepted, ...")
+    runner: str | None = Field(description="Who holds the task, if anyone.")
+    revision: int | None = Field(description="The task's revision now: name it to guard the next call.")
+    attempt: int | None = Field(None, description="The runner's attempt.")
+    url: str = Field(description="The issue on GitHub.")
+    message: str | None = Field(None, description="Baton's note, when it has one.")
+
+
+Changed = Annotated[CallToolResult, TaskAnswer]
 Lines = Annotated[list[str], Field(max_length=20)]
 
 LIST_TASKS = (
@@ -63,7 +108,22 @@ DELIVER_TASK = (
     "delivered is not accepted. A delivery that lacks evidence the task requires is refused, naming everything "
     "it lacks."
 )
-RELEASE_TASK = "Release a task you hold and cannot finish: it is open again for anyone to claim."
+RELEASE_TASK = (
+    "Release a task you hold and cannot finish: it is open again for anyone to claim. (A maintainer releases "
+    "someone else's claim with a `/release @user` comment on the issue.)"
+)
+CREATE_AND_CLAIM = (
+    "Open a new issue in a repository and claim it at once: it is never open for anyone else. With an "
+    "idempotency_key, a retry claims the issue the first call opened rather than open a second."
+)
+ACCEPT_TASK = "Accept a delivered task, as its reviewer: the work is done. Its runner cannot accept their own delivery."
+SEND_BACK_TASK = "Send a delivered task back to its runner for another attempt, with feedback saying what to change."
+REOPEN_TASK = "Reopen accepted work: it is open again for anyone to claim. Say why in `reason`."
+BRIEF = (
+    "A task's brief: what to do, its scope, how it is judged and the evidence a delivery needs, with the task's "
+    "state and revision (JSON)."
+)
+_COMMENT_REV = re.compile(r"\brev=(\d+)")
 TASK_STATUS = "A task's state (open, claimed, delivered, accepted, ...), who holds it, its revision and attempt."
 
 
@@ -80,6 +140,7 @@ def _said(answer: Response) -> str:
         if isinstance(detail, list):  # a request the API's schema refused: one entry per field
             detail = "; ".join(str(item.get("msg", item)) if isinstance(item, dict) else str(item) for item in detail)
         said = f"Baton answered {answer.status}" + (f": {detail}" if detail else "")
+    said = _COMMENT_REV.sub(r"revision=\1", said)  # a comment's `rev=N` is this tool's `revision`
     if answer.status == 429 and answer.retry_after:
         said += f" (Retry-After: {answer.retry_after} s)"
     return said
@@ -105,9 +166,55 @@ Clients = Callable[[Context], AbstractContextManager[AgentClient]]
 with that call's token."""
 
 
-def build_server(clients: Clients) -> MCPServer:
-    """An MCP server whose tools call the agent API through the client `clients` gives each call."""
-    server: MCPServer = MCPServer("baton", instructions=INSTRUCTIONS, log_level="WARNING")
+def _asked(ctx: Context) -> list[str]:
+    """The repositories an HTTP request names in its `?repo=` (none over stdio)."""
+    request: Any = getattr(ctx.request_context, "request", None)
+    query = getattr(request, "query_params", None)
+    return list(query.getlist("repo")) if query is not None else []
+
+
+class _Server(MCPServer):
+    """An MCP server that lists, as resources, the briefs of the open tasks in the repositories named."""
+
+    def __init__(self, clients: Clients, repositories: Sequence[str]) -> None:
+        super().__init__("baton", instructions=INSTRUCTIONS, log_level="WARNING")
+        self.clients = clients
+        self.repositories = tuple(repositories)
+
+    async def _handle_list_resources(self, ctx: Any, params: PaginatedRequestParams | None) -> ListResourcesResult:
+        context: Context = Context(request_context=ctx, mcp_server=self)
+        named = [*self.repositories, *_asked(context)]
+        listed = await anyio.to_thread.run_sync(lambda: self._briefs(context, named))
+        return ListResourcesResult(resources=[*await self.list_resources(), *listed])
+
+    def _briefs(self, ctx: Context, repositories: Sequence[str]) -> list[Resource]:
+        """The open tasks' resources; a repository that cannot be listed is the request's error, saying why."""
+        try:
+            return self._listed(ctx, [parse_repository(one) for one in repositories])
+        except (UsageError, Unreachable, ResourceError) as error:
+            raise MCPError(code=INVALID_PARAMS, message=str(error)) from None
+
+    def _listed(self, ctx: Context, repositories: Sequence[str]) -> list[Resource]:
+        found: list[Resource] = []
+        with self.clients(ctx) as client:
+            for name in dict.fromkeys(repositories):
+                answer = client.tasks(name, state="open")
+                tasks = answer.body.get("tasks") if answer.ok else None
+                if not isinstance(tasks, list):
+                    raise ResourceError(f"cannot list {name}'s tasks: {_said(answer)}")
+                found.extend(
+                    Resource(uri=f"baton://{name}/issues/{task['issue']}", name=f"{name}#{task['issue']}",
+                             title=task.get("title") or None, description=f"The brief of {name}#{task['issue']} "
+                             f"(open, revision {task.get('revision')})", mime_type="application/json")
+                    for task in tasks if isinstance(task, dict) and isinstance(task.get("issue"), int)
+                )  # fmt: skip
+        return found
+
+
+def build_server(clients: Clients, repositories: Sequence[str] = ()) -> MCPServer:
+    """An MCP server whose tools call the agent API through the client `clients` gives each call; its resources
+    list the open tasks of `repositories` (and of those an HTTP request names)."""
+    server = _Server(clients, repositories)
 
     def call(
         ctx: Context, repo: str, act: Callable[[AgentClient, str], Response]
@@ -145,12 +252,32 @@ def build_server(clients: Clients) -> MCPServer:
         return _text(f"{len(tasks)} open task{'s' if len(tasks) != 1 else ''} in {repository}: {listed}", answer.body)
 
     @server.tool(description=CLAIM_TASK)
-    def claim_task(repo: Repository, number: Number, ctx: Context, revision: Revision = None) -> CallToolResult:
+    def claim_task(
+        repo: Repository, number: Number, ctx: Context, revision: Revision = None, idempotency_key: Key = None
+    ) -> Changed:
         def say(repository: str, answer: Response) -> str:
             line = f"claimed {_where(answer.body, repository, number)} ({_revision(answer.body)})"
             return line + (f": {answer.message}" if answer.ok and answer.message else "")
 
-        return told(ctx, repo, lambda client, repository: client.claim(repository, number, rev=revision), say)
+        return told(ctx, repo, lambda client, repository: client.claim(
+            repository, number, rev=revision, idempotency_key=idempotency_key), say)  # fmt: skip
+
+    @server.tool(description=CREATE_AND_CLAIM)
+    def create_and_claim(
+        repo: Repository,
+        title: Annotated[str, Field(description="The issue's title.", min_length=1, max_length=256)],
+        ctx: Context,
+        body: Annotated[Text, Field(description="The issue's body: the task's brief.")] = "",
+        idempotency_key: Key = None,
+    ) -> Changed:
+        return told(
+            ctx,
+            repo,
+            lambda client, repository: client.create_and_claim(repository, title, body, idempotency_key),
+            lambda repository, answer: (
+                f"opened and claimed {_where(answer.body, repository, 0)} ({_revision(answer.body)})"
+            ),
+        )
 
     @server.tool(description=DELIVER_TASK)
     def deliver_task(
@@ -164,12 +291,23 @@ def build_server(clients: Clients) -> MCPServer:
         # The lists are copied into each call's argument model, and never changed here.
         tests: Annotated[Lines, Field(description="Test evidence: links to test runs, or test output.")] = [],  # noqa: B006
         screenshots: Annotated[Lines, Field(description="Links to screenshots.")] = [],  # noqa: B006
-    ) -> CallToolResult:
+        revision: Guard = None,
+        idempotency_key: Key = None,
+    ) -> Changed:
         return told(
             ctx,
             repo,
             lambda client, repository: client.deliver(
-                repository, number, summary, branch=branch, commit=commit, pr=pr, tests=tests, screenshots=screenshots
+                repository,
+                number,
+                summary,
+                branch=branch,
+                commit=commit,
+                pr=pr,
+                tests=tests,
+                screenshots=screenshots,
+                rev=revision,
+                idempotency_key=idempotency_key,
             ),
             lambda repository, answer: (
                 f"delivered {_where(answer.body, repository, number)} ({_revision(answer.body)}); it waits for review"
@@ -177,11 +315,15 @@ def build_server(clients: Clients) -> MCPServer:
         )
 
     @server.tool(description=RELEASE_TASK)
-    def release_task(repo: Repository, number: Number, ctx: Context) -> CallToolResult:
+    def release_task(
+        repo: Repository, number: Number, ctx: Context, revision: Guard = None, idempotency_key: Key = None
+    ) -> Changed:
         return told(
             ctx,
             repo,
-            lambda client, repository: client.release(repository, number),
+            lambda client, repository: client.release(
+                repository, number, rev=revision, idempotency_key=idempotency_key
+            ),
             lambda repository, answer: (
                 f"released {_where(answer.body, repository, number)} ({_revision(answer.body)}); it is open again"
             ),
@@ -196,13 +338,83 @@ def build_server(clients: Clients) -> MCPServer:
 
         return told(ctx, repo, lambda client, repository: client.status(repository, number), say)
 
+    @server.tool(description=ACCEPT_TASK)
+    def accept_task(
+        repo: Repository,
+        number: Number,
+        ctx: Context,
+        note: Annotated[Text, Field(description="A note for the runner and the record.")] = "",
+        revision: Guard = None,
+        idempotency_key: Key = None,
+    ) -> Changed:
+        return told(
+            ctx,
+            repo,
+            lambda client, repository: client.accept(repository, number, note, revision, idempotency_key),
+            lambda repository, answer: f"accepted {_where(answer.body, repository, number)} ({_revision(answer.body)})",
+        )
+
+    @server.tool(description=SEND_BACK_TASK)
+    def send_back_task(
+        repo: Repository,
+        number: Number,
+        ctx: Context,
+        feedback: Annotated[Text, Field(description="What the runner should change.")] = "",
+        revision: Guard = None,
+        idempotency_key: Key = None,
+    ) -> Changed:
+        return told(
+            ctx,
+            repo,
+            lambda client, repository: client.send_back(repository, number, feedback, revision, idempotency_key),
+            lambda repository, answer: (
+                f"sent {_where(answer.body, repository, number)} back to @{answer.body.get('runner')} "
+                f"({_revision(answer.body)})"
+            ),
+        )
+
+    @server.tool(description=REOPEN_TASK)
+    def reopen_task(
+        repo: Repository,
+        number: Number,
+        ctx: Context,
+        reason: Annotated[Text, Field(description="Why the work is reopened.")] = "",
+        revision: Guard = None,
+        idempotency_key: Key = None,
+    ) -> Changed:
+        return told(
+            ctx,
+            repo,
+            lambda client, repository: client.reopen(repository, number, reason, revision, idempotency_key),
+            lambda repository, answer: (
+                f"reopened {_where(answer.body, repository, number)} ({_revision(answer.body)}); it is open again"
+            ),
+        )
+
+    @server.resource("baton://{owner}/{name}/issues/{number}", name="brief", description=BRIEF,
+                     mime_type="application/json")  # fmt: skip
+    def brief(owner: str, name: str, number: str, ctx: Context) -> str:
+        if not number.isdigit() or not 1 <= int(number) <= 2_147_483_647:
+            raise ResourceError(f"{number!r} is not an issue number")
+        try:
+            repository = parse_repository(f"{owner}/{name}")
+            with clients(ctx) as client:
+                answer = client.status(repository, int(number))
+        except (UsageError, Unreachable) as error:
+            raise ResourceError(str(error)) from None
+        if not answer.ok:
+            raise ResourceError(_said(answer))
+        body = answer.body
+        shown = {key: body.get(key) for key in ("repository", "issue", "state", "runner", "revision", "brief")}
+        return json.dumps(shown, indent=2)
+
     return server
 
 
-def serve(url: str, token: str) -> None:
-    """Serve the tools over stdio until the client closes stdin."""
+def serve(url: str, token: str, repositories: Sequence[str] = ()) -> None:
+    """Serve the tools over stdio until the client closes stdin; the resources list `repositories`' tasks."""
     with AgentClient(url, token) as client:
-        build_server(lambda _: nullcontext(client)).run("stdio")
+        build_server(lambda _: nullcontext(client), repositories).run("stdio")
 
 
 __all__ = ["Clients", "build_server", "serve"]
