@@ -335,19 +335,18 @@ class Reads:
             matching += [ticket_activity.c.stale_at.is_not(None), tickets.c.state == WorkState.CLAIMED.value]
         if readable is not None:
             matching.append(tickets.c.repository_id.in_(sorted(readable)))
-        counted_from = (
-            tickets.outerjoin(ticket_activity, ticket_activity.c.ticket_id == tickets.c.id) if stale else tickets
-        )
+        # the tickets, with their activity when only stale claims are asked for
+        source = tickets.outerjoin(ticket_activity, ticket_activity.c.ticket_id == tickets.c.id) if stale else tickets
         counted = (
             select(tickets.c.state, func.count())
-            .select_from(counted_from)
+            .select_from(source)
             .where(tickets.c.state.in_([state.value for state in states]), *matching)
             .group_by(tickets.c.state)
         )
         # Each state's longest there, read along the index of that order (tables.py) and stopped at `per_state`.
         firsts = [
             select(tickets.c.id)
-            .select_from(counted_from)
+            .select_from(source)
             .where(tickets.c.state == state.value, *matching)
             .order_by(_SINCE, tickets.c.id)
             .limit(per_state)
