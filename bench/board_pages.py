@@ -3,7 +3,8 @@
 
 A database of its own (SQLite in a temporary folder, or a scratch PostgreSQL database), migrated, holds
 `--tickets` tickets spread over the states as a long-lived installation has them (most accepted), each with
-its `created` event, over twenty repositories and twenty runners, the claims started over the last weeks.
+its `created` event, over twenty repositories and twenty runners, the claims started over the last weeks (those
+quiet for three days flagged stale, as Baton's sweep would have).
 Then one `baton serve` with the defaults a user gets (and BATON_API_TOKEN, to sign in with; no App, so
 webhooks are off: only the pages are asked for) answers, one request at a time, over one kept-alive
 connection, `--repeat` times each page. Printed per database and size: the median and p95 answer time, and
@@ -52,7 +53,8 @@ def seed(url: str, count: int) -> None:
         upgrade(engine)
         now = datetime.now(UTC)
         states = [state for state, share in SHARES for _ in range(share)]
-        rows, events = [], []
+        rows, events, activity = [], [], []
+        quiet = timedelta(days=3)  # a claim's default `stale_after`
         for index in range(count):
             state = states[index % len(states)]
             started = now - timedelta(minutes=index * 7 % (60 * 24 * 40))
@@ -67,9 +69,13 @@ def seed(url: str, count: int) -> None:
             events.append({"ticket_id": index + 1, "type": "created", "actor": "maria", "role": "requester",
                            "attempt": 0, "revision": 1, "operation_id": None, "created_at": started,
                            "data": {"state": "open", "owner": "maria", "brief": None}})  # fmt: skip
+            if state == "claimed":  # quiet since the claim, and flagged stale once quiet long enough, as the sweep does
+                activity.append({"ticket_id": index + 1, "last_activity_at": started, "source": "command",
+                                 "stale_at": started + quiet if now - started > quiet else None})  # fmt: skip
         with engine.begin() as connection:
             connection.execute(tables.tickets.insert(), rows)
             connection.execute(tables.events.insert(), events)
+            connection.execute(tables.ticket_activity.insert(), activity)
     finally:
         engine.dispose()
 
@@ -101,8 +107,8 @@ def measure(base: str, repeat: int) -> tuple[dict[str, tuple[float, float, int]]
     with httpx.Client(base_url=base, timeout=60) as client:
         signed = client.post("/sign-in", data={"token": TOKEN, "next": "/"})
         assert signed.status_code == 303, signed.text
-        # Baton's quiet-claim sweep flags the seeded claims stale in its first minutes, a change the columns show:
-        # the figures are taken once the columns stay the same for a second
+        # the figures are taken once the columns stay the same for a second (a claim that Baton's quiet-claim sweep
+        # flags stale changes them)
         deadline, columns = time.monotonic() + 300, [b"", client.get("/board").content]
         while columns[-1] != columns[-2] and time.monotonic() < deadline:
             time.sleep(1)

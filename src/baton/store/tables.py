@@ -56,7 +56,7 @@ tickets = Table(
     Index(None, "repository", "state"),
 )
 # The board's column order (a state's tickets, the longest there first), and a ticket found by its repository's
-# name in any case: expressions, so the reads' own (`store/reads.py`) can use them.
+# name in any case: over the very expressions the reads use (`store/reads.py`), which both engines index.
 Index("ix_tickets_state_since", tickets.c.state, func.coalesce(tickets.c.state_since, tickets.c.updated_at),
       tickets.c.id)  # fmt: skip
 Index("ix_tickets_lower_repository_number", func.lower(tickets.c.repository), tickets.c.number)

@@ -1,6 +1,7 @@
 """The board people look at (docs/board.md): `/`, the tickets in columns by work state, and `/t/{owner}/{repo}/{n}`,
 one ticket's three rails and its timeline. Server-rendered from templates/, readable without JavaScript; a
-small inline script fetches `/board` (the columns alone) every few seconds so the page follows the work.
+small inline script fetches `/board` (the columns alone) every few seconds so the page follows the work, sending
+the tag of the columns it shows: `304` and no body while they are the same.
 
 It reads through the read API's own reads (`app.state.read_api`) and says the rails in the status comment's
 words. People sign in with GitHub (`github_sign_in.py`) and see only the repositories GitHub lets them read;
