@@ -3,16 +3,21 @@
 
 A database of its own (SQLite in a temporary folder, or a scratch PostgreSQL database), migrated, holds
 `--tickets` tickets spread over the states as a long-lived installation has them (most accepted), each with
-its `created` event, over twenty repositories and twenty runners, the claims started over the last weeks.
+its `created` event, over twenty repositories and twenty runners, the claims started over the last weeks (those
+quiet for three days flagged stale, as Baton's sweep would have); on PostgreSQL, vacuumed and analyzed (as
+autovacuum keeps a database that grew so big).
 Then one `baton serve` with the defaults a user gets (and BATON_API_TOKEN, to sign in with; no App, so
 webhooks are off: only the pages are asked for) answers, one request at a time, over one kept-alive
 connection, `--repeat` times each page. Printed per database and size: the median and p95 answer time, and
-the page's size.
+the page's size. The refresh is asked for twice: as a first time, and as the page's script asks while nothing
+changes, with the `If-None-Match` of the columns it has (answered 304, with no body). Then the bytes one refresh
+costs on the wire (status line, headers and body) each way.
 
 Usage (from the repository root):
 
     python bench/board_pages.py                         # 500 and 5,000 tickets, SQLite then PostgreSQL
     python bench/board_pages.py --database sqlite --tickets 20000 --repeat 50
+    python bench/board_pages.py --tickets 50000
 """
 
 from __future__ import annotations
@@ -49,7 +54,8 @@ def seed(url: str, count: int) -> None:
         upgrade(engine)
         now = datetime.now(UTC)
         states = [state for state, share in SHARES for _ in range(share)]
-        rows, events = [], []
+        rows, events, activity = [], [], []
+        quiet = timedelta(days=3)  # a claim's default `stale_after`
         for index in range(count):
             state = states[index % len(states)]
             started = now - timedelta(minutes=index * 7 % (60 * 24 * 40))
@@ -64,9 +70,18 @@ def seed(url: str, count: int) -> None:
             events.append({"ticket_id": index + 1, "type": "created", "actor": "maria", "role": "requester",
                            "attempt": 0, "revision": 1, "operation_id": None, "created_at": started,
                            "data": {"state": "open", "owner": "maria", "brief": None}})  # fmt: skip
+            if state == "claimed":  # quiet since the claim, and flagged stale once quiet long enough, as the sweep does
+                activity.append({"ticket_id": index + 1, "last_activity_at": started, "source": "command",
+                                 "stale_at": started + quiet if now - started > quiet else None})  # fmt: skip
         with engine.begin() as connection:
             connection.execute(tables.tickets.insert(), rows)
             connection.execute(tables.events.insert(), events)
+            connection.execute(tables.ticket_activity.insert(), activity)
+        if engine.dialect.name == "postgresql":
+            # vacuumed and analyzed, as autovacuum keeps a database that grew this big over time: the planner's
+            # statistics, and the visibility map that lets a count read an index alone
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+                connection.exec_driver_sql("VACUUM ANALYZE")
     finally:
         engine.dispose()
 
@@ -86,26 +101,47 @@ def serving(url: str) -> Iterator[str]:
         process.wait(30)
 
 
-def measure(base: str, repeat: int) -> dict[str, tuple[float, float, int]]:
-    """Per page: median and p95 answer time in ms, and the answer's size in bytes."""
+def wire_bytes(answer: httpx.Response) -> int:
+    """What an answer costs on the wire: its status line, its headers and its body (uncompressed, as served)."""
+    status = len(f"HTTP/1.1 {answer.status_code} {answer.reason_phrase}\r\n")
+    return status + sum(len(name) + len(value) + 4 for name, value in answer.headers.raw) + 2 + len(answer.content)
+
+
+def measure(base: str, repeat: int) -> tuple[dict[str, tuple[float, float, int]], dict[str, tuple[int, int]]]:
+    """Per page: median and p95 answer time in ms, and the answer's size in bytes; and per way of refreshing,
+    its answer's status and bytes on the wire."""
     with httpx.Client(base_url=base, timeout=60) as client:
         signed = client.post("/sign-in", data={"token": TOKEN, "next": "/"})
         assert signed.status_code == 303, signed.text
-        pages = {"/": "/", "/board (the refresh)": "/board", "/t/… (a ticket)": "/t/octo/repo-0/1",
-                 "/charts": "/charts"}  # fmt: skip
+        # the figures are taken once the columns stay the same for a second (a claim that Baton's quiet-claim sweep
+        # flags stale changes them)
+        deadline, columns = time.monotonic() + 300, [b"", client.get("/board").content]
+        while columns[-1] != columns[-2] and time.monotonic() < deadline:
+            time.sleep(1)
+            columns = [columns[-1], client.get("/board").content]
+        pages = {"/": ("/", False), "/board (the refresh)": ("/board", False), "/board (unchanged)": ("/board", True),
+                 "/t/… (a ticket)": ("/t/octo/repo-0/1", False), "/charts": ("/charts", False)}  # fmt: skip
         figures = {}
-        for name, path in pages.items():
-            assert client.get(path).status_code == 200, path  # warm: the first answer compiles its statements
+        refreshes = {}
+        for name, (path, conditional) in pages.items():
+            warm = client.get(path)  # the first answer compiles its statements
+            assert warm.status_code == 200, path
+            # the tag of the columns the page shows (a Baton without tags answers in full); a card's time in its
+            # state moving to other words ("39 days" to "40 days") changes them, and a refresh then gets them
+            tag = warm.headers.get("etag")
+            headers = {"If-None-Match": tag} if conditional and tag else {}
             times, size = [], 0
             for _ in range(repeat):
                 start = time.perf_counter()
-                answer = client.get(path)
+                answer = client.get(path, headers=headers)
                 times.append((time.perf_counter() - start) * 1000)
-                assert answer.status_code == 200, (path, answer.status_code)
+                assert answer.status_code in (200, 304), (path, answer.status_code)
                 size = len(answer.content)
             times.sort()
             figures[name] = (statistics.median(times), times[max(0, int(len(times) * 0.95) - 1)], size)
-        return figures
+            if path == "/board":
+                refreshes[name] = (answer.status_code, wire_bytes(answer))
+        return figures, refreshes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,8 +159,11 @@ def main(argv: list[str] | None = None) -> int:
             with scratch as url:
                 seed(url, count)
                 with serving(url) as base:
-                    for page, (p50, p95, size) in measure(base, args.repeat).items():
+                    figures, refreshes = measure(base, args.repeat)
+                    for page, (p50, p95, size) in figures.items():
                         print(f"{kind:<11} {count:>7}  {page:<22} {p50:>8.1f} {p95:>8.1f} {size / 1024:>8.1f}")
+                    for page, (status, size) in refreshes.items():
+                        print(f"{kind:<11} {count:>7}  {page:<22} answered {status}, {size:,} bytes on the wire")
     return 0
 
 

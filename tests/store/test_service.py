@@ -665,12 +665,21 @@ def test_the_migration_dates_each_ticket_s_state_from_its_last_move(tmp_path: Pa
 # ---------------------------------------------------------------------------------------------- the schema
 
 
+# SQLite's reflection skips expression indexes, and says so: tests/store/test_board_indexes.py checks them there.
+_EXPRESSIONS_UNREFLECTED = pytest.mark.filterwarnings(
+    "ignore:Skipped unsupported reflection of expression-based index",
+    "ignore:autogenerate skipping metadata-specified expression-based index",
+)
+
+
+@_EXPRESSIONS_UNREFLECTED
 def test_the_migrations_create_exactly_the_schema_in_tables(store: Units) -> None:
     with store.engine.connect() as connection:
         differences = compare_metadata(MigrationContext.configure(connection), tables.metadata)
     assert differences == []
 
 
+@_EXPRESSIONS_UNREFLECTED
 def test_the_comparison_would_notice_a_table_the_migrations_lack(store: Units) -> None:
     """Guards the test above against comparing nothing."""
     extended = MetaData(naming_convention=tables.metadata.naming_convention)
@@ -684,7 +693,7 @@ def test_the_comparison_would_notice_a_table_the_migrations_lack(store: Units) -
 
 def test_upgrade_is_idempotent(store: Units) -> None:
     rail = Rail(store)
-    assert current(store.engine) == head() == "0017"
+    assert current(store.engine) == head() == "0018"
     rail.do(1, Command("claim"), AGENT_A)
     upgrade(store.engine)
     upgrade(store.engine)

@@ -77,8 +77,11 @@ def _wait(stage: Stage, label: str) -> None:
         time.sleep(0.05)
 
 
-def call(baton: str, method: str, path: str, session: str | None = None, **options: object) -> httpx.Response:
-    headers = {"Cookie": f"baton_session={session}"} if session else {}
+def call(
+    baton: str, method: str, path: str, session: str | None = None, headers: dict[str, str] | None = None,
+    **options: object,
+) -> httpx.Response:  # fmt: skip
+    headers = {**(headers or {}), **({"Cookie": f"baton_session={session}"} if session else {})}
     try:
         return CLIENT.request(method, f"{baton}{path}", headers=headers, **options)  # type: ignore[arg-type]
     finally:

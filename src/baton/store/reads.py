@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, bindparam, func, select
+from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, bindparam, func, select, union_all
 
 from baton.domain import Brief, WorkState
 from baton.domain.issue import IssueState
@@ -326,22 +326,34 @@ class Reads:
         the `per_state` longest there (the board's order within a column), and how many match in all.
         `stale`: only claims flagged stale. `readable`: only tickets of these repositories (GitHub's ids);
         None: of any."""
-        matching: Select[Any] = select(
-            tickets.c.id.label("ticket_id"),
-            tickets.c.state,
-            func.row_number().over(partition_by=tickets.c.state, order_by=(_SINCE, tickets.c.id)).label("place"),
-        ).where(tickets.c.state.in_([state.value for state in states]))
+        matching: list[ColumnElement[bool]] = []
         if repository is not None:
-            matching = matching.where(_same_name(tickets.c.repository, repository))
+            matching.append(_same_name(tickets.c.repository, repository))
         if runner is not None:
-            matching = matching.where(_same_name(tickets.c.runner, runner))
+            matching.append(_same_name(tickets.c.runner, runner))
         if stale:
-            matching = matching.outerjoin(ticket_activity, ticket_activity.c.ticket_id == tickets.c.id).where(
-                ticket_activity.c.stale_at.is_not(None), tickets.c.state == WorkState.CLAIMED.value
-            )
+            matching += [ticket_activity.c.stale_at.is_not(None), tickets.c.state == WorkState.CLAIMED.value]
         if readable is not None:
-            matching = matching.where(tickets.c.repository_id.in_(sorted(readable)))
-        shown = matching.subquery("shown")
+            matching.append(tickets.c.repository_id.in_(sorted(readable)))
+        # the tickets, with their activity when only stale claims are asked for
+        source = tickets.outerjoin(ticket_activity, ticket_activity.c.ticket_id == tickets.c.id) if stale else tickets
+        counted = (
+            select(tickets.c.state, func.count())
+            .select_from(source)
+            .where(tickets.c.state.in_([state.value for state in states]), *matching)
+            .group_by(tickets.c.state)
+        )
+        # Each state's longest there, read along the index of that order (tables.py) and stopped at `per_state`.
+        firsts = [
+            select(tickets.c.id)
+            .select_from(source)
+            .where(tickets.c.state == state.value, *matching)
+            .order_by(_SINCE, tickets.c.id)
+            .limit(per_state)
+            .subquery()
+            for state in states
+        ]
+        shown = union_all(*(select(first.c.id) for first in firsts))
         newer = reviews.alias("newer")
         last = (
             select(func.max(newer.c.id)).where(newer.c.ticket_id == tickets.c.id).correlate(tickets).scalar_subquery()
@@ -354,15 +366,13 @@ class Reads:
                 *(column.label(f"review_{column.name}") for column in reviews.c),
                 *(column.label(f"issue_{column.name}") for column in issue_states.c),
             )
-            .join(shown, shown.c.ticket_id == tickets.c.id)
             .outerjoin(evidence_rails, evidence_rails.c.ticket_id == tickets.c.id)
             .outerjoin(ticket_activity, ticket_activity.c.ticket_id == tickets.c.id)
             .outerjoin(reviews, reviews.c.id == last)
             .outerjoin(issue_states, issue_states.c.ticket_id == tickets.c.id)
-            .where(shown.c.place <= per_state)
+            .where(tickets.c.id.in_(shown))
             .order_by(_SINCE, tickets.c.id)
         )
-        counted = select(shown.c.state, func.count()).group_by(shown.c.state)
         rows: list[BoardRow] = []
         with self._connect() as connection:
             totals = {WorkState(state): int(count) for state, count in connection.execute(counted)}

@@ -17,6 +17,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    func,
 )
 
 metadata = MetaData(
@@ -54,6 +55,11 @@ tickets = Table(
     UniqueConstraint("installation_id", "repository_id", "number"),
     Index(None, "repository", "state"),
 )
+# The board's column order (a state's tickets, the longest there first), and a ticket found by its repository's
+# name in any case: over the very expressions the reads use (`store/reads.py`), which both engines index.
+Index("ix_tickets_state_since", tickets.c.state, func.coalesce(tickets.c.state_since, tickets.c.updated_at),
+      tickets.c.id)  # fmt: skip
+Index("ix_tickets_lower_repository_number", func.lower(tickets.c.repository), tickets.c.number)
 
 attempts = Table(
     "attempts",
@@ -98,6 +104,7 @@ reviews = Table(
     Column("note", Text, nullable=False),
     Column("revision", Integer, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Index(None, "ticket_id", "id"),
 )
 
 events = Table(

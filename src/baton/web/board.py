@@ -1,6 +1,7 @@
 """The board people look at (docs/board.md): `/`, the tickets in columns by work state, and `/t/{owner}/{repo}/{n}`,
 one ticket's three rails and its timeline. Server-rendered from templates/, readable without JavaScript; a
-small inline script fetches `/board` (the columns alone) every few seconds so the page follows the work.
+small inline script fetches `/board` (the columns alone) every few seconds so the page follows the work, sending
+the tag of the columns it shows: `304` and no body while they are the same.
 
 It reads through the read API's own reads (`app.state.read_api`) and says the rails in the status comment's
 words. People sign in with GitHub (`github_sign_in.py`) and see only the repositories GitHub lets them read;
@@ -10,6 +11,7 @@ whoever types the read token (`session.py`) sees every one.
 from __future__ import annotations
 
 import functools
+import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -313,6 +315,23 @@ def _columns(board: Board, filters: Filters, viewer: Viewer) -> list[Column]:
     ]
 
 
+def _shown_columns(board: Board, filters: Filters, viewer: Viewer) -> tuple[str, str]:
+    """The columns' HTML as the viewer sees them with these filters, and its entity tag: a digest of that HTML,
+    of the filters and of the repositories the viewer may read. Anything the columns show (a state, a card, the
+    minutes a ticket has been in its state) changes the HTML, so the tag; a tag never validates a view for a
+    viewer who may read other repositories than the one it was made for."""
+    html = _templates().get_template("columns.html").render(columns=_columns(board, filters, viewer))
+    scope = "every" if viewer.readable is None else ",".join(str(id_) for id_ in sorted(viewer.readable))
+    digest = hashlib.sha256(f"{scope}\n{filters.query()}\n{html}".encode()).hexdigest()[:32]
+    return html, f'"{digest}"'
+
+
+def _unchanged(request: Request, tag: str) -> bool:
+    """Whether the request's `If-None-Match` names `tag` (weakly, as RFC 9110 compares for it) or is `*`."""
+    asked = request.headers.get("if-none-match")
+    return asked is not None and any(t.strip().removeprefix("W/") in (tag, "*") for t in asked.split(","))
+
+
 Text = Annotated[str, Query(max_length=200)]
 
 
@@ -328,19 +347,25 @@ def board_router() -> APIRouter:
         viewer = _gate(board, request, f"/?{filters.query()}" if filters.query() else "/")
         if isinstance(viewer, Response):
             return viewer
-        return _page("board.html", filters=filters, columns=_columns(board, filters, viewer), states=list(WorkState),
+        from markupsafe import Markup
+
+        html, tag = _shown_columns(board, filters, viewer)
+        return _page("board.html", filters=filters, columns=Markup(html), tag=tag, states=list(WorkState),
                      fragment=f"/board?{filters.query()}", viewer=viewer)  # fmt: skip
 
     @router.get("/board", response_class=HTMLResponse)
     def fragment(request: Request, repo: Text = "", runner: Text = "", state: Text = "", stale: Text = "") -> Response:
-        """The columns alone, for the page's script: 401 once the session is gone, so the script stops."""
+        """The columns alone, for the page's script: 401 once the session is gone, so the script stops; 304 and
+        no body when the script's `If-None-Match` names the columns it has."""
         board = _board(request)
         viewer = board.viewer(request) if board.on else None
         if viewer is None:
             return Response(status_code=401 if board.on else 403)
         filters = _filters(repo, runner, state, stale)
-        html = _templates().get_template("columns.html").render(columns=_columns(board, filters, viewer))
-        return HTMLResponse(html, headers=_headers(""))
+        html, tag = _shown_columns(board, filters, viewer)
+        if _unchanged(request, tag):
+            return Response(status_code=304, headers={"ETag": tag, "Cache-Control": "no-store"})
+        return HTMLResponse(html, headers={**_headers(""), "ETag": tag})
 
     @router.get("/t/{owner}/{repo}/{number}", response_class=HTMLResponse)
     def ticket(
