@@ -187,8 +187,9 @@ def test_a_pull_request_from_before_the_installation_shows_after_the_backfill(da
         assert scene.labels() == {"baton:open"}
         assert timeline_reads(scene) == 1
         assert scene.reads().count(f"/repos/{scene.full_name}/pulls/{pr}") == 1
-        [looked] = [e for e in evidence_events(scene) if e["type"] == "issue_timeline"]
-        assert (looked["source"], looked["data"]) == ("github-api", {"pull_requests": [pr, pr + 1]})
+        [found] = [e for e in evidence_events(scene) if e["type"] == "pull_request"]
+        assert (found["source"], found["data"]["fact"]["number"]) == ("github-api", pr)
+        assert scene.reads().count(f"/repos/{scene.full_name}/pulls/{pr + 1}") == 1  # asked, and it links nothing
 
         scene.comment("agent-a", "/claim")
         scene.drain()

@@ -43,7 +43,6 @@ from baton.domain.evidence import (
     DeliveryReport,
     EvidenceRail,
     Fact,
-    PullRequestFact,
     Repository,
     Sighting,
     Subject,
@@ -66,7 +65,6 @@ from baton.store.outbox.marking import OutboxTx
 from baton.store.statements import Conflict, settle
 
 CATCH_UP_ROUNDS = 8  # each round follows the subjects the previous one added
-LOOKED_BACK = "issue_timeline"  # the evidence event saying the issue's timeline on GitHub was read
 
 
 class Unit(Protocol):
@@ -124,22 +122,20 @@ class EvidenceService:
 
     def looked_back(self, key: TicketKey) -> bool:
         """Whether the ticket's issue timeline on GitHub was read already (`look_back`)."""
-        return self.reads.has_event(key, LOOKED_BACK)
+        return self.reads.holds(key, Subject.timeline())
 
     def look_back(self, repository: Repository, number: int, sightings: Sequence[Sighting], source: str) -> list[int]:
         """What the issue's timeline on GitHub named (the pull requests that mention it, as GitHub shows them
-        now), recorded as `record` does, with an `issue_timeline` event on the ticket in the same transaction, so
-        the timeline is read once per ticket. Returns the issue numbers whose rail changed."""
+        now), recorded as `record` does; in the same transaction the ticket's rail comes to hold the timeline
+        (`Subject.timeline()`), so it is read once per ticket. Returns the issue numbers whose rail changed."""
         key = repository.key.ticket(number)
         with self.units.begin() as uow:
             etx = uow.evidence
             found = etx.ticket(key)
             if found is None:
                 return []
-            etx.lock(repository.key)
             changed = self._record(uow, repository, sightings, source) if sightings else []
-            named = sorted({s.fact.number for s in sightings if isinstance(s.fact, PullRequestFact)})
-            etx.append(found[0], LOOKED_BACK, source, {"pull_requests": named}, etx.rail(found[0], number).rail)
+            etx.link(repository.key, found[0], [Subject.timeline()])
         return changed
 
     def _record(

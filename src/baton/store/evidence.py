@@ -278,11 +278,13 @@ class EvidenceReads:
             )
             return [(TicketKey(r.installation_id, r.repository_id, r.number), from_dict(r.rail)) for r in rows]
 
-    def has_event(self, key: TicketKey, type_: str) -> bool:
-        """Whether the ticket's evidence history holds an event of this type."""
+    def holds(self, key: TicketKey, subject: Subject) -> bool:
+        """Whether the ticket's rail holds `subject` (the link index's word for it)."""
         with self.engine.connect() as connection:
             row = connection.execute(
-                select(_e.id).join(t.tickets, _t.id == _e.ticket_id).where(_ticket_is(key), _e.type == type_).limit(1)
+                select(_l.subject)
+                .join(t.tickets, _t.id == _l.ticket_id)
+                .where(_ticket_is(key), _in(t.evidence_links, key.repository_key), _l.subject == subject.key)
             ).first()
         return row is not None
 

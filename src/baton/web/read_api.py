@@ -271,7 +271,7 @@ class EventOut(BaseModel):
     type: str = Field(
         description="A work event (created, claimed, delivered, …, label_restored) or what the evidence rail "
         "recorded (pull_request, branch, check, report, deployment, deployment_status, comparison, acceptance, "
-        "issue_closed, issue_reopened, issue_timeline)."
+        "issue_closed, issue_reopened)."
     )
     actor: str | None = Field(description="Who acted; null on evidence events.")
     role: str | None = Field(description="The role they acted in; null on evidence events.")
