@@ -91,8 +91,8 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
 )
 
 # operationId -> the type githubkit parses its 2xx answer into (names in GITHUBKIT_MODELS_MODULE; `|`
-# separates the members of a union, `list[X]` is a JSON array of X, `None` no body at all), as each githubkit
-# method declares it.
+# separates the members of a union, `list[X]` is a JSON array of X (`list[X | Y]` of either), `None` no body
+# at all), as each githubkit method declares it.
 GITHUBKIT_MODELS: Mapping[str, str] = {
     "apps/create-installation-access-token": "InstallationToken",
     "apps/get-authenticated": "Integration",
@@ -121,8 +121,8 @@ GITHUBKIT_MODELS: Mapping[str, str] = {
     "issues/add-assignees": "Issue",
     "issues/remove-assignees": "Issue",
     "issues/list-comments": "list[IssueComment]",
-    # githubkit declares a union of every timeline event; the stand-in serves only closes and reopenings
-    "issues/list-events-for-timeline": "list[StateChangeIssueEvent]",
+    # githubkit declares a union of every timeline event; the stand-in serves closes, reopenings and mentions
+    "issues/list-events-for-timeline": "list[StateChangeIssueEvent | TimelineCrossReferencedEvent]",
     "issues/create-comment": "IssueComment",
     "issues/add-labels": "list[Label]",
     "issues/remove-label": "list[Label]",
@@ -311,10 +311,14 @@ def _githubkit_adapter(spec: str) -> pydantic.TypeAdapter[Any]:
     from pydantic import TypeAdapter
 
     models = importlib.import_module(GITHUBKIT_MODELS_MODULE)
+
+    def union(names: str) -> Any:
+        return functools.reduce(operator.or_, [getattr(models, name.strip()) for name in names.split("|")])
+
     members: list[Any] = []
-    for member in (part.strip() for part in spec.split("|")):
-        listed = re.fullmatch(r"list\[(\w+)\]", member)
-        members.append(list[getattr(models, listed.group(1))] if listed else getattr(models, member))  # type: ignore[misc]
+    for member in (part.strip() for part in re.split(r"\|(?![^\[]*\])", spec)):  # the `|` outside `list[…]`
+        listed = re.fullmatch(r"list\[([\w |]+)\]", member)
+        members.append(list[union(listed.group(1))] if listed else getattr(models, member))  # type: ignore[misc]
     return TypeAdapter(functools.reduce(operator.or_, members))
 
 

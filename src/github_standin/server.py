@@ -597,14 +597,27 @@ def _list_comments(c: _Context, number: str) -> tuple[int, Json]:
 
 
 def _timeline(c: _Context, number: str) -> tuple[int, Json]:
-    """The issue's timeline, as far as the stand-in keeps it: its closes and reopenings (`state-change-issue-
-    event`), a close by a merge naming its commit."""
+    """The issue's timeline, as far as the stand-in keeps it, oldest first: its closes and reopenings (`state-
+    change-issue-event`), a close by a merge naming its commit; and the pull requests of the repository whose
+    body mentions it (`cross-referenced`, when the pull request was opened)."""
     issue = c.find_issue(number)
-    events = [
-        shapes.state_change_event(c.repo, issue.number, index + 1, event, actor, shapes.timestamp(at), commit, reason)
+    entries = [
+        (at, shapes.state_change_event(c.repo, issue.number, index + 1, event, actor, shapes.timestamp(at), commit,
+                                       reason))
         for index, (event, actor, at, commit, reason) in enumerate(issue.changes)
-    ]
-    return 200, c.page(events)
+    ]  # fmt: skip
+    mention = re.compile(
+        rf"(?<![\w/])(?:{re.escape(c.repository.full_name)})?#{issue.number}(?!\d)"
+        rf"|/{re.escape(c.repository.full_name)}/issues/{issue.number}(?!\d)",
+        re.IGNORECASE,
+    )
+    for other in sorted(c.repository.issues.values(), key=lambda x: x.number):
+        if other.pull_request and other.number != issue.number and mention.search(other.body or ""):
+            at = other.created_at
+            event = shapes.cross_referenced_event(c.repo, other.user, shapes.timestamp(at), c.issue(other))
+            entries.append((at, event))
+    entries.sort(key=lambda entry: entry[0])
+    return 200, c.page([event for _, event in entries])
 
 
 def _get_comment(c: _Context, comment_id: str) -> tuple[int, Json]:

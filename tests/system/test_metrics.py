@@ -327,12 +327,13 @@ def test_a_delivery_too_large_and_one_while_webhooks_are_off_are_counted(tmp_pat
          "DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}"),
         ("GET", "/repos/octo/shop/issues/comments/55", "GET /repos/{owner}/{repo}/issues/comments/{comment_id}"),
         ("GET", "/repos/octo/shop/issues/7/comments", "GET /repos/{owner}/{repo}/issues/{issue_number}/comments"),
+        ("GET", "/repos/octo/shop/issues/7/timeline", "GET /repos/{owner}/{repo}/issues/{issue_number}/timeline"),
         ("GET", "/repos/octo/shop/contents/.github/baton.yml", "GET /repos/{owner}/{repo}/contents/{path}"),
         ("POST", "/app/installations/1000/access_tokens", "POST /app/installations/{installation_id}/access_tokens"),
         # near misses: a number where a name goes, a method the route does not take, a route Baton never calls
         ("GET", "/repos/octo/shop/issues/seven", "GET other"),
         ("PUT", "/repos/octo/shop/issues/7/labels", "PUT other"),
-        ("GET", "/repos/octo/shop/issues/7/timeline", "GET other"),
+        ("GET", "/repos/octo/shop/issues/7/events", "GET other"),
     ],
 )  # fmt: skip
 def test_a_call_to_github_is_named_by_its_route(method: str, path: str, named: str) -> None:

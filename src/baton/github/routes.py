@@ -14,6 +14,7 @@ ROUTES = (
     "POST /repos/{owner}/{repo}/issues",
     "GET /repos/{owner}/{repo}/issues/{issue_number}",
     "GET /repos/{owner}/{repo}/issues/{issue_number}/comments",
+    "GET /repos/{owner}/{repo}/issues/{issue_number}/timeline",
     "POST /repos/{owner}/{repo}/issues/{issue_number}/comments",
     "POST /repos/{owner}/{repo}/issues/{issue_number}/labels",
     "DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}",

@@ -7,6 +7,9 @@ Only reads. A reported item GitHub answers 404 or 422 for is asked about again 1
 first answer (`RETRIES`: GitHub can lag right after a push), and then recorded as not found (a `LookupFact`),
 which the rail shows until a webhook or a later delivery says otherwise. For the other questions 403, 404 or
 422 teach nothing, never an error. Other failures propagate, and the writer retries the issue later.
+
+Once per ticket, the issue's timeline (`GET …/issues/{n}/timeline`) names the pull requests that mentioned it
+before Baton heard of it (`cross-referenced` events), and `GET …/pulls/{n}` shows each as a fact.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from baton.domain.evidence import (
     ReportedItem,
     Repository,
     Sighting,
+    Subject,
     apply,
+    subjects,
     unanswered_comparisons,
     unrequired_failures,
     unverified,
@@ -37,9 +42,13 @@ from baton.environment.clock import Clock
 
 from . import facts
 from .client import GitHubApp
+from .issues import PAGE, TIMELINE_PAGES
 from .refusals import rate_limit
+from .webhooks import dig, issue_number, text
 
 NOTHING_TO_LEARN = frozenset({403, 404, 422})
+GONE = frozenset({403, 404, 410, 422})  # an issue's timeline GitHub does not show: it names nothing
+LOOKED_UP = 30  # of the pull requests an issue's timeline names, the newest this many are asked about
 MISSING = frozenset({404, 422})
 # Seconds between the questions about a reported item GitHub did not find: asked again 1, 3 and 7 s after the
 # first miss; still missing then, it is not found.
@@ -72,6 +81,20 @@ def _lookup(call: Callable[..., Any], *args: Any) -> Any:
             if error.response.status_code == 403:
                 raise Unknowable() from error
         raise
+
+
+def cross_referenced(item: Any, repository: str) -> int | None:
+    """The number of the pull request of `repository` ("owner/name") that a timeline entry says mentioned the
+    issue; None for any other entry (a mention from an issue, or from another repository's pull request)."""
+    if not isinstance(item, dict) or item.get("event") != "cross-referenced":
+        return None
+    source = dig(item, "source", "issue")
+    if not isinstance(source, dict) or not source.get("pull_request"):
+        return None
+    where = text(source, "repository_url").rstrip("/").lower()
+    if not where.endswith(f"/repos/{repository.lower()}"):
+        return None
+    return issue_number(source, "number")
 
 
 def _answer(call: Callable[..., Any], *args: Any) -> Any:
@@ -149,6 +172,42 @@ class Verifier:
             required = self.required(repository, base_ref)
             found.extend(Sighting(replace(check, required=True)) for check in failing if check.name in required)
         return Answers(found, min(again, default=None))
+
+    def timeline(self, repository: Repository, rail: EvidenceRail) -> list[Sighting]:
+        """The pull requests of this repository that the issue's timeline names (`cross-referenced` events
+        whose source is a pull request) and the rail does not hold yet, as `GET …/pulls/{n}` shows them: work
+        begun before Baton heard of the issue. Whether one links the ticket is the usual linking's to say (its
+        body's closing keywords, its head branch's name); a bare mention links nothing. An issue GitHub no
+        longer shows (403, 404, 410, 422) names nothing; other failures propagate."""
+        client = self.github.installation(repository.key.installation_id)
+        owner, _, name = repository.name.partition("/")
+        named: list[int] = []
+        items: Any = None
+        for page in range(1, TIMELINE_PAGES + 1):
+            try:
+                items = client.rest.issues.list_events_for_timeline(
+                    owner, name, rail.ticket, per_page=PAGE, page=page
+                ).json()
+            except RequestFailed as error:
+                if error.response.status_code in GONE and rate_limit(error) is None:
+                    break
+                raise
+            if not isinstance(items, list):
+                break
+            for item in items:
+                mentioned = cross_referenced(item, repository.name)
+                if mentioned is not None and mentioned not in named:
+                    named.append(mentioned)
+            if len(items) < PAGE:
+                break
+        held = subjects(rail)
+        found: list[Sighting] = []
+        for pr_number in [n for n in named if Subject.pull_request(n) not in held][-LOOKED_UP:]:
+            answer = _answer(client.rest.pulls.get, owner, name, pr_number)
+            sighting = facts.pull_request(answer, repository) if answer is not None else None
+            if sighting is not None:
+                found.append(sighting)
+        return found
 
     def _look_up(
         self, client: Any, owner: str, name: str, repository: Repository, ticket: int, item: ReportedItem

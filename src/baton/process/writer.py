@@ -5,8 +5,9 @@ its due issues, a 👍 waiting first. For each issue it sends, in this order: th
 comment (the agent's signal); the one reply for all refusals and /help answers once their coalescing window
 has closed (a race's refusals arrive within it and leave together, each line mentioning its author); the
 ticket's three rails (labels, assignee, status comment, after asking GitHub what the evidence rail cannot
-verify from webhooks, and coming back 1, 3 and 7 seconds after the first answer for a reported branch, commit
-or pull request GitHub did not find); last the `baton/acceptance` check run on the head of each pull request it links.
+verify from webhooks, once per ticket what its issue's timeline names, and coming back 1, 3 and 7 seconds
+after the first answer for a reported branch, commit or pull request GitHub did not find); last the
+`baton/acceptance` check run on the head of each pull request it links.
 
 Every write waits at the `Gate` for the installation's budget, shared through the database. While it waits,
 a 👍 due on another issue of the installation goes first: the issue being written is put back and taken
@@ -38,7 +39,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from githubkit.exception import RequestError, RequestFailed
@@ -57,6 +58,9 @@ from baton.store.outbox.marking import OFFERING, ORDINARY, URGENT
 from baton.store.outbox.writing import MAX_ATTEMPTS, TRY_FOR, Due, Item, Outbox, backoff
 
 log = logging.getLogger("baton.writer")
+
+LOOK_BACK_AGAIN = 60.0  # seconds after GitHub failed to give an issue's timeline, it is asked again
+LOOK_BACK_TRIES = 3
 
 
 class CheckBusy(Exception):
@@ -180,6 +184,7 @@ class Writer:
     gate: Gate
     evidence: EvidenceService | None = None
     verifier: Verifier | None = None
+    _look_back_failures: dict[TicketKey, int] = field(default_factory=dict, init=False, repr=False)
 
     def drain(self) -> int:
         """Write everything due now, on this thread; returns how many issues were handled. (Tests, and a
@@ -353,10 +358,37 @@ class Writer:
         rail = self.evidence.rail(key)
         if self.verifier is None:
             return rail, None
+        rail, back = self._looked_back(where, key, rail)
         answers = self.verifier.answers(where, rail)
         if answers.found and self.evidence.record(where, answers.found, "github-api"):
             rail = self.evidence.rail(key)
-        return rail, answers.again
+        return rail, min((at for at in (back, answers.again) if at is not None), default=None)
+
+    def _looked_back(
+        self, where: Repository, key: TicketKey, rail: EvidenceRail
+    ) -> tuple[EvidenceRail, datetime | None]:
+        """Once per ticket, the pull requests its issue's timeline on GitHub names, recorded as facts: work done
+        before Baton was installed. GitHub failing to answer (but for a rate limit, which pauses the installation
+        as any failure does) never holds the ticket back: it is shown, and comes back `LOOK_BACK_AGAIN` seconds
+        later to ask again, `LOOK_BACK_TRIES` times at most in this process (then at its next change)."""
+        assert self.evidence is not None and self.verifier is not None
+        if self.evidence.looked_back(key):
+            return rail, None
+        try:
+            found = self.verifier.timeline(where, rail)
+        except RequestError as error:
+            if rate_limit(error) is not None:
+                raise
+            tries = self._look_back_failures.get(key, 0) + 1
+            self._look_back_failures[key] = tries
+            log.warning("%s#%s: its timeline not read: %s", where.name, key.number, failure(error))
+            if tries >= LOOK_BACK_TRIES:
+                return rail, None
+            return rail, self.outbox.clock.now() + timedelta(seconds=LOOK_BACK_AGAIN)
+        self._look_back_failures.pop(key, None)
+        if self.evidence.look_back(where, key.number, found, "github-api"):
+            rail = self.evidence.rail(key)
+        return rail, None
 
     def _reply(self, due: Due, replies: list[Item]) -> None:
         key, repository = due.key, due.repository

@@ -18,7 +18,9 @@ Which rails a fact reaches:
 
 A rail that starts holding a subject catches up on what the log already knows about it, so order does not
 matter: a branch pushed before it was reported, a check that ran before the pull request was linked, a
-deployment delivered before its merge.
+deployment delivered before its merge. A new ticket's rail catches up the same way on the pull requests and
+branches the log already knows to link its issue (`started`, in the ticket's creation), and once on what the
+issue's timeline on GitHub names (`look_back`: the writer asks, for work done before Baton was installed).
 
 Nothing here imports the work service or the work transitions, and of a unit of work it sees only the
 `evidence` and `outbox` facets (the `Unit` protocol below; mypy holds the code to it, and
@@ -115,26 +117,65 @@ class EvidenceService:
         branch, an update of a linked pull request), recorded as runner activity on each of them."""
         if not sightings:
             return []
-        place = repository.key
+        with self.units.begin() as uow:
+            return self._record(uow, repository, sightings, source, activity)
+
+    def looked_back(self, key: TicketKey) -> bool:
+        """Whether the ticket's issue timeline on GitHub was read already (`look_back`)."""
+        return self.reads.holds(key, Subject.timeline())
+
+    def look_back(self, repository: Repository, number: int, sightings: Sequence[Sighting], source: str) -> list[int]:
+        """What the issue's timeline on GitHub named (the pull requests that mention it, as GitHub shows them
+        now), recorded as `record` does; in the same transaction the ticket's rail comes to hold the timeline
+        (`Subject.timeline()`), so it is read once per ticket. Returns the issue numbers whose rail changed."""
+        key = repository.key.ticket(number)
         with self.units.begin() as uow:
             etx = uow.evidence
-            etx.lock(place)
-            changed: dict[int, int] = {}
-            active: set[int] = set()
-            for sighting in sightings:
-                etx.log(place, subject(sighting.fact), sighting.fact, source)
-            for sighting in sightings:
-                for ticket_id, number in sorted(self._reached(etx, place, sighting).items()):
-                    if self._apply(etx, place, ticket_id, number, [sighting.fact], source):
-                        changed[ticket_id] = number
-                    active.add(number)
-            if activity is not None:
-                for number in sorted(active):
-                    record_activity(uow, place.ticket(number), activity)
-            shown = (repository.name, self.answer_delay, False)
-            numbers = sorted(set(changed.values()))
-            uow.outbox.due_all({place.ticket(n): shown for n in numbers})
-        return sorted(set(changed.values()))
+            found = etx.ticket(key)
+            if found is None:
+                return []
+            changed = self._record(uow, repository, sightings, source) if sightings else []
+            etx.link(repository.key, found[0], [Subject.timeline()])
+        return changed
+
+    def _record(
+        self, uow: Unit, repository: Repository, sightings: Sequence[Sighting], source: str, activity: str | None = None
+    ) -> list[int]:
+        place = repository.key
+        etx = uow.evidence
+        etx.lock(place)
+        changed: dict[int, int] = {}
+        active: set[int] = set()
+        for sighting in sightings:
+            etx.log(place, subject(sighting.fact), sighting.fact, source)
+        for sighting in sightings:
+            for ticket_id, number in sorted(self._reached(etx, place, sighting).items()):
+                if self._apply(etx, place, ticket_id, number, [sighting.fact], source):
+                    changed[ticket_id] = number
+                active.add(number)
+        if activity is not None:
+            for number in sorted(active):
+                record_activity(uow, place.ticket(number), activity)
+        shown = (repository.name, self.answer_delay, False)
+        numbers = sorted(set(changed.values()))
+        uow.outbox.due_all({place.ticket(n): shown for n in numbers})
+        return numbers
+
+    def started(self, uow: Unit, key: TicketKey, source: str) -> bool:
+        """A new ticket's rail catches up on what the repository's log already knows of its issue: the pull
+        requests and branches logged before the ticket was made that link it (a "Fixes #42" opened before the
+        issue was offered, a branch `42-…` pushed before), inside the caller's unit of work (the ticket's
+        creation). True when the rail changed; the caller marks the issue due."""
+        etx = uow.evidence
+        found = etx.ticket(key)
+        if found is None:
+            return False
+        place = key.repository_key
+        etx.lock(place)  # a fact logged meanwhile by another writer either is seen here or sees this ticket
+        linking = etx.linking(place, key.number)
+        if not linking:
+            return False
+        return self._apply(etx, place, found[0], key.number, etx.facts(place, linking), source, replayed=True)
 
     def report(self, uow: Unit, key: TicketKey, evidence: Evidence, at: datetime, source: str) -> bool:
         """A `/deliver`'s branch, commit and pull request, as a claim on the ticket's rail, inside the caller's
@@ -209,11 +250,21 @@ class EvidenceService:
         return reached
 
     def _apply(
-        self, etx: EvidenceTx, place: RepositoryKey, ticket_id: int, number: int, facts: Sequence[Fact], source: str
+        self,
+        etx: EvidenceTx,
+        place: RepositoryKey,
+        ticket_id: int,
+        number: int,
+        facts: Sequence[Fact],
+        source: str,
+        *,
+        replayed: bool = False,
     ) -> bool:
+        """Fold `facts` into the rail (`replayed`: they come from the log, not from the caller) and keep it."""
+
         def attempt() -> bool:
             stored = etx.rail(ticket_id, number)
-            rail, changes = self._fold(etx, place, stored, facts, source)
+            rail, changes = self._fold(etx, place, stored, facts, source, replayed)
             if not changes:
                 return False
             if not etx.save(place, stored, rail):
@@ -231,12 +282,18 @@ class EvidenceService:
         return settle(f"the evidence rail of ticket {ticket_id}", attempt)
 
     def _fold(
-        self, etx: EvidenceTx, place: RepositoryKey, stored: StoredRail, facts: Sequence[Fact], source: str
+        self,
+        etx: EvidenceTx,
+        place: RepositoryKey,
+        stored: StoredRail,
+        facts: Sequence[Fact],
+        source: str,
+        replayed: bool = False,
     ) -> tuple[EvidenceRail, list[_Change]]:
         """The rail with `facts`, then with what the log knows about each subject the rail starts to hold."""
         rail = stored.rail
         known, merges = subjects(rail), set(merge_stamps(rail))
-        pending = [_Change(fact, source, False) for fact in facts]
+        pending = [_Change(fact, source, replayed) for fact in facts]
         changes: list[_Change] = []
         for _ in range(CATCH_UP_ROUNDS):
             for change in pending:

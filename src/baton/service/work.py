@@ -328,13 +328,16 @@ class WorkService:
 
     def new_ticket(self, uow: UnitOfWork, issue: Issue, operation_id: str, reading: BriefReading) -> tuple[int, Ticket]:
         """Insert a ticket with the brief an issue body gave: the brief's owner is the task owner (else the
-        issue's author), a non-code task's evidence rails are not applicable, and problems are explained."""
+        issue's author), a non-code task's evidence rails are not applicable, its evidence rail catches up on
+        the pull requests and branches already logged that link the issue, and problems are explained. The
+        caller marks the issue due."""
         brief = reading.brief
         owner = brief.owner if brief is not None and brief.owner else issue.author
         ticket, event = create(issue.key, issue.repository, owner, draft=reading.draft, brief=brief)
         ticket_id = uow.work.insert_ticket(ticket, event, operation_id, issue.title)
         if brief is not None and not brief.code:
             briefs.non_code(uow, self.evidence, ticket, operation_id)
+        self.evidence.started(uow, ticket.key, operation_id)  # work done before the issue became a ticket
         briefs.explain(uow, issue.key, issue.repository, issue.author, reading.problems, None, self.answer_delay)
         return ticket_id, ticket
 

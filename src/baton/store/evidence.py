@@ -219,6 +219,25 @@ class EvidenceTx:
             found.extend(fact_from_dict(row.fact) for row in rows)
         return found
 
+    def linking(self, place: RepositoryKey, number: int) -> set[Subject]:
+        """The pull requests and branches whose logged facts link issue `number` (the facts' own `links`: closing
+        keywords, a branch name): what a ticket made after them catches up on."""
+        if self._postgres:
+            links = text(
+                "EXISTS (SELECT 1 FROM json_array_elements_text(evidence_facts.fact -> 'links') AS link "
+                "WHERE link = :link)"
+            ).bindparams(link=str(number))
+        else:
+            links = text(
+                "EXISTS (SELECT 1 FROM json_each(evidence_facts.fact, '$.links') AS link WHERE link.value = :link)"
+            ).bindparams(link=number)
+        rows = self.connection.execute(
+            select(_f.subject)
+            .where(_in(t.evidence_facts, place), _f.kind.in_(("pull_request", "branch")), links)
+            .distinct()
+        )
+        return {Subject(str(row.subject)) for row in rows}
+
     def deployments_since(self, place: RepositoryKey, since: datetime) -> list[Fact]:
         """Deployments and their statuses stamped at or after `since`: the ones that may ship a merge made then."""
         rows = self.connection.execute(
@@ -258,6 +277,16 @@ class EvidenceReads:
                 .order_by(_t.number)
             )
             return [(TicketKey(r.installation_id, r.repository_id, r.number), from_dict(r.rail)) for r in rows]
+
+    def holds(self, key: TicketKey, subject: Subject) -> bool:
+        """Whether the ticket's rail holds `subject` (the link index's word for it)."""
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(_l.subject)
+                .join(t.tickets, _t.id == _l.ticket_id)
+                .where(_ticket_is(key), _in(t.evidence_links, key.repository_key), _l.subject == subject.key)
+            ).first()
+        return row is not None
 
     def events(self, key: TicketKey) -> list[dict[str, Any]]:
         with self.engine.connect() as connection:

@@ -338,7 +338,8 @@ evidence_rails = Table(
 )
 
 # Which rails hold a subject ("pr:57", "branch:42-empty-state", "sha:…", "deployment:9", "compare:…"), so a
-# fact about it reaches them even when it no longer links them (an edited body unlinks a pull request).
+# fact about it reaches them even when it no longer links them (an edited body unlinks a pull request); and
+# "timeline" once the timeline on GitHub was read for the ticket.
 # Rows are only added: a rail never forgets a subject it held.
 evidence_links = Table(
     "evidence_links",

@@ -165,6 +165,18 @@ def state_change_event(
     }
 
 
+def cross_referenced_event(repo: Repo, actor: Account, created_at: str, source: Json) -> Json:
+    """A `cross-referenced` entry of an issue's timeline (`timeline-cross-referenced-event`): `source`, an issue
+    or a pull request as the issues API shows it, mentioned this one."""
+    return {
+        "event": "cross-referenced",
+        "actor": _user(actor, repo),
+        "created_at": created_at,
+        "updated_at": created_at,
+        "source": {"type": "issue", "issue": source},
+    }
+
+
 def _user(account: Account, repo: Repo) -> Json:
     return user(account.login, account.id, type=account.type, api_url=repo.api_url, web_url=repo.web_url)
 

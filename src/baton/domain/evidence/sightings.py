@@ -31,7 +31,7 @@ DEPLOYMENT_MARGIN = timedelta(minutes=5)
 @dataclass(frozen=True, order=True)
 class Subject:
     """What a fact is about, as the facts log and the link index file it. `key` is the stored text: `pr:57`,
-    `branch:42-empty-state`, `sha:…`, `deployment:9`, `compare:…...…`, or `report`."""
+    `branch:42-empty-state`, `sha:…`, `deployment:9`, `compare:…...…`, `report` or `timeline`."""
 
     key: str
 
@@ -60,6 +60,12 @@ class Subject:
     def report(cls) -> Subject:
         """A delivery's report: a claim on one ticket's rail, never logged for the repository."""
         return cls("report")
+
+    @classmethod
+    def timeline(cls) -> Subject:
+        """The issue's timeline on GitHub: a rail holds it once it was read for the ticket (work from before
+        Baton heard of the issue). No fact is about it."""
+        return cls("timeline")
 
 
 @dataclass(frozen=True)
