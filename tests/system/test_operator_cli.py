@@ -148,13 +148,14 @@ def test_the_callback_named_to_github_follows_the_proxy_baton_is_told_to_believe
 
 
 def test_the_access_log_leaves_out_the_sign_in_callbacks_code_and_state(tmp_path: Path) -> None:
-    """`baton serve --access-log` writes a line per request, but never the one-time code GitHub hands the sign-in
-    callback, nor its state; other query parameters stay as they were."""
+    """With every log on (`--access-log`, `BATON_LOG_LEVEL=DEBUG`), `baton serve` writes a line per request, but
+    never the one-time code GitHub hands the sign-in callback, nor its state; other query parameters
+    stay as they were."""
     import httpx
 
     env = {name: value for name, value in os.environ.items() if not name.startswith("BATON_")}
     env.update(BATON_DATABASE_URL=f"sqlite:///{tmp_path}/baton.db", BATON_CLIENT_ID="Iv1.logged",
-               BATON_CLIENT_SECRET="logged")  # fmt: skip
+               BATON_CLIENT_SECRET="logged", BATON_LOG_LEVEL="DEBUG")  # fmt: skip
     serving, port, _ = _serving(env, "--port", "0", "--access-log")
     try:
         httpx.get(f"http://127.0.0.1:{port}/auth/github/callback?code=0ne7imec0de&state=br0wserb1nding")

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -143,6 +144,34 @@ def test_the_daily_prune_of_baton_serve_empties_old_payloads_then_rows_and_keeps
         assert main(["replay", "fortnight-old"]) == 2
         said = capsys.readouterr().err
         assert said.count("\n") == 1 and "its payload was pruned" in said, said
+    finally:
+        engine.dispose()
+
+
+def test_two_processes_pruning_at_once_prune_once(database_url: str) -> None:
+    """Two processes' daily prunes start at the same moment: the database lets one take the prune, the other
+    finds it taken, and what is removed is removed once."""
+    engine = make_engine(database_url)
+    upgrade(engine)
+    try:
+        _seed(engine, datetime.now(UTC))
+        prunings = [Pruning(Retention(engine, SYSTEM), Sweeps(engine, SYSTEM), Keep()) for _ in range(2)]
+        together = threading.Barrier(2)
+        results: list[Any] = [None, None]
+
+        def prune(n: int) -> None:
+            together.wait()
+            results[n] = prunings[n].prune(since=timedelta(days=1))
+
+        threads = [threading.Thread(target=prune, args=(n,)) for n in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        done = [result for result in results if result is not None]
+        assert len(done) == 1, results
+        assert (done[0].payloads, done[0].deliveries, done[0].keys, done[0].sessions) == (1, 2, 1, 1)
+        assert _count(engine, t.webhook_deliveries) == 4
     finally:
         engine.dispose()
 

@@ -12,8 +12,8 @@ step, and each growing table's share.
 
 Usage (from the repository root):
 
-    python bench/storage.py                      # SQLite, then PostgreSQL
-    python bench/storage.py --database sqlite --deliveries 20000
+    python bench/retention.py                      # SQLite, then PostgreSQL
+    python bench/retention.py --database sqlite --deliveries 20000
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ EXAMPLES = (
 def _example() -> dict[str, Any]:
     """GitHub's own example of an `issue_comment` `created` delivery (`npm ci --prefix tests` installs them)."""
     if not EXAMPLES.exists():
-        sys.exit(f"bench/storage.py needs GitHub's example payloads at {EXAMPLES}: run `npm ci --prefix tests`")
+        sys.exit(f"bench/retention.py needs GitHub's example payloads at {EXAMPLES}: run `npm ci --prefix tests`")
     events = {event["name"]: event["examples"] for event in json.loads(EXAMPLES.read_text())}
     return next(one for one in events["issue_comment"] if one.get("action") == "created")
 
