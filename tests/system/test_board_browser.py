@@ -201,6 +201,7 @@ def test_signing_in_with_github_in_chromium_shows_only_what_the_person_may_read(
         context.close()
 
 
+@pytest.mark.long
 def test_the_board_follows_the_work_without_a_reload_under_its_own_policy(browser: Any, stage: Stage) -> None:
     """No policy bypass here: the page's own script, allowed by its nonce, brings a new ticket in and takes a
     withdrawn one out, and the browser reports no violation of the page's Content Security Policy. While nothing

@@ -72,6 +72,7 @@ def delivered(stage: Stage, number: int, deliver: str) -> float:
     return time.monotonic()
 
 
+@pytest.mark.long
 def test_made_up_evidence_shows_as_not_found_on_github_within_30_seconds(stage: Stage) -> None:
     number = stage.person("olivia").open_issue(stage.full_name, "Empty state for the cart")
     at = delivered(stage, number, f"/deliver Done.\nbranch: made-up\ncommit: {MADE_UP_COMMIT}\npr: #77")

@@ -23,7 +23,7 @@ from unittest import mock
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from baton.cli import main
 from baton.domain import TicketKey
@@ -78,6 +78,14 @@ def baton_refused(scene: Scene, *, process: bool = False) -> list[str]:
                           timeout=60, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
+
+
+def failed_for_a_day(scene: Scene) -> None:
+    """The issue's writes as after a day of GitHub failing them (`MAX_ATTEMPTS` - 1 tries): one try is left.
+    (`test_answers_outlive_a_github_outage_of_23_hours` goes through the day try by try.)"""
+    with scene.app.state.work.units.engine.begin() as connection:
+        connection.execute(update(t.outbox).values(attempts=MAX_ATTEMPTS - 1))
+    scene.due_now()
 
 
 def tokens(scene: Scene) -> list[str]:
@@ -280,11 +288,15 @@ def test_an_issue_that_gave_up_shows_its_next_decision(scene: Scene) -> None:
     fault = Fault("POST", f"^{scene.path}/labels$", status=502, times=FOREVER)
     scene.rest.inject(fault)
     scene.comment("agent-a", "/claim")
-    for _ in range(MAX_ATTEMPTS):
+    for tries in range(1, 4):
         scene.drain()
         scene.due_now()
+        assert [row.attempts for row in scene.outbox()] == [tries]
+    failed_for_a_day(scene)
+    scene.drain()  # the last try
     [row] = scene.outbox()
     assert row.attempts == MAX_ATTEMPTS and "answered 502" in row.last_error
+    scene.due_now()
     assert scene.drain() == 0  # given up
     assert scene.labels() == {"baton:open"} and scene.assignees() == []
 
@@ -301,10 +313,14 @@ def test_a_reply_github_fails_on_every_try_is_dropped_and_the_rest_is_shown(scen
     scene.rest.inject(Fault("POST", f"^{scene.path}/comments$", status=502, times=FOREVER, body="baton:reply"))
     scene.comment("agent-a", "/deliver")
     scene.comment("agent-b", "/claim")
-    for _ in range(MAX_ATTEMPTS):
+    for _ in range(3):
         assert scene.labels() == set()  # the reply goes first, and holds the rest up for a while
         scene.drain()
         scene.due_now()
+    assert scene.labels() == set() and dropped(scene) == []
+    failed_for_a_day(scene)
+    scene.drain()  # the last try: the reply goes, and the rest is shown
+    scene.due_now()
     scene.drain()
     [(kind, why)] = dropped(scene)
     assert kind == "reply" and why.startswith(f"not sent after {MAX_ATTEMPTS} tries in 24 hours: POST ")
@@ -312,6 +328,7 @@ def test_a_reply_github_fails_on_every_try_is_dropped_and_the_rest_is_shown(scen
     assert scene.outbox() == []
 
 
+@pytest.mark.long
 def test_answers_outlive_a_github_outage_of_23_hours(database_url: str) -> None:
     """GitHub fails every write for 23 hours of Baton's clock (injected, moved to each retry's due time): the
     claim's 👍 is tried again every five minutes, never dropped, shown as the oldest answer waiting (`/metrics`,
