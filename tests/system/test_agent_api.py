@@ -94,6 +94,18 @@ def test_an_idempotency_key_gives_a_retry_the_first_answer_and_refuses_another_r
     assert Agent(scene, "agent-b").post("claim", Idempotency_Key="try-1").status_code == 200  # keys are per login
 
 
+def test_the_api_root_says_it_is_baton_to_anyone(scene: Scene) -> None:
+    """`GET /api/v1` answers without a token, so a client can tell Baton from whatever else a wrong `BATON_URL`
+    names; the version is the app's."""
+    answer = HTTP.get(f"{scene.stage.baton_url}/api/v1", timeout=10)
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"service": "baton", "version": "0.1.0", "openapi": "/openapi.json"}
+    described = HTTP.get(f"{scene.stage.baton_url}/openapi.json", timeout=10).json()["paths"]["/api/v1"]["get"]
+    assert described["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Service"
+    }
+
+
 def test_every_error_status(scene: Scene) -> None:
     agent, reader = Agent(scene, "agent-a"), Agent(scene, "reed")
     url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues/{scene.number}/claim"

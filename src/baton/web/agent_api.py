@@ -102,6 +102,12 @@ class Task(BaseModel):
     brief: dict[str, Any] | None
 
 
+class Service(BaseModel):
+    service: str = Field(description="Always `baton`.")
+    version: str
+    openapi: str = Field(description="Where the API's description is.")
+
+
 class Tasks(BaseModel):
     tasks: list[Task]
 
@@ -725,6 +731,12 @@ def agents_router() -> APIRouter:
     answers: dict[int | str, dict[str, Any]] = {
         code: {"model": Problem} for code in (401, 403, 404, 409, 412, 422, 429, 503)
     }
+
+    @router.get("", response_model=Service, summary="Which service answers here")
+    def service(request: Request) -> Service:
+        """Baton's name and version, to anyone: a client checks that its `BATON_URL` is Baton before it says
+        what Baton answered."""
+        return Service(service="baton", version=request.app.version, openapi="/openapi.json")
 
     # Served by `PlainRoutes` (web/plain.py) as long as a request is valid as sent; these declare the routes in
     # /openapi.json and answer the requests that are not (with the 422 `invalid_request` words).
