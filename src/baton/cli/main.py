@@ -318,7 +318,7 @@ def _db_prune(args: argparse.Namespace) -> int:
     from baton.store.retention import Keep, Retention
 
     settings = Settings()
-    keep = Keep(timedelta(seconds=settings.keep_payloads), timedelta(seconds=settings.keep_deliveries))
+    keep = Keep.of(settings)
     if args.older_than is not None:
         keep = keep.older_than(timedelta(seconds=args.older_than))
     engine = make_engine(settings.database_url)

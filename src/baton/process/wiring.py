@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
 from sqlalchemy import Engine
 
@@ -127,7 +126,7 @@ def assemble(
     redelivery = None
     if github is not None and settings.redeliver_every > 0:
         redelivery = Redelivery(GitHubHookDeliveries(github), Redeliveries(engine, clock), settings.redeliver_every)
-    keep = Keep(timedelta(seconds=settings.keep_payloads), timedelta(seconds=settings.keep_deliveries))
+    keep = Keep.of(settings)
     pruning = Pruning(Retention(engine, clock), Sweeps(engine, clock), keep)
     return Parts(
         engine, work, evidence, inbox, resolver, intake, writer, sweep, metrics, redelivery, installation_sweep,

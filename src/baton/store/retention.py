@@ -41,6 +41,11 @@ class Keep:
     deliveries: timedelta = timedelta(days=90)
     keys: timedelta = timedelta(hours=24)
 
+    @classmethod
+    def of(cls, kept: settings.Settings) -> Keep:
+        """What `BATON_KEEP_PAYLOADS` and `BATON_KEEP_DELIVERIES` say (idempotency keys: a day, always)."""
+        return cls(timedelta(seconds=kept.keep_payloads), timedelta(seconds=kept.keep_deliveries))
+
     def older_than(self, age: timedelta) -> Keep:
         """Everything kept at most `age` (`baton db prune --older-than`), deliveries' rows never less than
         GitHub's redelivery window."""

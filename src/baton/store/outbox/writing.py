@@ -55,6 +55,12 @@ MAX_ATTEMPTS = _tries_for(TRY_FOR)  # 296: a row failed this many times in a row
 
 _o = t.outbox.c
 _i = t.outbox_items.c
+_k = t.tickets.c
+# An answer's ticket, and its issue's outbox row: the answers name their issue by its three keys.
+_ITEM_TICKET = and_(_k.installation_id == _i.installation_id, _k.repository_id == _i.repository_id,
+                    _k.number == _i.number)  # fmt: skip
+_ITEM_ISSUE = and_(_o.installation_id == _i.installation_id, _o.repository_id == _i.repository_id,
+                   _o.number == _i.number)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -365,13 +371,10 @@ class Outbox:
     def given_up(self, limit: int = 50) -> list[GivenUp]:
         """What GitHub was never shown, newest first: answers dropped, then issues waiting for their next
         change after GitHub refused their state or failed it on every try."""
-        k = t.tickets.c
-        named = and_(k.installation_id == _i.installation_id, k.repository_id == _i.repository_id,
-                     k.number == _i.number)  # fmt: skip
         with self.engine.connect() as connection:
             answers = connection.execute(
-                select(k.repository, _i.repository_id, _i.number, _i.kind, _i.dropped, _i.created_at)
-                .select_from(t.outbox_items.outerjoin(t.tickets, named))
+                select(_k.repository, _i.repository_id, _i.number, _i.kind, _i.dropped, _i.created_at)
+                .select_from(t.outbox_items.outerjoin(t.tickets, _ITEM_TICKET))
                 .where(_i.dropped.is_not(None))
                 .order_by(desc(_i.id))
                 .limit(limit)
@@ -390,15 +393,10 @@ class Outbox:
     def oldest_answer(self) -> Waiting | None:
         """The answer (👍 or reply) that has waited longest to be shown on GitHub; None when every answer was sent
         or given up."""
-        k = t.tickets.c
-        named = and_(k.installation_id == _i.installation_id, k.repository_id == _i.repository_id,
-                     k.number == _i.number)  # fmt: skip
-        at_issue = and_(_o.installation_id == _i.installation_id, _o.repository_id == _i.repository_id,
-                        _o.number == _i.number)  # fmt: skip
         with self.engine.connect() as connection:
             row = connection.execute(
-                select(k.repository, _i.repository_id, _i.number, _i.kind, _i.created_at, _o.last_error)
-                .select_from(t.outbox_items.outerjoin(t.tickets, named).outerjoin(t.outbox, at_issue))
+                select(_k.repository, _i.repository_id, _i.number, _i.kind, _i.created_at, _o.last_error)
+                .select_from(t.outbox_items.outerjoin(t.tickets, _ITEM_TICKET).outerjoin(t.outbox, _ITEM_ISSUE))
                 .where(_i.sent_at.is_(None), _i.dropped.is_(None))
                 .order_by(_i.created_at, _i.id)
                 .limit(1)
