@@ -159,3 +159,31 @@ def test_an_address_that_is_not_baton_exits_2_in_one_line() -> None:
     finally:
         site.shutdown()
         site.server_close()
+
+
+def test_a_route_or_method_baton_lacks_is_baton_s_error_and_the_command_exits_2_saying_so(scene: Scene) -> None:
+    import httpx
+
+    agent, api = token(scene, "agent-a"), f"{scene.stage.baton_url}/api/v1"
+    auth = {"Authorization": f"Bearer {agent}"}
+    missing = httpx.post(f"{api}/repos/{scene.full_name}/tasks/claimed", headers=auth, timeout=30)
+    assert missing.status_code == 404
+    assert missing.json()["error"] == "no_route"
+    assert missing.json()["message"].startswith(
+        f"Baton has no route POST /api/v1/repos/{scene.full_name}/tasks/claimed"
+    )
+    wrong = httpx.get(f"{api}/repos/{scene.full_name}/issues/{scene.number}/claim", headers=auth, timeout=30)
+    assert (wrong.status_code, wrong.headers["Allow"], wrong.json()["error"]) == (405, "POST", "method_not_allowed")
+    assert (
+        wrong.json()["message"]
+        == f"/api/v1/repos/{scene.full_name}/issues/{scene.number}/claim does not take GET; it takes POST."
+    )
+    # A route's own 404 and what lies outside the API keep their documented bodies (docs/api.md).
+    assert set(httpx.get(f"{scene.stage.baton_url}/nothing-here", timeout=30).json()) == {"detail"}
+    # A Baton that lacks what the command asks for (here: BATON_URL names a path under the API, so every route the
+    # command calls is one it does not serve): nothing was decided, exit 2, Baton's message in one line.
+    lacking = f"{api}/older"
+    done = baton(lacking, agent, "claim", f"{scene.full_name}#{scene.number}")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("baton: Baton has no route POST /api/v1/older/api/v1/repos/"), done.stderr
+    assert len(done.stderr.splitlines()) == 1

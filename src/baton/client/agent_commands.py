@@ -80,6 +80,9 @@ class _Agent:
             if text and not self.json:
                 self.out(text + (f": {said}" if said else ""))
             return 0
+        if answer.body.get("error") in _NO_ROUTE:  # this Baton lacks the route: older than this client
+            self.err(f"baton: {said or f'HTTP {answer.status}'}")
+            return 2
         if answer.status in _REFUSALS:
             self.err(f"baton: {said or f'refused (HTTP {answer.status})'}")
             for problem in _problems(answer.body):
@@ -103,6 +106,10 @@ class _Agent:
         self.body(answer.body)
         self.err(f"baton: Baton's answer holds no {what}")
         return 2
+
+
+# The errors of a route this Baton does not serve: nothing was decided (exit 2, not a refusal).
+_NO_ROUTE = frozenset({"no_route", "method_not_allowed"})
 
 
 def not_baton(url: str, answer: Response) -> str:

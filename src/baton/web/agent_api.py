@@ -23,13 +23,14 @@ from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
-from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from githubkit.exception import RequestError, RequestFailed
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError, field_validator
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from baton.domain import Command, Evidence, Refused, TicketKey, WorkState
 from baton.domain.refusals import status_of
@@ -262,6 +263,30 @@ async def invalid_request(request: Request, error: Exception) -> Response:
     ]  # fmt: skip
     said = "; ".join(f"{one.field}: {one.message}" for one in problems[:5]) or "the request is not valid"
     return _problem(422, "invalid", f"The request is not valid: {said}.", problems=problems)
+
+
+PREFIX = "/api/v1"
+
+
+async def no_route(request: Request, error: Exception) -> Response:
+    """A path under the API's prefix that no route serves (404), or a method its route does not take (405),
+    answers with Baton's error body, saying what was asked and where the routes are listed: a client newer than
+    this Baton learns that the route is missing rather than that something else answers here. Elsewhere, and
+    for a route's own 404 (the read API's unknown ticket), FastAPI's answer stands."""
+    assert isinstance(error, StarletteHTTPException)
+    path, status = request.url.path, error.status_code
+    under = path == PREFIX or path.startswith(PREFIX + "/")
+    if not under or status not in (404, 405) or (status == 404 and "route" in request.scope):
+        return await http_exception_handler(request, error)
+    if status == 405:
+        allowed = (error.headers or {}).get("Allow", "")
+        answer = _problem(405, "method_not_allowed", f"{path} does not take {request.method}; it takes {allowed}.")
+        answer.headers["Allow"] = allowed
+        return answer
+    return _problem(
+        404, "no_route", f"Baton has no route {request.method} {path}: the routes this Baton serves are listed "
+        "at /openapi.json (a client newer than this Baton may ask for one it lacks).",
+    )  # fmt: skip
 
 
 def _constant(name: str) -> Any:
@@ -726,7 +751,7 @@ def agents_router() -> APIRouter:
     """The agent API's routes, made once per process: working out a route's parameters and answers costs
     about a millisecond, and every app (every test's) would pay it again. Each call finds its app's
     `AgentApi` on the app."""
-    router = APIRouter(prefix="/api/v1", tags=["agents"], route_class=_StrictRoute)
+    router = APIRouter(prefix=PREFIX, tags=["agents"], route_class=_StrictRoute)
     issue_path = "/repos/{owner}/{repo}/issues/{number}"
     answers: dict[int | str, dict[str, Any]] = {
         code: {"model": Problem} for code in (401, 403, 404, 409, 412, 422, 429, 503)

@@ -11,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from baton.environment.clock import SYSTEM, Clock
@@ -23,7 +24,7 @@ from baton.store.api_requests import ApiRequests
 from baton.store.reads import Reads
 from baton.store.spool import Spool
 
-from .agent_api import AgentApi, Refusal, agents_router, invalid_request, readers
+from .agent_api import AgentApi, Refusal, agents_router, invalid_request, no_route, readers
 from .board import Board, board_router
 from .gate import DatabaseGate
 from .mcp_http import McpEndpoint
@@ -124,6 +125,7 @@ def create_app(
     app.router.routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
     app.add_exception_handler(Refusal, _refused)
     app.add_exception_handler(RequestValidationError, invalid_request)
+    app.add_exception_handler(StarletteHTTPException, no_route)
     # The hot routes, served without FastAPI's per-request machinery (plain.py).
     app.add_middleware(PlainRoutes, agents=app.state.agent_api, webhooks=webhooks)
     # Outermost of Baton's own: a database outage met anywhere below answers 503 (docs/operations.md).
