@@ -25,7 +25,7 @@ from support.standin_scene import Scene, opened
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {"list_tasks", "claim_task", "deliver_task", "release_task", "task_status", "create_and_claim", "accept_task",
-         "send_back_task", "reopen_task"}  # fmt: skip
+         "send_back_task", "reopen_task", "assign_task"}  # fmt: skip
 CHANGING = TOOLS - {"list_tasks", "task_status"}
 NOWHERE = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
@@ -92,7 +92,8 @@ def test_the_tools_with_typed_described_inputs_and_outputs() -> None:
     assert required == {"list_tasks": {"repo"}, "claim_task": {"repo", "number"}, "release_task": {"repo", "number"},
                         "task_status": {"repo", "number"}, "deliver_task": {"repo", "number", "summary"},
                         "create_and_claim": {"repo", "title"}, "accept_task": {"repo", "number"},
-                        "send_back_task": {"repo", "number"}, "reopen_task": {"repo", "number"}}  # fmt: skip
+                        "send_back_task": {"repo", "number"}, "reopen_task": {"repo", "number"},
+                        "assign_task": {"repo", "number", "user"}}  # fmt: skip
     for name, schema in schemas.items():
         properties = schema["properties"]
         assert properties["repo"]["type"] == "string" and "owner/name" in properties["repo"]["description"]
@@ -108,8 +109,9 @@ def test_the_tools_with_typed_described_inputs_and_outputs() -> None:
         output = tools[name].output_schema or {}
         assert {"repository", "issue", "state", "runner", "revision", "url"} <= set(output["required"]), name
         assert output["properties"]["issue"]["type"] == "integer", name
-    assert {"note", "feedback", "reason", "title", "body"} == {
-        field for name in ("accept_task", "send_back_task", "reopen_task", "create_and_claim")
+    assert {"note", "feedback", "reason", "title", "body", "user"} == {
+        field for name in ("accept_task", "send_back_task", "reopen_task", "create_and_claim", "assign_task",
+                           "release_task")
         for field in schemas[name]["properties"] if field not in ("repo", "number", "revision", "idempotency_key")
     }  # fmt: skip
     deliver = schemas["deliver_task"]["properties"]
@@ -399,3 +401,30 @@ def test_each_tasks_brief_is_a_resource_listed_for_the_repositories_named(scene:
     read_unknown, list_unknown = unknown.split(" | ")
     assert "99999" in read_unknown
     assert "cannot list octo/nowhere's tasks" in list_unknown  # a repository Baton does not serve: said, not empty
+
+
+def test_a_maintainer_assigns_and_releases_someone_elses_claim(scene: Scene, transport: str) -> None:
+    url, where = scene.stage.baton_url, {"repo": scene.full_name, "number": scene.number}
+    agent, maria = token(scene, "agent-a"), token(scene, "maria", "maintain")
+    token(scene, "agent-b")
+
+    async def story() -> dict[str, CallToolResult]:
+        said: dict[str, CallToolResult] = {}
+        async with baton_mcp(url, agent, transport) as a, baton_mcp(url, maria, transport) as m:
+            said["not_theirs"] = await a.call_tool("assign_task", {**where, "user": "agent-b"})
+            said["assigned"] = await m.call_tool("assign_task", {**where, "user": "@agent-b", "idempotency_key": "a1"})
+            said["taken"] = await a.call_tool("release_task", {**where, "user": "agent-b"})
+            said["released"] = await m.call_tool("release_task", {**where, "user": "agent-b"})
+        return said
+
+    said = asyncio.run(story())
+    assert said["not_theirs"].is_error and (said["not_theirs"].structured_content or {})["code"] == "not_permitted"
+    assigned = said["assigned"].structured_content or {}
+    assert not said["assigned"].is_error and (assigned["state"], assigned["runner"]) == ("claimed", "agent-b")
+    assert text(said["assigned"]).startswith(f"assigned {scene.full_name}#{scene.number} to @agent-b (revision ")
+    assert said["taken"].is_error and "@agent-b" in text(said["taken"])
+    released = said["released"].structured_content or {}
+    assert not said["released"].is_error and (released["state"], released["runner"]) == ("open", None)
+    history = scene.app.state.work.history(scene.key)
+    assert [event.type for event in history] == ["created", "assigned", "released"]
+    assert history[-1].role == "repository_maintainer"

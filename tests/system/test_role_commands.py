@@ -187,3 +187,38 @@ def test_a_route_or_method_baton_lacks_is_baton_s_error_and_the_command_exits_2_
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("baton: Baton has no route POST /api/v1/older/api/v1/repos/"), done.stderr
     assert len(done.stderr.splitlines()) == 1
+
+
+def test_a_maintainer_assigns_a_task_and_releases_someone_elses_claim_from_the_command(scene: Scene) -> None:
+    url, task = scene.stage.baton_url, f"{scene.full_name}#{scene.number}"
+    agent_a, maria = token(scene, "agent-a"), token(scene, "maria", "maintain")
+    token(scene, "agent-b")  # who is assigned: a person GitHub knows, who may run the task
+    token(scene, "outsider", "none")  # GitHub knows them; they cannot read the repository, let alone run it
+
+    not_theirs = baton(url, agent_a, "assign", task, "@agent-b", "--json")  # only a maintainer assigns
+    assert not_theirs.returncode == 1, not_theirs.stderr
+    assert (json.loads(not_theirs.stdout)["error"], json.loads(not_theirs.stdout)["code"]) == (
+        "forbidden", "not_permitted")  # fmt: skip
+    nobody = baton(url, maria, "assign", task, "@outsider")  # only someone who may run it is made its runner
+    assert nobody.returncode == 1 and "outsider" in nobody.stderr, nobody.stderr
+    bad = baton(url, maria, "assign", task, "not a login")
+    assert bad.returncode == 2 and "is not a GitHub login" in bad.stderr
+
+    assigned = baton(url, maria, "assign", task, "@agent-b", "--json")
+    assert assigned.returncode == 0, assigned.stderr
+    assert (json.loads(assigned.stdout)["state"], json.loads(assigned.stdout)["runner"]) == ("claimed", "agent-b")
+    taken = baton(url, agent_a, "release", task, "--user", "agent-b")  # naming someone is a maintainer's release
+    assert taken.returncode == 1 and "@agent-b" in taken.stderr, taken.stderr
+    released = baton(url, maria, "release", task, "--user", "@agent-b", "--json")
+    assert released.returncode == 0, released.stderr
+    assert (json.loads(released.stdout)["state"], json.loads(released.stdout)["runner"]) == ("open", None)
+
+    assert baton(url, agent_a, "claim", task).returncode == 0
+    reassigned = baton(url, maria, "assign", task, "agent-b")  # a claim held by someone else ends
+    assert reassigned.returncode == 0, reassigned.stderr
+    assert reassigned.stdout.startswith(f"assigned to @agent-b: {task} (revision ")
+    history = scene.app.state.work.history(scene.key)
+    assert [event.type for event in history] == ["created", "assigned", "released", "claimed", "assigned"]
+    released_event = [event for event in history if event.type == "released"][-1]
+    assert (released_event.actor, released_event.role) == ("maria", "repository_maintainer")
+    assert all(event.data.get("source") == "api" for event in history if event.type != "created")

@@ -565,13 +565,13 @@ def test_baton_help_lists_the_commands_by_whom_they_serve(capsys: pytest.Capture
     out = capsys.readouterr().out
     assert exited.value.code == 0
     agents, reviewers, operators = (
-        out.index(f"commands for {group}:") for group in ("agents", "reviewers", "operators")
+        out.index(f"commands for {group}:") for group in ("agents", "reviewers and maintainers", "operators")
     )
     assert agents < reviewers < operators
     listed = {line.split()[0]: n for n, line in enumerate(out.splitlines()) if line.startswith("  ") and line.split()}
     head = out.splitlines()
     for names, start, end in ((("claim", "next", "new", "deliver", "release", "tasks", "status", "mcp"), agents,
-                               reviewers), (("accept", "send-back", "reopen"), reviewers, operators),
+                               reviewers), (("accept", "send-back", "reopen", "assign"), reviewers, operators),
                               (("serve", "worker", "db", "docs"), operators, len(out))):  # fmt: skip
         for name in names:
             assert start < len("\n".join(head[: listed[name]])) < end, name

@@ -626,12 +626,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _grouped(commands: Any) -> str:
     """The commands by whom they serve (argparse lists subcommands in one list): agents', reviewers', and the
-    rest, for the people who run Baton. Maintainers release someone's claim and assign a task by comment."""
+    rest, for the people who run Baton."""
     import re
     import textwrap
 
     # the help without its "(agents; HTTP)": the group says it
-    said = {action.dest: re.sub(r" \((agents|reviewers); HTTP\)$", "", action.help or "")
+    said = {action.dest: re.sub(r" \((agents|reviewers|maintainers); HTTP\)$", "", action.help or "")
             for action in commands._choices_actions}  # fmt: skip
     commands._choices_actions.clear()  # listed here, by group, instead
     groups = {**GROUPS, "operators": tuple(name for name in said if not any(name in g for g in GROUPS.values()))}
@@ -642,8 +642,7 @@ def _grouped(commands: Any) -> str:
         lines.extend(textwrap.fill(said[name], 100, initial_indent=f"  {name:<{width}}",
                                    subsequent_indent=" " * (width + 2)) for name in names)  # fmt: skip
         lines.append("")
-    lines.append("maintainers: release someone's claim with a /release @user comment, assign with /assign @user")
-    return "\n".join(lines)
+    return "\n".join(lines).rstrip("\n")
 
 
 def _version() -> str:

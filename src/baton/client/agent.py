@@ -171,8 +171,18 @@ class AgentClient:
     def claim(self, repo: str, number: int, rev: int | None = None, idempotency_key: str | None = None) -> Response:
         return self._act(repo, number, "claim", {}, rev, idempotency_key)
 
-    def release(self, repo: str, number: int, rev: int | None = None, idempotency_key: str | None = None) -> Response:
-        return self._act(repo, number, "release", {}, rev, idempotency_key)
+    def release(
+        self, repo: str, number: int, rev: int | None = None, idempotency_key: str | None = None,
+        user: str | None = None,
+    ) -> Response:  # fmt: skip
+        """Release the caller's claim, or (a maintainer) `user`'s."""
+        return self._act(repo, number, "release", {"user": user} if user else {}, rev, idempotency_key)
+
+    def assign(
+        self, repo: str, number: int, user: str, rev: int | None = None, idempotency_key: str | None = None
+    ) -> Response:
+        """Make `user` the task's runner (a maintainer's call)."""
+        return self._act(repo, number, "assign", {"user": user}, rev, idempotency_key)
 
     def accept(
         self, repo: str, number: int, note: str = "", rev: int | None = None, idempotency_key: str | None = None

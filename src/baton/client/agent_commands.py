@@ -30,7 +30,7 @@ does it once; without --key each run sends a fresh key, which --json prints as "
 # The commands' groups, as `baton --help` lists them.
 GROUPS = {
     "agents": ("tasks", "next", "claim", "new", "deliver", "release", "status", "mcp"),
-    "reviewers": ("accept", "send-back", "reopen"),
+    "reviewers and maintainers": ("accept", "send-back", "reopen", "assign"),
 }
 
 _REFUSALS = {403, 404, 409, 412, 422}
@@ -191,8 +191,22 @@ def _claim(args: argparse.Namespace) -> int:
 def _release(args: argparse.Namespace) -> int:
     repo, number = args.issue
     return _agent(args, lambda shown, client, token: shown.answered(
-        client.release(repo, number, rev=args.rev, idempotency_key=shown.key), token,
+        client.release(repo, number, rev=args.rev, idempotency_key=shown.key, user=args.user), token,
         _held("released", repo, number)))  # fmt: skip
+
+
+def _assign(args: argparse.Namespace) -> int:
+    repo, number = args.issue
+    return _agent(args, lambda shown, client, token: shown.answered(
+        client.assign(repo, number, args.user, rev=args.rev, idempotency_key=shown.key), token,
+        _held(f"assigned to @{args.user}:", repo, number)))  # fmt: skip
+
+
+def _login_argument(text: str) -> str:
+    login = text.strip().removeprefix("@")
+    if not re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?", login):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a GitHub login")
+    return login
 
 
 def _review(verb: str) -> Callable[[argparse.Namespace], int]:
@@ -418,10 +432,18 @@ def add_agent_commands(commands: Any) -> None:
     deliver.set_defaults(run=_deliver)
 
     release = on_issue("release", "give back a task you hold (agents; HTTP)",
-                       "Release OWNER/REPO#N: the task is open again for anyone to claim. Only its runner can "
-                       "release it here; a maintainer releases someone else's claim with a /release @user "
-                       "comment.", "release")  # fmt: skip
+                       "Release OWNER/REPO#N: the task is open again for anyone to claim. Its runner releases "
+                       "their own claim; a maintainer releases someone else's with --user LOGIN.",
+                       "release")  # fmt: skip
+    release.add_argument("--user", type=_login_argument, metavar="LOGIN",
+                         help="whose claim to release (maintainers; as a /release @user comment)")  # fmt: skip
     release.set_defaults(run=_release)
+
+    assign = on_issue("assign", "make someone a task's runner (maintainers; HTTP)",
+                      "Make LOGIN the runner of OWNER/REPO#N, open or claimed (a claim held by someone else ends). "
+                      "LOGIN must be someone who may run the task.", "assign")  # fmt: skip
+    assign.add_argument("user", metavar="@LOGIN", type=_login_argument, help="who becomes the runner")
+    assign.set_defaults(run=_assign)
 
     status = add("status", "show a task's state, holder and revision (agents; HTTP)",
                  "Show OWNER/REPO#N as Baton knows it: its work state, who holds it, its revision and "
@@ -451,7 +473,8 @@ def add_agent_commands(commands: Any) -> None:
         "mcp",
         help="serve the agent API's tools to a coding assistant over MCP (stdio)",
         description="Serve Baton's agent API as MCP tools on stdin and stdout (list_tasks, claim_task, "
-        "create_and_claim, deliver_task, release_task, task_status, accept_task, send_back_task, reopen_task) "
+        "create_and_claim, deliver_task, release_task, task_status, accept_task, send_back_task, reopen_task, "
+        "assign_task) "
         "and each task's brief as a resource (baton://OWNER/REPO/issues/N), for a coding assistant that starts "
         "this command. "
         "Reads Baton's address from BATON_URL and the agent's GitHub token from GITHUB_TOKEN, else GH_TOKEN, "

@@ -36,7 +36,8 @@ INSTRUCTIONS = (
     "a refusal names who holds it: pick another task), do the work, then deliver_task with a summary and "
     "evidence. Release a task you cannot finish with release_task. task_status tells a task's state, holder "
     "and revision. create_and_claim opens a new issue already claimed by you. A reviewer accepts a delivery with "
-    "accept_task or sends it back with send_back_task; reopen_task reopens accepted work. Every tool that "
+    "accept_task or sends it back with send_back_task; reopen_task reopens accepted work; a maintainer makes "
+    "someone the runner with assign_task. Every tool that "
     "changes a task takes `revision` (decide only if the task is still at it) and `idempotency_key` (the same "
     "key again gets the first answer). Each task's brief is the resource baton://owner/repo/issues/N."
 )
@@ -47,6 +48,10 @@ Repository = Annotated[
         description='The repository as "owner/name", for example octo/shop.',
         pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$",
     ),
+]
+Login = Annotated[
+    str,
+    Field(description="A GitHub login, such as agent-b.", pattern=r"^@?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$"),
 ]
 Number = Annotated[int, Field(description="The issue number of the task.", ge=1, le=2_147_483_647)]
 Revision = Annotated[
@@ -109,8 +114,12 @@ DELIVER_TASK = (
     "it lacks."
 )
 RELEASE_TASK = (
-    "Release a task you hold and cannot finish: it is open again for anyone to claim. (A maintainer releases "
-    "someone else's claim with a `/release @user` comment on the issue.)"
+    "Release a task you hold and cannot finish: it is open again for anyone to claim. A maintainer releases "
+    "someone else's claim by naming them in `user`."
+)
+ASSIGN_TASK = (
+    "Make `user` (someone who may run the task) its runner, open or claimed: a claim someone else holds ends. "
+    "Maintainers only."
 )
 CREATE_AND_CLAIM = (
     "Open a new issue in a repository and claim it at once: it is never open for anyone else. With an "
@@ -316,16 +325,40 @@ def build_server(clients: Clients, repositories: Sequence[str] = ()) -> MCPServe
 
     @server.tool(description=RELEASE_TASK)
     def release_task(
-        repo: Repository, number: Number, ctx: Context, revision: Guard = None, idempotency_key: Key = None
+        repo: Repository,
+        number: Number,
+        ctx: Context,
+        user: Annotated[Login | None, Field(description="Whose claim to release (maintainers).")] = None,
+        revision: Guard = None,
+        idempotency_key: Key = None,
     ) -> Changed:
         return told(
             ctx,
             repo,
             lambda client, repository: client.release(
-                repository, number, rev=revision, idempotency_key=idempotency_key
+                repository, number, rev=revision, idempotency_key=idempotency_key, user=user
             ),
             lambda repository, answer: (
                 f"released {_where(answer.body, repository, number)} ({_revision(answer.body)}); it is open again"
+            ),
+        )
+
+    @server.tool(description=ASSIGN_TASK)
+    def assign_task(
+        repo: Repository,
+        number: Number,
+        user: Annotated[Login, Field(description="Who becomes the runner.")],
+        ctx: Context,
+        revision: Guard = None,
+        idempotency_key: Key = None,
+    ) -> Changed:
+        return told(
+            ctx,
+            repo,
+            lambda client, repository: client.assign(repository, number, user, revision, idempotency_key),
+            lambda repository, answer: (
+                f"assigned {_where(answer.body, repository, number)} to @{answer.body.get('runner')} "
+                f"({_revision(answer.body)})"
             ),
         )
 

@@ -32,7 +32,14 @@ def prepare(
     teams = brief_teams(work, key, [command])
     resolved = resolver.resolve(installation_id, repository, login, is_bot, key, teams)
     issue = Issue(key, repository, "", read=False)
-    return Request(issue, command, resolved.actor, operation_id, resolved.policy, via="api", notices=resolved.notices)
+    assignee, told = None, resolved.notices
+    if command.name == "assign" and command.user:  # whom it names, with their access: the guard checks they may run
+        user = command.user
+        assignee, more = resolver.person(installation_id, repository, user, user.lower().endswith("[bot]"),
+                                         resolved.policy, key)  # fmt: skip
+        told = (*told, *more)
+    return Request(issue, command, resolved.actor, operation_id, resolved.policy, via="api", notices=told,
+                   assignee=assignee)  # fmt: skip
 
 
 def decide_all(work: WorkService, issues: IssueSource | None, requests: Sequence[Request]) -> list[Outcome | Exception]:

@@ -171,10 +171,27 @@ class Nothing(Body):
     pass
 
 
+# A GitHub login, as a comment's `@user` names one (the `@` is optional).
+Login = Annotated[
+    str,
+    StringConstraints(pattern=r"^@?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$"),
+    Field(description="A GitHub login, such as `agent-b` or `@agent-b`."),
+]
+
+
+class Release(Body):
+    user: Login | None = Field(None, description="Whose claim a maintainer releases (`/release @user`).")
+
+
+class Assign(Body):
+    user: Login = Field(description="Who becomes the runner: someone who may run the task (`/assign @user`).")
+
+
 # What each command route takes as its body, as its declaration in `agents_router` has it: all but deliver take
 # none (or JSON `null`) as an empty one.
-BODIES: dict[str, Any] = {"claim": Nothing | None, "release": Nothing | None, "deliver": Deliver,
-                          "accept": Note | None, "send-back": Feedback | None, "reopen": Reason | None}  # fmt: skip
+BODIES: dict[str, Any] = {"claim": Nothing | None, "release": Release | None, "deliver": Deliver,
+                          "accept": Note | None, "send-back": Feedback | None, "reopen": Reason | None,
+                          "assign": Assign}  # fmt: skip
 # The text each command carries, by the name of its body's field.
 _TEXTS = {"accept": "note", "send-back": "feedback", "reopen": "reason"}
 
@@ -184,6 +201,9 @@ def command_of(action: str, body: BaseModel | None) -> tuple[Command, dict[str, 
     if isinstance(body, Deliver):
         evidence = Evidence(body.branch, body.commit, body.pr, tuple(body.tests), tuple(body.screenshots))
         return Command("deliver", text=body.summary, evidence=evidence, summary=body.summary), body.model_dump()
+    if isinstance(body, Release | Assign) and body.user is not None:
+        user = body.user.removeprefix("@")
+        return Command(action, user=user), {"user": user}
     field = _TEXTS.get(action)
     if field is None:
         return Command(action), {}
@@ -772,8 +792,14 @@ def agents_router() -> APIRouter:
 
     @router.post(f"{issue_path}/release", response_model=Answer, responses=answers, summary="Release the task")
     async def release(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
-                key: Key = None, body: Nothing | None = None) -> JSONResponse:  # fmt: skip
+                key: Key = None, body: Release | None = None) -> JSONResponse:  # fmt: skip
         return await api.act(*command_of("release", body), owner, repo, number, identity, if_match, key)
+
+    @router.post(f"{issue_path}/assign", response_model=Answer, responses=answers,
+                 summary="Make someone who may run the task its runner (maintainers)")  # fmt: skip
+    async def assign(api: Api, owner: Owner, repo: Repo, number: Number, body: Assign, identity: Caller,
+               if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
+        return await api.act(*command_of("assign", body), owner, repo, number, identity, if_match, key)
 
     @router.post(f"{issue_path}/deliver", response_model=Answer, responses=answers,
                  summary="Deliver the task with its evidence")  # fmt: skip

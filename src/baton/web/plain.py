@@ -1,5 +1,5 @@
-"""The hot routes served as plain ASGI: the agent API's command routes (claim, release, deliver, accept, send-back,
-reopen, and create-and-claim) and `POST /webhooks/github`.
+"""The hot routes served as plain ASGI: the agent API's command routes (claim, release, assign, deliver, accept,
+send-back, reopen, and create-and-claim) and `POST /webhooks/github`.
 
 Routing a request through FastAPI (its router, its middleware, solving a route's dependencies, validating each
 parameter) costs several times what Baton does with a claim. `PlainRoutes` sits in front of FastAPI's router, inside
@@ -21,7 +21,7 @@ from .agent_api import AgentApi, PlainRequest
 from .webhooks import WebhookEndpoint
 
 _COMMAND = re.compile(
-    r"/api/v1/repos/([^/]+)/([^/]+)/issues(?:/([^/]+)/(claim|release|deliver|accept|send-back|reopen))?"
+    r"/api/v1/repos/([^/]+)/([^/]+)/issues(?:/([^/]+)/(claim|release|assign|deliver|accept|send-back|reopen))?"
 )
 _HEADERS = (b"authorization", b"if-match", b"idempotency-key", b"content-type")
 
