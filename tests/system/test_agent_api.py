@@ -20,7 +20,7 @@ from sqlalchemy import select, text
 from baton.store import tables as t
 from github_standin.server import Fault
 from support.local_http import HTTP
-from support.standin_scene import Scene, opened
+from support.standin_scene import BOT, Scene, opened
 
 
 @pytest.fixture
@@ -253,6 +253,45 @@ def test_the_tasks_open_for_claiming_oldest_first_and_a_tickets_status_with_an_a
     anonymous = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name},
                          headers={"Authorization": "Bearer ghp_nobody"})  # fmt: skip
     assert anonymous.status_code == 401
+
+
+def test_the_tasks_are_listed_and_handed_out_highest_priority_first_then_oldest(scene: Scene) -> None:
+    olivia, agent = scene.person("olivia"), Agent(scene, "agent-a")
+
+    def brief(priority: str) -> str:
+        return f"```yaml\ntask: A task\npriority: {priority}\n```"
+
+    low = olivia.open_issue(scene.full_name, "Low", brief("low"))
+    first = olivia.open_issue(scene.full_name, "First", brief("P0"))
+    high = olivia.open_issue(scene.full_name, "High", brief("high"))
+    bad = olivia.open_issue(scene.full_name, "Bad", brief("urgent"))  # not a priority: no task until it is fixed
+    scene.settle()
+
+    def listed() -> list[tuple[int, int]]:
+        answer = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name},
+                          headers={"Authorization": f"Bearer {agent.token}"})  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        return [(task["issue"], task["priority"]) for task in answer.json()["tasks"]]
+
+    assert listed() == [(first, 0), (high, 1), (scene.number, 2), (low, 3)]  # the scene's own task says none: p2
+    assert any("`priority` must be one of p0 (first) to p4" in said for said in _bot_comments(scene, bad))
+
+    won = _baton(scene, agent.token, "next", scene.full_name)
+    assert won.returncode == 0, won.stderr
+    assert won.stdout.startswith(f"claimed {scene.full_name}#{first} ")  # the first listed, and free
+    olivia.edit_issue(scene.full_name, low, body=brief("1"))  # a brief's new priority moves its task up
+    scene.settle()
+    assert listed() == [(low, 1), (high, 1), (scene.number, 2)]  # of one priority, the oldest first
+    ticket = scene.app.state.work.ticket(scene.key.__class__(scene.key.installation_id, scene.key.repository_id, low))
+    assert ticket is not None and ticket.brief is not None and ticket.brief.priority == 1
+    changed = scene.app.state.work.history(ticket.key)[-1]
+    assert (changed.type, changed.data["changes"]) == ("brief_changed", ["priority now p1"])
+
+
+def _bot_comments(scene: Scene, number: int) -> list[str]:
+    scene.drain()
+    with scene.hub.world.lock:
+        return [c.body for c in scene.repository.comments.values() if c.issue == number and c.user.login == BOT]
 
 
 def _baton(scene: Scene, token: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -66,7 +66,7 @@ def test_valid_briefs(body: str | None, reading: BriefReading) -> None:
     [
         ("task: x\ncolour: blue\n",
          ["`colour` is not a field of a brief (known: task, scope, access, acceptance, evidence, reviewer, owner, "
-          "code, draft)"]),
+          "code, draft, priority)"]),
         ("task: [a, b]\n", ["`task` must be text of at most 2000 characters, not ['a', 'b']"]),
         ("task: x\nscope: [a.py]\n", ["`scope` must be a mapping with `files` and `excluded` lists, not ['a.py']"]),
         ("task: x\nscope: {files: [a.py], only: [b.py]}\n",
@@ -167,7 +167,7 @@ def test_an_issue_form_reads_as_the_same_fields() -> None:
         ("### Task\n\nx\n\n### Acceptance\n\n_No response_\n", BriefReading(False, Brief(task="x"), ())),
         ("### Task\n\nx\n\n### Colour\n\nred\n",
          BriefReading(True, None, ("`Colour` is not a field of a brief (known: task, scope, access, acceptance, "
-                                   "evidence, reviewer, owner, code, draft)",))),
+                                   "evidence, reviewer, owner, code, draft, priority)",))),
         ("### Task\n\nx\n\n### Code\n\nperhaps\n",
          BriefReading(True, None, ("`code` must be true or false, not 'perhaps'",))),
         ("### Task\n\nx\n\n### Evidence\n\nscreenshot: lots\n",
@@ -359,3 +359,31 @@ def test_a_yaml_list_may_give_a_kind_its_count_beside_sentences() -> None:
     # a count written wrong is reported as written, whatever sentences name the same kind
     wrong = read_brief(block("task: x\nevidence: [{branch: 2}, diff or branch]\n"))
     assert wrong.problems == ("`evidence.branch` must be 1 (a delivery reports one), not 2",)
+
+
+@pytest.mark.parametrize(
+    ("said", "priority"),
+    [("p0", 0), ("P4", 4), ("3", 3), ("0", 0), ("high", 1), ("Medium", 2), ("LOW", 3), ("' p1 '", 1)],
+)
+def test_a_priority_is_p0_to_p4_or_a_word_for_one(said: str, priority: int) -> None:
+    reading = read_brief(f"```yaml\ntask: T\npriority: {said}\n```")
+    assert reading.brief is not None and reading.brief.priority == priority
+    assert Brief.from_dict(reading.brief.to_dict()) == reading.brief  # kept as stored
+
+
+@pytest.mark.parametrize("said", ["p5", "urgent", "-1", "true", "[p1]", "1.5"])
+def test_anything_else_is_no_priority_and_the_problem_says_what_is(said: str) -> None:
+    reading = read_brief(f"```yaml\ntask: T\npriority: {said}\n```")
+    assert reading.brief is None
+    assert any(p.startswith("`priority` must be one of p0 (first) to p4, or high, medium or low, not ")
+               for p in reading.problems)  # fmt: skip
+
+
+def test_a_brief_without_a_priority_stores_none_and_a_form_names_it() -> None:
+    reading = read_brief("```yaml\ntask: T\n```")
+    assert reading.brief is not None and reading.brief.priority is None
+    assert "priority" not in reading.brief.to_dict()  # stored as before priorities existed
+    form = read_brief("### Task\n\nT\n\n### Priority\n\nhigh\n")
+    assert form.brief is not None and form.brief.priority == 1
+    assert changes(reading.brief, form.brief) == ["priority now p1"]
+    assert changes(form.brief, reading.brief) == ["priority removed"]

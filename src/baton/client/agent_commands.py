@@ -389,17 +389,18 @@ def add_agent_commands(commands: Any) -> None:
         made.add_argument("issue", metavar="OWNER/REPO#N", type=_issue_argument)
         return made
 
-    tasks = add("tasks", "list a repository's open tasks, oldest first (agents; HTTP)",
-                "List OWNER/REPO's tasks in a state (open unless --state says otherwise), oldest first, one a "
-                "line: OWNER/REPO#N, its revision, its title.")  # fmt: skip
+    tasks = add("tasks", "list a repository's open tasks, highest priority first, then oldest (agents; HTTP)",
+                "List OWNER/REPO's tasks in a state (open unless --state says otherwise), highest priority first, "
+                "then oldest, one a line: OWNER/REPO#N, its revision, its title.")  # fmt: skip
     tasks.add_argument("repository", metavar="OWNER/REPO", type=_repository_argument)
     tasks.add_argument("--state", default="open", help="the work state to list (default open)")
     tasks.set_defaults(run=_tasks)
 
-    next_ = add("next", "claim the oldest open task you can win (agents; HTTP)",
-                "List OWNER/REPO's open tasks, oldest first, and claim each in turn, at the revision listed, until "
-                "one is won; print it. A task taken (or changed) meanwhile is skipped, said on stderr. Exit 1 "
-                "when none is left. Each claim sends KEY:N as its Idempotency-Key.", writes=True)  # fmt: skip
+    next_ = add("next", "claim the first open task you can win, by priority then age (agents; HTTP)",
+                "List OWNER/REPO's open tasks, highest priority first, then oldest, and claim each in turn, at the "
+                "revision listed, until one is won; print it. A task taken (or changed) meanwhile is skipped, said "
+                "on stderr. Exit 1 when none is left. Each claim sends KEY:N as its Idempotency-Key.",
+                writes=True)  # fmt: skip
     next_.add_argument("repository", metavar="OWNER/REPO", type=_repository_argument)
     next_.set_defaults(run=_next)
 

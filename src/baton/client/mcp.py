@@ -100,8 +100,8 @@ Changed = Annotated[CallToolResult, TaskAnswer]
 Lines = Annotated[list[str], Field(max_length=20)]
 
 LIST_TASKS = (
-    "The tasks a repository offers for claiming, oldest first: issue, title, url, revision and brief (what to "
-    "do, its scope, how it is judged, the evidence a delivery needs)."
+    "The tasks a repository offers for claiming, highest priority first, then oldest: issue, title, url, "
+    "revision, priority (0 to 4) and brief (what to do, its scope, how it is judged, the evidence a delivery needs)."
 )
 CLAIM_TASK = (
     "Claim a task: exactly one of any number of claimants wins. On success the task is yours (its revision and "

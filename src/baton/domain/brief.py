@@ -23,7 +23,10 @@ from typing import Any
 from .model import EVIDENCE_KINDS, Brief, Evidence
 
 # The keys a brief may hold, in the order the docs list them.
-KEYS = ("task", "scope", "access", "acceptance", "evidence", "reviewer", "owner", "code", "draft")
+KEYS = ("task", "scope", "access", "acceptance", "evidence", "reviewer", "owner", "code", "draft", "priority")
+# A brief's `priority`: p0 (first) to p4, or a word for one of them. Tasks that say none are handed out as p2.
+PRIORITIES = {**{f"p{n}": n for n in range(5)}, "high": 1, "medium": 2, "low": 3}
+UNSAID_PRIORITY = 2
 SCOPE_KEYS = ("files", "excluded")
 # Evidence a delivery reports once (one branch, one commit, one pull request), and evidence it may repeat.
 SINGLE_KINDS = ("branch", "commit", "pr")
@@ -59,6 +62,7 @@ FORM_LABELS = {
     "task owner": "owner",
     "code": "code",
     "draft": "draft",
+    "priority": "priority",
 }
 _YES = {"yes": True, "true": True, "no": False, "false": False}
 
@@ -188,6 +192,7 @@ def check(data: Any) -> Checked:
     owner = _person("owner", data.get("owner"), _OWNER, "a login", problems)
     code = _flag("code", data.get("code", True), problems)
     draft = _flag("draft", data.get("draft", False), problems)
+    priority = _priority(data.get("priority"), problems)
     if problems:
         return Checked(None, draft is True, tuple(problems))
     brief = Brief(
@@ -202,8 +207,22 @@ def check(data: Any) -> Checked:
         access=access,
         evidence_lines=lines,
         reviewer_as_written=reviewer_as_written,
+        priority=priority,
     )
     return Checked(brief, draft is True)
+
+
+def _priority(value: Any, problems: list[str]) -> int | None:
+    """`p0` to `p4` in any case, `0` to `4`, or `high`, `medium`, `low`; None when not given."""
+    if value is None:
+        return None
+    said = str(value).strip().lower() if isinstance(value, str | int) and not isinstance(value, bool) else None
+    if said is not None and said.isdigit():
+        said = f"p{said}"
+    if said not in PRIORITIES:
+        problems.append(f"`priority` must be one of p0 (first) to p4, or high, medium or low, not {_shown(value)}")
+        return None
+    return PRIORITIES[said]
 
 
 def _shown(value: Any) -> str:
@@ -493,6 +512,8 @@ def changes(before: Brief | None, after: Brief | None) -> list[str]:
             said.append(f"{name} now {'@' + now_person if now_person else 'none'}")
     if old.code != after.code:
         said.append("now a code task" if after.code else "now a non-code task")
+    if old.priority != after.priority:
+        said.append(f"priority now p{after.priority}" if after.priority is not None else "priority removed")
     return said if before is not None else said[:1]
 
 

@@ -147,6 +147,7 @@ class Brief:
     owner: str | None = None
     code: bool = True
     access: str | None = None
+    priority: int | None = None  # 0 (p0, first) to 4 (p4); None: not said, handed out as p2
     evidence_lines: tuple[str, ...] = ()
     reviewer_as_written: str | None = None
 
@@ -185,6 +186,8 @@ class Brief:
             data["evidence_lines"] = list(self.evidence_lines)
         if self.reviewer_as_written is not None:
             data["reviewer_as_written"] = self.reviewer_as_written
+        if self.priority is not None:
+            data["priority"] = self.priority
         return data
 
     @classmethod
@@ -203,6 +206,7 @@ class Brief:
             access=data.get("access"),
             evidence_lines=tuple(data.get("evidence_lines", ())),
             reviewer_as_written=data.get("reviewer_as_written"),
+            priority=data.get("priority"),
         )
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, bindparam, func, select, union_all
 
 from baton.domain import Brief, WorkState
+from baton.domain.brief import UNSAID_PRIORITY
 from baton.domain.issue import IssueState
 from baton.domain.weekly import FLOW_EVENTS, WorkTime
 
@@ -293,8 +294,10 @@ class Reads:
         state: WorkState | None = None,
         runner: str | None = None,
         limit: int = DEFAULT_LIMIT,
+        by_priority: bool = False,
     ) -> list[TicketSummary]:
-        """Tickets matching every filter given, by repository (case-insensitively) then issue number."""
+        """Tickets matching every filter given, by repository (case-insensitively) then issue number; with
+        `by_priority`, within a repository the highest priority first (a brief without one counts as p2)."""
         if not 1 <= limit <= MAX_LIMIT:
             raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
         with self._connect() as connection:
@@ -309,7 +312,8 @@ class Reads:
             if connection.dialect.name == "postgresql":
                 # Byte order, as SQLite sorts: a locale's collation would order `a-b` and `ab` otherwise.
                 name = name.collate("C")
-            query = query.order_by(name, tickets.c.repository, tickets.c.number, tickets.c.id).limit(limit)
+            first = (func.coalesce(tickets.c.priority, UNSAID_PRIORITY),) if by_priority else ()
+            query = query.order_by(name, tickets.c.repository, *first, tickets.c.number, tickets.c.id).limit(limit)
             return [_summary(row) for row in connection.execute(query).mappings()]
 
     def board(

@@ -12,6 +12,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    SmallInteger,
     String,
     Table,
     Text,
@@ -48,6 +49,7 @@ tickets = Table(
     Column("deliveries", Integer, nullable=False),
     Column("brief", JSON),
     Column("title", Text),  # the title, as GitHub last told it (None: not told)
+    Column("priority", SmallInteger),  # the brief's: 0 (p0, first) to 4; None: not said (handed out as p2)
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
     # when it entered its state, or while claimed its runner's hands (a brief's edit does not move it)

@@ -57,9 +57,9 @@ _SQL = {
             AND t.number = :number""",
     "insert_ticket": """
         INSERT INTO tickets (installation_id, repository_id, number, repository, state, revision, owner,
-            runner, attempt, deliveries, brief, title, created_at, updated_at, state_since)
+            runner, attempt, deliveries, brief, priority, title, created_at, updated_at, state_since)
         VALUES (:installation_id, :repository_id, :number, :repository, :state, :revision, :owner,
-            :runner, :attempt, :deliveries, :brief, :title, :now, :now, :now)
+            :runner, :attempt, :deliveries, :brief, :priority, :title, :now, :now, :now)
         RETURNING id""",
     # The issue's title as GitHub last told it: no revision, it is not part of the work rail.
     "retitle": """
@@ -70,7 +70,7 @@ _SQL = {
     # (`new_state` and `new_runner` repeat `state` and `runner`: PostgreSQL gives one parameter one type.)
     "swap": """
         UPDATE tickets SET state = :state, revision = :revision, runner = :runner, attempt = :attempt,
-            deliveries = :deliveries, owner = :owner, brief = :brief, updated_at = :now,
+            deliveries = :deliveries, owner = :owner, brief = :brief, priority = :priority, updated_at = :now,
             state_since = CASE WHEN state <> :new_state OR COALESCE(runner, '') <> COALESCE(:new_runner, '')
                 OR state_since IS NULL THEN :now ELSE state_since END
         WHERE id = :ticket_id AND revision = :expected""",
@@ -153,6 +153,7 @@ def _changes(ticket: Ticket) -> dict[str, Any]:
         "runner": ticket.runner,
         "attempt": ticket.attempt,
         "deliveries": ticket.deliveries,
+        "priority": ticket.brief.priority if ticket.brief is not None else None,
     }
 
 

@@ -32,7 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from baton.domain import Command, Evidence, Refused, TicketKey, WorkState
+from baton.domain import Command, Evidence, Refused, Ticket, TicketKey, WorkState
+from baton.domain.brief import UNSAID_PRIORITY
 from baton.domain.refusals import status_of
 from baton.environment.settings import Settings
 from baton.github.identity import BadToken, Identities, Identity, IdentityUnavailable
@@ -100,6 +101,9 @@ class Task(BaseModel):
     state: WorkState
     revision: int
     created_at: str
+    priority: int = Field(
+        description="0 (p0, handed out first) to 4, from the brief's `priority`; 2 when it says none."
+    )
     brief: dict[str, Any] | None
 
 
@@ -715,7 +719,7 @@ class AgentApi:
             return _problem(503, "unavailable", f"{error}; try again shortly.")
         listed: list[Task] = []
         if found is not None:
-            summaries = self.listing.tickets(repository=repo, state=state, limit=limit)
+            summaries = self.listing.tickets(repository=repo, state=state, limit=limit, by_priority=True)
             with self.work.units.read() as uow:  # their briefs, in one statement
                 stored = uow.work.tickets([TicketKey(found[0], found[1], one.number) for one in summaries])
             for summary in summaries:
@@ -726,9 +730,15 @@ class AgentApi:
                                    title=summary.title or (brief["task"] or None if brief else None),
                                    url=f"{self.site}/{summary.repository}/issues/{summary.number}",
                                    state=summary.state, revision=summary.revision,
-                                   created_at=summary.created_at.isoformat(), brief=brief))  # fmt: skip
-        listed.sort(key=lambda task: (task.created_at, task.issue))
+                                   created_at=summary.created_at.isoformat(), brief=brief,
+                                   priority=_priority(ticket)))  # fmt: skip
+        listed.sort(key=lambda task: (task.priority, task.created_at, task.issue))
         return JSONResponse(Tasks(tasks=listed).model_dump(mode="json"))
+
+
+def _priority(ticket: Ticket | None) -> int:
+    said = ticket.brief.priority if ticket is not None and ticket.brief is not None else None
+    return UNSAID_PRIORITY if said is None else said
 
 
 # RFC 6750's token68: what a bearer token may hold. Starlette reads header bytes as Latin-1, so a token sent with
@@ -831,7 +841,7 @@ def agents_router() -> APIRouter:
         return api.create_and_claim(f"{owner}/{repo}", body, identity, key)
 
     @router.get("/tasks", response_model=Tasks, responses={code: {"model": Problem} for code in (401, 404, 422, 429)},
-                summary="The tasks a repository offers for claiming, oldest first")  # fmt: skip
+                summary="The tasks a repository offers for claiming, highest priority first, then oldest")  # fmt: skip
     def tasks(
         api: Api,
         repo: Annotated[
