@@ -81,6 +81,14 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
     ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/labels"),
     ("DELETE", "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}"),
     ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/reactions"),
+    ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/dependencies/blocked_by"),
+    ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/dependencies/blocked_by"),
+    ("DELETE", "/repos/{owner}/{repo}/issues/{issue_number}/dependencies/blocked_by/{issue_id}"),
+    ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/dependencies/blocking"),
+    ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/sub_issues"),
+    ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/sub_issues"),
+    ("DELETE", "/repos/{owner}/{repo}/issues/{issue_number}/sub_issue"),
+    ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/parent"),
     ("POST", "/repos/{owner}/{repo}/labels"),
     ("GET", "/repos/{owner}/{repo}/labels/{name}"),
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"),
@@ -117,6 +125,14 @@ GITHUBKIT_MODELS: Mapping[str, str] = {
     "reactions/create-for-issue-comment": "Reaction",
     "issues/get": "Issue",
     "issues/list-for-repo": "list[Issue]",
+    "issues/list-dependencies-blocked-by": "list[Issue]",
+    "issues/add-blocked-by-dependency": "Issue",
+    "issues/remove-dependency-blocked-by": "Issue",
+    "issues/list-dependencies-blocking": "list[Issue]",
+    "issues/list-sub-issues": "list[Issue]",
+    "issues/add-sub-issue": "Issue",
+    "issues/remove-sub-issue": "Issue",
+    "issues/get-parent": "Issue",
     "issues/create": "Issue",
     "issues/add-assignees": "Issue",
     "issues/remove-assignees": "Issue",
@@ -586,6 +602,36 @@ def _has_scheme(value: object) -> bool:
     return not isinstance(value, str) or bool(urllib.parse.urlsplit(value).scheme)
 
 
+# Events @octokit/webhooks-schemas does not have, checked against GitHub's REST description instead: its
+# components `webhook-<event>-<action>` (dashes for underscores), OpenAPI 3.0 schemas, with `openapi.patch`.
+DESCRIBED_WEBHOOKS = ("issue_dependencies", "sub_issues")
+
+
+@functools.cache
+def _described_webhook_validator(description: Path, name: str) -> Any:
+    from jsonschema import FormatChecker
+    from openapi_schema_validator import OAS30Validator
+
+    components = json.loads(description.read_text(encoding="utf-8"))["components"]
+    openapi.patch(components)  # what the description says but does not mean, as for the REST answers
+    if name not in components["schemas"]:
+        return None
+    formats = FormatChecker(formats=("date-time",))
+    formats.checks("uri")(_has_scheme)
+    return OAS30Validator({"$ref": f"#/components/schemas/{name}", "components": components}, format_checker=formats)
+
+
+def _described_webhook_problems(
+    event: str, action: Any, payload: Mapping[str, Any], label: str, root: Path | None
+) -> list[str]:
+    description = _package_file(root, OPENAPI_FILE, OPENAPI_PACKAGE).resolve()
+    name = f"webhook-{event}-{action}".replace("_", "-")
+    validator = _described_webhook_validator(description, name) if isinstance(action, str) else None
+    if validator is None:
+        return [f"{label}: {OPENAPI_PACKAGE} describes no {event} webhook with action {action!r}"]
+    return [f"{label}: {line}" for line in _schema_problems(validator.iter_errors(dict(payload)), "payload")]
+
+
 @functools.cache
 def _webhook_schemas(path: Path) -> _WebhookSchemas:
     document = json.loads(path.read_text(encoding="utf-8"))
@@ -600,6 +646,8 @@ def webhook_problems(event: str, payload: Mapping[str, Any], root: Path | None =
     action = payload.get("action")
     label = f"{event}.{action} webhook" if isinstance(action, str) else f"{event} webhook"
     name = schemas.name(event, action)
+    if name is None and event in DESCRIBED_WEBHOOKS:
+        return _described_webhook_problems(event, action, payload, label, root)
     if name is None:
         return [f"{label}: {WEBHOOK_SCHEMAS_PACKAGE} knows no event {event!r}"]
     if isinstance(name, list):

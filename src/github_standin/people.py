@@ -29,7 +29,7 @@ import httpx
 from . import shapes
 from .contract import Contract, ContractUnavailable, webhook_problems
 from .hooks import Entry, HookLog
-from .rendering import render_check_run, render_issue, render_pull_request
+from .rendering import link_events, render_check_run, render_issue, render_pull_request
 from .server import StandIn
 from .world import CheckRun, Deployment, Issue, Repository, World, sha_of
 
@@ -344,6 +344,52 @@ class Person:
                                           self._issue_json(repository, repo, issue), self.account, label=label_json,
                                           installation_id=repository.installation_id)  # fmt: skip
         self.hub.deliver("issues", payload)
+
+    # -- dependencies ("blocked by") and sub-issues, as the issue's page makes them ------------------------
+
+    def _issue(self, where: tuple[str, int]) -> tuple[Repository, Issue]:
+        repository = self._context(where[0])[1]
+        return repository, repository.issues[where[1]]
+
+    def _tell_linked(self, event: str, done: str, first: tuple[Repository, Issue],
+                     second: tuple[Repository, Issue]) -> None:  # fmt: skip
+        with self.hub.world.lock:
+            events = link_events(self.hub.world, self.hub.api_url, event, done, first, second, self.account)
+        for name, payload in events:
+            self.hub.deliver(name, payload)
+
+    def block(self, full_name: str, number: int, by: tuple[str, int]) -> None:
+        """Issue `number` is blocked by issue `by` (its repository's full name and its number) from now on:
+        `issue_dependencies` blocked_by_added for the one, blocking_added for the other. `world.Refused` when
+        GitHub would refuse it."""
+        with self.hub.world.lock:
+            blocked, blocking = self._issue((full_name, number)), self._issue(by)
+            self.hub.world.add_blocked_by(blocked[1], blocking[1].id)
+        self._tell_linked("issue_dependencies", "added", blocked, blocking)
+
+    def unblock(self, full_name: str, number: int, by: tuple[str, int]) -> None:
+        with self.hub.world.lock:
+            blocked, blocking = self._issue((full_name, number)), self._issue(by)
+            self.hub.world.remove_blocked_by(blocked[1], blocking[1].id)
+        self._tell_linked("issue_dependencies", "removed", blocked, blocking)
+
+    def add_sub_issue(self, full_name: str, number: int, sub_issue: tuple[str, int], *,
+                      replace_parent: bool = False) -> None:  # fmt: skip
+        """Issue `sub_issue` becomes a sub-issue of issue `number`: `sub_issues` sub_issue_added for the parent,
+        parent_issue_added for the sub-issue (after the removals from its old parent, with `replace_parent`)."""
+        with self.hub.world.lock:
+            parent, child = self._issue((full_name, number)), self._issue(sub_issue)
+            _, _, before = self.hub.world.add_sub_issue(parent[1], parent[0].owner.login, child[1].id,
+                                                        replace_parent=replace_parent)  # fmt: skip
+        if before is not None:
+            self._tell_linked("sub_issues", "removed", before, child)
+        self._tell_linked("sub_issues", "added", parent, child)
+
+    def remove_sub_issue(self, full_name: str, number: int, sub_issue: tuple[str, int]) -> None:
+        with self.hub.world.lock:
+            parent, child = self._issue((full_name, number)), self._issue(sub_issue)
+            self.hub.world.remove_sub_issue(parent[1], child[1].id)
+        self._tell_linked("sub_issues", "removed", parent, child)
 
     def close_issue(self, full_name: str, number: int, reason: str = "completed") -> None:
         world, repository, repo = self._context(full_name)

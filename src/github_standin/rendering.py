@@ -30,7 +30,25 @@ def render_issue(world: World, repository: Repository, repo: shapes.Repo, issue:
         closed_at=shapes.timestamp(issue.closed_at) if issue.closed_at else None, pull_request=issue.pull_request,
         merged_at=shapes.timestamp(pull.merged_at) if pull is not None and pull.merged_at else None,
         app=world.app_of(issue.app_id) if issue.app_id is not None else None,
+        **_links(world, repo, issue),
     )  # fmt: skip
+
+
+def _links(world: World, repo: shapes.Repo, issue: Issue) -> dict[str, Any]:
+    """The summaries of an issue's dependencies and sub-issues, and its parent's URL, as `shapes.issue` takes
+    them (nothing when the world links no issues, as most worlds do not)."""
+    if not world.blocked_by and not world.sub_issues:
+        return {}
+    blockers, blocked = world.blockers(issue), world.blocked(issue)
+    children, parent = world.children(issue), world.parent(issue)
+    open_ones = [sum(1 for _, one in linked if one.state == "open") for linked in (blockers, blocked)]
+    return {
+        "dependencies": (*open_ones, len(blockers), len(blocked)),
+        "sub_issues": (len(children), sum(1 for _, one in children if one.state == "closed")),
+        "parent_issue_url": None
+        if parent is None
+        else f"{parent[0].shape(repo.api_url).api}/issues/{parent[1].number}",
+    }
 
 
 def render_pull_request(world: World, repository: Repository, repo: shapes.Repo, number: int) -> Json:
@@ -66,3 +84,33 @@ def render_check_run(world: World, repository: Repository, repo: shapes.Repo, ru
         completed_at=shapes.timestamp(run.completed_at) if run.completed_at else None, title=run.title,
         summary=run.summary, check_suite_id=run.suite_id, pull_requests=pulls_at(repository, repo, run.head_sha),
     )  # fmt: skip
+
+
+def _repository(repository: Repository, repo: shapes.Repo) -> Json:
+    return shapes.repository(repo, open_issues=sum(1 for one in repository.issues.values() if one.state == "open"))
+
+
+def link_events(
+    world: World,
+    api_url: str,
+    event: str,
+    done: str,
+    first: tuple[Repository, Issue],
+    second: tuple[Repository, Issue],
+    sender: shapes.Account,
+) -> list[tuple[str, Json]]:
+    """The two webhooks GitHub sends when two issues were linked (`done="added"`) or unlinked (`"removed"`):
+    for `event="issue_dependencies"`, `first` is blocked by `second`; for `"sub_issues"`, `second` is a sub-issue
+    of `first`. One goes to `first`'s repository, then one to `second`'s, each with its installation."""
+    (one, issue_one), (two, issue_two) = first, second
+    repo_one, repo_two = one.shape(api_url), two.shape(api_url)
+    json_one = render_issue(world, one, repo_one, issue_one)
+    json_two = render_issue(world, two, repo_two, issue_two)
+    build = shapes.issue_dependencies_event if event == "issue_dependencies" else shapes.sub_issues_event
+    actions = ("blocked_by", "blocking") if event == "issue_dependencies" else ("sub_issue", "parent_issue")
+    return [
+        (event, build(f"{actions[0]}_{done}", repo_one, json_one, json_two, _repository(two, repo_two), sender,
+                      installation_id=one.installation_id)),
+        (event, build(f"{actions[1]}_{done}", repo_two, json_one, json_two, _repository(one, repo_one), sender,
+                      installation_id=two.installation_id)),
+    ]  # fmt: skip

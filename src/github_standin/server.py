@@ -37,9 +37,9 @@ from .hooks import HookLog
 from .listing import list_issues
 from .oauth import access_token, authorize, user_installations
 from .registration import conversion, registration_page
-from .rendering import render_check_run, render_issue, render_pull_request
+from .rendering import link_events, render_check_run, render_issue, render_pull_request
 from .teams import team_membership
-from .world import CheckRun, Comment, Installation, Issue, Reaction, Repository, Token, World, sha_of
+from .world import CheckRun, Comment, Installation, Issue, Reaction, Refused, Repository, Token, World, sha_of
 
 Json = Any
 Notify = Callable[[str, dict[str, Any]], None]  # a webhook for Baton: (event, payload)
@@ -447,6 +447,10 @@ class _Context:
     def issue(self, issue: Issue) -> Json:
         return render_issue(self.world, self.repository, self.repo, issue)
 
+    def any_issue(self, repository: Repository, issue: Issue) -> Json:
+        """An issue of any repository of the world (a linked one), as its own repository shows it."""
+        return render_issue(self.world, repository, repository.shape(self.base), issue)
+
     def comment(self, comment: Comment) -> Json:
         issue = self.repository.issues[comment.issue]
         return shapes.issue_comment(
@@ -571,6 +575,99 @@ def _remove_assignees(c: _Context, number: str) -> tuple[int, Json]:
     if kept != issue.assignees:
         issue.assignees = kept
         _touch(c, issue)
+    return 200, c.issue(issue)
+
+
+# -- dependencies ("blocked by") and sub-issues: linked by issue id, across the world's repositories ----------
+
+
+def _refused(refusal: Refused) -> GitHubError:
+    if refusal.status == 422:
+        return GitHubError(422, "Validation Failed",
+                           errors=[{"resource": "Issue", "code": "custom", "message": refusal.message}])  # fmt: skip
+    return GitHubError(refusal.status, refusal.message)
+
+
+def _linked(c: _Context, pairs: list[tuple[Repository, Issue]]) -> tuple[int, Json]:
+    return 200, [c.any_issue(*pair) for pair in c.page(pairs)]
+
+
+def _tell_linked(c: _Context, event: str, done: str, first: tuple[Repository, Issue],
+                 second: tuple[Repository, Issue]) -> None:  # fmt: skip
+    if c.stand_in.notify is None:  # nobody listens: spare building the payloads
+        return
+    for name, payload in link_events(c.world, c.base, event, done, first, second, c.world.bot):
+        c.notify(name, payload)
+
+
+def _list_blocked_by(c: _Context, number: str) -> tuple[int, Json]:
+    return _linked(c, c.world.blockers(c.find_issue(number)))
+
+
+def _list_blocking(c: _Context, number: str) -> tuple[int, Json]:
+    return _linked(c, c.world.blocked(c.find_issue(number)))
+
+
+def _add_blocked_by(c: _Context, number: str) -> tuple[int, Json]:
+    """The issue is blocked by the one `issue_id` names (any repository): 201 and the blocking issue."""
+    issue = c.find_issue(number)
+    try:
+        blocking = c.world.add_blocked_by(issue, c.field("issue_id", int))
+    except Refused as refusal:
+        raise _refused(refusal) from None
+    _touch(c, issue)
+    _tell_linked(c, "issue_dependencies", "added", (c.repository, issue), blocking)
+    return 201, c.any_issue(*blocking)
+
+
+def _remove_blocked_by(c: _Context, number: str, issue_id: str) -> tuple[int, Json]:
+    issue = c.find_issue(number)
+    try:
+        blocking = c.world.remove_blocked_by(issue, int(issue_id))
+    except Refused as refusal:
+        raise _refused(refusal) from None
+    _touch(c, issue)
+    _tell_linked(c, "issue_dependencies", "removed", (c.repository, issue), blocking)
+    return 200, c.any_issue(*blocking)
+
+
+def _list_sub_issues(c: _Context, number: str) -> tuple[int, Json]:
+    return _linked(c, c.world.children(c.find_issue(number)))
+
+
+def _parent(c: _Context, number: str) -> tuple[int, Json]:
+    parent = c.world.parent(c.find_issue(number))
+    if parent is None:
+        raise GitHubError(404, "Not Found")
+    return 200, c.any_issue(*parent)
+
+
+def _add_sub_issue(c: _Context, number: str) -> tuple[int, Json]:
+    """The issue `sub_issue_id` names (same owner) becomes the last sub-issue: 201 and the parent. With
+    `replace_parent` it leaves the parent it had (GitHub tells of that removal first)."""
+    issue = c.find_issue(number)
+    replace = c.data.get("replace_parent") is True if isinstance(c.data, dict) else False
+    try:
+        sub_repository, sub_issue, before = c.world.add_sub_issue(
+            issue, c.repository.owner.login, c.field("sub_issue_id", int), replace_parent=replace
+        )
+    except Refused as refusal:
+        raise _refused(refusal) from None
+    _touch(c, issue)
+    if before is not None:
+        _tell_linked(c, "sub_issues", "removed", before, (sub_repository, sub_issue))
+    _tell_linked(c, "sub_issues", "added", (c.repository, issue), (sub_repository, sub_issue))
+    return 201, c.issue(issue)
+
+
+def _remove_sub_issue(c: _Context, number: str) -> tuple[int, Json]:
+    issue = c.find_issue(number)
+    try:
+        removed = c.world.remove_sub_issue(issue, c.field("sub_issue_id", int))
+    except Refused as refusal:
+        raise _refused(refusal) from None
+    _touch(c, issue)
+    _tell_linked(c, "sub_issues", "removed", (c.repository, issue), removed)
     return 200, c.issue(issue)
 
 
@@ -813,6 +910,14 @@ _OPERATIONS: list[tuple[str, str, Callable[..., tuple[int, Json]]]] = [
     ("DELETE", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/labels/([^/]+)", _remove_label),
     ("POST", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/assignees", _add_assignees),
     ("DELETE", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/assignees", _remove_assignees),
+    ("GET", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/dependencies/blocked_by", _list_blocked_by),
+    ("POST", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/dependencies/blocked_by", _add_blocked_by),
+    ("DELETE", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/dependencies/blocked_by/([0-9]+)", _remove_blocked_by),
+    ("GET", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/dependencies/blocking", _list_blocking),
+    ("GET", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/sub_issues", _list_sub_issues),
+    ("POST", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/sub_issues", _add_sub_issue),
+    ("DELETE", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/sub_issue", _remove_sub_issue),
+    ("GET", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/parent", _parent),
     ("GET", r"/repos/([^/]+)/([^/]+)/labels/([^/]+)", _get_label),
     ("POST", r"/repos/([^/]+)/([^/]+)/labels", _post_label),
     ("GET", r"/repos/([^/]+)/([^/]+)/issues/([0-9]+)/comments", _list_comments),

@@ -223,6 +223,15 @@ class Client:
     callback_urls: list[str] = field(default_factory=list)
 
 
+class Refused(Exception):
+    """GitHub will not make this link between issues: its answer's status and words."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
 @dataclass
 class Token:
     value: str
@@ -255,6 +264,11 @@ class World:
         self.oauth_codes: dict[str, tuple[str, str, str, datetime]] = {}
         self.token_apps: dict[str, int] = {}  # a user access token (`user_tokens`) -> the App it was made for
         self.ahead = timedelta()  # how far GitHub's clock runs ahead of the wall clock (`advance`)
+        # Links between issues, by their ids (global, so across repositories): issue -> the issues blocking it,
+        # a parent -> its sub-issues, each in the order they were added; a sub-issue -> its one parent.
+        self.blocked_by: dict[int, list[int]] = {}
+        self.sub_issues: dict[int, list[int]] = {}
+        self.parents: dict[int, int] = {}
         self._ids = itertools.count(1000)
 
     def next_id(self) -> int:
@@ -395,3 +409,105 @@ class World:
     def protect(self, repository: Repository, branch: str, required: tuple[str, ...]) -> None:
         """Branch protection on `branch` that requires the status checks named `required` to pass."""
         repository.protection[branch] = tuple(required)
+
+    # -- links between issues: dependencies ("blocked by") and sub-issues -----------------------------------
+
+    def issue_by_id(self, issue_id: int) -> tuple[Repository, Issue] | None:
+        """The issue (not a pull request) with this id, in any repository, and its repository."""
+        for repository in self.repositories.values():
+            for issue in repository.issues.values():
+                if issue.id == issue_id and not issue.pull_request:
+                    return repository, issue
+        return None
+
+    def _linked(self, ids: list[int]) -> list[tuple[Repository, Issue]]:
+        found = (self.issue_by_id(one) for one in ids)
+        return [pair for pair in found if pair is not None]
+
+    def blockers(self, issue: Issue) -> list[tuple[Repository, Issue]]:
+        """The issues blocking `issue`, oldest link first."""
+        return self._linked(self.blocked_by.get(issue.id, []))
+
+    def blocked(self, issue: Issue) -> list[tuple[Repository, Issue]]:
+        """The issues `issue` blocks."""
+        return self._linked([one for one, blockers in self.blocked_by.items() if issue.id in blockers])
+
+    def children(self, issue: Issue) -> list[tuple[Repository, Issue]]:
+        return self._linked(self.sub_issues.get(issue.id, []))
+
+    def parent(self, issue: Issue) -> tuple[Repository, Issue] | None:
+        parent_id = self.parents.get(issue.id)
+        return self.issue_by_id(parent_id) if parent_id is not None else None
+
+    def _other(self, issue_id: int) -> tuple[Repository, Issue]:
+        found = self.issue_by_id(issue_id)
+        if found is None:
+            raise Refused(404, "Not Found")
+        return found
+
+    def add_blocked_by(self, issue: Issue, blocking_id: int) -> tuple[Repository, Issue]:
+        """`issue` is blocked by the issue with id `blocking_id` from now on: that issue and its repository.
+        Refused (422) for the issue itself, a link already there, or one that closes a loop; 404 for an id no
+        issue has."""
+        repository, blocking = self._other(blocking_id)
+        if blocking.id == issue.id:
+            raise Refused(422, "An issue cannot block itself")
+        blockers = self.blocked_by.setdefault(issue.id, [])
+        if blocking.id in blockers:
+            raise Refused(422, "Issue is already blocked by this issue")
+        if self._blocks(issue.id, blocking.id):
+            raise Refused(422, "This dependency would create a cycle")
+        blockers.append(blocking.id)
+        return repository, blocking
+
+    def _blocks(self, blocking_id: int, issue_id: int) -> bool:
+        """Whether `blocking_id` blocks `issue_id`, directly or through others."""
+        seen, waiting = set(), [issue_id]
+        while waiting:
+            current = waiting.pop()
+            if current == blocking_id:
+                return True
+            if current not in seen:
+                seen.add(current)
+                waiting.extend(self.blocked_by.get(current, []))
+        return False
+
+    def remove_blocked_by(self, issue: Issue, blocking_id: int) -> tuple[Repository, Issue]:
+        """`issue` is no longer blocked by issue `blocking_id`; 404 when it was not."""
+        if blocking_id not in self.blocked_by.get(issue.id, []):
+            raise Refused(404, "Not Found")
+        self.blocked_by[issue.id].remove(blocking_id)
+        return self._other(blocking_id)
+
+    def add_sub_issue(
+        self, parent: Issue, parent_owner: str, sub_issue_id: int, *, replace_parent: bool = False
+    ) -> tuple[Repository, Issue, tuple[Repository, Issue] | None]:
+        """The issue with id `sub_issue_id` becomes the last sub-issue of `parent` (whose repository's owner is
+        `parent_owner`): it, its repository, and the parent it had before (`replace_parent`). Refused (422) for
+        the parent itself, an issue of another owner, or one that has a parent already, unless `replace_parent`."""
+        repository, sub_issue = self._other(sub_issue_id)
+        if sub_issue.id == parent.id:
+            raise Refused(422, "An issue cannot be a sub-issue of itself")
+        if repository.owner.login.lower() != parent_owner.lower():
+            raise Refused(422, "Sub-issues must belong to the same owner as their parent")
+        before = self.parent(sub_issue)
+        if before is not None and (before[1].id == parent.id or not replace_parent):
+            raise Refused(422, "An issue may only have one parent")
+        ancestor = self.parents.get(parent.id)
+        while ancestor is not None:
+            if ancestor == sub_issue.id:
+                raise Refused(422, "An issue cannot be a sub-issue of its own sub-issue")
+            ancestor = self.parents.get(ancestor)
+        if before is not None:
+            self.sub_issues[before[1].id].remove(sub_issue.id)
+        self.sub_issues.setdefault(parent.id, []).append(sub_issue.id)
+        self.parents[sub_issue.id] = parent.id
+        return repository, sub_issue, before
+
+    def remove_sub_issue(self, parent: Issue, sub_issue_id: int) -> tuple[Repository, Issue]:
+        """Issue `sub_issue_id` is no longer a sub-issue of `parent`; 404 when it was not."""
+        if self.parents.get(sub_issue_id) != parent.id:
+            raise Refused(404, "Not Found")
+        del self.parents[sub_issue_id]
+        self.sub_issues[parent.id].remove(sub_issue_id)
+        return self._other(sub_issue_id)

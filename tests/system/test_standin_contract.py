@@ -75,6 +75,11 @@ CLOSED_ISSUE = shapes.issue(
     REPO, 42, 4200, "Fix the widget", ALICE, state="closed", state_reason="completed", closed_at=LATER, comments=2
 )
 PR_ISSUE = shapes.issue(REPO, 43, 4300, "Widget fix", ALICE, pull_request=True)
+# issue 45 is blocked by 42 and is a sub-issue of 46, which has one more, closed
+BLOCKED_ISSUE = shapes.issue(REPO, 45, 4500, "Ship the widget", ALICE, dependencies=(1, 0, 1, 0),
+                             parent_issue_url=f"{REPO.api}/issues/46")  # fmt: skip
+BLOCKING_ISSUE = shapes.issue(REPO, 42, 4200, "Fix the widget", ALICE, dependencies=(0, 1, 0, 1))
+PARENT_ISSUE = shapes.issue(REPO, 46, 4600, "Widgets, all of them", ALICE, sub_issues=(2, 1))
 MERGED_PR_ISSUE = shapes.issue(
     REPO, 43, 4300, "Widget fix", ALICE, pull_request=True, state="closed", closed_at=LATER, merged_at=LATER
 )
@@ -197,6 +202,14 @@ REST_CASES: list[tuple[str, str, int, Any, str]] = [
     ("GET", "/orgs/octo-org/teams/reviewers/memberships/alice", 200,
      shapes.team_membership(f"{API}/organizations/10/team/reviewers/memberships/alice", "maintainer", "pending"),
      "teams/get-membership-for-user-in-org"),
+    ("GET", f"{R}/issues/45/dependencies/blocked_by", 200, [BLOCKING_ISSUE], "issues/list-dependencies-blocked-by"),
+    ("POST", f"{R}/issues/45/dependencies/blocked_by", 201, BLOCKING_ISSUE, "issues/add-blocked-by-dependency"),
+    ("DELETE", f"{R}/issues/45/dependencies/blocked_by/4200", 200, ISSUE, "issues/remove-dependency-blocked-by"),
+    ("GET", f"{R}/issues/42/dependencies/blocking", 200, [BLOCKED_ISSUE], "issues/list-dependencies-blocking"),
+    ("GET", f"{R}/issues/46/sub_issues", 200, [BLOCKED_ISSUE, CLOSED_ISSUE], "issues/list-sub-issues"),
+    ("POST", f"{R}/issues/46/sub_issues", 201, PARENT_ISSUE, "issues/add-sub-issue"),
+    ("DELETE", f"{R}/issues/46/sub_issue", 200, PARENT_ISSUE, "issues/remove-sub-issue"),
+    ("GET", f"{R}/issues/45/parent", 200, PARENT_ISSUE, "issues/get-parent"),
     ("GET", "/user", 200, shapes.authenticated_user("agent-a", 7), "users/get-authenticated"),
     ("GET", "/user/installations", 200,
      shapes.user_installations([shapes.installation_object(5, APP, ORG, api_url=API)]),
@@ -248,6 +261,12 @@ WEBHOOK_CASES: list[tuple[str, dict[str, Any]]] = [
     ("check_suite", shapes.check_suite_event(REPO, 900, HEAD, "success", APP, ALICE, message="Fix the widget")),
     ("check_suite", shapes.check_suite_event(REPO, 77, HEAD, "failure", CI, CI_BOT, head_branch="feature/widget",
                                              pull_requests=AT_HEAD, installation_id=5)),
+    *(("issue_dependencies", shapes.issue_dependencies_event(action, REPO, BLOCKED_ISSUE, BLOCKING_ISSUE,
+                                                             shapes.repository(REPO), ALICE, installation_id=5))
+      for action in ("blocked_by_added", "blocked_by_removed", "blocking_added", "blocking_removed")),
+    *(("sub_issues", shapes.sub_issues_event(action, REPO, PARENT_ISSUE, BLOCKED_ISSUE, shapes.repository(REPO),
+                                             BOT, installation_id=5))
+      for action in ("sub_issue_added", "sub_issue_removed", "parent_issue_added", "parent_issue_removed")),
 ]  # fmt: skip
 
 JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
@@ -305,6 +324,8 @@ def test_the_webhook_shapes_cover_the_events_the_stand_in_delivers() -> None:
         ("check_run", "created"),
         ("check_run", "completed"),
         ("check_suite", "completed"),
+        *(("issue_dependencies", f"{a}_{done}") for a in ("blocked_by", "blocking") for done in ("added", "removed")),
+        *(("sub_issues", f"{a}_{done}") for a in ("sub_issue", "parent_issue") for done in ("added", "removed")),
     }
     assert wanted <= delivered
 

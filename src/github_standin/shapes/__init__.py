@@ -42,11 +42,13 @@ from .payloads import (
     deployment_status_event,
     installation_event,
     issue_comment_event,
+    issue_dependencies_event,
     issues_event,
     pull_request_event,
     pull_request_review_event,
     push_commit,
     push_event,
+    sub_issues_event,
 )
 
 __all__ = [
@@ -82,6 +84,7 @@ __all__ = [
     "issue",
     "issue_comment",
     "issue_comment_event",
+    "issue_dependencies_event",
     "issues_event",
     "label",
     "pull_request",
@@ -93,6 +96,7 @@ __all__ = [
     "reaction",
     "repository",
     "state_change_event",
+    "sub_issues_event",
     "team_membership",
     "timestamp",
     "user",

@@ -382,10 +382,15 @@ def issue(
     author_association: str = "NONE",
     reactions: Mapping[str, int] | None = None,
     app: App | None = None,
+    dependencies: tuple[int, int, int, int] = (0, 0, 0, 0),
+    sub_issues: tuple[int, int] = (0, 0),
+    parent_issue_url: str | None = None,
 ) -> Json:
     """An issue (`issue`), or a pull request seen as an issue when `pull_request` (GitHub's issues API).
 
-    `labels` are objects from `label()`; `app` the App that opened it, if one did.
+    `labels` are objects from `label()`; `app` the App that opened it, if one did. `dependencies`: how many
+    open issues block it, how many open issues it blocks, and both in all; `sub_issues`: how many it has, and
+    how many of them are closed; `parent_issue_url`: its parent's REST URL, for a sub-issue.
     """
     api = f"{repo.api}/issues/{number}"
     result: Json = {
@@ -416,7 +421,12 @@ def issue(
         "timeline_url": f"{api}/timeline",
         "performed_via_github_app": _app(app, repo) if app is not None else None,
         "reactions": _rollup(f"{api}/reactions", reactions),
-    }
+        "issue_dependencies_summary": dict(zip(("blocked_by", "blocking", "total_blocked_by", "total_blocking"),
+                                               dependencies, strict=True)),
+        "sub_issues_summary": {"total": sub_issues[0], "completed": sub_issues[1],
+                               "percent_completed": sub_issues[1] * 100 // sub_issues[0] if sub_issues[0] else 0},
+        "parent_issue_url": parent_issue_url,
+    }  # fmt: skip
     if pull_request:
         pulls = f"{repo.api}/pulls/{number}"
         result["pull_request"] = {

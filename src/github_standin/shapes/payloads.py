@@ -532,3 +532,92 @@ def check_suite_event(
         },
     )
     return {"action": "completed", "check_suite": suite, **_context(repo, sender, installation_id)}
+
+
+# -- links between issues: dependencies and sub-issues --------------------------------------------------
+# Their payloads carry whole REST issues and repositories (GitHub's description, `webhook-issue-dependencies-*`
+# and `webhook-sub-issues-*`; @octokit/webhooks-schemas has neither event).
+
+
+def _organization(account: Account, repo: Repo) -> Json:
+    """The repository's owner, an organisation, as payloads name it (`organization-simple-webhooks`)."""
+    api = f"{repo.api_url.rstrip('/')}/orgs/{account.login}"
+    return {
+        "login": account.login, "id": account.id, "node_id": _node_id("Organization", account.id), "url": api,
+        "repos_url": f"{api}/repos", "events_url": f"{api}/events", "hooks_url": f"{api}/hooks",
+        "issues_url": f"{api}/issues", "members_url": f"{api}/members{{/member}}",
+        "public_members_url": f"{api}/public_members{{/member}}",
+        "avatar_url": f"https://avatars.githubusercontent.com/u/{account.id}?v=4", "description": None,
+    }  # fmt: skip
+
+
+def _whole_issue(value: Mapping[str, Any]) -> Json:
+    """A REST issue, whole, as these payloads carry it: with the single `assignee` payloads still have."""
+    assignees = value.get("assignees") or []
+    return {**value, "assignee": assignees[0] if assignees else None}
+
+
+def _whole_repository(value: Mapping[str, Any]) -> Json:
+    """A REST repository as these payloads carry it (`repository`): `has_downloads` is there, and no
+    `temp_clone_token` unless it is one."""
+    whole = {**value, "has_downloads": True}
+    if whole.get("temp_clone_token") is None:
+        whole.pop("temp_clone_token", None)
+    return whole
+
+
+def _linked_context(repo: Repo, sender: Account, installation_id: int | None) -> Json:
+    context = _context(repo, sender, installation_id)
+    if repo.owner.type == "Organization":
+        context["organization"] = _organization(repo.owner, repo)
+    return context
+
+
+def issue_dependencies_event(
+    action: str,
+    repo: Repo,
+    blocked: Mapping[str, Any],
+    blocking: Mapping[str, Any],
+    other: Mapping[str, Any],
+    sender: Account,
+    *,
+    installation_id: int | None = None,
+) -> Json:
+    """`issue_dependencies`: `blocked_by_added`/`blocked_by_removed`, sent for the blocked issue's repository
+    `repo` (`other` is the blocking issue's repository, a REST `repository()`), or `blocking_added`/
+    `blocking_removed`, sent for the blocking issue's (`other` is the blocked issue's)."""
+    which = "blocking_issue_repo" if action.startswith("blocked_by") else "blocked_issue_repo"
+    return {
+        "action": action,
+        "blocked_issue_id": blocked["id"],
+        "blocked_issue": _whole_issue(blocked),
+        "blocking_issue_id": blocking["id"],
+        "blocking_issue": _whole_issue(blocking),
+        which: _whole_repository(other),
+        **_linked_context(repo, sender, installation_id),
+    }
+
+
+def sub_issues_event(
+    action: str,
+    repo: Repo,
+    parent: Mapping[str, Any],
+    sub_issue: Mapping[str, Any],
+    other: Mapping[str, Any],
+    sender: Account,
+    *,
+    installation_id: int | None = None,
+) -> Json:
+    """`sub_issues`: `sub_issue_added`/`sub_issue_removed`, sent for the parent's repository `repo` (`other` is
+    the sub-issue's repository, a REST `repository()`), or `parent_issue_added`/`parent_issue_removed`, sent for
+    the sub-issue's (`other` is the parent's)."""
+    which = "sub_issue_repo" if action.startswith("sub_issue") else "parent_issue_repo"
+    return {
+        "action": action,
+        "sub_issue_id": sub_issue["id"],
+        "sub_issue": _whole_issue(sub_issue),
+        which: _whole_repository(other),
+        "parent_issue_id": parent["id"],
+        "parent_issue": _whole_issue(parent),
+        **_linked_context(repo, sender, installation_id),
+    }
