@@ -288,6 +288,50 @@ def test_the_tasks_are_listed_and_handed_out_highest_priority_first_then_oldest(
     assert (changed.type, changed.data["changes"]) == ("brief_changed", ["priority now p1"])
 
 
+def test_a_task_blocked_on_github_is_not_ready_until_its_blockers_close(scene: Scene) -> None:
+    olivia, maria, agent = scene.person("olivia"), scene.person("maria"), Agent(scene, "agent-a")
+    body = "```yaml\ntask: A task\n```"
+    blocked = olivia.open_issue(scene.full_name, "Blocked", body)
+    blocker = olivia.open_issue(scene.full_name, "Blocker", body)
+    epic = olivia.open_issue(scene.full_name, "Epic", body)
+    child = olivia.open_issue(scene.full_name, "Child", body)
+    scene.settle()
+    maria.block(scene.full_name, blocked, by=(scene.full_name, blocker))  # GitHub's "blocked by"
+    maria.add_sub_issue(scene.full_name, epic, (scene.full_name, child))  # an epic waits for its sub-issues
+    scene.settle()
+    own = scene.full_name.lower()
+
+    def listed(**params: str) -> dict[int, list[str]]:
+        answer = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name, **params},
+                          headers={"Authorization": f"Bearer {agent.token}"})  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        return {task["issue"]: task["blocked_by"] for task in answer.json()["tasks"]}
+
+    assert listed() == {scene.number: [], blocker: [], child: []}  # only what is ready
+    assert listed(blocked="true") == {scene.number: [], blocked: [f"{own}#{blocker}"], blocker: [],
+                                      epic: [f"{own}#{child}"], child: []}  # fmt: skip
+    refused = agent.post("claim", blocked)
+    assert refused.status_code == 409, refused.text
+    assert (refused.json()["error"], refused.json()["code"]) == ("conflict", "blocked")
+    assert refused.json()["message"] == (f"#{blocked} is not ready: it is blocked by #{blocker}, "
+                                         "still open. Claim another task, or this one once it is closed.")  # fmt: skip
+    scene.comment("agent-a", "/claim", number=epic)  # a comment's claim is refused the same way, in a reply
+    assert any(f"#{epic} is not ready: it is blocked by #{child}, still open." in said
+               for said in _bot_comments(scene, epic))  # fmt: skip
+
+    olivia.close_issue(scene.full_name, blocker)  # its last blocker closes: ready
+    olivia.close_issue(scene.full_name, child)
+    scene.settle()
+    assert set(listed()) == {scene.number, blocked, epic}
+    assert agent.post("claim", blocked).status_code == 200
+    olivia.reopen_issue(scene.full_name, child)  # open again: the epic waits again
+    scene.settle()
+    assert epic not in listed() and listed(blocked="true")[epic] == [f"{own}#{child}"]
+    maria.remove_sub_issue(scene.full_name, epic, (scene.full_name, child))  # no longer its sub-issue: ready
+    scene.settle()
+    assert listed()[epic] == [] and agent.post("claim", epic).status_code == 200
+
+
 def _bot_comments(scene: Scene, number: int) -> list[str]:
     scene.drain()
     with scene.hub.world.lock:

@@ -316,9 +316,9 @@ def test_payloads_of_these_events_are_held_to_githubs_description(site: Site) ->
     ]
 
 
-def test_baton_takes_these_events_and_lets_them_be(database_url: str) -> None:
-    """Baton does nothing with dependencies or sub-issues yet: it answers their webhooks 202, decides them, and
-    writes nothing to GitHub."""
+def test_baton_keeps_each_link_from_the_blocked_sides_delivery_and_lets_the_other_side_be(database_url: str) -> None:
+    """Each link is told to both sides' repositories; Baton keeps it from the blocked side's delivery (`done`),
+    lets the other be (`ignored`), and writes nothing to GitHub for either (docs/agents.md, "Ready work")."""
     with opened(database_url) as scene:
         maria = scene.person("maria")
         other = maria.open_issue(scene.full_name, "Another one")
@@ -326,6 +326,14 @@ def test_baton_takes_these_events_and_lets_them_be(database_url: str) -> None:
         before, writes = len(scene.hub.deliveries), scene.writes()
         maria.block(scene.full_name, scene.number, by=(scene.full_name, other))
         maria.add_sub_issue(scene.full_name, other, (scene.full_name, scene.number))
+        scene.settle()
+        engine = scene.app.state.work.units.engine
+        with engine.connect() as connection:
+            kept = connection.execute(select(t.dependencies.c.number, t.dependencies.c.source,
+                                             t.dependencies.c.blocker, t.dependencies.c.open)).all()  # fmt: skip
+        own = scene.full_name.lower()
+        assert sorted(kept) == sorted([(scene.number, "blocked_by", f"{own}#{other}", True),
+                                       (other, "sub_issue", f"{own}#{scene.number}", True)])  # fmt: skip
         maria.remove_sub_issue(scene.full_name, other, (scene.full_name, scene.number))
         maria.unblock(scene.full_name, scene.number, by=(scene.full_name, other))
         scene.settle()
@@ -334,8 +342,12 @@ def test_baton_takes_these_events_and_lets_them_be(database_url: str) -> None:
         ] * 2
         assert scene.drain() == 0 and scene.writes() == writes
         deliveries = t.webhook_deliveries
-        with scene.app.state.work.units.engine.connect() as connection:
-            decided = connection.execute(
-                select(deliveries.c.status).where(deliveries.c.id.in_([d.id for d in scene.hub.deliveries[before:]]))
-            ).scalars()
-            assert set(decided) == {"ignored"}
+        with engine.connect() as connection:
+            assert connection.execute(select(t.dependencies)).all() == []  # removed on GitHub: removed here
+            decided = dict(connection.execute(
+                select(deliveries.c.action, deliveries.c.status)
+                .where(deliveries.c.id.in_([d.id for d in scene.hub.deliveries[before:]]))
+            ).all())  # fmt: skip
+        assert decided == {"blocked_by_added": "done", "blocked_by_removed": "done", "sub_issue_added": "done",
+                           "sub_issue_removed": "done", "blocking_added": "ignored", "blocking_removed": "ignored",
+                           "parent_issue_added": "ignored", "parent_issue_removed": "ignored"}  # fmt: skip

@@ -10,6 +10,7 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "wrong_state": (409, "conflict"),
     "not_runner": (409, "conflict"),
     "claim_limit": (409, "conflict"),
+    "blocked": (409, "conflict"),
     "already_delivered": (409, "conflict"),
     "unverified_evidence": (409, "conflict"),
     "already_tracked": (409, "conflict"),  # an issue opened for tracking twice (`WorkService.open_ticket`)

@@ -53,6 +53,8 @@ class Situation:
     # (`branch typo`), read for an /accept only: those GitHub answered it does not know, and those not seen yet
     not_found: tuple[str, ...] = ()
     unverified: tuple[str, ...] = ()
+    # what keeps the task from being ready (`owner/repo#N`, open): its "blocked by" issues and open sub-issues
+    blockers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -262,9 +264,23 @@ def _claim(ticket: Ticket, command: Command, actor: Actor, situation: Situation)
     if not may_run(actor, policy):
         who = f"{runners_are(ticket.repository, actor, policy)}, or ask a maintainer to /assign it"
         return Refused("not_permitted", f"@{actor.login} cannot /claim {ticket.ref}: that needs a runner, and {who}.")
+    if situation.blockers:
+        return blocked(ticket, situation.blockers)
     if situation.active_claims >= policy.max_active_claims:
         return claim_limit(ticket, actor, situation)
     return _apply(ticket, "claimed", actor, Role.RUNNER, ticket.attempt + 1, runner=actor.login)
+
+
+def blocked(ticket: Ticket, blockers: tuple[str, ...]) -> Refused:
+    """A task that is not ready: what blocks it, named as its own repository's `#N` where it can be."""
+    own = ticket.repository.lower()
+    named = [f"#{b.rsplit('#', 1)[1]}" if b.rsplit("#", 1)[0] == own else b for b in blockers]
+    which = "it is" if len(named) == 1 else "they are"
+    return Refused(
+        "blocked",
+        f"{ticket.ref} is not ready: it is blocked by {', '.join(named)}, still open. Claim another task, or "
+        f"this one once {which} closed.",
+    )
 
 
 def claim_limit(ticket: Ticket, actor: Actor, situation: Situation) -> Refused:
@@ -505,7 +521,8 @@ _ALL_EVIDENCE = Evidence("branch", "commit", 1, ("tests",), ("screenshot",))
 
 # The codes that mean "not this person", "not now" or "nothing to do": /help leaves such commands out.
 _NOT_FOR_YOU = frozenset({
-    "wrong_state", "not_runner", "not_reviewer", "self_review", "not_permitted", "already_held", "already_delivered"
+    "wrong_state", "not_runner", "not_reviewer", "self_review", "not_permitted", "already_held", "already_delivered",
+    "blocked",
 })  # fmt: skip
 
 

@@ -32,6 +32,7 @@ from baton.store.inbox import Incoming
 
 from .commands import body_requests, label_changed
 from .context import Configs, Intake, IssueSource
+from .dependencies import blocker_changed
 from .envelope import Envelope
 from .evidence import issue_state
 
@@ -137,6 +138,7 @@ def closed(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     or `open` ticket is withdrawn, naming who closed it and why; a ticket somebody works on keeps its state
     and is flagged, unless a merged pull request closed the issue."""
     issue_state(intake, envelope)
+    blocker_changed(intake, envelope)
     issue = _issue(envelope)
     if issue is not None and intake.active(envelope):
         _offering(intake).issue_changed(issue, _issue_state(intake, envelope, issue), _operation(envelope))
@@ -148,6 +150,7 @@ def reopened(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     it left), and an issue Baton has no ticket for yet (it was closed before Baton heard of it) is offered as
     a new one, when the repository offers it."""
     issue_state(intake, envelope)
+    blocker_changed(intake, envelope)
     issue = _issue(envelope)
     if issue is None or not intake.active(envelope):
         return ()

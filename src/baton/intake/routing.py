@@ -18,6 +18,7 @@ from baton.store.inbox import Inbox, WebhookDelivery
 from .briefs import issue_edited
 from .commands import comment_created, comment_requests, review_commands
 from .context import DirectoryUnavailable, Intake
+from .dependencies import LINKS, linked
 from .envelope import Envelope
 from .evidence import evidence
 from .installations import STATUS, installation, installation_repositories
@@ -62,6 +63,7 @@ HANDLERS: dict[tuple[str, str], Handler] = {
     ("issues", "opened"): opened,
     ("issues", "edited"): issue_edited,
     (BACKFILL, "repository"): backfill_delivery,
+    **dict.fromkeys(LINKS, linked),
 }
 
 # Deliveries that carry nothing but commands on one issue: read into requests, and decided with the others

@@ -41,7 +41,7 @@ from baton.reading.briefs import BriefReading, read_brief
 from baton.reading.commands import help_text, ignored_text
 from baton.service.activity import Activity, record_activity
 from baton.service.evidence import EvidenceService
-from baton.store import Conflict, StoredTicket
+from baton.store import Conflict, StoredTicket, dependencies
 from baton.store.work import WorkTx
 
 from . import briefs
@@ -270,7 +270,9 @@ class WorkService:
         """Decide a command on a tracked ticket: its outcome, its reply if any, and whether a 👍 comes with it."""
         command, actor, key = request.command, request.actor, request.issue.key
         claims = batch.held.get((key.repository_key, actor.login.lower()), 0)
-        situation = Situation(request.policy, claims, assignee=request.assignee, **_evidence(uow, stored, command))
+        blockers = _blockers(uow, key) if command.name == "claim" else ()
+        situation = Situation(request.policy, claims, assignee=request.assignee, blockers=blockers,
+                              **_evidence(uow, stored, command))  # fmt: skip
         decision = decide(stored.ticket, command, actor, situation)
         if isinstance(decision, Applied):
             if request.via is not None:
@@ -400,6 +402,20 @@ class WorkService:
             uow.outbox.due(issue.key, issue.repository)
         return True
 
+    def depends(self, key: TicketKey, source: str, blocker: str, is_open: bool | None) -> None:
+        """GitHub told of a dependency of the issue at `key` on `blocker` (`owner/repo#N`): added, with the
+        blocker's state (`is_open`), or removed (None)."""
+        with self.units.begin() as uow:
+            if is_open is None:
+                dependencies.unlink(uow.connection, key, source, blocker)
+            else:
+                dependencies.link(uow.connection, key, source, blocker, is_open, self.units.clock.now())
+
+    def blocker_seen(self, blocker: str, is_open: bool) -> int:
+        """An issue closed or reopened: the issues it blocks learn it. How many did."""
+        with self.units.begin() as uow:
+            return dependencies.seen(uow.connection, blocker, is_open, self.units.clock.now())
+
     def ticket(self, key: TicketKey) -> Ticket | None:
         with self.units.read() as uow:
             stored = uow.work.ticket(key)
@@ -502,6 +518,13 @@ def _answered(said: Result, source: Source | None, outcome: Outcome, reply: str 
     shown = said.shown or (outcome.state is not None and outcome.kind != "refused" and outcome.code is None)
     note = ignored_text(source.ignored) if source is not None and source.ignored else None
     return replace(said, source=source, reply=reply, thumb=thumb, note=note, shown=shown)
+
+
+def _blockers(uow: UnitOfWork, key: TicketKey) -> tuple[str, ...]:
+    """What keeps the issue at `key` from being ready, named as the refusal names it (`#12` in its own
+    repository)."""
+    found = dependencies.open_blockers(uow.connection, [key]).get(key, [])
+    return tuple(found)
 
 
 def _evidence(uow: UnitOfWork, stored: StoredTicket, command: Command) -> dict[str, tuple[str, ...]]:

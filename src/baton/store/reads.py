@@ -28,6 +28,7 @@ from baton.domain import Brief, WorkState
 from baton.domain.brief import UNSAID_PRIORITY
 from baton.domain.issue import IssueState
 from baton.domain.weekly import FLOW_EVENTS, WorkTime
+from baton.store.dependencies import unblocked
 
 from .engine import READ_ONLY
 from .tables import attempts, deliveries, events, evidence_rails, issue_states, reviews, ticket_activity, tickets
@@ -295,6 +296,7 @@ class Reads:
         runner: str | None = None,
         limit: int = DEFAULT_LIMIT,
         by_priority: bool = False,
+        ready_only: bool = False,
     ) -> list[TicketSummary]:
         """Tickets matching every filter given, by repository (case-insensitively) then issue number; with
         `by_priority`, within a repository the highest priority first (a brief without one counts as p2)."""
@@ -308,6 +310,8 @@ class Reads:
                 query = query.where(tickets.c.state == state.value)
             if runner is not None:
                 query = query.where(_same_name(tickets.c.runner, runner))
+            if ready_only:
+                query = query.where(unblocked())
             name: ColumnElement[str] = func.lower(tickets.c.repository)
             if connection.dialect.name == "postgresql":
                 # Byte order, as SQLite sorts: a locale's collation would order `a-b` and `ab` otherwise.

@@ -63,6 +63,22 @@ Index("ix_tickets_state_since", tickets.c.state, func.coalesce(tickets.c.state_s
       tickets.c.id)  # fmt: skip
 Index("ix_tickets_lower_repository_number", func.lower(tickets.c.repository), tickets.c.number)
 
+# What keeps an issue from being ready (docs/agents.md, "Ready work"): GitHub's "blocked by" dependencies and,
+# for an issue with sub-issues, each sub-issue. The blocked issue is keyed as a ticket is (it need not be one
+# yet); the blocker is named `owner/repo#N` as GitHub last named it, with its state as last seen.
+dependencies = Table(
+    "dependencies",
+    metadata,
+    Column("installation_id", BigInteger, primary_key=True),
+    Column("repository_id", BigInteger, primary_key=True),
+    Column("number", Integer, primary_key=True),
+    Column("source", String(20), primary_key=True),  # blocked_by | sub_issue
+    Column("blocker", String(300), primary_key=True),  # owner/repo#N, lower-case
+    Column("open", Boolean, nullable=False),
+    Column("seen_at", DateTime(timezone=True), nullable=False),
+    Index("ix_dependencies_blocker", "blocker"),
+)
+
 attempts = Table(
     "attempts",
     metadata,

@@ -45,6 +45,7 @@ from baton.intake.context import IssueSource
 from baton.service import work
 from baton.service.resolver import DirectoryUnavailable, Missing, Resolver, not_served
 from baton.service.work import Outcome, WorkService
+from baton.store import dependencies
 from baton.store.api_requests import ApiRequests, Remembered
 from baton.store.reads import Reads
 
@@ -105,6 +106,10 @@ class Task(BaseModel):
         description="0 (p0, handed out first) to 4, from the brief's `priority`; 2 when it says none."
     )
     brief: dict[str, Any] | None
+    blocked_by: list[str] = Field(
+        description='The open issues (`owner/repo#N`) that keep the task from being ready: its "blocked by" '
+        "issues and open sub-issues. Empty: ready."
+    )
 
 
 class Service(BaseModel):
@@ -697,7 +702,9 @@ class AgentApi:
 
         return self.once(identity, key, ["open", repository.lower(), issue.model_dump()], answer, resume)
 
-    def tasks(self, repo: str, authorization: str | None, state: WorkState, limit: int) -> JSONResponse:
+    def tasks(
+        self, repo: str, authorization: str | None, state: WorkState, limit: int, blocked: bool = False
+    ) -> JSONResponse:
         token = (authorization or "").partition(" ")[2].strip()
         # header bytes arrive decoded as latin-1: encoding back compares the bytes sent (as the read API does)
         if not (self.read_token and hmac.compare_digest(token.encode("latin-1"), self.read_token.encode())):
@@ -719,11 +726,14 @@ class AgentApi:
             return _problem(503, "unavailable", f"{error}; try again shortly.")
         listed: list[Task] = []
         if found is not None:
-            summaries = self.listing.tickets(repository=repo, state=state, limit=limit, by_priority=True)
+            summaries = self.listing.tickets(repository=repo, state=state, limit=limit, by_priority=True,
+                                             ready_only=not blocked)  # fmt: skip
+            keys = [TicketKey(found[0], found[1], one.number) for one in summaries]
             with self.work.units.read() as uow:  # their briefs, in one statement
-                stored = uow.work.tickets([TicketKey(found[0], found[1], one.number) for one in summaries])
-            for summary in summaries:
-                held = stored.get(TicketKey(found[0], found[1], summary.number))
+                stored = uow.work.tickets(keys)
+                blockers = dependencies.open_blockers(uow.connection, keys)
+            for n, summary in enumerate(summaries):
+                held = stored.get(keys[n])
                 ticket = held.ticket if held is not None else None
                 brief = ticket.brief.to_dict() if ticket is not None and ticket.brief is not None else None
                 listed.append(Task(repository=summary.repository, issue=summary.number,
@@ -731,7 +741,7 @@ class AgentApi:
                                    url=f"{self.site}/{summary.repository}/issues/{summary.number}",
                                    state=summary.state, revision=summary.revision,
                                    created_at=summary.created_at.isoformat(), brief=brief,
-                                   priority=_priority(ticket)))  # fmt: skip
+                                   priority=_priority(ticket), blocked_by=blockers.get(keys[n], [])))  # fmt: skip
         listed.sort(key=lambda task: (task.priority, task.created_at, task.issue))
         return JSONResponse(Tasks(tasks=listed).model_dump(mode="json"))
 
@@ -850,8 +860,11 @@ def agents_router() -> APIRouter:
         authorization: Annotated[str | None, Header()] = None,
         state: WorkState = WorkState.OPEN,
         limit: Annotated[int, Query(ge=1, le=100)] = 50,
+        blocked: Annotated[
+            bool, Query(description="List the tasks that are not ready too (blocked by open issues).")
+        ] = False,
     ) -> JSONResponse:
-        return api.tasks(repo, authorization, state, limit)
+        return api.tasks(repo, authorization, state, limit, blocked)
 
     return router
 

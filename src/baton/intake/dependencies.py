@@ -1,0 +1,44 @@
+"""GitHub's word on what blocks an issue: a "blocked by" dependency or a sub-issue added or removed
+(`issue_dependencies`, `sub_issues`), and an issue closed or reopened, which every issue it blocks learns.
+Baton keeps them (`baton.store.dependencies`), so that whether a task is ready is a query, not a GitHub call."""
+
+from __future__ import annotations
+
+from baton.github.webhooks import full_name, issue_number, text
+from baton.service.work import Outcome
+from baton.store.dependencies import BLOCKED_BY, SUB_ISSUE, ref
+
+from .context import Intake
+from .envelope import Envelope
+
+# (event, action) -> (the kind, the blocked issue's field, the blocker's field, its repository's field, added)
+# Each link is told twice, once to each side's repository; Baton keeps it from the blocked side's delivery.
+LINKS = {
+    ("issue_dependencies", "blocked_by_added"): (BLOCKED_BY, "blocked_issue", "blocking_issue", "blocking_issue_repo",
+                                                  True),
+    ("issue_dependencies", "blocked_by_removed"): (BLOCKED_BY, "blocked_issue", "blocking_issue",
+                                                    "blocking_issue_repo", False),
+    ("sub_issues", "sub_issue_added"): (SUB_ISSUE, "parent_issue", "sub_issue", "sub_issue_repo", True),
+    ("sub_issues", "sub_issue_removed"): (SUB_ISSUE, "parent_issue", "sub_issue", "sub_issue_repo", False),
+}  # fmt: skip
+
+
+def linked(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+    """A dependency or a sub-issue added or removed, on the side of the issue it blocks."""
+    source, blocked_field, blocker_field, repository_field, added = LINKS[(envelope.delivery.event, envelope.action)]
+    payload = envelope.payload
+    key = envelope.ticket(issue_number(payload, blocked_field, "number"))
+    blocker = issue_number(payload, blocker_field, "number")
+    where = full_name(payload, repository_field, "full_name") or envelope.repository
+    if key is None or blocker is None or not where or not intake.active(envelope):
+        return ()
+    is_open = text(payload, blocker_field, "state") != "closed" if added else None
+    intake.work.depends(key, source, ref(where, blocker), is_open)
+    return ()
+
+
+def blocker_changed(intake: Intake, envelope: Envelope) -> None:
+    """An issue closed or reopened: every issue it blocks learns its state."""
+    number = issue_number(envelope.payload, "issue", "number")
+    if number is not None and envelope.repository:
+        intake.work.blocker_seen(ref(envelope.repository, number), envelope.action == "reopened")

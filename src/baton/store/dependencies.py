@@ -1,0 +1,68 @@
+"""What keeps an issue from being ready (`tables.dependencies`): written as GitHub's webhooks tell of a "blocked
+by" dependency or a sub-issue added or removed, and of a blocker closed or reopened; read inside the caller's
+transaction by the claim's guard, and by the task list."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlalchemy import Connection, and_, delete, exists, insert, select, update
+from sqlalchemy.sql.elements import ColumnElement
+
+from baton.domain.model import TicketKey
+
+from . import tables as t
+
+_C = t.dependencies.c
+BLOCKED_BY = "blocked_by"
+SUB_ISSUE = "sub_issue"
+
+
+def ref(repository: str, number: int) -> str:
+    """How a blocker is named: `owner/repo#N`, lower-case (GitHub's names are not case-sensitive)."""
+    return f"{repository.lower()}#{number}"
+
+
+def _of(key: TicketKey) -> ColumnElement[bool]:
+    return and_(_C.installation_id == key.installation_id, _C.repository_id == key.repository_id,
+                _C.number == key.number)  # fmt: skip
+
+
+def link(connection: Connection, key: TicketKey, source: str, blocker: str, is_open: bool, now: datetime) -> None:
+    """`blocker` keeps the issue at `key` from being ready while open (replacing what was recorded of it)."""
+    connection.execute(delete(t.dependencies).where(_of(key), _C.source == source, _C.blocker == blocker))
+    connection.execute(insert(t.dependencies).values(
+        installation_id=key.installation_id, repository_id=key.repository_id, number=key.number, source=source,
+        blocker=blocker, open=is_open, seen_at=now,
+    ))  # fmt: skip
+
+
+def unlink(connection: Connection, key: TicketKey, source: str, blocker: str) -> None:
+    connection.execute(delete(t.dependencies).where(_of(key), _C.source == source, _C.blocker == blocker))
+
+
+def seen(connection: Connection, blocker: str, is_open: bool, now: datetime) -> int:
+    """A blocker closed or reopened: every issue it blocks learns it. The number of rows changed."""
+    done = connection.execute(
+        update(t.dependencies).where(_C.blocker == blocker, _C.open.is_not(is_open)).values(open=is_open, seen_at=now)
+    )
+    return int(done.rowcount or 0)
+
+
+def open_blockers(connection: Connection, keys: Iterable[TicketKey]) -> dict[TicketKey, list[str]]:
+    """Each of `keys` that something open blocks, with those blockers (sorted)."""
+    found: dict[TicketKey, list[str]] = {}
+    for key in keys:
+        rows = connection.execute(select(_C.blocker).where(_of(key), _C.open.is_(True)).order_by(_C.blocker))
+        blockers = [row.blocker for row in rows]
+        if blockers:
+            found[key] = blockers
+    return found
+
+
+def unblocked() -> ColumnElement[bool]:
+    """A condition on `tickets`: nothing open blocks the ticket's issue."""
+    tk = t.tickets.c
+    return ~exists().where(_C.installation_id == tk.installation_id, _C.repository_id == tk.repository_id,
+                           _C.number == tk.number, _C.open.is_(True))  # fmt: skip
