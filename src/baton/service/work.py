@@ -405,16 +405,21 @@ class WorkService:
     def depends(self, key: TicketKey, source: str, blocker: str, is_open: bool | None) -> None:
         """GitHub told of a dependency of the issue at `key` on `blocker` (`owner/repo#N`): added, with the
         blocker's state (`is_open`), or removed (None)."""
-        with self.units.begin() as uow:
+
+        def attempt(uow: UnitOfWork) -> None:  # made again when a concurrent delivery of the same link wins
             if is_open is None:
                 dependencies.unlink(uow.connection, key, source, blocker)
             else:
                 dependencies.link(uow.connection, key, source, blocker, is_open, self.units.clock.now())
 
+        self.units.settle(f"dependency of {key} on {blocker}", attempt)
+
     def blocker_seen(self, blocker: str, is_open: bool) -> int:
         """An issue closed or reopened: the issues it blocks learn it. How many did."""
-        with self.units.begin() as uow:
-            return dependencies.seen(uow.connection, blocker, is_open, self.units.clock.now())
+        return self.units.settle(
+            f"blocker {blocker}",
+            lambda uow: dependencies.seen(uow.connection, blocker, is_open, self.units.clock.now()),
+        )
 
     def ticket(self, key: TicketKey) -> Ticket | None:
         with self.units.read() as uow:

@@ -8,11 +8,13 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from sqlalchemy import Connection, and_, delete, exists, insert, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
 from baton.domain.model import TicketKey
 
 from . import tables as t
+from .statements import Conflict
 
 _C = t.dependencies.c
 BLOCKED_BY = "blocked_by"
@@ -32,10 +34,13 @@ def _of(key: TicketKey) -> ColumnElement[bool]:
 def link(connection: Connection, key: TicketKey, source: str, blocker: str, is_open: bool, now: datetime) -> None:
     """`blocker` keeps the issue at `key` from being ready while open (replacing what was recorded of it)."""
     connection.execute(delete(t.dependencies).where(_of(key), _C.source == source, _C.blocker == blocker))
-    connection.execute(insert(t.dependencies).values(
-        installation_id=key.installation_id, repository_id=key.repository_id, number=key.number, source=source,
-        blocker=blocker, open=is_open, seen_at=now,
-    ))  # fmt: skip
+    try:
+        connection.execute(insert(t.dependencies).values(
+            installation_id=key.installation_id, repository_id=key.repository_id, number=key.number, source=source,
+            blocker=blocker, open=is_open, seen_at=now,
+        ))  # fmt: skip
+    except IntegrityError as error:  # the same link's other delivery wrote it first: the unit is made again
+        raise Conflict(str(error)) from error
 
 
 def unlink(connection: Connection, key: TicketKey, source: str, blocker: str) -> None:
