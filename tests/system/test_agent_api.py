@@ -313,11 +313,22 @@ def test_a_task_blocked_on_github_is_not_ready_until_its_blockers_close(scene: S
     refused = agent.post("claim", blocked)
     assert refused.status_code == 409, refused.text
     assert (refused.json()["error"], refused.json()["code"]) == ("conflict", "blocked")
-    assert refused.json()["message"] == (f"#{blocked} is not ready: it is blocked by #{blocker}, "
-                                         "still open. Claim another task, or this one once it is closed.")  # fmt: skip
+    assert refused.json()["message"] == (f"#{blocked} is not ready: it is blocked by #{blocker}, still open. Claim "
+                                         "another task, or this one once it is closed (a maintainer may /claim "
+                                         "force).")  # fmt: skip
+    not_theirs = agent.post("claim", blocked, body={"force": True})  # overriding is a maintainer's
+    assert (not_theirs.status_code, not_theirs.json()["code"]) == (403, "not_permitted"), not_theirs.text
     scene.comment("agent-a", "/claim", number=epic)  # a comment's claim is refused the same way, in a reply
     assert any(f"#{epic} is not ready: it is blocked by #{child}, still open." in said
                for said in _bot_comments(scene, epic))  # fmt: skip
+
+    forced = _baton(scene, Agent(scene, "maria", "maintain").token, "claim", f"{scene.full_name}#{epic}", "--force")
+    assert forced.returncode == 0, forced.stderr  # a maintainer takes it all the same, and the event says so
+    claimed = scene.app.state.work.history(scene.key.__class__(scene.key.installation_id, scene.key.repository_id,
+                                                                epic))[-1]  # fmt: skip
+    assert (claimed.type, claimed.actor, claimed.data["override"]) == ("claimed", "maria",
+                                                                       {"blocked_by": [f"{own}#{child}"]})  # fmt: skip
+    scene.comment("maria", "/release", number=epic)
 
     olivia.close_issue(scene.full_name, blocker)  # its last blocker closes: ready
     olivia.close_issue(scene.full_name, child)

@@ -278,7 +278,7 @@ def test_baton_serves_mcp_at_slash_mcp_only_to_a_token_github_accepts(scene: Sce
     assert {tool.name for tool in listed.tools} == TOOLS
     claim = next(tool for tool in listed.tools if tool.name == "claim_task")
     # the call's context is no input
-    assert set(claim.input_schema["properties"]) == {"repo", "number", "revision", "idempotency_key"}
+    assert set(claim.input_schema["properties"]) == {"repo", "number", "revision", "idempotency_key", "force"}
 
 
 EVIDENCE = {"branch": "1-empty-state", "commit": "1a2b3c4", "tests": ["https://ci.example.com/runs/881"],

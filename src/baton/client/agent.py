@@ -168,8 +168,11 @@ class AgentClient:
     def close(self) -> None:
         self._http.close()
 
-    def claim(self, repo: str, number: int, rev: int | None = None, idempotency_key: str | None = None) -> Response:
-        return self._act(repo, number, "claim", {}, rev, idempotency_key)
+    def claim(
+        self, repo: str, number: int, rev: int | None = None, idempotency_key: str | None = None, force: bool = False
+    ) -> Response:
+        """Claim the task; `force`: a maintainer claims one that is not ready."""
+        return self._act(repo, number, "claim", {"force": True} if force else {}, rev, idempotency_key)
 
     def release(
         self, repo: str, number: int, rev: int | None = None, idempotency_key: str | None = None,

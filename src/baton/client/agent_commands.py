@@ -184,7 +184,7 @@ def _held(verb: str, repo: str, number: int) -> Callable[[dict[str, Any]], str]:
 def _claim(args: argparse.Namespace) -> int:
     repo, number = args.issue
     return _agent(args, lambda shown, client, token: shown.answered(
-        client.claim(repo, number, rev=args.rev, idempotency_key=shown.key), token,
+        client.claim(repo, number, rev=args.rev, idempotency_key=shown.key, force=args.force), token,
         _held("claimed", repo, number)))  # fmt: skip
 
 
@@ -407,6 +407,8 @@ def add_agent_commands(commands: Any) -> None:
     claim = on_issue("claim", "claim a task (agents; HTTP)", "Claim the task OWNER/REPO#N for this agent. Exactly "
                      "one of any number of agents claiming at once wins. Claiming a task you hold changes "
                      "nothing.", "claim")  # fmt: skip
+    claim.add_argument("--force", action="store_true",
+                       help="claim a task that is not ready (blocked): maintainers, as /claim force")  # fmt: skip
     claim.set_defaults(run=_claim)
 
     new = add("new", "open an issue and claim it at once (agents; HTTP)",

@@ -262,14 +262,19 @@ def build_server(clients: Clients, repositories: Sequence[str] = ()) -> MCPServe
 
     @server.tool(description=CLAIM_TASK)
     def claim_task(
-        repo: Repository, number: Number, ctx: Context, revision: Revision = None, idempotency_key: Key = None
+        repo: Repository,
+        number: Number,
+        ctx: Context,
+        revision: Revision = None,
+        idempotency_key: Key = None,
+        force: Annotated[bool, Field(description="A maintainer claims a task that is not ready (blocked).")] = False,
     ) -> Changed:
         def say(repository: str, answer: Response) -> str:
             line = f"claimed {_where(answer.body, repository, number)} ({_revision(answer.body)})"
             return line + (f": {answer.message}" if answer.ok and answer.message else "")
 
         return told(ctx, repo, lambda client, repository: client.claim(
-            repository, number, rev=revision, idempotency_key=idempotency_key), say)  # fmt: skip
+            repository, number, rev=revision, idempotency_key=idempotency_key, force=force), say)  # fmt: skip
 
     @server.tool(description=CREATE_AND_CLAIM)
     def create_and_claim(

@@ -264,11 +264,16 @@ def _claim(ticket: Ticket, command: Command, actor: Actor, situation: Situation)
     if not may_run(actor, policy):
         who = f"{runners_are(ticket.repository, actor, policy)}, or ask a maintainer to /assign it"
         return Refused("not_permitted", f"@{actor.login} cannot /claim {ticket.ref}: that needs a runner, and {who}.")
-    if situation.blockers:
+    forced = command.text.split()[:1] == ["force"]
+    if situation.blockers and not forced:
         return blocked(ticket, situation.blockers)
+    if situation.blockers and not is_maintainer(actor, policy):
+        return _not_maintainer(ticket, replace(command, name="claim force"), actor, policy)
     if situation.active_claims >= policy.max_active_claims:
         return claim_limit(ticket, actor, situation)
-    return _apply(ticket, "claimed", actor, Role.RUNNER, ticket.attempt + 1, runner=actor.login)
+    # a maintainer's claim of a task that is not ready records what it overrode
+    override = {"override": {"blocked_by": list(situation.blockers)}} if situation.blockers else {}
+    return _apply(ticket, "claimed", actor, Role.RUNNER, ticket.attempt + 1, runner=actor.login, **override)
 
 
 def blocked(ticket: Ticket, blockers: tuple[str, ...]) -> Refused:
@@ -279,7 +284,7 @@ def blocked(ticket: Ticket, blockers: tuple[str, ...]) -> Refused:
     return Refused(
         "blocked",
         f"{ticket.ref} is not ready: it is blocked by {', '.join(named)}, still open. Claim another task, or "
-        f"this one once {which} closed.",
+        f"this one once {which} closed (a maintainer may /claim force).",
     )
 
 
@@ -492,7 +497,8 @@ RULES: dict[str, Rule] = {
     for rule in (
         Rule("publish", "/publish", "Offer a drafted task once its brief is complete.",
              "task owner, maintainer", (DRAFT,), OPEN, _publish, "published"),
-        Rule("claim", "/claim [rev=N]", "Take an open task; you become its runner.",
+        Rule("claim", "/claim [rev=N]",
+             "Take an open task; you become its runner (`/claim force`: a maintainer takes one not ready yet).",
              "an eligible runner", (OPEN,), CLAIMED, _claim, "claimed"),
         Rule("release", "/release [@user]", "Give a claim back; `@user` lets a maintainer release someone's.",
              "the active runner; maintainer with @user", (CLAIMED,), OPEN, _release, "released"),

@@ -188,6 +188,10 @@ Login = Annotated[
 ]
 
 
+class Claim(Body):
+    force: bool = Field(False, description="A maintainer claims a task that is not ready (`/claim force`).")
+
+
 class Release(Body):
     user: Login | None = Field(None, description="Whose claim a maintainer releases (`/release @user`).")
 
@@ -198,7 +202,7 @@ class Assign(Body):
 
 # What each command route takes as its body, as its declaration in `agents_router` has it: all but deliver take
 # none (or JSON `null`) as an empty one.
-BODIES: dict[str, Any] = {"claim": Nothing | None, "release": Release | None, "deliver": Deliver,
+BODIES: dict[str, Any] = {"claim": Claim | None, "release": Release | None, "deliver": Deliver,
                           "accept": Note | None, "send-back": Feedback | None, "reopen": Reason | None,
                           "assign": Assign}  # fmt: skip
 # The text each command carries, by the name of its body's field.
@@ -210,6 +214,8 @@ def command_of(action: str, body: BaseModel | None) -> tuple[Command, dict[str, 
     if isinstance(body, Deliver):
         evidence = Evidence(body.branch, body.commit, body.pr, tuple(body.tests), tuple(body.screenshots))
         return Command("deliver", text=body.summary, evidence=evidence, summary=body.summary), body.model_dump()
+    if isinstance(body, Claim) and body.force:
+        return Command("claim", text="force"), {"force": True}
     if isinstance(body, Release | Assign) and body.user is not None:
         user = body.user.removeprefix("@")
         return Command(action, user=user), {"user": user}
@@ -807,7 +813,7 @@ def agents_router() -> APIRouter:
     # /openapi.json and answer the requests that are not (with the 422 `invalid_request` words).
     @router.post(f"{issue_path}/claim", response_model=Answer, responses=answers, summary="Claim the task")
     async def claim(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
-              key: Key = None, body: Nothing | None = None) -> JSONResponse:  # fmt: skip
+              key: Key = None, body: Claim | None = None) -> JSONResponse:  # fmt: skip
         return await api.act(*command_of("claim", body), owner, repo, number, identity, if_match, key)
 
     @router.post(f"{issue_path}/release", response_model=Answer, responses=answers, summary="Release the task")
