@@ -341,6 +341,15 @@ def test_a_task_blocked_on_github_is_not_ready_until_its_blockers_close(scene: S
     maria.remove_sub_issue(scene.full_name, epic, (scene.full_name, child))  # no longer its sub-issue: ready
     scene.settle()
     assert listed()[epic] == [] and agent.post("claim", epic).status_code == 200
+    last = olivia.open_issue(scene.full_name, "Last", body)
+    gone = olivia.open_issue(scene.full_name, "Gone", body)
+    scene.settle()
+    maria.block(scene.full_name, last, by=(scene.full_name, gone))
+    scene.settle()
+    assert last not in listed()
+    maria.delete_issue(scene.full_name, gone)  # a deleted blocker blocks nothing
+    scene.settle()
+    assert listed()[last] == []
 
 
 def _bot_comments(scene: Scene, number: int) -> list[str]:

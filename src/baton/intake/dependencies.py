@@ -38,7 +38,8 @@ def linked(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
 
 
 def blocker_changed(intake: Intake, envelope: Envelope) -> None:
-    """An issue closed or reopened: every issue it blocks learns its state."""
+    """An issue closed, reopened or deleted: every issue it blocks learns whether it is open (a deleted one is
+    not)."""
     number = issue_number(envelope.payload, "issue", "number")
     if number is not None and envelope.repository:
         intake.work.blocker_seen(ref(envelope.repository, number), envelope.action == "reopened")

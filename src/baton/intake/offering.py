@@ -165,7 +165,8 @@ def reopened(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
 
 def deleted(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     """An issue deleted: its ticket is withdrawn whatever state it was in but final; GitHub has nothing left
-    to show it on."""
+    to show it on. What it blocked waits for it no longer."""
+    blocker_changed(intake, envelope)
     issue = _issue(envelope)
     if issue is not None:
         _offering(intake).withdraw(
