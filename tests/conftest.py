@@ -18,6 +18,8 @@ from baton.environment.clock import SYSTEM
 from baton.service.unit import Units
 from baton.store import make_engine, upgrade
 from baton.store.tables import metadata
+from github_standin.contract import Contract, ContractUnavailable
+from support.corpus import missing
 from support.databases import scratch_database, url_of
 
 # The fault suite (`pytest -m faults`): hostile input, killed processes, database and GitHub outages.
@@ -197,6 +199,16 @@ def database_url(request: pytest.FixtureRequest) -> str:
     fixture = "sqlite_url" if request.param == "sqlite" else "postgres_url"
     url: str = request.getfixturevalue(fixture)
     return url
+
+
+@pytest.fixture(scope="session")
+def contract() -> Contract:
+    """GitHub's REST description and webhook schemas, as the stand-in checks its calls against them (skipped, or
+    failed under BATON_REQUIRE_CORPUS=1, without the npm corpora)."""
+    try:
+        return Contract.load()
+    except ContractUnavailable as error:
+        missing(str(error))
 
 
 @pytest.fixture

@@ -40,15 +40,6 @@ from github_standin.hooks import Entry
 from support.corpus import missing, webhook_examples
 
 
-@pytest.fixture(scope="module")
-def contract() -> Contract:
-    try:
-        return Contract.load()
-    except ContractUnavailable as exc:
-        missing(str(exc))
-        raise
-
-
 def hook_problems(event: str, payload: dict[str, Any]) -> list[str]:
     try:
         return webhook_problems(event, payload)

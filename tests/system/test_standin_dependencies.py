@@ -21,11 +21,10 @@ from starlette.routing import Route
 
 from baton.github.webhooks import verify
 from baton.store import tables as t
-from github_standin.contract import Contract, ContractUnavailable, webhook_problems
+from github_standin.contract import Contract, webhook_problems
 from github_standin.people import Hub
 from github_standin.serving import Served
 from github_standin.world import Refused, World
-from support.corpus import missing
 from support.keys import app_key, app_public_key
 from support.standin_scene import opened
 
@@ -66,14 +65,6 @@ class Site:
             assert webhook_problems(headers["x-github-event"], payload) == []
             events.append((headers["x-github-event"], payload))
         return events
-
-
-@pytest.fixture
-def contract() -> Contract:
-    try:
-        return Contract.load()
-    except ContractUnavailable as error:
-        missing(str(error))
 
 
 @pytest.fixture

@@ -26,13 +26,12 @@ from starlette.testclient import TestClient
 from baton.github.webhooks import verify
 from github_standin import shapes
 from github_standin.__main__ import prepared
-from github_standin.contract import Contract, ContractUnavailable, webhook_problems
+from github_standin.contract import Contract, webhook_problems
 from github_standin.inspection import with_inspection
 from github_standin.people import Hub
 from github_standin.server import Fault, StandIn
 from github_standin.serving import Served
 from github_standin.world import World
-from support.corpus import missing
 from support.keys import app_key, app_public_key
 from support.local_http import HTTP
 
@@ -43,14 +42,6 @@ SECRET = "stand-in secret"
 def app_jwt(key: str | None = None, *, iss: str = str(APP_ID), lifetime: int = 540) -> str:
     now = int(time.time())
     return jwt.encode({"iat": now - 60, "exp": now + lifetime, "iss": iss}, key or app_key(), algorithm="RS256")
-
-
-@pytest.fixture
-def contract() -> Contract:
-    try:
-        return Contract.load()
-    except ContractUnavailable as error:
-        missing(str(error))
 
 
 @pytest.fixture

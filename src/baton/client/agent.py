@@ -28,6 +28,7 @@ TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
 # GitHub's own rules: an owner is letters, digits and single hyphens; a repository name adds '.' and '_'.
 _OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
 _NAME = r"[A-Za-z0-9._-]{1,100}"
+LOGIN = rf"{_OWNER}(?:\[bot\])?"  # a person's or an App's login, as an assignee or a released claim names one
 _REPOSITORY = re.compile(rf"({_OWNER})/({_NAME})")
 _ISSUE = re.compile(rf"({_OWNER})/({_NAME})#([0-9]{{1,10}})")
 _LARGEST_ISSUE = 2_147_483_647

@@ -204,7 +204,9 @@ def _assign(args: argparse.Namespace) -> int:
 
 def _login_argument(text: str) -> str:
     login = text.strip().removeprefix("@")
-    if not re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?", login):
+    from baton.client.agent import LOGIN
+
+    if not re.fullmatch(LOGIN, login):
         raise argparse.ArgumentTypeError(f"{text!r} is not a GitHub login")
     return login
 

@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, ListResourcesResult, PaginatedRequestParams, Resource, TextContent
 from pydantic import BaseModel, Field
 
-from baton.client.agent import AgentClient, Response, Unreachable, UsageError, parse_repository
+from baton.client.agent import LOGIN, AgentClient, Response, Unreachable, UsageError, parse_repository
 
 INSTRUCTIONS = (
     "Baton makes sure exactly one agent works on a task, and that delivered work waits for a person to accept "
@@ -51,7 +51,7 @@ Repository = Annotated[
 ]
 Login = Annotated[
     str,
-    Field(description="A GitHub login, such as agent-b.", pattern=r"^@?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$"),
+    Field(description="A GitHub login, such as agent-b.", pattern=rf"^@?{LOGIN}$"),
 ]
 Number = Annotated[int, Field(description="The issue number of the task.", ge=1, le=2_147_483_647)]
 Revision = Annotated[

@@ -278,8 +278,8 @@ def _claim(ticket: Ticket, command: Command, actor: Actor, situation: Situation)
 
 def blocked(ticket: Ticket, blockers: tuple[str, ...]) -> Refused:
     """A task that is not ready: what blocks it, named as its own repository's `#N` where it can be."""
-    own = ticket.repository.lower()
-    named = [f"#{b.rsplit('#', 1)[1]}" if b.rsplit("#", 1)[0] == own else b for b in blockers]
+    own = f"{ticket.repository.lower()}#"
+    named = [f"#{b.removeprefix(own)}" if b.startswith(own) else b for b in blockers]
     which = "it is" if len(named) == 1 else "they are"
     return Refused(
         "blocked",

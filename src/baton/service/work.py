@@ -270,8 +270,9 @@ class WorkService:
         """Decide a command on a tracked ticket: its outcome, its reply if any, and whether a 👍 comes with it."""
         command, actor, key = request.command, request.actor, request.issue.key
         claims = batch.held.get((key.repository_key, actor.login.lower()), 0)
-        blockers = _blockers(uow, key) if command.name == "claim" else ()
-        situation = Situation(request.policy, claims, assignee=request.assignee, blockers=blockers,
+        # what keeps the task from being ready, read for a claim only
+        blockers = dependencies.open_blockers(uow.connection, [key]).get(key, []) if command.name == "claim" else []
+        situation = Situation(request.policy, claims, assignee=request.assignee, blockers=tuple(blockers),
                               **_evidence(uow, stored, command))  # fmt: skip
         decision = decide(stored.ticket, command, actor, situation)
         if isinstance(decision, Applied):
@@ -523,13 +524,6 @@ def _answered(said: Result, source: Source | None, outcome: Outcome, reply: str 
     shown = said.shown or (outcome.state is not None and outcome.kind != "refused" and outcome.code is None)
     note = ignored_text(source.ignored) if source is not None and source.ignored else None
     return replace(said, source=source, reply=reply, thumb=thumb, note=note, shown=shown)
-
-
-def _blockers(uow: UnitOfWork, key: TicketKey) -> tuple[str, ...]:
-    """What keeps the issue at `key` from being ready, named as the refusal names it (`#12` in its own
-    repository)."""
-    found = dependencies.open_blockers(uow.connection, [key]).get(key, [])
-    return tuple(found)
 
 
 def _evidence(uow: UnitOfWork, stored: StoredTicket, command: Command) -> dict[str, tuple[str, ...]]:

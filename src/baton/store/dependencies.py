@@ -56,13 +56,20 @@ def seen(connection: Connection, blocker: str, is_open: bool, now: datetime) -> 
 
 
 def open_blockers(connection: Connection, keys: Iterable[TicketKey]) -> dict[TicketKey, list[str]]:
-    """Each of `keys` that something open blocks, with those blockers (sorted)."""
-    found: dict[TicketKey, list[str]] = {}
+    """Each of `keys` that something open blocks, with those blockers (sorted): one statement per repository."""
+    numbers: dict[tuple[int, int], list[int]] = {}
     for key in keys:
-        rows = connection.execute(select(_C.blocker).where(_of(key), _C.open.is_(True)).order_by(_C.blocker))
-        blockers = [row.blocker for row in rows]
-        if blockers:
-            found[key] = blockers
+        numbers.setdefault((key.installation_id, key.repository_id), []).append(key.number)
+    found: dict[TicketKey, list[str]] = {}
+    for (installation_id, repository_id), wanted in numbers.items():
+        rows = connection.execute(
+            select(_C.number, _C.blocker)
+            .where(_C.installation_id == installation_id, _C.repository_id == repository_id,
+                   _C.number.in_(wanted), _C.open.is_(True))
+            .order_by(_C.number, _C.blocker)
+        )  # fmt: skip
+        for row in rows:
+            found.setdefault(TicketKey(installation_id, repository_id, row.number), []).append(row.blocker)
     return found
 
 
