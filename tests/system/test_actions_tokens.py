@@ -3,10 +3,12 @@ stand-in GitHub on 127.0.0.1, the stand-in issuing the workflow runs' tokens and
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -67,6 +69,13 @@ def test_a_workflow_run_claims_and_delivers_as_its_actor_and_the_events_record_t
     read = HTTP.get(f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues/{scene.number}",
                     headers={"Authorization": f"Bearer {token}"})  # fmt: skip
     assert read.status_code == 200 and read.json()["state"] == "delivered", read.text
+
+    # Create-and-claim: the issue is opened and claimed by the actor, the run recorded.
+    created = HTTP.post(f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues", json={"title": "Totals"},
+                        headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    assert created.status_code == 201 and created.json()["runner"] == "agent-a", created.text
+    made = replace(scene.key, number=created.json()["issue"])
+    assert scene.app.state.work.history(made)[-1].data.get("workflow_ref") == workflow_ref
 
     # Many calls with many tokens: the issuer's keys were fetched once.
     for n in range(5):
@@ -153,3 +162,28 @@ def test_the_baton_command_passes_a_workflow_token_as_it_is(scene: Scene) -> Non
     assert token not in done.stdout + done.stderr
     claimed = scene.app.state.work.history(scene.key)[-1]
     assert (claimed.type, claimed.actor, claimed.data.get("run_id")) == ("claimed", "agent-a", "77")
+
+
+def test_mcp_at_slash_mcp_takes_a_workflow_token(sqlite_url: str) -> None:
+    """`/mcp` checks the token as the agent API does, and its tools call the agent API with it, as it is."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    with opened(sqlite_url, oidc_audience=AUDIENCE) as scene:
+        scene.settle()
+        token = _token(scene, "agent-a", run_id=9)
+
+        async def claim() -> Any:
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+            async with http, Client(streamable_http_client(f"{scene.stage.baton_url}/mcp", http_client=http)) as mcp:
+                return await mcp.call_tool("claim_task", {"repo": scene.full_name, "number": scene.number})
+
+        result = asyncio.run(claim())
+        assert not result.is_error, result
+        claimed = scene.app.state.work.history(scene.key)[-1]
+        assert (claimed.type, claimed.actor, claimed.data.get("via"), claimed.data.get("run_id")) == (
+            "claimed", "agent-a", "actions", "9")  # fmt: skip
+        expired = HTTP.post(f"{scene.stage.baton_url}/mcp", json={}, headers={
+            "Authorization": f"Bearer {_token(scene, 'agent-a', expires_in=-600)}"})  # fmt: skip
+        assert expired.status_code == 401 and "has expired" in expired.json()["message"]
