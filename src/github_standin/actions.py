@@ -4,6 +4,9 @@ own key, and that key published where an issuer publishes it, so a test checks s
 The issuer is the stand-in's base URL followed by `/_services/token` (where a GitHub Enterprise Server's is):
 - `GET /_services/token/.well-known/openid-configuration`: the issuer's discovery document (`jwks_uri`).
 - `GET /_services/token/.well-known/jwks`: its public keys, as a JWK set.
+- `GET /_services/token/idtoken?api-version=2.0&audience=…`, with a job's request token as its bearer: the token
+  of that job's run for `audience`, as `{"count": 1, "value": …}`. A job finds this address and its request token
+  in `ACTIONS_ID_TOKEN_REQUEST_URL` and `ACTIONS_ID_TOKEN_REQUEST_TOKEN` (`Person.actions_job`).
 These are GitHub's token service, not its REST API: they are served beside the REST API and its description does
 not check them, as the OAuth pages are (oauth.py). Their requests are counted in `StandIn.calls` all the same.
 """
@@ -32,12 +35,14 @@ def _number(value: int) -> str:
 
 
 class Issuer:
-    """The stand-in's token service: one RSA key, made when first needed (making one takes a moment)."""
+    """The stand-in's token service: one RSA key, made when first needed (making one takes a moment), and the jobs
+    that may ask for their run's token (`jobs`: a job's request token -> `token`'s arguments but the audience)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._key: rsa.RSAPrivateKey | None = None
         self.kid = f"standin-{secrets.token_hex(4)}"
+        self.jobs: dict[str, dict[str, Any]] = {}
 
     @property
     def key(self) -> rsa.RSAPrivateKey:
@@ -74,6 +79,16 @@ class Issuer:
         return jwt.encode(claims, signed_with or self.key, algorithm="RS256", headers={"kid": kid or self.kid})
 
 
+def job_token(request: Request, issuer: Issuer, issuer_url: str) -> JSONResponse:
+    """`GET {issuer}/idtoken`: the run's token for the job whose request token is the bearer."""
+    scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+    job = issuer.jobs.get(presented.strip()) if scheme.lower() == "bearer" else None
+    if job is None:
+        return JSONResponse({"message": "Unauthorized: not a job's request token"}, 401)
+    audience = request.query_params.get("audience") or f"https://github.com/{job['repository'].split('/')[0]}"
+    return JSONResponse({"count": 1, "value": issuer.token(issuer_url, audience=audience, **job)})
+
+
 def configuration(request: Request, issuer_url: str) -> JSONResponse:
     """`GET {issuer}/.well-known/openid-configuration`."""
     return JSONResponse({
@@ -85,4 +100,4 @@ def configuration(request: Request, issuer_url: str) -> JSONResponse:
     })  # fmt: skip
 
 
-__all__ = ["ISSUER_PATH", "Issuer", "configuration"]
+__all__ = ["ISSUER_PATH", "Issuer", "configuration", "job_token"]

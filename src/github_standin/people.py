@@ -15,6 +15,7 @@ import hmac
 import json
 import queue
 import re
+import secrets
 import ssl
 import threading
 import time
@@ -258,6 +259,17 @@ class Person:
         issuer = f"{self.hub.api_url.rstrip('/')}{ISSUER_PATH}"
         return self.hub.world.issuer.token(issuer, full_name, self.login, audience=audience,
                                            actor_id=self.account.id, **options)  # fmt: skip
+
+    def actions_job(self, full_name: str, **options: Any) -> dict[str, str]:
+        """What a job of a run this person started in `full_name` finds in its environment to ask for the run's
+        token (`ACTIONS_ID_TOKEN_REQUEST_URL`, `ACTIONS_ID_TOKEN_REQUEST_TOKEN`), as with `id-token: write`.
+        `options`: `Issuer.token`'s (`workflow`, `run_id`, …)."""
+        request = secrets.token_hex(16)
+        with self.hub.world.lock:
+            self.hub.world.issuer.jobs[request] = {"repository": full_name, "actor": self.login,
+                                                   "actor_id": self.account.id, **options}  # fmt: skip
+        return {"ACTIONS_ID_TOKEN_REQUEST_URL": f"{self.hub.api_url.rstrip('/')}{ISSUER_PATH}/idtoken?api-version=2.0",
+                "ACTIONS_ID_TOKEN_REQUEST_TOKEN": request}  # fmt: skip
 
     def _context(self, full_name: str) -> tuple[World, Repository, shapes.Repo]:
         world = self.hub.world

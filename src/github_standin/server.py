@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from . import shapes
-from .actions import ISSUER_PATH, configuration
+from .actions import ISSUER_PATH, configuration, job_token
 from .contract import Contract
 from .hooks import HookLog
 from .listing import list_issues
@@ -134,6 +134,10 @@ class StandIn:
             self._count(request)
             return configuration(request, str(request.base_url).rstrip("/") + ISSUER_PATH)
 
+        async def job(request: Request) -> Response:
+            self._count(request)
+            return job_token(request, self.world.issuer, str(request.base_url).rstrip("/") + ISSUER_PATH)
+
         # GitHub's web pages first (the App-manifest and OAuth flows), then the REST API, also under /api/v3 as
         # a GitHub Enterprise Server serves it beside its pages.
         self.app = Starlette(routes=[
@@ -143,6 +147,7 @@ class StandIn:
             Route("/organizations/{org}/settings/apps/new", registering, methods=["POST"]),
             Route(f"{ISSUER_PATH}/.well-known/jwks", keys, methods=["GET"]),
             Route(f"{ISSUER_PATH}/.well-known/openid-configuration", discovery, methods=["GET"]),
+            Route(f"{ISSUER_PATH}/idtoken", job, methods=["GET"]),
             Route("/{path:path}", self._handle, methods=["GET", "POST", "PATCH", "PUT", "DELETE"]),
         ])  # fmt: skip
 
