@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 import httpx
+import jwt
 import pytest
 
 from support.keys import app_private_key
@@ -92,12 +93,17 @@ def test_a_workflow_run_claims_and_delivers_as_its_actor_and_the_events_record_t
 def test_a_token_baton_does_not_take_is_401_saying_why_and_never_echoing_it(scene: Scene) -> None:
     with scene.hub.world.lock:
         scene.hub.world.account("someone")
+    elsewhere = scene.hub.world.issuer.token("https://issuer.example.test", scene.full_name, "agent-a",
+                                             audience=AUDIENCE)  # another issuer's, with its key  # fmt: skip
     refused = {
         "has expired": _token(scene, "agent-a", expires_in=-600),
         "wrong audience": _token(scene, "agent-a", audience="https://elsewhere.example.test"),
         "does not verify": _token(scene, "agent-a", signed_with=app_private_key()),  # signed by another key
         "unknown issuer key": _token(scene, "agent-a", kid="not-published"),
         "repository not served": _token(scene, "agent-a", repository="someone/elsewhere"),
+        "unknown issuer": elsewhere,
+        "RS256 only": jwt.encode(_claims(_token(scene, "agent-a")), "a secret shared by whoever holds it", "HS256"),
+        "neither a GitHub token nor a JWT": "not.a.jwt",
     }
     for reason, token in refused.items():
         answer = _post(scene, token, "claim")
@@ -107,6 +113,19 @@ def test_a_token_baton_does_not_take_is_401_saying_why_and_never_echoing_it(scen
         assert "\n" not in body["message"] and token not in answer.text
         assert token.split(".")[2] not in answer.text
     assert scene.app.state.work.ticket(scene.key).state.value == "open"
+
+
+def _claims(token: str) -> dict[str, Any]:
+    claims: dict[str, Any] = jwt.decode(token, options={"verify_signature": False})
+    return claims
+
+
+def test_the_stand_in_publishes_its_issuers_discovery_document_and_keys(scene: Scene) -> None:
+    issuer = _claims(_token(scene, "agent-a"))["iss"]
+    found = HTTP.get(f"{issuer}/.well-known/openid-configuration").json()
+    assert found["issuer"] == issuer and found["id_token_signing_alg_values_supported"] == ["RS256"]
+    [key] = HTTP.get(found["jwks_uri"]).json()["keys"]
+    assert (key["kty"], key["alg"], key["kid"]) == ("RSA", "RS256", scene.hub.world.issuer.kid)
 
 
 def test_a_run_acts_on_its_own_installations_repositories_only(scene: Scene) -> None:
