@@ -10,6 +10,7 @@ token keeps its identity until its entry expires; an unknown one cannot be check
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -62,7 +63,9 @@ class Identities:
         digest = hashlib.sha256(token.encode()).hexdigest()
         with self._lock:
             known = self._known.get(digest)
-        if known is None or time.monotonic() - known[0] >= self.ttl or self.clock.now().timestamp() >= known[2]:
+        if known is None or time.monotonic() - known[0] >= self.ttl:
+            return None
+        if known[2] != math.inf and self.clock.now().timestamp() >= known[2]:  # an OIDC token that expired
             return None
         return known[1]
 
@@ -101,7 +104,7 @@ class Identities:
             raise IdentityUnavailable("GitHub's answer names no login")
         identity = Identity(login, data.get("type") == "Bot")
         with self._lock:
-            self._known[digest] = (now, identity, float("inf"))
+            self._known[digest] = (now, identity, math.inf)
         return identity
 
     def close(self) -> None:
