@@ -206,3 +206,16 @@ def test_mcp_at_slash_mcp_takes_a_workflow_token(sqlite_url: str) -> None:
         expired = HTTP.post(f"{scene.stage.baton_url}/mcp", json={}, headers={
             "Authorization": f"Bearer {_token(scene, 'agent-a', expires_in=-600)}"})  # fmt: skip
         assert expired.status_code == 401 and "has expired" in expired.json()["message"]
+
+
+def test_an_issuer_that_cannot_be_reached_is_503_not_a_refusal(sqlite_url: str) -> None:
+    nowhere = "http://127.0.0.1:9"  # the discard port: nothing answers there
+    with opened(sqlite_url, oidc_audience=AUDIENCE, oidc_issuer=nowhere) as scene:
+        scene.settle()
+        scene.stage.person("agent-a", "write")
+        token = scene.hub.world.issuer.token(nowhere, scene.full_name, "agent-a", audience=AUDIENCE)
+        for _ in range(2):
+            answer = _post(scene, token, "claim")
+            assert answer.status_code == 503 and answer.json()["error"] == "unavailable", answer.text
+            assert f"{nowhere}/.well-known/jwks" in answer.json()["message"]
+        assert scene.app.state.work.ticket(scene.key).state.value == "open"
