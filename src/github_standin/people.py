@@ -15,6 +15,7 @@ import hmac
 import json
 import queue
 import re
+import secrets
 import ssl
 import threading
 import time
@@ -27,6 +28,7 @@ from typing import Any
 import httpx
 
 from . import shapes
+from .actions import ISSUER_PATH
 from .contract import Contract, ContractUnavailable, webhook_problems
 from .hooks import Entry, HookLog
 from .rendering import link_events, render_check_run, render_issue, render_pull_request
@@ -249,6 +251,25 @@ class Person:
         """A new token of this person's own (a personal access token), for Baton's agent API."""
         with self.hub.world.lock:
             return self.hub.world.user_token(self.login)
+
+    def actions_token(self, full_name: str, *, audience: str, **options: Any) -> str:
+        """The OIDC token of a GitHub Actions run in `full_name` that this person started (its `actor`), as the
+        runner hands it to a job with `id-token: write` asking for `audience`. `options`: `Issuer.token`'s
+        (`workflow`, `run_id`, `expires_in`, `signed_with`, `kid`)."""
+        issuer = f"{self.hub.api_url.rstrip('/')}{ISSUER_PATH}"
+        return self.hub.world.issuer.token(issuer, full_name, self.login, audience=audience,
+                                           actor_id=self.account.id, **options)  # fmt: skip
+
+    def actions_job(self, full_name: str, **options: Any) -> dict[str, str]:
+        """What a job of a run this person started in `full_name` finds in its environment to ask for the run's
+        token (`ACTIONS_ID_TOKEN_REQUEST_URL`, `ACTIONS_ID_TOKEN_REQUEST_TOKEN`), as with `id-token: write`.
+        `options`: `Issuer.token`'s (`workflow`, `run_id`, …)."""
+        request = secrets.token_hex(16)
+        with self.hub.world.lock:
+            self.hub.world.issuer.jobs[request] = {"repository": full_name, "actor": self.login,
+                                                   "actor_id": self.account.id, **options}  # fmt: skip
+        return {"ACTIONS_ID_TOKEN_REQUEST_URL": f"{self.hub.api_url.rstrip('/')}{ISSUER_PATH}/idtoken?api-version=2.0",
+                "ACTIONS_ID_TOKEN_REQUEST_TOKEN": request}  # fmt: skip
 
     def _context(self, full_name: str) -> tuple[World, Repository, shapes.Repo]:
         world = self.hub.world

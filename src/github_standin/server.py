@@ -28,10 +28,11 @@ from urllib.parse import unquote
 import jwt
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from . import shapes
+from .actions import ISSUER_PATH, configuration, job_token
 from .contract import Contract
 from .hooks import HookLog
 from .listing import list_issues
@@ -125,6 +126,18 @@ class StandIn:
         async def exchanging(request: Request) -> Response:
             return await access_token(self.world, request)
 
+        async def keys(request: Request) -> Response:
+            self._count(request)
+            return JSONResponse(self.world.issuer.jwks())
+
+        async def discovery(request: Request) -> Response:
+            self._count(request)
+            return configuration(request, str(request.base_url).rstrip("/") + ISSUER_PATH)
+
+        async def job(request: Request) -> Response:
+            self._count(request)
+            return job_token(request, self.world.issuer, str(request.base_url).rstrip("/") + ISSUER_PATH)
+
         # GitHub's web pages first (the App-manifest and OAuth flows), then the REST API, also under /api/v3 as
         # a GitHub Enterprise Server serves it beside its pages.
         self.app = Starlette(routes=[
@@ -132,8 +145,16 @@ class StandIn:
             Route("/login/oauth/authorize", authorizing, methods=["GET"]),
             Route("/login/oauth/access_token", exchanging, methods=["POST"]),
             Route("/organizations/{org}/settings/apps/new", registering, methods=["POST"]),
+            Route(f"{ISSUER_PATH}/.well-known/jwks", keys, methods=["GET"]),
+            Route(f"{ISSUER_PATH}/.well-known/openid-configuration", discovery, methods=["GET"]),
+            Route(f"{ISSUER_PATH}/idtoken", job, methods=["GET"]),
             Route("/{path:path}", self._handle, methods=["GET", "POST", "PATCH", "PUT", "DELETE"]),
         ])  # fmt: skip
+
+    def _count(self, request: Request) -> None:
+        """A request to GitHub's pages or token service, kept in `calls` as the REST API's are."""
+        with self.world.lock:
+            self.calls.append(Call(request.method, request.url.path, 200, None, time.time()))
 
     def inject(self, fault: Fault) -> None:
         with self.world.lock:

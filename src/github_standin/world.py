@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from .actions import Issuer
 from .shapes import Account, App, Repo
 
 PERMISSIONS = ("none", "read", "triage", "write", "maintain", "admin")
@@ -269,6 +270,7 @@ class World:
         self.blocked_by: dict[int, list[int]] = {}
         self.sub_issues: dict[int, list[int]] = {}
         self.parents: dict[int, int] = {}
+        self.issuer = Issuer()  # GitHub Actions' token service: the OIDC tokens of workflow runs (actions.py)
         self._ids = itertools.count(1000)
 
     def next_id(self) -> int:

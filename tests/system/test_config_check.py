@@ -74,7 +74,10 @@ def test_a_file_that_is_not_yaml_is_one_problem_about_the_file(tmp_path: Path) -
 
 
 def test_a_valid_file_prints_the_settings_in_force_as_a_file_that_reads_back_the_same(tmp_path: Path) -> None:
-    text = "max_active_claims: 2\nrunners: [alice, '@org/agents']\nrequired_evidence: {tests: 1, screenshot: 2}\n"
+    text = (
+        "max_active_claims: 2\nrunners: [alice, '@org/agents', 'workflow:org/shop/.github/workflows/agent.yml']\n"
+        "required_evidence: {tests: 1, screenshot: 2}\n"
+    )
     path = tmp_path / "baton.yml"
     path.write_text(text)
     done = check(str(path))
@@ -83,6 +86,7 @@ def test_a_valid_file_prints_the_settings_in_force_as_a_file_that_reads_back_the
     assert list(printed) == list(KEYS)  # every key, the defaults included
     assert printed["max_active_claims"] == 2 and printed["offer"] == "all" and printed["stale_after"] == "3d"
     assert parse(done.stdout) == parse(text)
+    assert "workflow:org/shop/.github/workflows/agent.yml" in printed["runners"]
 
 
 def test_the_settings_as_json_and_the_default_file(tmp_path: Path) -> None:

@@ -55,6 +55,7 @@ def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("BATON_URL", URL)
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     monkeypatch.delenv("GH_TOKEN", raising=False)
+    monkeypatch.delenv("BATON_TOKEN", raising=False)
     (tmp_path / "bin").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # no `gh` unless a test puts one there
 
@@ -380,6 +381,9 @@ def test_the_token_is_github_token_else_gh_token_else_gh_auth_token(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     assert (find_token().value, find_token().source) == (TOKEN, "GITHUB_TOKEN")
+    monkeypatch.setenv("BATON_TOKEN", "a.workflow.token")  # a GitHub Actions OIDC token, beside the job's GITHUB_TOKEN
+    assert (find_token().value, find_token().source) == ("a.workflow.token", "BATON_TOKEN")
+    monkeypatch.delenv("BATON_TOKEN")
     monkeypatch.setenv("GH_TOKEN", "from-gh-token")
     assert find_token().value == TOKEN
     monkeypatch.delenv("GITHUB_TOKEN")

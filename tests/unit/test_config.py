@@ -44,6 +44,12 @@ require_verified_evidence: true
     )
 
 
+def test_runners_may_list_workflows_beside_people() -> None:
+    policy = parse("runners:\n  - workflow:octo/shop/.github/workflows/agent.yml\n  - agent-a\n  - '@octo/bots'\n")
+    assert policy.workflows() == {"octo/shop/.github/workflows/agent.yml"}
+    assert policy.teams() == {"octo/bots"}  # a workflow is nobody's team
+
+
 @pytest.mark.parametrize(
     ("text", "access"),
     [
@@ -74,12 +80,16 @@ def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: st
         ("reviewers: rita\n",
          ["`reviewers` must be a list of logins, org/team names or role:NAME entries, not 'rita'"]),
         ("runners: ['not a login!']\n",
-         ["`runners` must be `collaborators`, `readers`, `anyone` or a list of logins, org/team names or "
-          "role:NAME entries, not ['not a login!']"]),
+         ["`runners` must be `collaborators`, `readers`, `anyone` or a list of logins, org/team names, role:NAME "
+          "entries or `workflow:owner/repo/.github/workflows/agent.yml` entries, not ['not a login!']"]),
+        ("runners: ['workflow:octo/shop/agent.yml']\n",
+         ["`runners` must be `collaborators`, `readers`, `anyone` or a list of logins, org/team names, role:NAME "
+          "entries or `workflow:owner/repo/.github/workflows/agent.yml` entries, not "
+          "['workflow:octo/shop/agent.yml']"]),
         ("runners: everyone\nmaintainers: mona\n",
          ["`maintainers` must be a list of logins, org/team names or role:NAME entries, not 'mona'",
-          "`runners` must be `collaborators`, `readers`, `anyone` or a list of logins, org/team names or "
-          "role:NAME entries, not 'everyone'"]),
+          "`runners` must be `collaborators`, `readers`, `anyone` or a list of logins, org/team names, role:NAME "
+          "entries or `workflow:owner/repo/.github/workflows/agent.yml` entries, not 'everyone'"]),
         ("required_evidence: [tests, vibes]\n",
          ["`required_evidence` names 'vibes', which is not a kind of evidence (a list of branch, commit, pr, "
           "tests, screenshot, or a mapping of them to counts like `screenshot: 2`)"]),
@@ -100,7 +110,7 @@ def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: st
           "`max_active_claims` must be a whole number from 1 to 100, not -1"]),
     ],
     ids=["not-a-mapping", "bad-yaml", "unknown-key", "offer", "zero", "bool", "string-number", "duration",
-         "bool-text", "not-a-list", "bad-login", "bad-runners", "evidence-kind", "evidence-count",
+         "bool-text", "not-a-list", "bad-login", "bad-workflow", "bad-runners", "evidence-kind", "evidence-count",
          "auto-before-stale", "auto-equal-stale", "all-at-once"],
 )  # fmt: skip
 def test_every_problem_is_named(text: str, problems: list[str]) -> None:

@@ -44,6 +44,8 @@ STRANGER = Actor("stranger", Permission.NONE)
 TEAM_MEMBER = Actor("tess", Permission.READ, teams=frozenset({"octo/reviewers"}))
 WRITER = Actor("agent-b", Permission.WRITE)  # an agent with write access, to push its branches
 ADMIN_BOT = Actor("helper[bot]", Permission.ADMIN)
+AGENT_WORKFLOW = "octo/shop/.github/workflows/agent.yml"
+WORKFLOW_RUN = Actor("otto", Permission.READ, workflow=AGENT_WORKFLOW)  # a run that otto started
 CUSTOM = Actor("cora", Permission.MAINTAIN, role_name="release-manager")
 
 AGAIN = (
@@ -108,6 +110,11 @@ APPLIED = [
          policy=Policy(runners=frozenset({"agent-a"})), state=C, event="claimed"),
     Case("claim by a member of a listed team", ticket(O), Command("claim"), TEAM_MEMBER,
          policy=Policy(runners=frozenset({"@octo/reviewers"})), state=C, runner="tess", event="claimed"),
+    Case("claim by a run of a listed workflow, whoever started it", ticket(O), Command("claim"), WORKFLOW_RUN,
+         policy=Policy(runners=frozenset({f"workflow:{AGENT_WORKFLOW}"})), state=C, runner="otto", event="claimed"),
+    Case("claim by a run as its actor where runners lists no workflow", ticket(O), Command("claim"),
+         replace(RUNNER, workflow=AGENT_WORKFLOW), policy=Policy(runners=frozenset({"agent-a"})), state=C,
+         event="claimed"),
     Case("release by the runner", ticket(C), Command("release"), RUNNER,
          state=O, runner=None, attempt=1, event="released", role=Role.RUNNER,
          data={"ended": {"attempt": 1, "reason": "released"}}),
@@ -225,6 +232,18 @@ REFUSED = [
          message="@agent-b cannot /claim #42: that needs a runner, and octo/shop lists its runners in `runners:` "
                  "of `.github/baton.yml` (@agent-a, @octo/bots). Ask to be added to that list, or ask a "
                  "maintainer to /assign it."),
+    Case("claim by a run of an unlisted workflow, its actor listed", ticket(O), Command("claim"),
+         replace(RUNNER, workflow="octo/shop/.github/workflows/other.yml"),
+         policy=Policy(runners=frozenset({"agent-a", f"workflow:{AGENT_WORKFLOW}"})), code="not_permitted",
+         message="@agent-a cannot /claim #42: that needs a runner, and octo/shop lists the workflows whose runs may "
+                 "run tasks in `runners:` of `.github/baton.yml` (@agent-a, workflow:octo/shop/.github/workflows/"
+                 "agent.yml), and workflow:octo/shop/.github/workflows/other.yml is not one of them. Ask to have it "
+                 "added to that list, or ask a maintainer to /assign it."),
+    Case("claim by a person where runners lists only a workflow", ticket(O), Command("claim"), RUNNER,
+         policy=Policy(runners=frozenset({f"workflow:{AGENT_WORKFLOW}"})), code="not_permitted",
+         message="@agent-a cannot /claim #42: that needs a runner, and octo/shop lists its runners in `runners:` of "
+                 "`.github/baton.yml` (workflow:octo/shop/.github/workflows/agent.yml). Ask to be added to that "
+                 "list, or ask a maintainer to /assign it."),
     Case("release by someone else", ticket(C), Command("release"), OTHER, code="not_runner",
          message="#42 is claimed by @agent-a (revision 19); only @agent-a can /release it, or a repository "
                  "maintainer with /release @agent-a, someone with the maintain or admin role on octo/shop "

@@ -23,7 +23,8 @@ import httpx
 from baton.environment import tls
 
 TIMEOUT = 10.0
-TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
+# BATON_TOKEN first: in a GitHub Actions job it holds the run's OIDC token, beside a GITHUB_TOKEN for other tools.
+TOKEN_VARIABLES = ("BATON_TOKEN", "GITHUB_TOKEN", "GH_TOKEN")
 
 # GitHub's own rules: an owner is letters, digits and single hyphens; a repository name adds '.' and '_'.
 _OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
@@ -83,7 +84,8 @@ class Token:
 
 
 def find_token(environ: Mapping[str, str] | None = None) -> Token:
-    """GITHUB_TOKEN, else GH_TOKEN, else what `gh auth token` prints, if the GitHub CLI is installed."""
+    """BATON_TOKEN (a GitHub token, or a GitHub Actions OIDC token where Baton takes those), else GITHUB_TOKEN, else
+    GH_TOKEN, else what `gh auth token` prints, if the GitHub CLI is installed."""
     environ = os.environ if environ is None else environ
     for name in TOKEN_VARIABLES:
         value = environ.get(name, "").strip()
@@ -98,7 +100,8 @@ def find_token(environ: Mapping[str, str] | None = None) -> Token:
         if done is not None and done.returncode == 0 and done.stdout.strip():
             return Token(done.stdout.strip(), "`gh auth token`")
     raise UsageError(
-        "no GitHub token: set GITHUB_TOKEN or GH_TOKEN to your GitHub token, or log in with `gh auth login`"
+        "no GitHub token: set GITHUB_TOKEN or GH_TOKEN to your GitHub token (or BATON_TOKEN, to it or to a GitHub "
+        "Actions OIDC token), or log in with `gh auth login`"
     )
 
 

@@ -24,6 +24,7 @@ from baton.environment.clock import SYSTEM, Clock
 from baton.environment.settings import Settings
 from baton.web import create_app
 from github_standin import shapes
+from github_standin.actions import ISSUER_PATH
 from github_standin.people import Hub, Person
 from github_standin.serving import Served
 from github_standin.world import Repository, World
@@ -108,7 +109,9 @@ class Stage:
             stack.callback(hub.close)
             github = stack.enter_context(Served(hub.rest.app))
             hub.api_url = github.url
-            options: dict[str, Any] = {"answer_delay": 0.3, "write_interval": 0.0, **settings}
+            # the stand-in issues GitHub Actions' OIDC tokens too: taken once `oidc_audience` is set
+            options: dict[str, Any] = {"answer_delay": 0.3, "write_interval": 0.0,
+                                       "oidc_issuer": f"{github.url}{ISSUER_PATH}", **settings}  # fmt: skip
             if client is not None:
                 options.update(client_id=client[0], client_secret=SecretStr(client[1]))
             baton_settings = Settings(

@@ -236,7 +236,9 @@ class Actor:
     `permission` is the built-in level (a custom role's base level); `role_name` the role GitHub names,
     built-in or custom (`""` when unknown); `teams` the `org/team` entries of the repository's lists the
     actor is an active member of; `is_bot` a `type: Bot` account or a login ending in `[bot]`; `collaborator`
-    whether GitHub counts them a collaborator of the repository (`Access.collaborator`).
+    whether GitHub counts them a collaborator of the repository (`Access.collaborator`); `workflow` the
+    GitHub Actions workflow (`owner/repo/.github/workflows/agent.yml`) whose run calls on the actor's behalf,
+    with its OIDC token (None: the actor calls, or comments, as themselves).
     """
 
     login: str
@@ -245,6 +247,7 @@ class Actor:
     is_bot: bool = False
     role_name: str = ""
     collaborator: bool = False
+    workflow: str | None = None
 
     def __post_init__(self) -> None:
         if self.login.lower().endswith("[bot]") and not self.is_bot:
@@ -313,6 +316,30 @@ class Command:
         return self.text if self.summary is None else self.summary
 
 
+# A `runners` entry naming a GitHub Actions workflow whose runs may run tasks (`workflow:owner/repo/.github/...`).
+WORKFLOW = "workflow:"
+
+
+@dataclass(frozen=True)
+class Run:
+    """A GitHub Actions run calling Baton with its OIDC token: the workflow file and ref it runs
+    (`owner/repo/.github/workflows/agent.yml@refs/heads/main`), its run id, and the installation of Baton that
+    serves its repository (the run acts on that installation's repositories only)."""
+
+    workflow_ref: str
+    run_id: str
+    installation_id: int
+
+    @property
+    def workflow(self) -> str:
+        """The workflow file, without the ref it ran at, as `runners:` names it."""
+        return self.workflow_ref.partition("@")[0]
+
+    def recorded(self) -> dict[str, str]:
+        """What the event of a command the run decided records of it."""
+        return {"via": "actions", "workflow_ref": self.workflow_ref, "run_id": self.run_id}
+
+
 @dataclass(frozen=True)
 class Policy:
     """A repository's settings that the guards need (from `.github/baton.yml`)."""
@@ -348,7 +375,12 @@ class Policy:
     def teams(self) -> frozenset[str]:
         """The `org/team` entries of every list, lower-case and without the @: whose membership matters."""
         entries = self.reviewers | self.runners | self.maintainers
-        return frozenset(e.lower().lstrip("@") for e in entries if "/" in e)
+        return frozenset(e.lower().lstrip("@") for e in entries if "/" in e and not e.startswith(WORKFLOW))
+
+    def workflows(self) -> frozenset[str]:
+        """The workflows `runners` lists (`workflow:owner/repo/.github/workflows/agent.yml`), lower-case and
+        without their prefix."""
+        return frozenset(e.removeprefix(WORKFLOW).lower() for e in self.runners if e.startswith(WORKFLOW))
 
 
 @dataclass(frozen=True)

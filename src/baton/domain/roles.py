@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .model import Actor, Permission, Policy, Role, Ticket
+from .model import WORKFLOW, Actor, Permission, Policy, Role, Ticket
 
 
 def names(entries: Iterable[str]) -> str:
-    """`@login`, `@org/team` and `role:NAME` entries, sorted, for a refusal."""
+    """`@login`, `@org/team`, `role:NAME` and `workflow:PATH` entries, sorted, for a refusal."""
     listed = sorted(name.lstrip("@") for name in entries)
-    return ", ".join(name if name.startswith("role:") else f"@{name}" for name in listed)
+    return ", ".join(name if name.startswith(("role:", WORKFLOW)) else f"@{name}" for name in listed)
 
 
 def is_maintainer(actor: Actor, policy: Policy) -> bool:
@@ -25,7 +25,14 @@ def is_maintainer(actor: Actor, policy: Policy) -> bool:
 def may_run(actor: Actor, policy: Policy) -> bool:
     """An eligible runner: listed in `runners` when set; else, by `runners:`, a collaborator of the repository
     (the default), anyone with read access or more (`readers`), or anyone at all (`anyone`). Triage or more
-    is given to collaborators only, so it counts as one whatever the actor says."""
+    is given to collaborators only, so it counts as one whatever the actor says.
+
+    A GitHub Actions run (`actor.workflow`) runs where `runners` lists its workflow; where `runners` lists
+    workflows but not its own, it may not, whoever its actor is. Where `runners` lists no workflow, the run is
+    its actor, as any caller."""
+    workflows = policy.workflows()
+    if actor.workflow is not None and workflows:
+        return actor.workflow.lower() in workflows
     if policy.runners:
         return policy.lists(policy.runners, actor)
     if policy.runner_access == "anyone":
@@ -37,6 +44,12 @@ def may_run(actor: Actor, policy: Policy) -> bool:
 
 def runners_are(repository: str, actor: Actor, policy: Policy) -> str:
     """Who may run a task, for a refusal: the setting in force, and how to change it or get in."""
+    if actor.workflow is not None and policy.workflows():
+        return (
+            f"{repository} lists the workflows whose runs may run tasks in `runners:` of `.github/baton.yml` "
+            f"({names(policy.runners)}), and workflow:{actor.workflow} is not one of them. Ask to have it added "
+            "to that list"
+        )
     if policy.runners:
         return (
             f"{repository} lists its runners in `runners:` of `.github/baton.yml` ({names(policy.runners)}). "

@@ -38,6 +38,10 @@ class Settings(BaseSettings):
     github_api_url: str = "https://api.github.com"
     github_timeout: float = Field(10.0, gt=0)  # seconds a call to GitHub may take before it is given up and tried later
     api_token: SecretStr | None = None  # the read API answers 403 while this is unset
+    # GitHub Actions OIDC tokens are taken as an agent's credential where their audience is this (Baton's public
+    # URL, as the workflow asks for it); unset: they are not, and a JWT is taken as any other token.
+    oidc_audience: str | None = None
+    oidc_issuer: str = "https://token.actions.githubusercontent.com"  # GHES: https://HOST/_services/token
     api_requests_per_minute: int = Field(600, ge=1)  # requests per login, a tenth at once (then 429, Retry-After)
     worker: Literal["inprocess", "external"] = "inprocess"  # external: `baton worker` processes do the work
     answer_delay: float = Field(2.0, ge=0)  # seconds answers on one issue wait, so a race's refusals share one reply

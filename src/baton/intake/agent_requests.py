@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from baton.domain import Command, Refused, Situation, TicketKey, create
+from baton.domain import Command, Refused, Run, Situation, TicketKey, create
 from baton.domain import decide as decide_command
-from baton.service.resolver import Missing, Resolver
+from baton.service.resolver import Missing, Resolved, Resolver
 from baton.service.work import UNREAD, Issue, Outcome, Request, WorkService
 
 from .commands import brief_teams
@@ -22,15 +22,16 @@ from .context import IssueSource
 
 def prepare(
     resolver: Resolver, work: WorkService, repository: str, number: int, command: Command, login: str, is_bot: bool,
-    operation_id: str,
+    operation_id: str, run: Run | None = None,
 ) -> Request:  # fmt: skip
     """`command` by `login` on `repository#number`, ready to decide: the repository's settings, and the caller's
-    access and teams there, with what people must be told of them (`Request.notices`). Raises `Missing` (the same
-    for a repository the caller cannot read as for one Baton does not serve)."""
-    installation_id, repository_id = resolver.readable(repository, login)
+    access and teams there, with what people must be told of them (`Request.notices`). A GitHub Actions `run`
+    calling for `login` acts on its own installation's repositories only, and its event records it. Raises
+    `Missing` (the same for a repository the caller cannot read as for one Baton does not serve)."""
+    installation_id, repository_id = resolver.readable(repository, login, _within(run))
     key = TicketKey(installation_id, repository_id, number)
     teams = brief_teams(work, key, [command])
-    resolved = resolver.resolve(installation_id, repository, login, is_bot, key, teams)
+    resolved = _as_run(resolver.resolve(installation_id, repository, login, is_bot, key, teams), run)
     issue = Issue(key, repository, "", read=False)
     assignee, told = None, resolved.notices
     if command.name == "assign" and command.user:  # whom it names, with their access: the guard checks they may run
@@ -38,8 +39,17 @@ def prepare(
         assignee, more = resolver.person(installation_id, repository, user, user.lower().endswith("[bot]"),
                                          resolved.policy, key)  # fmt: skip
         told = (*told, *more)
-    return Request(issue, command, resolved.actor, operation_id, resolved.policy, via="api", notices=told,
+    return Request(issue, command, resolved.actor, operation_id, resolved.policy, via="api", run=run, notices=told,
                    assignee=assignee)  # fmt: skip
+
+
+def _within(run: Run | None) -> int | None:
+    return run.installation_id if run is not None else None
+
+
+def _as_run(resolved: Resolved, run: Run | None) -> Resolved:
+    """The caller as a GitHub Actions run acting for them: their access, and the run's workflow (`runners:`)."""
+    return resolved if run is None else replace(resolved, actor=replace(resolved.actor, workflow=run.workflow))
 
 
 def decide_all(work: WorkService, issues: IssueSource | None, requests: Sequence[Request]) -> list[Outcome | Exception]:
@@ -71,7 +81,7 @@ def decide_all(work: WorkService, issues: IssueSource | None, requests: Sequence
 def create_and_claim(
     resolver: Resolver, work: WorkService, issues: IssueSource | None, repository: str, title: str, body: str,
     login: str, is_bot: bool, operation_id: str, *, opened: int | None = None,
-    on_open: Callable[[int], None] | None = None,
+    on_open: Callable[[int], None] | None = None, run: Run | None = None,
 ) -> tuple[TicketKey | None, Outcome | Refused]:  # fmt: skip
     """Open an issue through the App and claim it for `login` at once: its ticket is made claimed, never open.
     The caller is its task owner. Whether `login` may claim it is decided first, so that an issue is opened only
@@ -82,11 +92,11 @@ def create_and_claim(
 
     GitHub's `issues` `opened` webhook about it is Baton's own (`performed_via_github_app`) and offers nothing;
     under `offer: labeled` the issue gets the offer label, as an offered issue has."""
-    installation_id, repository_id = resolver.readable(repository, login)
+    installation_id, repository_id = resolver.readable(repository, login, _within(run))
     if issues is None:
         raise Missing(f"Baton cannot open issues on {repository}: it runs without a GitHub App.")
     # No issue to tell anything on yet: nothing is (`where` None).
-    resolved = resolver.resolve(installation_id, repository, login, is_bot, None)
+    resolved = _as_run(resolver.resolve(installation_id, repository, login, is_bot, None), run)
     actor, policy = resolved.actor, resolved.policy
     would_be, _ = create(TicketKey(installation_id, repository_id, 0), repository, login)
     first = decide_command(would_be, Command("claim"), actor, Situation(policy))
@@ -104,5 +114,5 @@ def create_and_claim(
         made = found
     key = TicketKey(installation_id, repository_id, made.number)
     issue = Issue(key, repository, login, made.body, made.labels or tuple(labels), made.title or title)
-    request = Request(issue, Command("claim"), actor, operation_id, policy, via="api")
+    request = Request(issue, Command("claim"), actor, operation_id, policy, via="api", run=run)
     return key, work.apply_all([request])[0]

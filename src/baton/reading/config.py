@@ -25,6 +25,10 @@ _PERSON = re.compile(
     r"^(?:@?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\]|/[A-Za-z0-9_.-]{1,100})?|role:[A-Za-z0-9][\w .-]{0,99})$"
 )
 _RUNNER_ACCESS = ("collaborators", "readers", "anyone")
+# A GitHub Actions workflow whose runs may run tasks, as its OIDC token's `workflow_ref` names it without the ref.
+_WORKFLOW = re.compile(
+    r"^workflow:[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}/\.github/workflows/[A-Za-z0-9._ -]{1,200}\.ya?ml$"
+)
 
 KEYS = (
     "offer",
@@ -139,8 +143,15 @@ def parse(text: str) -> Policy:
     people_are = "a list of logins, org/team names or role:NAME entries"
     take("reviewers", people, frozenset, people_are)
     take("maintainers", people, frozenset, people_are)
-    take("runners", lambda v: v in _RUNNER_ACCESS or people(v), lambda v: v,
-         f"`collaborators`, `readers`, `anyone` or {people_are}")  # fmt: skip
+
+    def runners(value: Any) -> bool:
+        return isinstance(value, list) and all(
+            isinstance(v, str) and (_PERSON.match(v) or _WORKFLOW.match(v)) for v in value
+        )
+
+    take("runners", lambda v: v in _RUNNER_ACCESS or runners(v), lambda v: v,
+         "`collaborators`, `readers`, `anyone` or a list of logins, org/team names, role:NAME entries or "
+         "`workflow:owner/repo/.github/workflows/agent.yml` entries")  # fmt: skip
     if isinstance(values.get("runners"), str):
         values["runner_access"] = values.pop("runners")
     elif "runners" in values:

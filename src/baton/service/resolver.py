@@ -123,13 +123,16 @@ class Resolver:
             return None
         return found
 
-    def readable(self, repository: str, login: str) -> tuple[int, int]:
+    def readable(self, repository: str, login: str, within: int | None = None) -> tuple[int, int]:
         """The installation and id of `repository`, where Baton serves it and GitHub lets `login` read it. Every
         agent API call passes here before any ticket or issue is looked at; a caller who may not read the
-        repository gets `Missing(not_served(repository))`, as for a repository Baton does not serve. Raises
-        `DirectoryUnavailable` when GitHub cannot be asked."""
+        repository gets `Missing(not_served(repository))`, as for a repository Baton does not serve. With
+        `within` (a GitHub Actions run's installation), a repository of another installation is missing too.
+        Raises `DirectoryUnavailable` when GitHub cannot be asked."""
         found = self.locate(repository)
-        if found is None or self.directory.access(found[0], repository, login).permission is Permission.NONE:
+        if found is None or (within is not None and found[0] != within):
+            raise Missing(not_served(repository))
+        if self.directory.access(found[0], repository, login).permission is Permission.NONE:
             raise Missing(not_served(repository))
         return found
 

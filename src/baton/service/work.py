@@ -23,6 +23,7 @@ from baton.domain import (
     Refused,
     RepositoryKey,
     Role,
+    Run,
     Situation,
     Ticket,
     TicketKey,
@@ -124,6 +125,7 @@ class Request:
     source: Source | None = None
     assignee: Actor | None = None  # for /assign @user: that user, with their access, as the guard needs
     via: str | None = None  # "api": the agent API, recorded on the event as its `source` (None: a comment)
+    run: Run | None = None  # the GitHub Actions run that called, recorded on the event (`Run.recorded`)
     delivery: str | None = None  # the webhook delivery it came in, for the decision's log line
     notices: tuple[Notice, ...] = ()  # what resolving its caller met (`Resolver`), told in its unit of work
 
@@ -278,7 +280,8 @@ class WorkService:
         if isinstance(decision, Applied):
             if request.via is not None:
                 event = decision.event
-                decision = replace(decision, event=replace(event, data={**event.data, "source": request.via}))
+                recorded = {"source": request.via, **(request.run.recorded() if request.run is not None else {})}
+                decision = replace(decision, event=replace(event, data={**event.data, **recorded}))
             outcome = self._record(uow, stored, decision, command, request.operation_id, request.policy)
             batch.moved(request, stored, decision.ticket)
             if decision.message is None:

@@ -4,8 +4,10 @@ HTTP with its own GitHub token, and gets the decision in the response (docs/agen
 `Authorization: Bearer <token>`: a personal (classic or fine-grained), OAuth or user-to-server token. Baton
 asks GitHub whose it is (`github/identity.py`) and decides the call as a comment by that login would be
 decided; GitHub then shows it as it shows a comment's decision (labels, assignee, status comment), and the
-event records `source: api`. `If-Match: "<revision>"` makes the call a compare-and-swap on that revision;
-`Idempotency-Key` makes a retry get the first answer.
+event records `source: api`. Where Baton takes GitHub Actions OIDC tokens (`BATON_OIDC_AUDIENCE`), a workflow's
+token is taken too: the caller is its `actor`, on its own installation's repositories only, and the event records
+the run (`via: actions`, `workflow_ref`, `run_id`). `If-Match: "<revision>"` makes the call a compare-and-swap
+on that revision; `Idempotency-Key` makes a retry get the first answer.
 """
 
 import functools
@@ -482,9 +484,10 @@ def readers(resolver: Resolver, identities: Identities) -> Callable[[str, str], 
     GitHub lets them read it (`Resolver.readable`). Raises `BadToken` for a token that is not a person's."""
 
     def may_read(token: str, repository: str) -> bool:
-        login = identities.who(token).login
+        identity = identities.who(token)
+        within = identity.run.installation_id if identity.run is not None else None
         try:
-            resolver.readable(repository, login)
+            resolver.readable(repository, identity.login, within)
         except Missing:
             return False
         return True
@@ -657,7 +660,8 @@ class AgentApi:
                     answers[n] = opened
                     continue
                 ready.append((n, prepare(self.resolver, self.work, call.repository, call.number, call.command,
-                                         call.identity.login, call.identity.is_bot, opened.operation)))  # fmt: skip
+                                         call.identity.login, call.identity.is_bot, opened.operation,
+                                         call.identity.run)))  # fmt: skip
             except (Missing, DirectoryUnavailable) as error:
                 answers[n] = self.closing(call.identity, call.key, _unavailable(error))
             except Exception as error:  # this call answers 503 (GitHub failed for a moment) or 500, the others go on
@@ -685,7 +689,7 @@ class AgentApi:
         def answer(operation: str, opened: int | None = None) -> JSONResponse:
             made, outcome = create_and_claim(self.resolver, self.work, self.issues, repository, issue.title,
                                              issue.body, identity.login, identity.is_bot, operation, opened=opened,
-                                             on_open=opening)  # fmt: skip
+                                             on_open=opening, run=identity.run)  # fmt: skip
             if made is None or isinstance(outcome, Refused):
                 assert isinstance(outcome, Refused)
                 status, word = status_of(outcome.code)

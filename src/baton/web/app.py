@@ -16,10 +16,11 @@ from starlette.routing import Route
 
 from baton.environment.clock import SYSTEM, Clock
 from baton.environment.settings import Settings
+from baton.github.actions_oidc import ActionsTokens, Unreachable
 from baton.github.identity import Identities
 from baton.process.runtime import Lane, Outage, Runtime
 from baton.process.wiring import assemble
-from baton.service.resolver import Configs, Directory
+from baton.service.resolver import Configs, Directory, DirectoryUnavailable, Resolver
 from baton.store.api_requests import ApiRequests
 from baton.store.reads import Reads
 from baton.store.spool import Spool
@@ -109,7 +110,8 @@ def create_app(
     app.state.writer = parts.writer
     app.state.parts = parts
     app.state.spool = spool
-    identities = Identities(settings.github_api_url, timeout=settings.github_timeout)
+    identities = Identities(settings.github_api_url, timeout=settings.github_timeout,
+                            actions=_actions_tokens(settings, parts.resolver), clock=clock)  # fmt: skip
     # Only with an App: who a token belongs to, and what it may read, is asked of GitHub.
     app.state.read_api = ReadApi(engine, settings, clock, readers(parts.resolver, identities) if parts.writer else None)
     app.state.board = Board(settings, app.state.read_api, clock)
@@ -150,6 +152,21 @@ def create_app(
         return JSONResponse({"status": "ok", "database": engine.dialect.name})
 
     return app
+
+
+def _actions_tokens(settings: Settings, resolver: Resolver) -> ActionsTokens | None:
+    """The checker of GitHub Actions OIDC tokens, where Baton takes them (`BATON_OIDC_AUDIENCE`)."""
+    if not settings.oidc_audience:
+        return None
+
+    def installation_of(repository: str) -> int | None:
+        try:
+            found = resolver.locate(repository)
+        except DirectoryUnavailable as error:
+            raise Unreachable(f"{error}") from None
+        return None if found is None else found[0]
+
+    return ActionsTokens(settings.oidc_issuer, settings.oidc_audience, installation_of, timeout=settings.github_timeout)
 
 
 def _adopt(app: FastAPI, router: APIRouter) -> None:
