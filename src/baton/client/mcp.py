@@ -30,7 +30,7 @@ from mcp.types import INVALID_PARAMS, CallToolResult, ListResourcesResult, Pagin
 from pydantic import BaseModel, Field
 
 from baton.client.agent import AgentClient, Response, Unreachable, UsageError, parse_repository
-from baton.client.verbs import FLAG, LINES, NUMBER, VERBS, Argument, Verb
+from baton.client.verbs import VERBS, Verb
 
 INSTRUCTIONS = (
     "Baton makes sure exactly one agent works on a task, and that delivered work waits for a person to accept "
@@ -182,21 +182,6 @@ class _Server(MCPServer):
 Told = Callable[[Context, str, Callable[[AgentClient, str], Response], Callable[[str, Response], str]], CallToolResult]
 
 
-def _typed(argument: Argument) -> Any:
-    """A verb's argument as its tool takes it (`VERBS`): typed, limited and described."""
-    if argument.kind == FLAG:
-        typed: Any = bool
-    elif argument.kind == NUMBER:
-        typed = Annotated[int, Field(ge=argument.least, le=argument.largest)]
-    else:
-        text = Annotated[str, Field(min_length=argument.shortest or None, max_length=argument.longest,
-                                    pattern=argument.pattern)]  # fmt: skip
-        typed = Annotated[list[text], Field(max_length=argument.most)] if argument.kind == LINES else text
-    if not argument.required and argument.unset() is None:
-        typed = typed | None
-    return Annotated[typed, Field(description=argument.description)]
-
-
 def _tool(verb: Verb, told: Told) -> Callable[..., CallToolResult]:
     """A verb's tool: its route called with the arguments given, guarded by `revision` and made safe to retry by
     `idempotency_key`; on success, `Verb.said` (and Baton's note, when it has one)."""
@@ -217,7 +202,7 @@ def _tool(verb: Verb, told: Told) -> Callable[..., CallToolResult]:
         description=f"{verb.guard.capitalize()} only if the task is still at this revision (as list_tasks or "
         "task_status gave it); otherwise the call is refused.", ge=0)]  # fmt: skip
     keyword = inspect.Parameter.KEYWORD_ONLY
-    typed = {"repo": Repository, "number": Number, **{one.name: _typed(one) for one in verb.arguments},
+    typed = {"repo": Repository, "number": Number, **{one.name: one.annotation() for one in verb.arguments},
              "ctx": Context, "revision": guarded, "idempotency_key": Key}  # fmt: skip
     unset = {one.name: one.unset() for one in verb.arguments if not one.required}
     unset.update(revision=None, idempotency_key=None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 # What an argument holds.
 TEXT = "text"  # a string, within `shortest`, `longest` and `pattern`
@@ -56,6 +56,22 @@ class Argument:
     def unset(self) -> str | bool | list[str] | None:
         """The value when not given: a fresh list for LINES."""
         return [] if self.kind == LINES else self.default
+
+    def annotation(self) -> Any:
+        """Its type for pydantic, limited and described: the API body's field and the MCP tool's argument."""
+        from pydantic import Field, StringConstraints  # not at import: the CLI reads this table before it needs them
+
+        if self.kind == FLAG:
+            typed: Any = bool
+        elif self.kind == NUMBER:
+            typed = Annotated[int, Field(ge=self.least, le=self.largest)]
+        else:
+            text = Annotated[str, StringConstraints(min_length=self.shortest or None, max_length=self.longest,
+                                                    pattern=self.pattern)]  # fmt: skip
+            typed = Annotated[list[text], Field(max_length=self.most)] if self.kind == LINES else text
+        if not self.required and self.unset() is None:
+            typed = typed | None
+        return Annotated[typed, Field(description=self.description)]
 
 
 @dataclass(frozen=True)

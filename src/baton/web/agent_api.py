@@ -42,7 +42,7 @@ from pydantic import (
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from baton.client.verbs import BY_NAME, FLAG, LINES, NUMBER, SAID, SUMMARY, USER, VERBS, WORD, Argument, Verb
+from baton.client.verbs import BY_NAME, SAID, SUMMARY, USER, VERBS, WORD, Verb
 from baton.domain import Command, Evidence, Refused, Ticket, TicketKey, WorkState
 from baton.domain.brief import UNSAID_PRIORITY
 from baton.domain.refusals import status_of
@@ -72,7 +72,6 @@ Owner = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}$")]
 Repo = Annotated[str, Path(pattern=r"^[A-Za-z0-9._-]{1,100}$")]
 Number = Annotated[int, Path(ge=1, le=MAX_NUMBER)]
 Text = Annotated[str, StringConstraints(max_length=10_000)]
-Line = Annotated[str, StringConstraints(min_length=1, max_length=2_000)]
 
 
 class Answer(BaseModel):
@@ -166,30 +165,11 @@ class NewIssue(Body):
     body: Text = ""
 
 
-def _typed(argument: Argument) -> Any:
-    """An argument's type in its verb's body, as `VERBS` describes it."""
-    if argument.kind == FLAG:
-        return bool
-    if argument.kind == NUMBER:
-        return Annotated[int, Field(ge=argument.least, le=argument.largest)]
-    text = Annotated[str, StringConstraints(min_length=argument.shortest or None, max_length=argument.longest,
-                                            pattern=argument.pattern)]  # fmt: skip
-    if argument.kind == LINES:
-        return Annotated[list[text], Field(max_length=argument.most)]
-    return text
-
-
 def _body(verb: Verb) -> type[Body]:
     """The body a verb's route takes: a field for each of its arguments."""
-    fields: dict[str, Any] = {}
-    for argument in verb.arguments:
-        typed = _typed(argument)
-        if argument.required:
-            fields[argument.name] = (typed, Field(description=argument.description))
-        else:
-            unset = argument.unset()
-            fields[argument.name] = (typed if unset is not None else typed | None,
-                                     Field(default=unset, description=argument.description))  # fmt: skip
+    fields: dict[str, Any] = {
+        one.name: (one.annotation(), ... if one.required else one.unset()) for one in verb.arguments
+    }
     made: type[Body] = create_model(verb.body, __base__=Body, __module__=__name__, **fields)
     return made
 
