@@ -99,8 +99,9 @@ class Verb:
     def sent(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """The body for these argument values, as a client sends it and a retry with the same Idempotency-Key must
         send again: a body the route needs, whole; else only the arguments given (neither null nor false)."""
-        return {name: value for name, value in ((one.name, values[one.name]) for one in self.arguments)
-                if self.takes_body or (value is not None and value is not False)}  # fmt: skip
+        whole = self.takes_body
+        return {one.name: values[one.name] for one in self.arguments
+                if whole or (values[one.name] is not None and values[one.name] is not False)}  # fmt: skip
 
 
 def _text(name: str, description: str, flag: str) -> Argument:

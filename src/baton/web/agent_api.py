@@ -183,9 +183,8 @@ BODIES: dict[str, Any] = {name: model if BY_NAME[name].takes_body else model | N
 def command_of(action: str, body: BaseModel | None) -> tuple[Command, dict[str, Any]]:
     """The command a command route's body makes, and the body as a retry with the same Idempotency-Key sends it."""
     verb = BY_NAME[action]
-    values: dict[str, Any] = {argument.name: argument.unset() for argument in verb.arguments}
-    if body is not None:
-        values.update(body.model_dump())
+    values: dict[str, Any] = {argument.name: argument.unset() if body is None else getattr(body, argument.name)
+                              for argument in verb.arguments}  # fmt: skip
     text, user, summary, evidence = "", None, None, dict[str, Any]()
     for argument in verb.arguments:
         value = values[argument.name]
@@ -198,8 +197,7 @@ def command_of(action: str, body: BaseModel | None) -> tuple[Command, dict[str, 
             summary = value if argument.carries == SUMMARY else summary
         else:
             evidence[argument.carries] = tuple(value) if isinstance(value, list) else value
-    command = Command(action, user=user, text=text, evidence=Evidence(**evidence), summary=summary)
-    return command, verb.sent(values)
+    return Command(action, user=user, text=text, evidence=Evidence(**evidence), summary=summary), verb.sent(values)
 
 
 class _Limiter:
