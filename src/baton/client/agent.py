@@ -1,5 +1,5 @@
-"""The client side of Baton's agent API: claim, release and deliver a task, open-and-claim one, accept, send back
-or reopen a delivery, list the open tasks, read a ticket.
+"""The client side of Baton's agent API: send a verb on a task (claim, release, assign, deliver, accept, send back,
+reopen: `client/verbs.py`), open-and-claim one, list the open tasks, read a ticket.
 
 Synchronous, one `httpx.Client` per process. The agent authenticates with its own GitHub token, which this
 module sends in the `Authorization` header and nowhere else: it is never logged, printed or put in an error.
@@ -12,7 +12,7 @@ import re
 import shutil
 import subprocess
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -172,39 +172,20 @@ class AgentClient:
     def close(self) -> None:
         self._http.close()
 
+    def command(
+        self, repo: str, number: int, verb: str, body: dict[str, Any], rev: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> Response:  # fmt: skip
+        """POST a verb on an issue (`client/verbs.py`) with its body: `If-Match` names the revision it must still
+        be at, `Idempotency-Key` makes a retry get the first answer."""
+        path = f"{_issue_path(repo, number)}/{verb}"
+        return self._call("POST", path, json=body, headers=_headers(rev, idempotency_key))
+
     def claim(
         self, repo: str, number: int, rev: int | None = None, idempotency_key: str | None = None, force: bool = False
     ) -> Response:
         """Claim the task; `force`: a maintainer claims one that is not ready."""
-        return self._act(repo, number, "claim", {"force": True} if force else {}, rev, idempotency_key)
-
-    def release(
-        self, repo: str, number: int, rev: int | None = None, idempotency_key: str | None = None,
-        user: str | None = None,
-    ) -> Response:  # fmt: skip
-        """Release the caller's claim, or (a maintainer) `user`'s."""
-        return self._act(repo, number, "release", {"user": user} if user else {}, rev, idempotency_key)
-
-    def assign(
-        self, repo: str, number: int, user: str, rev: int | None = None, idempotency_key: str | None = None
-    ) -> Response:
-        """Make `user` the task's runner (a maintainer's call)."""
-        return self._act(repo, number, "assign", {"user": user}, rev, idempotency_key)
-
-    def accept(
-        self, repo: str, number: int, note: str = "", rev: int | None = None, idempotency_key: str | None = None
-    ) -> Response:
-        return self._act(repo, number, "accept", {"note": note}, rev, idempotency_key)
-
-    def send_back(
-        self, repo: str, number: int, feedback: str = "", rev: int | None = None, idempotency_key: str | None = None
-    ) -> Response:
-        return self._act(repo, number, "send-back", {"feedback": feedback}, rev, idempotency_key)
-
-    def reopen(
-        self, repo: str, number: int, reason: str = "", rev: int | None = None, idempotency_key: str | None = None
-    ) -> Response:
-        return self._act(repo, number, "reopen", {"reason": reason}, rev, idempotency_key)
+        return self.command(repo, number, "claim", {"force": True} if force else {}, rev, idempotency_key)
 
     def create_and_claim(self, repo: str, title: str, body: str = "", idempotency_key: str | None = None) -> Response:
         """Open an issue in `repo` and claim it (201): it is never open for anyone else."""
@@ -212,35 +193,11 @@ class AgentClient:
         path = f"/api/v1/repos/{quote(owner, safe='')}/{quote(name, safe='')}/issues"
         return self._call("POST", path, json={"title": title, "body": body}, headers=_headers(None, idempotency_key))
 
-    def deliver(
-        self,
-        repo: str,
-        number: int,
-        summary: str,
-        branch: str | None = None,
-        commit: str | None = None,
-        pr: int | None = None,
-        tests: Sequence[str] = (),
-        screenshots: Sequence[str] = (),
-        rev: int | None = None,
-        idempotency_key: str | None = None,
-    ) -> Response:
-        body = {"summary": summary, "branch": branch, "commit": commit, "pr": pr, "tests": list(tests),
-                "screenshots": list(screenshots)}  # fmt: skip
-        return self._act(repo, number, "deliver", body, rev, idempotency_key)
-
     def tasks(self, repo: str, state: str = "open") -> Response:
         return self._call("GET", "/api/v1/tasks", params={"repo": repo, "state": state})
 
     def status(self, repo: str, number: int) -> Response:
         return self._call("GET", _issue_path(repo, number))
-
-    def _act(
-        self, repo: str, number: int, action: str, body: dict[str, Any], rev: int | None, key: str | None
-    ) -> Response:
-        """POST a command on an issue: `If-Match` names the revision it must still be at, `Idempotency-Key` makes
-        a retry get the first answer."""
-        return self._call("POST", f"{_issue_path(repo, number)}/{action}", json=body, headers=_headers(rev, key))
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Response:
         try:

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from baton.client.verbs import FLAG, LINES, LOGIN, NUMBER, VERBS, Argument, Verb
+
 if TYPE_CHECKING:
     from baton.client.agent import AgentClient, Response
 
@@ -27,10 +29,11 @@ WRITING_EPILOG = """
 --key: Baton answers a request sent again with the same key (by the same login) as it answered the first, and
 does it once; without --key each run sends a fresh key, which --json prints as "idempotency_key"."""
 
-# The commands' groups, as `baton --help` lists them.
+# The commands' groups, as `baton --help` lists them: the agents', with the verbs agents send (`VERBS`), and
+# the reviewers' and maintainers', with the others.
 GROUPS = {
-    "agents": ("tasks", "next", "claim", "new", "deliver", "release", "status", "mcp"),
-    "reviewers and maintainers": ("accept", "send-back", "reopen", "assign"),
+    "agents": ("tasks", "next", *(verb.name for verb in VERBS if verb.role == "agents"), "new", "status", "mcp"),
+    "reviewers and maintainers": tuple(verb.name for verb in VERBS if verb.role != "agents"),
 }
 
 _REFUSALS = {403, 404, 409, 412, 422}
@@ -181,25 +184,22 @@ def _held(verb: str, repo: str, number: int) -> Callable[[dict[str, Any]], str]:
     return line
 
 
-def _claim(args: argparse.Namespace) -> int:
-    repo, number = args.issue
-    return _agent(args, lambda shown, client, token: shown.answered(
-        client.claim(repo, number, rev=args.rev, idempotency_key=shown.key, force=args.force), token,
-        _held("claimed", repo, number)))  # fmt: skip
+def _verb(verb: Verb) -> Callable[[argparse.Namespace], int]:
+    """A verb's subcommand: its arguments sent as the body of its route on OWNER/REPO#N, the answer said in one
+    line (`Verb.done`)."""
 
+    def run(args: argparse.Namespace) -> int:
+        repo, number = args.issue
+        values = {argument.name: getattr(args, argument.name) for argument in verb.arguments}
+        done = _held(verb.done.format(**values), repo, number)
 
-def _release(args: argparse.Namespace) -> int:
-    repo, number = args.issue
-    return _agent(args, lambda shown, client, token: shown.answered(
-        client.release(repo, number, rev=args.rev, idempotency_key=shown.key, user=args.user), token,
-        _held("released", repo, number)))  # fmt: skip
+        def act(shown: _Agent, client: AgentClient, token: str) -> int:
+            answer = client.command(repo, number, verb.name, verb.sent(values), rev=args.rev, idempotency_key=shown.key)
+            return shown.answered(answer, token, done)
 
+        return _agent(args, act)
 
-def _assign(args: argparse.Namespace) -> int:
-    repo, number = args.issue
-    return _agent(args, lambda shown, client, token: shown.answered(
-        client.assign(repo, number, args.user, rev=args.rev, idempotency_key=shown.key), token,
-        _held(f"assigned to @{args.user}:", repo, number)))  # fmt: skip
+    return run
 
 
 def _login_argument(text: str) -> str:
@@ -209,28 +209,6 @@ def _login_argument(text: str) -> str:
     if not re.fullmatch(LOGIN, login):
         raise argparse.ArgumentTypeError(f"{text!r} is not a GitHub login")
     return login
-
-
-def _review(verb: str) -> Callable[[argparse.Namespace], int]:
-    """`accept`, `send-back` or `reopen`: a reviewer's decision on a task, with its text."""
-
-    def run(args: argparse.Namespace) -> int:
-        repo, number = args.issue
-
-        def act(shown: _Agent, client: AgentClient, token: str) -> int:
-            options = {"rev": args.rev, "idempotency_key": shown.key}
-            if verb == "accept":
-                answer = client.accept(repo, number, args.note, **options)
-            elif verb == "send-back":
-                answer = client.send_back(repo, number, args.feedback, **options)
-            else:
-                answer = client.reopen(repo, number, args.reason, **options)
-            done = {"accept": "accepted", "send-back": "sent back", "reopen": "reopened"}[verb]
-            return shown.answered(answer, token, _held(done, repo, number))
-
-        return _agent(args, act)
-
-    return run
 
 
 def _new(args: argparse.Namespace) -> int:
@@ -252,18 +230,6 @@ def _read_text(name: str) -> str:
         return sys.stdin.read()
     with open(name, encoding="utf-8") as file:
         return file.read()
-
-
-def _deliver(args: argparse.Namespace) -> int:
-    repo, number = args.issue
-
-    def act(shown: _Agent, client: AgentClient, token: str) -> int:
-        answer = client.deliver(repo, number, args.summary, branch=args.branch, commit=args.commit, pr=args.pr,
-                                tests=args.tests, screenshots=args.screenshots, rev=args.rev,
-                                idempotency_key=shown.key)  # fmt: skip
-        return shown.answered(answer, token, _held("delivered", repo, number))
-
-    return _agent(args, act)
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -406,12 +372,11 @@ def add_agent_commands(commands: Any) -> None:
     next_.add_argument("repository", metavar="OWNER/REPO", type=_repository_argument)
     next_.set_defaults(run=_next)
 
-    claim = on_issue("claim", "claim a task (agents; HTTP)", "Claim the task OWNER/REPO#N for this agent. Exactly "
-                     "one of any number of agents claiming at once wins. Claiming a task you hold changes "
-                     "nothing.", "claim")  # fmt: skip
-    claim.add_argument("--force", action="store_true",
-                       help="claim a task that is not ready (blocked): maintainers, as /claim force")  # fmt: skip
-    claim.set_defaults(run=_claim)
+    for verb in VERBS:
+        made = on_issue(verb.name, f"{verb.help} ({verb.role}; HTTP)", verb.about, verb.guard)
+        for argument in verb.arguments:
+            _add_argument(made, argument)
+        made.set_defaults(run=_verb(verb))
 
     new = add("new", "open an issue and claim it at once (agents; HTTP)",
               "Open an issue in OWNER/REPO with --title (and the body in --body-file) and claim it: it is never "
@@ -422,64 +387,17 @@ def add_agent_commands(commands: Any) -> None:
     new.add_argument("--body-file", metavar="FILE", help="the issue's body, read from FILE (- for stdin)")
     new.set_defaults(run=_new)
 
-    deliver = on_issue("deliver", "deliver a task you hold, with evidence (agents; HTTP)",
-                       "Deliver OWNER/REPO#N: a summary and the evidence. The task then waits for a reviewer; a "
-                       "delivery lacking evidence the task requires is refused, naming what it lacks.",
-                       "deliver")  # fmt: skip
-    deliver.add_argument("--summary", required=True, metavar="TEXT", help="what was done, for the reviewer")
-    deliver.add_argument("--branch", metavar="B", help="the branch holding the work")
-    deliver.add_argument("--commit", metavar="SHA", help="the commit delivered")
-    deliver.add_argument("--pr", type=_pull_request_argument, metavar="N", help="the pull request number")
-    deliver.add_argument("--tests", action="append", default=[], metavar="T",
-                         help="test evidence: a CI run's address or test output (repeatable)")  # fmt: skip
-    deliver.add_argument("--screenshot", dest="screenshots", action="append", default=[], metavar="URL",
-                         help="a screenshot's address (repeatable)")  # fmt: skip
-    deliver.set_defaults(run=_deliver)
-
-    release = on_issue("release", "give back a task you hold (agents; HTTP)",
-                       "Release OWNER/REPO#N: the task is open again for anyone to claim. Its runner releases "
-                       "their own claim; a maintainer releases someone else's with --user LOGIN.",
-                       "release")  # fmt: skip
-    release.add_argument("--user", type=_login_argument, metavar="LOGIN",
-                         help="whose claim to release (maintainers; as a /release @user comment)")  # fmt: skip
-    release.set_defaults(run=_release)
-
-    assign = on_issue("assign", "make someone a task's runner (maintainers; HTTP)",
-                      "Make LOGIN the runner of OWNER/REPO#N, open or claimed (a claim held by someone else ends). "
-                      "LOGIN must be someone who may run the task.", "assign")  # fmt: skip
-    assign.add_argument("user", metavar="@LOGIN", type=_login_argument, help="who becomes the runner")
-    assign.set_defaults(run=_assign)
-
     status = add("status", "show a task's state, holder and revision (agents; HTTP)",
                  "Show OWNER/REPO#N as Baton knows it: its work state, who holds it, its revision and "
                  "attempt.")  # fmt: skip
     status.add_argument("issue", metavar="OWNER/REPO#N", type=_issue_argument)
     status.set_defaults(run=_status)
 
-    accept = on_issue("accept", "accept a delivered task (reviewers; HTTP)",
-                      "Accept the delivery of OWNER/REPO#N: the work is done. Its runner cannot accept their own "
-                      "delivery.", "accept")  # fmt: skip
-    accept.add_argument("--note", default="", metavar="TEXT", help="a note for the runner and the record")
-    accept.set_defaults(run=_review("accept"))
-
-    send_back = on_issue("send-back", "send a delivery back to its runner (reviewers; HTTP)",
-                         "Send the delivery of OWNER/REPO#N back to its runner for another attempt, saying what "
-                         "is missing.", "send it back")  # fmt: skip
-    send_back.add_argument("--feedback", default="", metavar="TEXT", help="what the runner should change")
-    send_back.set_defaults(run=_review("send-back"))
-
-    reopen = on_issue("reopen", "reopen accepted work (reviewers; HTTP)",
-                      "Reopen OWNER/REPO#N after it was accepted: it is open again for anyone to claim.",
-                      "reopen")  # fmt: skip
-    reopen.add_argument("--reason", default="", metavar="TEXT", help="why the work is reopened")
-    reopen.set_defaults(run=_review("reopen"))
-
     mcp = commands.add_parser(
         "mcp",
         help="serve the agent API's tools to a coding assistant over MCP (stdio)",
-        description="Serve Baton's agent API as MCP tools on stdin and stdout (list_tasks, claim_task, "
-        "create_and_claim, deliver_task, release_task, task_status, accept_task, send_back_task, reopen_task, "
-        "assign_task) "
+        description="Serve Baton's agent API as MCP tools on stdin and stdout (list_tasks, create_and_claim, "
+        f"task_status, {', '.join(verb.tool for verb in VERBS)}) "
         "and each task's brief as a resource (baton://OWNER/REPO/issues/N), for a coding assistant that starts "
         "this command. "
         "Reads Baton's address from BATON_URL and the agent's GitHub token from GITHUB_TOKEN, else GH_TOKEN, "
@@ -489,6 +407,25 @@ def add_agent_commands(commands: Any) -> None:
                      type=_repository_argument,
                      help="list this repository's open tasks as resources (repeatable)")  # fmt: skip
     mcp.set_defaults(run=_mcp)
+
+
+def _add_argument(parser: argparse.ArgumentParser, argument: Argument) -> None:
+    """A verb's argument as its subcommand's option (or positional argument), said in its `description`."""
+    said = argument.description[0].lower() + argument.description[1:].removesuffix(".")
+    options: dict[str, Any] = {"metavar": argument.metavar, "help": said}
+    if argument.kind == FLAG:
+        options = {"action": "store_true", "help": said}
+    elif argument.kind == LINES:
+        options.update(action="append", default=[], help=f"{said} (repeatable)")
+    else:
+        types = {LOGIN: _login_argument, NUMBER: _pull_request_argument}
+        options.update(type=types.get(argument.kind, str), default=argument.default)
+        if argument.required and argument.flag is not None:
+            options["required"] = True
+    if argument.flag is None:
+        parser.add_argument(argument.name, **options)
+    else:
+        parser.add_argument(argument.flag, dest=argument.name, **options)
 
 
 def _mcp(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ BATON_URL with the agent's GITHUB_TOKEN), and by `baton serve` itself at `/mcp` 
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -28,7 +29,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, ListResourcesResult, PaginatedRequestParams, Resource, TextContent
 from pydantic import BaseModel, Field
 
-from baton.client.agent import LOGIN, AgentClient, Response, Unreachable, UsageError, parse_repository
+from baton.client.agent import AgentClient, Response, Unreachable, UsageError, parse_repository
+from baton.client.verbs import VERBS, Verb
 
 INSTRUCTIONS = (
     "Baton makes sure exactly one agent works on a task, and that delivered work waits for a person to accept "
@@ -49,27 +51,7 @@ Repository = Annotated[
         pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$",
     ),
 ]
-Login = Annotated[
-    str,
-    Field(description="A GitHub login, such as agent-b.", pattern=rf"^@?{LOGIN}$"),
-]
 Number = Annotated[int, Field(description="The issue number of the task.", ge=1, le=2_147_483_647)]
-Revision = Annotated[
-    int | None,
-    Field(
-        description="Claim only if the task is still at this revision (as list_tasks or task_status gave it); "
-        "otherwise the claim is refused.",
-        ge=0,
-    ),
-]
-Guard = Annotated[
-    int | None,
-    Field(
-        description="Decide only if the task is still at this revision (as list_tasks or task_status gave it); "
-        "otherwise the call is refused.",
-        ge=0,
-    ),
-]
 Key = Annotated[
     str | None,
     Field(
@@ -80,7 +62,6 @@ Key = Annotated[
     ),
 ]
 Text = Annotated[str, Field(max_length=10_000)]
-Summary = Annotated[str, Field(description="What was done, for the reviewer.", min_length=1, max_length=10_000)]
 
 
 class TaskAnswer(BaseModel):
@@ -97,37 +78,15 @@ class TaskAnswer(BaseModel):
 
 
 Changed = Annotated[CallToolResult, TaskAnswer]
-Lines = Annotated[list[str], Field(max_length=20)]
 
 LIST_TASKS = (
     "The tasks a repository offers for claiming, highest priority first, then oldest: issue, title, url, "
     "revision, priority (0 to 4) and brief (what to do, its scope, how it is judged, the evidence a delivery needs)."
 )
-CLAIM_TASK = (
-    "Claim a task: exactly one of any number of claimants wins. On success the task is yours (its revision and "
-    "attempt are in the answer); a refusal is an error naming who holds it. Claiming a task you already hold is "
-    "safe and changes nothing."
-)
-DELIVER_TASK = (
-    "Deliver a task you hold: a summary of what was done and its evidence. The task then waits for a reviewer; "
-    "delivered is not accepted. A delivery that lacks evidence the task requires is refused, naming everything "
-    "it lacks."
-)
-RELEASE_TASK = (
-    "Release a task you hold and cannot finish: it is open again for anyone to claim. A maintainer releases "
-    "someone else's claim by naming them in `user`."
-)
-ASSIGN_TASK = (
-    "Make `user` (someone who may run the task) its runner, open or claimed: a claim someone else holds ends. "
-    "Maintainers only."
-)
 CREATE_AND_CLAIM = (
     "Open a new issue in a repository and claim it at once: it is never open for anyone else. With an "
     "idempotency_key, a retry claims the issue the first call opened rather than open a second."
 )
-ACCEPT_TASK = "Accept a delivered task, as its reviewer: the work is done. Its runner cannot accept their own delivery."
-SEND_BACK_TASK = "Send a delivered task back to its runner for another attempt, with feedback saying what to change."
-REOPEN_TASK = "Reopen accepted work: it is open again for anyone to claim. Say why in `reason`."
 BRIEF = (
     "A task's brief: what to do, its scope, how it is judged and the evidence a delivery needs, with the task's "
     "state and revision (JSON)."
@@ -220,6 +179,43 @@ class _Server(MCPServer):
         return found
 
 
+Told = Callable[[Context, str, Callable[[AgentClient, str], Response], Callable[[str, Response], str]], CallToolResult]
+
+
+def _tool(verb: Verb, told: Told) -> Callable[..., CallToolResult]:
+    """A verb's tool: its route called with the arguments given, guarded by `revision` and made safe to retry by
+    `idempotency_key`; on success, `Verb.said` (and Baton's note, when it has one)."""
+
+    def tool(ctx: Context, repo: str, number: int, revision: int | None = None, idempotency_key: str | None = None,
+             **values: Any) -> CallToolResult:  # fmt: skip
+        def say(repository: str, answer: Response) -> str:
+            body = answer.body
+            line = verb.said.format(task=_where(body, repository, number), revision=_revision(body),
+                                    runner=body.get("runner"))  # fmt: skip
+            return line + (f": {answer.message}" if answer.message else "")
+
+        given = {argument.name: values.get(argument.name, argument.unset()) for argument in verb.arguments}
+        return told(ctx, repo, lambda client, repository: client.command(
+            repository, number, verb.name, verb.sent(given), revision, idempotency_key), say)  # fmt: skip
+
+    guarded = Annotated[int | None, Field(
+        description=f"{verb.guard.capitalize()} only if the task is still at this revision (as list_tasks or "
+        "task_status gave it); otherwise the call is refused.", ge=0)]  # fmt: skip
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    typed = {"repo": Repository, "number": Number, **{one.name: one.annotation() for one in verb.arguments},
+             "ctx": Context, "revision": guarded, "idempotency_key": Key}  # fmt: skip
+    unset = {one.name: one.unset() for one in verb.arguments if not one.required}
+    unset.update(revision=None, idempotency_key=None)
+    tool.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(name, keyword, annotation=kind, default=unset.get(name, inspect.Parameter.empty))
+         for name, kind in typed.items()],
+        return_annotation=Changed,
+    )  # fmt: skip
+    tool.__annotations__ = {**typed, "return": Changed}
+    tool.__name__ = verb.tool
+    return tool
+
+
 def build_server(clients: Clients, repositories: Sequence[str] = ()) -> MCPServer:
     """An MCP server whose tools call the agent API through the client `clients` gives each call; its resources
     list the open tasks of `repositories` (and of those an HTTP request names)."""
@@ -260,22 +256,6 @@ def build_server(clients: Clients, repositories: Sequence[str] = ()) -> MCPServe
         listed = "; ".join(f"#{task.get('issue')} {task.get('title') or '(no brief)'}" for task in tasks)
         return _text(f"{len(tasks)} open task{'s' if len(tasks) != 1 else ''} in {repository}: {listed}", answer.body)
 
-    @server.tool(description=CLAIM_TASK)
-    def claim_task(
-        repo: Repository,
-        number: Number,
-        ctx: Context,
-        revision: Revision = None,
-        idempotency_key: Key = None,
-        force: Annotated[bool, Field(description="A maintainer claims a task that is not ready (blocked).")] = False,
-    ) -> Changed:
-        def say(repository: str, answer: Response) -> str:
-            line = f"claimed {_where(answer.body, repository, number)} ({_revision(answer.body)})"
-            return line + (f": {answer.message}" if answer.ok and answer.message else "")
-
-        return told(ctx, repo, lambda client, repository: client.claim(
-            repository, number, rev=revision, idempotency_key=idempotency_key, force=force), say)  # fmt: skip
-
     @server.tool(description=CREATE_AND_CLAIM)
     def create_and_claim(
         repo: Repository,
@@ -293,80 +273,6 @@ def build_server(clients: Clients, repositories: Sequence[str] = ()) -> MCPServe
             ),
         )
 
-    @server.tool(description=DELIVER_TASK)
-    def deliver_task(
-        repo: Repository,
-        number: Number,
-        summary: Summary,
-        ctx: Context,
-        branch: Annotated[str | None, Field(description="The branch holding the work.")] = None,
-        commit: Annotated[str | None, Field(description="The commit SHA (7 to 40 hex digits).")] = None,
-        pr: Annotated[int | None, Field(description="The pull request's number.", ge=1)] = None,
-        # The lists are copied into each call's argument model, and never changed here.
-        tests: Annotated[Lines, Field(description="Test evidence: links to test runs, or test output.")] = [],  # noqa: B006
-        screenshots: Annotated[Lines, Field(description="Links to screenshots.")] = [],  # noqa: B006
-        revision: Guard = None,
-        idempotency_key: Key = None,
-    ) -> Changed:
-        return told(
-            ctx,
-            repo,
-            lambda client, repository: client.deliver(
-                repository,
-                number,
-                summary,
-                branch=branch,
-                commit=commit,
-                pr=pr,
-                tests=tests,
-                screenshots=screenshots,
-                rev=revision,
-                idempotency_key=idempotency_key,
-            ),
-            lambda repository, answer: (
-                f"delivered {_where(answer.body, repository, number)} ({_revision(answer.body)}); it waits for review"
-            ),
-        )
-
-    @server.tool(description=RELEASE_TASK)
-    def release_task(
-        repo: Repository,
-        number: Number,
-        ctx: Context,
-        user: Annotated[Login | None, Field(description="Whose claim to release (maintainers).")] = None,
-        revision: Guard = None,
-        idempotency_key: Key = None,
-    ) -> Changed:
-        return told(
-            ctx,
-            repo,
-            lambda client, repository: client.release(
-                repository, number, rev=revision, idempotency_key=idempotency_key, user=user
-            ),
-            lambda repository, answer: (
-                f"released {_where(answer.body, repository, number)} ({_revision(answer.body)}); it is open again"
-            ),
-        )
-
-    @server.tool(description=ASSIGN_TASK)
-    def assign_task(
-        repo: Repository,
-        number: Number,
-        user: Annotated[Login, Field(description="Who becomes the runner.")],
-        ctx: Context,
-        revision: Guard = None,
-        idempotency_key: Key = None,
-    ) -> Changed:
-        return told(
-            ctx,
-            repo,
-            lambda client, repository: client.assign(repository, number, user, revision, idempotency_key),
-            lambda repository, answer: (
-                f"assigned {_where(answer.body, repository, number)} to @{answer.body.get('runner')} "
-                f"({_revision(answer.body)})"
-            ),
-        )
-
     @server.tool(description=TASK_STATUS)
     def task_status(repo: Repository, number: Number, ctx: Context) -> CallToolResult:
         def say(repository: str, answer: Response) -> str:
@@ -376,58 +282,8 @@ def build_server(clients: Clients, repositories: Sequence[str] = ()) -> MCPServe
 
         return told(ctx, repo, lambda client, repository: client.status(repository, number), say)
 
-    @server.tool(description=ACCEPT_TASK)
-    def accept_task(
-        repo: Repository,
-        number: Number,
-        ctx: Context,
-        note: Annotated[Text, Field(description="A note for the runner and the record.")] = "",
-        revision: Guard = None,
-        idempotency_key: Key = None,
-    ) -> Changed:
-        return told(
-            ctx,
-            repo,
-            lambda client, repository: client.accept(repository, number, note, revision, idempotency_key),
-            lambda repository, answer: f"accepted {_where(answer.body, repository, number)} ({_revision(answer.body)})",
-        )
-
-    @server.tool(description=SEND_BACK_TASK)
-    def send_back_task(
-        repo: Repository,
-        number: Number,
-        ctx: Context,
-        feedback: Annotated[Text, Field(description="What the runner should change.")] = "",
-        revision: Guard = None,
-        idempotency_key: Key = None,
-    ) -> Changed:
-        return told(
-            ctx,
-            repo,
-            lambda client, repository: client.send_back(repository, number, feedback, revision, idempotency_key),
-            lambda repository, answer: (
-                f"sent {_where(answer.body, repository, number)} back to @{answer.body.get('runner')} "
-                f"({_revision(answer.body)})"
-            ),
-        )
-
-    @server.tool(description=REOPEN_TASK)
-    def reopen_task(
-        repo: Repository,
-        number: Number,
-        ctx: Context,
-        reason: Annotated[Text, Field(description="Why the work is reopened.")] = "",
-        revision: Guard = None,
-        idempotency_key: Key = None,
-    ) -> Changed:
-        return told(
-            ctx,
-            repo,
-            lambda client, repository: client.reopen(repository, number, reason, revision, idempotency_key),
-            lambda repository, answer: (
-                f"reopened {_where(answer.body, repository, number)} ({_revision(answer.body)}); it is open again"
-            ),
-        )
+    for verb in VERBS:
+        server.add_tool(_tool(verb, told), name=verb.tool, description=verb.tool_about)
 
     @server.resource("baton://{owner}/{name}/issues/{number}", name="brief", description=BRIEF,
                      mime_type="application/json")  # fmt: skip

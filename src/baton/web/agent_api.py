@@ -13,6 +13,7 @@ on that revision; `Idempotency-Key` makes a retry get the first answer.
 import functools
 import hashlib
 import hmac
+import inspect
 import json
 import logging
 import re
@@ -30,10 +31,20 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from githubkit.exception import RequestError, RequestFailed
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+    field_validator,
+)
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from baton.client.verbs import BY_NAME, SAID, SUMMARY, USER, VERBS, WORD, Verb
 from baton.domain import Command, Evidence, Refused, Ticket, TicketKey, WorkState
 from baton.domain.brief import UNSAID_PRIORITY
 from baton.domain.refusals import status_of
@@ -63,7 +74,6 @@ Owner = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}$")]
 Repo = Annotated[str, Path(pattern=r"^[A-Za-z0-9._-]{1,100}$")]
 Number = Annotated[int, Path(ge=1, le=MAX_NUMBER)]
 Text = Annotated[str, StringConstraints(max_length=10_000)]
-Line = Annotated[str, StringConstraints(min_length=1, max_length=2_000)]
 
 
 class Answer(BaseModel):
@@ -152,80 +162,44 @@ class Body(BaseModel):
         return _storable(value)
 
 
-class Deliver(Body):
-    summary: Annotated[str, StringConstraints(min_length=1, max_length=10_000)]
-    branch: Annotated[str, StringConstraints(pattern=r"^[^\s~^:?*\[\\]{1,255}$")] | None = None
-    commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{7,40}$")] | None = None
-    pr: Annotated[int, Field(ge=1, le=MAX_NUMBER)] | None = None
-    tests: Annotated[list[Line], Field(max_length=20)] = []
-    screenshots: Annotated[list[Line], Field(max_length=20)] = []
-
-
 class NewIssue(Body):
     title: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     body: Text = ""
 
 
-class Note(Body):
-    note: Text = ""
+def _body(verb: Verb) -> type[Body]:
+    """The body a verb's route takes: a field for each of its arguments."""
+    fields: dict[str, Any] = {
+        one.name: (one.annotation(), ... if one.required else one.unset()) for one in verb.arguments
+    }
+    made: type[Body] = create_model(verb.body, __base__=Body, __module__=__name__, **fields)
+    return made
 
 
-class Feedback(Body):
-    feedback: Text = ""
-
-
-class Reason(Body):
-    reason: Text = ""
-
-
-class Nothing(Body):
-    pass
-
-
-# A GitHub login, as a comment's `@user` names one (the `@` is optional).
-Login = Annotated[
-    str,
-    StringConstraints(pattern=r"^@?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$"),
-    Field(description="A GitHub login, such as `agent-b` or `@agent-b`."),
-]
-
-
-class Claim(Body):
-    force: bool = Field(False, description="A maintainer claims a task that is not ready (`/claim force`).")
-
-
-class Release(Body):
-    user: Login | None = Field(None, description="Whose claim a maintainer releases (`/release @user`).")
-
-
-class Assign(Body):
-    user: Login = Field(description="Who becomes the runner: someone who may run the task (`/assign @user`).")
-
-
-# What each command route takes as its body, as its declaration in `agents_router` has it: all but deliver take
-# none (or JSON `null`) as an empty one.
-BODIES: dict[str, Any] = {"claim": Claim | None, "release": Release | None, "deliver": Deliver,
-                          "accept": Note | None, "send-back": Feedback | None, "reopen": Reason | None,
-                          "assign": Assign}  # fmt: skip
-# The text each command carries, by the name of its body's field.
-_TEXTS = {"accept": "note", "send-back": "feedback", "reopen": "reason"}
+# What each command route takes as its body, by the verb's name: a route whose verb has a required argument
+# needs one; the others take none (or JSON `null`) as an empty one.
+MODELS: dict[str, type[Body]] = {verb.name: _body(verb) for verb in VERBS}
+BODIES: dict[str, Any] = {name: model if BY_NAME[name].takes_body else model | None for name, model in MODELS.items()}
 
 
 def command_of(action: str, body: BaseModel | None) -> tuple[Command, dict[str, Any]]:
     """The command a command route's body makes, and the body as a retry with the same Idempotency-Key sends it."""
-    if isinstance(body, Deliver):
-        evidence = Evidence(body.branch, body.commit, body.pr, tuple(body.tests), tuple(body.screenshots))
-        return Command("deliver", text=body.summary, evidence=evidence, summary=body.summary), body.model_dump()
-    if isinstance(body, Claim) and body.force:
-        return Command("claim", text="force"), {"force": True}
-    if isinstance(body, Release | Assign) and body.user is not None:
-        user = body.user.removeprefix("@")
-        return Command(action, user=user), {"user": user}
-    field = _TEXTS.get(action)
-    if field is None:
-        return Command(action), {}
-    text: str = getattr(body, field) if body is not None else ""
-    return Command(action, text=text), {field: text}
+    verb = BY_NAME[action]
+    values: dict[str, Any] = {argument.name: argument.unset() if body is None else getattr(body, argument.name)
+                              for argument in verb.arguments}  # fmt: skip
+    text, user, summary, evidence = "", None, None, dict[str, Any]()
+    for argument in verb.arguments:
+        value = values[argument.name]
+        if argument.carries == USER:
+            user = values[argument.name] = value.removeprefix("@") if value is not None else None
+        elif argument.carries == WORD:
+            text = argument.name if value else text
+        elif argument.carries in (SAID, SUMMARY):
+            text = value
+            summary = value if argument.carries == SUMMARY else summary
+        else:
+            evidence[argument.carries] = tuple(value) if isinstance(value, list) else value
+    return Command(action, user=user, text=text, evidence=Evidence(**evidence), summary=summary), verb.sent(values)
 
 
 class _Limiter:
@@ -796,6 +770,24 @@ IfMatch = Annotated[str | None, Header(alias="If-Match")]
 Key = Annotated[str | None, Header(alias="Idempotency-Key")]
 
 
+def _command_route(verb: Verb) -> Callable[..., Any]:
+    """A command route's declaration for FastAPI: the issue's path, the caller, the two headers and the verb's
+    body (`BODIES`)."""
+
+    async def command(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, body: Any,
+                      if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
+        return await api.act(*command_of(verb.name, body), owner, repo, number, identity, if_match, key)
+
+    signature = inspect.signature(command)
+    body = inspect.Parameter("body", inspect.Parameter.KEYWORD_ONLY, annotation=BODIES[verb.name],
+                             default=inspect.Parameter.empty if verb.takes_body else None)  # fmt: skip
+    parameters = [one.replace(kind=inspect.Parameter.KEYWORD_ONLY) for one in signature.parameters.values()]
+    command.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[body if one.name == "body" else one for one in parameters]
+    )
+    return command
+
+
 @functools.cache
 def agents_router() -> APIRouter:
     """The agent API's routes, made once per process: working out a route's parameters and answers costs
@@ -815,43 +807,9 @@ def agents_router() -> APIRouter:
 
     # Served by `PlainRoutes` (web/plain.py) as long as a request is valid as sent; these declare the routes in
     # /openapi.json and answer the requests that are not (with the 422 `invalid_request` words).
-    @router.post(f"{issue_path}/claim", response_model=Answer, responses=answers, summary="Claim the task")
-    async def claim(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
-              key: Key = None, body: Claim | None = None) -> JSONResponse:  # fmt: skip
-        return await api.act(*command_of("claim", body), owner, repo, number, identity, if_match, key)
-
-    @router.post(f"{issue_path}/release", response_model=Answer, responses=answers, summary="Release the task")
-    async def release(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, if_match: IfMatch = None,
-                key: Key = None, body: Release | None = None) -> JSONResponse:  # fmt: skip
-        return await api.act(*command_of("release", body), owner, repo, number, identity, if_match, key)
-
-    @router.post(f"{issue_path}/assign", response_model=Answer, responses=answers,
-                 summary="Make someone who may run the task its runner (maintainers)")  # fmt: skip
-    async def assign(api: Api, owner: Owner, repo: Repo, number: Number, body: Assign, identity: Caller,
-               if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
-        return await api.act(*command_of("assign", body), owner, repo, number, identity, if_match, key)
-
-    @router.post(f"{issue_path}/deliver", response_model=Answer, responses=answers,
-                 summary="Deliver the task with its evidence")  # fmt: skip
-    async def deliver(api: Api, owner: Owner, repo: Repo, number: Number, body: Deliver, identity: Caller,
-                if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
-        return await api.act(*command_of("deliver", body), owner, repo, number, identity, if_match, key)
-
-    @router.post(f"{issue_path}/accept", response_model=Answer, responses=answers, summary="Accept the delivery")
-    async def accept(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, body: Note | None = None,
-               if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
-        return await api.act(*command_of("accept", body), owner, repo, number, identity, if_match, key)
-
-    @router.post(f"{issue_path}/send-back", response_model=Answer, responses=answers,
-                 summary="Send the delivery back to its runner")  # fmt: skip
-    async def send_back(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller,
-                  body: Feedback | None = None, if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
-        return await api.act(*command_of("send-back", body), owner, repo, number, identity, if_match, key)
-
-    @router.post(f"{issue_path}/reopen", response_model=Answer, responses=answers, summary="Reopen accepted work")
-    async def reopen(api: Api, owner: Owner, repo: Repo, number: Number, identity: Caller, body: Reason | None = None,
-               if_match: IfMatch = None, key: Key = None) -> JSONResponse:  # fmt: skip
-        return await api.act(*command_of("reopen", body), owner, repo, number, identity, if_match, key)
+    for verb in VERBS:
+        router.post(f"{issue_path}/{verb.name}", response_model=Answer, responses=answers, summary=verb.summary,
+                    name=verb.name.replace("-", "_"))(_command_route(verb))  # fmt: skip
 
     @router.post("/repos/{owner}/{repo}/issues", status_code=201, response_model=Answer, responses=answers,
                  summary="Open an issue and claim it: it is never open for anyone else")  # fmt: skip

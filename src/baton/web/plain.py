@@ -1,5 +1,5 @@
-"""The hot routes served as plain ASGI: the agent API's command routes (claim, release, assign, deliver, accept,
-send-back, reopen, and create-and-claim) and `POST /webhooks/github`.
+"""The hot routes served as plain ASGI: the agent API's command routes (each verb of `client/verbs.py`: claim,
+release, assign, deliver, accept, send-back, reopen; and create-and-claim) and `POST /webhooks/github`.
 
 Routing a request through FastAPI (its router, its middleware, solving a route's dependencies, validating each
 parameter) costs several times what Baton does with a claim. `PlainRoutes` sits in front of FastAPI's router, inside
@@ -17,11 +17,13 @@ import re
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from baton.client.verbs import VERBS
+
 from .agent_api import AgentApi, PlainRequest
 from .webhooks import WebhookEndpoint
 
 _COMMAND = re.compile(
-    r"/api/v1/repos/([^/]+)/([^/]+)/issues(?:/([^/]+)/(claim|release|assign|deliver|accept|send-back|reopen))?"
+    rf"/api/v1/repos/([^/]+)/([^/]+)/issues(?:/([^/]+)/({'|'.join(re.escape(verb.name) for verb in VERBS)}))?"
 )
 _HEADERS = (b"authorization", b"if-match", b"idempotency-key", b"content-type")
 
