@@ -8,6 +8,7 @@ driver's cursor (`statements.py` says why).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,15 +58,20 @@ _SQL = {
             AND t.number = :number""",
     "insert_ticket": """
         INSERT INTO tickets (installation_id, repository_id, number, repository, state, revision, owner,
-            runner, attempt, deliveries, brief, priority, title, created_at, updated_at, state_since)
+            runner, attempt, deliveries, brief, priority, title, labels, created_at, updated_at, state_since)
         VALUES (:installation_id, :repository_id, :number, :repository, :state, :revision, :owner,
-            :runner, :attempt, :deliveries, :brief, :priority, :title, :now, :now, :now)
+            :runner, :attempt, :deliveries, :brief, :priority, :title, :labels, :now, :now, :now)
         RETURNING id""",
     # The issue's title as GitHub last told it: no revision, it is not part of the work rail.
     "retitle": """
         UPDATE tickets SET title = :title
         WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number
             AND (title IS NULL OR title <> :title)""",
+    # The issue's labels as GitHub last told them (`ready.labels_text`): not part of the work rail either.
+    "relabel": """
+        UPDATE tickets SET labels = :labels
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number
+            AND (labels IS NULL OR labels <> :labels)""",
     # `state_since` moves with the state or the runner; on the right of SET, columns are the row's old values.
     # (`new_state` and `new_runner` repeat `state` and `runner`: PostgreSQL gives one parameter one type.)
     "swap": """
@@ -123,7 +129,8 @@ def loaded(value: Any) -> Any:
 _json = loaded
 
 
-def _stored(row: tuple[Any, ...]) -> StoredTicket:
+def stored(row: Sequence[Any]) -> StoredTicket:
+    """A ticket from a row of `_TICKET_COLUMNS` (in that order)."""
     id_, installation, repository_id, number, repository, state, revision, owner = row[:8]
     runner, attempt, deliveries, brief = row[8:12]
     return StoredTicket(
@@ -168,7 +175,7 @@ class WorkTx(RawTx):
         row = self._run("read", **_key(key), operation_id=operation_id, login=login.lower()).fetchone()
         return Snapshot(
             first=_json(row[12]),
-            stored=None if row[0] is None else _stored(row),
+            stored=None if row[0] is None else stored(row),
             held=int(row[13] or 0),
         )
 
@@ -178,7 +185,7 @@ class WorkTx(RawTx):
 
     def ticket(self, key: TicketKey) -> StoredTicket | None:
         row = self._run("ticket", **_key(key)).fetchone()
-        return None if row is None else _stored(row)
+        return None if row is None else stored(row)
 
     def tickets(self, keys: list[TicketKey], *, lock: bool = False) -> dict[TicketKey, StoredTicket | None]:
         """Several tickets in one statement (None where there is none). With `lock`, their rows are locked in
@@ -199,8 +206,8 @@ class WorkTx(RawTx):
                                                                       key.number)])  # fmt: skip
         found: dict[TicketKey, StoredTicket | None] = dict.fromkeys(keys)
         for row in self._cursor.fetchall():
-            stored = _stored(row)
-            found[stored.ticket.key] = stored
+            one = stored(row)
+            found[one.ticket.key] = one
         return found
 
     def results(self, operation_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -210,6 +217,16 @@ class WorkTx(RawTx):
         marks = ", ".join(["%s" if self._postgres else "?"] * len(operation_ids))
         self._cursor.execute(f"SELECT id, result FROM operations WHERE id IN ({marks})", operation_ids)
         return {id_: _json(result) for id_, result in self._cursor.fetchall()}
+
+    def firsts(self, operation_ids: list[str]) -> dict[str, tuple[dict[str, Any], StoredTicket | None]]:
+        """The first results of those operations that were seen before, each with the ticket it was about."""
+        if not operation_ids:
+            return {}
+        marks = ", ".join(["%s" if self._postgres else "?"] * len(operation_ids))
+        self._cursor.execute(f"SELECT o.id, o.result, {_TICKET_COLUMNS} FROM operations AS o "
+                             f"LEFT JOIN tickets AS t ON t.id = o.ticket_id WHERE o.id IN ({marks})",
+                             operation_ids)  # fmt: skip
+        return {row[0]: (_json(row[1]), None if row[2] is None else stored(row[2:])) for row in self._cursor.fetchall()}
 
     def held(self, repository: RepositoryKey, logins: set[str]) -> dict[str, int]:
         """How many tickets each (lower-case) login holds as `claimed` in the repository."""
@@ -234,8 +251,12 @@ class WorkTx(RawTx):
             [{"operation_id": o, "ticket_id": t, "result": json.dumps(r), "now": now} for o, t, r in records],
         )
 
-    def insert_ticket(self, ticket: Ticket, created: Event, operation_id: str | None, title: str | None = None) -> int:
-        """Raises `Conflict` when the ticket was created concurrently. `title`: the issue's, where known."""
+    def insert_ticket(
+        self, ticket: Ticket, created: Event, operation_id: str | None, title: str | None = None,
+        labels: str | None = None,
+    ) -> int:  # fmt: skip
+        """Raises `Conflict` when the ticket was created concurrently. `title` and `labels` (`ready.labels_text`):
+        the issue's, where known."""
         brief = json.dumps(ticket.brief.to_dict()) if ticket.brief else None
         ticket_id = int(
             self._run(
@@ -246,6 +267,7 @@ class WorkTx(RawTx):
                 owner=ticket.owner,
                 brief=brief,
                 title=title[:TITLE_LENGTH] if title else None,
+                labels=labels,
             ).fetchone()[0]
         )
         self.append(ticket_id, created, operation_id)
@@ -254,6 +276,10 @@ class WorkTx(RawTx):
     def retitle(self, key: TicketKey, title: str) -> None:
         """The issue's title changed on GitHub (or was first told)."""
         self._run("retitle", **_key(key), title=title[:TITLE_LENGTH])
+
+    def relabel(self, key: TicketKey, labels: str) -> None:
+        """The issue's labels changed on GitHub (`ready.labels_text`)."""
+        self._run("relabel", **_key(key), labels=labels)
 
     def swap(self, ticket_id: int, expected_revision: int, ticket: Ticket) -> bool:
         """The compare-and-swap: True when this transaction moved the ticket from `expected_revision`.
@@ -340,4 +366,4 @@ class WorkTx(RawTx):
         ]
 
 
-__all__ = ["Snapshot", "StoredTicket", "WorkTx"]
+__all__ = ["Snapshot", "StoredTicket", "WorkTx", "stored"]
