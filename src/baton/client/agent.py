@@ -1,5 +1,5 @@
-"""The client side of Baton's agent API: claim, release and deliver a task, open-and-claim one, accept, send back
-or reopen a delivery, list the open tasks, read a ticket.
+"""The client side of Baton's agent API: claim, release and deliver a task, claim the next ready one, open-and-claim
+one, accept, send back or reopen a delivery, list the open tasks, read a ticket.
 
 Synchronous, one `httpx.Client` per process. The agent authenticates with its own GitHub token, which this
 module sends in the `Authorization` header and nowhere else: it is never logged, printed or put in an error.
@@ -48,6 +48,13 @@ def parse_repository(text: str) -> str:
     if found is None or found.group(2) in (".", ".."):
         raise UsageError(f"{text!r} is not OWNER/REPO (for example octo/shop)")
     return f"{found.group(1)}/{found.group(2)}"
+
+
+def parse_owner(text: str) -> str:
+    """An organisation's (or user's) login, checked."""
+    if re.fullmatch(_OWNER, text.strip()) is None:
+        raise UsageError(f"{text!r} is not an organisation (for example octo)")
+    return text.strip()
 
 
 def parse_issue(text: str) -> tuple[str, int]:
@@ -225,6 +232,25 @@ class AgentClient:
         body = {"summary": summary, "branch": branch, "commit": commit, "pr": pr, "tests": list(tests),
                 "screenshots": list(screenshots)}  # fmt: skip
         return self._act(repo, number, "deliver", body, rev, idempotency_key)
+
+    def claim_next(
+        self, repo: str | None = None, *, org: str | None = None, labels: Sequence[str] = (),
+        idempotency_key: str | None = None,
+    ) -> Response:  # fmt: skip
+        """Claim the first ready task this agent may claim, highest priority first, then oldest: in `repo`
+        (`owner/name`), or in any repository of the organisation `org` (with `repo`: only that one of them).
+        `labels`: only tasks carrying every one. 404 `none_ready` when there is none."""
+        body: dict[str, Any]
+        if org is not None:
+            path, body = f"/api/v1/orgs/{quote(org, safe='')}/tasks/claim", {"repo": repo} if repo else {}
+        elif repo is not None:
+            owner, _, name = repo.partition("/")
+            path, body = f"/api/v1/repos/{quote(owner, safe='')}/{quote(name, safe='')}/tasks/claim", {}
+        else:
+            raise UsageError("claim_next needs a repository (owner/name) or an organisation")
+        if labels:
+            body["labels"] = list(labels)
+        return self._call("POST", path, json=body, headers=_headers(None, idempotency_key))
 
     def tasks(self, repo: str, state: str = "open") -> Response:
         return self._call("GET", "/api/v1/tasks", params={"repo": repo, "state": state})
