@@ -247,3 +247,22 @@ def test_baton_next_makes_one_request(database_url: str) -> None:
         usage = subprocess.run([sys.executable, "-m", "baton.cli", "next", scene.full_name, "--org", "octo"],
                                env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
         assert usage.returncode == 2 and "one of the two" in usage.stderr
+
+
+def test_the_routes_are_described_in_openapi_and_served_as_the_description_says(scene: Scene) -> None:
+    spec = HTTP.get(f"{scene.stage.baton_url}/openapi.json").json()
+    for path in ("/api/v1/repos/{owner}/{repo}/tasks/claim", "/api/v1/orgs/{org}/tasks/claim"):
+        route = spec["paths"][path]["post"]
+        assert {"200", "401", "403", "404", "409", "422", "429", "503"} <= set(route["responses"]), path
+        assert route["responses"]["200"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/ClaimedTask"}  # fmt: skip
+        assert route["responses"]["404"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/NoneReady"}  # fmt: skip
+    described = spec["components"]["schemas"]
+    assert {"title", "priority", "brief", "issue", "revision", "url"} <= set(described["ClaimedTask"]["properties"])
+    assert set(described["Next"]["properties"]) == {"labels", "repo"}
+    agent = Agent(scene, "agent-a")
+    answer = agent.next({"labels": [], "repo": scene.full_name}).json()
+    assert set(answer) == set(described["ClaimedTask"]["properties"])
+    none = agent.next()
+    assert none.status_code == 404 and set(none.json()) <= set(described["NoneReady"]["properties"])
