@@ -336,7 +336,7 @@ class WorkService:
         passed = set(taken)
         refused: tuple[Request, StoredTicket, Outcome, str | None] | None = None
         while places:
-            found = ready.next_ready(uow.connection, list(places), ask.labels, passed)
+            found = uow.work.next_ready(list(places), ask.labels, passed)
             if found is None:
                 break
             key, title = found[0].ticket.key, found[1]
@@ -347,7 +347,8 @@ class WorkService:
             place = places[key.repository_key]
             issue = Issue(key, stored.ticket.repository, stored.ticket.owner)
             request = Request(issue, Command("claim"), place.actor, ask.operation_id, place.policy, via="api")
-            outcome, reply, thumb = self._judge(uow, batch, request, stored)
+            # nothing open blocks it: the statement that found it said so, in this transaction
+            outcome, reply, thumb = self._judge(uow, batch, request, stored, blockers=())
             said = _answered(Result(key, issue.repository, place.actor.login), None, outcome, reply, thumb)
             if outcome.applied:
                 taken.add(stored.id)
@@ -396,13 +397,15 @@ class WorkService:
         return outcome, _answered(said, request.source, outcome, reply, thumb)
 
     def _judge(
-        self, uow: UnitOfWork, batch: _Batch, request: Request, stored: StoredTicket
-    ) -> tuple[Outcome, str | None, bool]:
-        """Decide a command on a tracked ticket: its outcome, its reply if any, and whether a 👍 comes with it."""
+        self, uow: UnitOfWork, batch: _Batch, request: Request, stored: StoredTicket,
+        blockers: Sequence[str] | None = None,
+    ) -> tuple[Outcome, str | None, bool]:  # fmt: skip
+        """Decide a command on a tracked ticket: its outcome, its reply if any, and whether a 👍 comes with it.
+        `blockers`: what keeps the task from being ready, where the caller read it already."""
         command, actor, key = request.command, request.actor, request.issue.key
         claims = batch.held.get((key.repository_key, actor.login.lower()), 0)
-        # what keeps the task from being ready, read for a claim only
-        blockers = dependencies.open_blockers(uow.connection, [key]).get(key, []) if command.name == "claim" else []
+        if blockers is None:  # read for a claim only
+            blockers = dependencies.open_blockers(uow.connection, [key]).get(key, []) if command.name == "claim" else []
         situation = Situation(request.policy, claims, assignee=request.assignee, blockers=tuple(blockers),
                               **_evidence(uow, stored, command))  # fmt: skip
         decision = decide(stored.ticket, command, actor, situation)

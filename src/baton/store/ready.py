@@ -1,6 +1,7 @@
 """Which ready task comes next (claim-next, `WorkService.claim_next`): the first open task that nothing open
-blocks, of the repositories asked about and carrying every label asked for, highest priority first, then oldest;
-and, when there is none, how many tasks there are ready, blocked and claimed.
+blocks, of the repositories asked about and carrying every label asked for, highest priority first, then oldest
+(`WorkTx.next_ready`, a hot statement on the driver's cursor); and, when there is none, how many tasks there are
+ready, blocked and claimed (`counts`).
 
 Both run inside the caller's transaction. On PostgreSQL the task is locked as it is read, skipping any row
 another transaction holds (`FOR NO KEY UPDATE SKIP LOCKED`, the lock `WorkTx.tickets(lock=True)` takes): two
@@ -19,19 +20,12 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, and_, case, func, or_, select
 
 from baton.domain import RepositoryKey, WorkState
-from baton.domain.brief import UNSAID_PRIORITY
 from baton.domain.status import LABELS
 
 from . import tables as t
 from .dependencies import unblocked
-from .work import StoredTicket, stored
 
 _T = t.tickets.c
-# In `WorkTx`'s `_TICKET_COLUMNS` order, which `stored` reads.
-_COLUMNS = (_T.id, _T.installation_id, _T.repository_id, _T.number, _T.repository, _T.state, _T.revision, _T.owner,
-            _T.runner, _T.attempt, _T.deliveries, _T.brief)  # fmt: skip
-# Handed out first: the highest priority (0), then the oldest; the number and id settle the rest.
-_ORDER = (func.coalesce(_T.priority, UNSAID_PRIORITY), _T.created_at, _T.number, _T.id)
 
 
 def label_name(name: str) -> str | None:
@@ -56,28 +50,6 @@ def _matching(repositories: Sequence[RepositoryKey], labels: Collection[str]) ->
     return [or_(*places), *carried]
 
 
-def next_ready(
-    connection: Connection, repositories: Sequence[RepositoryKey], labels: Collection[str], passed: Collection[int]
-) -> tuple[StoredTicket, str | None] | None:
-    """The first ready task of `repositories` carrying every one of `labels` (as `label_name` gives them), but
-    those whose ids are in `passed`, with its issue's title; locked on PostgreSQL (see the module's description).
-    None: none left."""
-    if not repositories:
-        return None
-    query = (
-        select(*_COLUMNS, _T.title)
-        .where(_T.state == WorkState.OPEN.value, unblocked(), *_matching(repositories, labels))
-        .order_by(*_ORDER)
-        .limit(1)
-    )
-    if passed:
-        query = query.where(_T.id.not_in(sorted(passed)))
-    if connection.dialect.name == "postgresql":
-        query = query.with_for_update(key_share=True, skip_locked=True)  # FOR NO KEY UPDATE SKIP LOCKED
-    row = connection.execute(query).first()
-    return None if row is None else (stored(tuple(row)[:-1]), row[-1])
-
-
 def counts(connection: Connection, repositories: Sequence[RepositoryKey], labels: Collection[str]) -> dict[str, int]:
     """How many tasks of `repositories` carrying every one of `labels` are ready, blocked (open, but something
     open blocks them) and claimed."""
@@ -96,4 +68,4 @@ def counts(connection: Connection, repositories: Sequence[RepositoryKey], labels
     return {"ready": int(row[0]), "blocked": int(row[1]), "claimed": int(row[2])}
 
 
-__all__ = ["counts", "label_name", "labels_text", "next_ready"]
+__all__ = ["counts", "label_name", "labels_text"]

@@ -8,13 +8,14 @@ driver's cursor (`statements.py` says why).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection
 
 from baton.domain import Brief, Event, RepositoryKey, Role, Ticket, TicketKey, WorkState
+from baton.domain.brief import UNSAID_PRIORITY
 from baton.environment.clock import Clock
 
 from .statements import RawTx, Statements
@@ -217,6 +218,34 @@ class WorkTx(RawTx):
         marks = ", ".join(["%s" if self._postgres else "?"] * len(operation_ids))
         self._cursor.execute(f"SELECT id, result FROM operations WHERE id IN ({marks})", operation_ids)
         return {id_: _json(result) for id_, result in self._cursor.fetchall()}
+
+    def next_ready(
+        self, places: Sequence[RepositoryKey], labels: Sequence[str], passed: Collection[int]
+    ) -> tuple[StoredTicket, str | None] | None:
+        """Claim-next's task (`store/ready.py`): the first ready task of `places` carrying every one of `labels`
+        (`ready.label_name`'s), but those whose ids are in `passed`, with its issue's title; highest priority first,
+        then oldest. On PostgreSQL its row is locked as it is read, and rows other transactions hold are passed
+        over (`FOR NO KEY UPDATE SKIP LOCKED`). None: none left."""
+        if not places:
+            return None
+        mark = "%s" if self._postgres else "?"
+        where = " OR ".join([f"(t.installation_id = {mark} AND t.repository_id = {mark})"] * len(places))
+        params: list[Any] = [part for place in places for part in (place.installation_id, place.repository_id)]
+        sql = (f"SELECT {_TICKET_COLUMNS}, t.title FROM tickets AS t WHERE t.state = 'open' AND ({where}) "
+               "AND NOT EXISTS (SELECT 1 FROM dependencies AS d WHERE d.installation_id = t.installation_id "
+               "AND d.repository_id = t.repository_id AND d.number = t.number AND d.open)")  # fmt: skip
+        for label in labels:  # each between newlines, as kept (`ready.labels_text`)
+            sql += f" AND t.labels LIKE {mark} ESCAPE '\\'"
+            params.append("%\n" + label.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "\n%")
+        if passed:
+            sql += f" AND t.id NOT IN ({', '.join([mark] * len(passed))})"
+            params += sorted(passed)
+        sql += f" ORDER BY COALESCE(t.priority, {UNSAID_PRIORITY}), t.created_at, t.number, t.id LIMIT 1"
+        if self._postgres:
+            sql += " FOR NO KEY UPDATE SKIP LOCKED"
+        self._cursor.execute(sql, params)
+        row = self._cursor.fetchone()
+        return None if row is None else (stored(row[:-1]), row[-1])
 
     def firsts(self, operation_ids: list[str]) -> dict[str, tuple[dict[str, Any], StoredTicket | None]]:
         """The first results of those operations that were seen before, each with the ticket it was about."""
