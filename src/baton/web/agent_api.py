@@ -820,7 +820,8 @@ class AgentApi:
         if outcome is None:
             counts = handed.counts or {"ready": 0, "blocked": 0, "claimed": 0}
             labels = f" carrying {', '.join(call.body.labels)}" if call.body.labels else ""
-            return _problem(404, "not_found", f"No task{labels} in {call.where} is ready for you to claim "
+            status, error = status_of("none_ready")
+            return _problem(status, error, f"No task{labels} in {call.where} is ready for you to claim "
                             f"({counts['ready']} ready, {counts['blocked']} blocked, {counts['claimed']} claimed). "
                             "Try again later.", code="none_ready", counts=counts)  # fmt: skip
         if outcome.kind == "refused":
