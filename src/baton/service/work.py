@@ -160,7 +160,7 @@ class Handed:
     ticket: Ticket | None = None
     title: str | None = None
     counts: dict[str, int] | None = None
-    request: Request | None = None  # the claim decided (None: a first answer given again)
+    request: Request | None = None  # the claim decided (None: none was, or a first answer is given again)
 
 
 # Refusals of a claim that are about the task, not the caller: claim-next passes on to the next task.
