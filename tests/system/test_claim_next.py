@@ -62,11 +62,14 @@ def shown(scene: Scene, number: int) -> tuple[list[str], list[str]]:
 
 def test_the_highest_priority_oldest_ready_task_is_claimed_as_a_claim_of_it_would_be(scene: Scene) -> None:
     olivia, maria = scene.person("olivia"), scene.person("maria")
-    low = olivia.open_issue(scene.full_name, "Low", brief("p3"))
-    high = olivia.open_issue(scene.full_name, "High", brief("p1"))
-    later_high = olivia.open_issue(scene.full_name, "Later high", brief("p1"))
-    top_but_blocked = olivia.open_issue(scene.full_name, "Top, blocked", brief("p0"))
-    scene.settle()
+
+    def task(title: str, priority: str) -> int:
+        made = olivia.open_issue(scene.full_name, title, brief(priority))
+        scene.settle()  # its ticket made before the next one's: older
+        return made
+
+    low, high, later_high = task("Low", "p3"), task("High", "p1"), task("Later high", "p1")
+    top_but_blocked = task("Top, blocked", "p0")
     maria.block(scene.full_name, top_but_blocked, by=(scene.full_name, low))
     scene.settle()
     a, b = Agent(scene, "agent-a"), Agent(scene, "agent-b")
