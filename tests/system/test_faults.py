@@ -447,6 +447,7 @@ def _families(full_name: str, number: int, agent: str, reader: str, session: str
             ("POST", f"{issue}/claim", b"{}", mine),
             ("POST", f"{issue}/deliver", b'{"summary": "done", "branch": "cart"}', mine),
             ("POST", f"/api/v1/repos/{full_name}/issues", b'{"title": "A new task"}', mine),
+            ("POST", f"/api/v1/repos/{full_name}/tasks/claim", b"{}", mine),
             ("GET", f"/api/v1/tasks?repo={full_name}", None, mine),
         ],
         "read API": [

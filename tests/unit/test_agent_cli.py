@@ -73,7 +73,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-# The command, and the one route its answer comes from (`next` is tested on its own below).
+NEXT = "/api/v1/repos/octo/shop/tasks/claim"
+
+# The command, and the one route its answer comes from.
 COMMANDS = {
     "claim": (["claim", "octo/shop#42"], "POST", f"{ISSUE}/claim", ticket()),
     "release": (["release", "octo/shop#42"], "POST", f"{ISSUE}/release", ticket(state="open", runner=None)),
@@ -89,6 +91,7 @@ COMMANDS = {
     "new": (["new", "octo/shop", "--title", "Totals"], "POST", "/api/v1/repos/octo/shop/issues", ticket(issue=43)),
     "tasks": (["tasks", "octo/shop"], "GET", "/api/v1/tasks", {"tasks": [task(7, 1, "Empty state")]}),
     "status": (["status", "octo/shop#42"], "GET", ISSUE, ticket()),
+    "next": (["next", "octo/shop"], "POST", NEXT, ticket(title="Empty state", priority=2, brief=None)),
 }
 EXIT = {200: 0, 409: 1, 412: 1, 403: 1, 404: 1, 422: 1, 401: 2, 429: 2}
 
@@ -115,24 +118,6 @@ def test_each_command_exits_by_the_answer(
         assert not out and len(err.splitlines()) == 1 and "Traceback" not in err
     if code == 1:
         assert err == f"baton: {HOLDER}\n"  # the server's sentence, naming the holder
-
-
-@pytest.mark.parametrize("status", [*EXIT, "network"])
-def test_next_exits_by_the_answer_to_its_claim(
-    baton: respx.MockRouter, capsys: pytest.CaptureFixture[str], status: int | str
-) -> None:
-    baton.get("/api/v1/tasks").respond(json={"tasks": [task(42, 18, "Empty state")]})
-    claim = baton.post(f"{ISSUE}/claim")
-    if status == "network":
-        claim.mock(side_effect=httpx.ConnectError("connection refused"))
-    else:
-        assert isinstance(status, int)
-        claim.mock(return_value=answer(status, ticket() if status == 200 else refusal(status)))
-    code, _, err = run(capsys, "next", "octo/shop")
-    assert code == (2 if status == "network" else EXIT[status])
-    assert "Traceback" not in err
-    if code == 1:
-        assert HOLDER in err
 
 
 def test_claim_names_the_revision_and_prints_one_line(
@@ -227,60 +212,36 @@ def test_status_prints_the_state_holder_and_revision(
     assert run(capsys, "status", "octo/shop#42") == (0, "octo/shop#42  claimed by @agent-a  r19  attempt 2\n", "")
 
 
-def test_next_skips_a_taken_task_and_claims_the_second(
+def test_next_is_one_request_and_prints_the_task_it_claimed(
     baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    baton.get("/api/v1/tasks").respond(json={"tasks": [task(7, 1, "First"), task(8, 3, "Second")]})
-    taken = "#7 is claimed by @agent-a (revision 2), not open. Pick another issue."
-    first = baton.post("/api/v1/repos/octo/shop/issues/7/claim").respond(409, json=refusal(409, taken))
-    second = baton.post("/api/v1/repos/octo/shop/issues/8/claim").respond(
-        json=ticket(issue=8, revision=4, url="https://github.com/octo/shop/issues/8")
-    )
+    listed = baton.get("/api/v1/tasks").respond(json={"tasks": []})
+    claimed = baton.post(NEXT).respond(json=ticket(issue=8, revision=4, title="Second", priority=1, brief=None))
     code, out, err = run(capsys, "next", "octo/shop")
-    assert (code, out) == (0, "claimed octo/shop#8 (revision 4, attempt 1)  Second\n")
-    assert err == f"skipped octo/shop#7: {taken}\n"
-    # Each claim names the revision listed: what was read is what is claimed.
-    assert first.calls.last.request.headers["If-Match"] == '"1"'
-    assert second.calls.last.request.headers["If-Match"] == '"3"'
+    assert (code, out, err) == (0, "claimed octo/shop#8 (revision 4, attempt 1)  Second\n", "")
+    assert claimed.call_count == 1 and not listed.called  # Baton picks the task: nothing is listed first
+    assert json.loads(claimed.calls.last.request.content) == {}
 
 
-def test_next_skips_tasks_changed_or_withdrawn_since_the_list(
-    baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]
-) -> None:
-    baton.get("/api/v1/tasks").respond(json={"tasks": [task(5, 1, "A"), task(6, 1, "B"), task(7, 1, "C")]})
-    baton.post("/api/v1/repos/octo/shop/issues/5/claim").respond(412, json=refusal(412, "changed", "stale_revision"))
-    baton.post("/api/v1/repos/octo/shop/issues/6/claim").respond(404, json=refusal(404, "not offered", "not_offered"))
-    baton.post("/api/v1/repos/octo/shop/issues/7/claim").respond(json=ticket(issue=7, revision=2))
-    code, out, _ = run(capsys, "next", "octo/shop")
-    assert (code, out) == (0, "claimed octo/shop#7 (revision 2, attempt 1)  C\n")
+def test_next_in_an_organisation_with_labels(baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]) -> None:
+    claimed = baton.post("/api/v1/orgs/octo/tasks/claim").respond(json=ticket(repository="octo/tools", title="T"))
+    code, out, _ = run(capsys, "next", "--org", "octo", "--label", "ui", "--label", "good first task")
+    assert (code, out) == (0, "claimed octo/tools#42 (revision 19, attempt 1)  T\n")
+    assert json.loads(claimed.calls.last.request.content) == {"labels": ["ui", "good first task"]}
+    for argv in (["next"], ["next", "octo/shop", "--org", "octo"]):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, "") and "one of the two" in err
+    assert claimed.call_count == 1
+    with pytest.raises(SystemExit) as exited:
+        main(["next", "--org", "octo/shop"])
+    assert exited.value.code == 2 and "not an organisation" in capsys.readouterr().err
 
 
-def test_next_exits_1_when_every_task_is_taken(baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]) -> None:
-    baton.get("/api/v1/tasks").respond(json={"tasks": [task(7, 1, "First"), task(8, 3, "Second")]})
-    baton.post("/api/v1/repos/octo/shop/issues/7/claim").respond(409, json=refusal(409))
-    baton.post("/api/v1/repos/octo/shop/issues/8/claim").respond(409, json=refusal(409))
-    code, out, err = run(capsys, "next", "octo/shop")
-    assert (code, out) == (1, "")
-    assert err.splitlines()[-1] == "baton: no open task left in octo/shop (2 taken first)"
-
-
-def test_next_exits_1_when_nothing_is_open(baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]) -> None:
-    baton.get("/api/v1/tasks").respond(json={"tasks": []})
-    assert run(capsys, "next", "octo/shop") == (1, "", "baton: no open task left in octo/shop\n")
-
-
-@pytest.mark.parametrize(
-    ("status", "code"), [(409, "claim_limit"), (403, "not_permitted")], ids=["claim limit", "forbidden"]
-)
-def test_next_stops_at_a_refusal_every_other_task_would_get_too(
-    baton: respx.MockRouter, capsys: pytest.CaptureFixture[str], status: int, code: str
-) -> None:
-    message = "You hold 3 claims in octo/shop, the most it allows. Deliver or release one first."
-    baton.get("/api/v1/tasks").respond(json={"tasks": [task(7, 1, "First"), task(8, 3, "Second")]})
-    baton.post("/api/v1/repos/octo/shop/issues/7/claim").respond(status, json=refusal(status, message, code))
-    second = baton.post("/api/v1/repos/octo/shop/issues/8/claim").respond(json=ticket(issue=8))
+def test_next_exits_1_when_no_task_is_ready(baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]) -> None:
+    message = "No task in octo/shop is ready for you to claim (0 ready, 2 blocked, 5 claimed). Try again later."
+    baton.post(NEXT).respond(404, json={"error": "not_found", "code": "none_ready", "message": message,
+                                        "counts": {"ready": 0, "blocked": 2, "claimed": 5}})  # fmt: skip
     assert run(capsys, "next", "octo/shop") == (1, "", f"baton: {message}\n")
-    assert not second.called
 
 
 def test_json_prints_the_answer_whatever_the_exit(baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]) -> None:
@@ -302,17 +263,15 @@ def test_json_prints_the_answer_whatever_the_exit(baton: respx.MockRouter, capsy
 
 
 def test_json_of_next(baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]) -> None:
-    baton.get("/api/v1/tasks").respond(json={"tasks": [task(7, 1, "First"), task(42, 18, "Second")]})
-    baton.post("/api/v1/repos/octo/shop/issues/7/claim").respond(409, json=refusal(409))
-    claim = baton.post(f"{ISSUE}/claim").respond(json=ticket())
+    claim = baton.post(NEXT).respond(json=ticket())
     code, out, _ = run(capsys, "next", "octo/shop", "--json", "--key", "run-5")
     assert (code, json.loads(out)) == (0, ticket() | {"idempotency_key": "run-5"})
-    assert claim.calls.last.request.headers["Idempotency-Key"] == "run-5:42"  # one key per task claimed
-    claim.respond(409, json=refusal(409))
+    assert claim.calls.last.request.headers["Idempotency-Key"] == "run-5"
+    none = {"error": "not_found", "code": "none_ready", "message": "No task is ready.",
+            "counts": {"ready": 0, "blocked": 0, "claimed": 1}}  # fmt: skip
+    claim.respond(404, json=none)
     code, out, _ = run(capsys, "next", "octo/shop", "--json", "--key", "run-6")
-    assert code == 1
-    assert json.loads(out) == {"error": "none_left", "message": "no open task left in octo/shop (2 taken first)",
-                               "skipped": [refusal(409), refusal(409)], "idempotency_key": "run-6"}  # fmt: skip
+    assert (code, json.loads(out)) == (1, none | {"idempotency_key": "run-6"})
 
 
 def test_rate_limited_says_when_to_retry(baton: respx.MockRouter, capsys: pytest.CaptureFixture[str]) -> None:
@@ -358,12 +317,12 @@ def test_without_baton_url_nothing_is_sent_and_the_exit_is_2(
     assert not baton.calls
 
 
-@pytest.mark.parametrize("command", [*COMMANDS, "next"])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_without_a_token_nothing_is_sent_and_the_exit_is_2(
     baton: respx.MockRouter, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
 ) -> None:
     monkeypatch.delenv("GITHUB_TOKEN")
-    argv = COMMANDS[command][0] if command in COMMANDS else ["next", "octo/shop"]
+    argv = COMMANDS[command][0]
     code, out, err = run(capsys, *argv)
     assert (code, out) == (2, "") and "GITHUB_TOKEN" in err and "GH_TOKEN" in err
     assert not baton.calls
@@ -440,7 +399,7 @@ def test_a_repository_is_owner_slash_name(capsys: pytest.CaptureFixture[str]) ->
     assert exited.value.code == 2 and "OWNER/REPO" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", [*COMMANDS, "next"])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_each_command_says_what_it_does_and_what_it_reads(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main([command, "--help"])
@@ -554,6 +513,7 @@ def test_an_address_that_does_not_answer_as_baton_is_said_in_one_line_and_exits_
 ) -> None:
     baton.post(f"{ISSUE}/claim").mock(return_value=answer)
     baton.get("/api/v1/tasks").mock(return_value=answer)
+    baton.post(NEXT).mock(return_value=answer)
     for argv in (["claim", "octo/shop#42"], ["tasks", "octo/shop"], ["next", "octo/shop"]):
         code, out, err = run(capsys, *argv)
         assert (code, out) == (2, ""), argv

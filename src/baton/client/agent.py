@@ -1,5 +1,5 @@
 """The client side of Baton's agent API: send a verb on a task (claim, release, assign, deliver, accept, send back,
-reopen: `client/verbs.py`), open-and-claim one, list the open tasks, read a ticket.
+reopen: `client/verbs.py`), claim the next ready task, open-and-claim one, list the open tasks, read a ticket.
 
 Synchronous, one `httpx.Client` per process. The agent authenticates with its own GitHub token, which this
 module sends in the `Authorization` header and nowhere else: it is never logged, printed or put in an error.
@@ -12,7 +12,7 @@ import re
 import shutil
 import subprocess
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -49,6 +49,13 @@ def parse_repository(text: str) -> str:
     if found is None or found.group(2) in (".", ".."):
         raise UsageError(f"{text!r} is not OWNER/REPO (for example octo/shop)")
     return f"{found.group(1)}/{found.group(2)}"
+
+
+def parse_owner(text: str) -> str:
+    """An organisation's (or user's) login, checked."""
+    if re.fullmatch(_OWNER, text.strip()) is None:
+        raise UsageError(f"{text!r} is not an organisation (for example octo)")
+    return text.strip()
 
 
 def parse_issue(text: str) -> tuple[str, int]:
@@ -181,17 +188,30 @@ class AgentClient:
         path = f"{_issue_path(repo, number)}/{verb}"
         return self._call("POST", path, json=body, headers=_headers(rev, idempotency_key))
 
-    def claim(
-        self, repo: str, number: int, rev: int | None = None, idempotency_key: str | None = None, force: bool = False
-    ) -> Response:
-        """Claim the task; `force`: a maintainer claims one that is not ready."""
-        return self.command(repo, number, "claim", {"force": True} if force else {}, rev, idempotency_key)
-
     def create_and_claim(self, repo: str, title: str, body: str = "", idempotency_key: str | None = None) -> Response:
         """Open an issue in `repo` and claim it (201): it is never open for anyone else."""
         owner, _, name = repo.partition("/")
         path = f"/api/v1/repos/{quote(owner, safe='')}/{quote(name, safe='')}/issues"
         return self._call("POST", path, json={"title": title, "body": body}, headers=_headers(None, idempotency_key))
+
+    def claim_next(
+        self, repo: str | None = None, *, org: str | None = None, labels: Sequence[str] = (),
+        idempotency_key: str | None = None,
+    ) -> Response:  # fmt: skip
+        """Claim the first ready task this agent may claim, highest priority first, then oldest: in `repo`
+        (`owner/name`), or in any repository of the organisation `org` (with `repo`: only that one of them).
+        `labels`: only tasks carrying every one. 404 `none_ready` when there is none."""
+        body: dict[str, Any]
+        if org is not None:
+            path, body = f"/api/v1/orgs/{quote(org, safe='')}/tasks/claim", {"repo": repo} if repo else {}
+        elif repo is not None:
+            owner, _, name = repo.partition("/")
+            path, body = f"/api/v1/repos/{quote(owner, safe='')}/{quote(name, safe='')}/tasks/claim", {}
+        else:
+            raise UsageError("claim_next needs a repository (owner/name) or an organisation")
+        if labels:
+            body["labels"] = list(labels)
+        return self._call("POST", path, json=body, headers=_headers(None, idempotency_key))
 
     def tasks(self, repo: str, state: str = "open") -> Response:
         return self._call("GET", "/api/v1/tasks", params={"repo": repo, "state": state})

@@ -267,42 +267,20 @@ def _tasks(args: argparse.Namespace) -> int:
     return _agent(args, act)
 
 
-# Refusals that concern one task only: `next` goes on to the following task.
-_TAKEN = {404, 409, 412}
-
-
 def _next(args: argparse.Namespace) -> int:
-    repo = args.repository
+    repo, org = args.repository, args.org
+    if (repo is None) == (org is None):
+        return _Agent(args).failed(2, "usage", "name a repository (OWNER/REPO) or an organisation (--org ORG), "
+                                   "one of the two")  # fmt: skip
 
     def act(shown: _Agent, client: AgentClient, token: str) -> int:
-        listed = client.tasks(repo, state="open")
-        if not listed.ok:
-            return shown.answered(listed, token, str)
-        if not isinstance(listed.body.get("tasks"), list):
-            return shown.unexpected(listed, "list of tasks")
-        skipped: list[dict[str, Any]] = []
-        for task in listed.body["tasks"]:
-            if not isinstance(task, dict) or not isinstance(task.get("issue"), int):
-                continue
-            number, revision = task["issue"], task.get("revision")
-            # The revision listed: the task claimed is the one just read, brief and all, or it is skipped.
-            answer = client.claim(
-                repo,
-                number,
-                rev=revision if isinstance(revision, int) else None,
-                idempotency_key=f"{shown.key}:{number}",
-            )  # one key per task claimed
-            if answer.status in _TAKEN and answer.body.get("code") != "claim_limit":
-                shown.err(f"skipped {repo}#{number}: {answer.message or f'HTTP {answer.status}'}")
-                skipped.append(answer.body)
-                continue
-            won = _held("claimed", repo, number)
-            title = f"  {task['title']}" if task.get("title") else ""
-            return shown.answered(answer, token, lambda body: won(body) + title)  # noqa: B023 (called at once)
-        message = f"no open task left in {repo}" + (f" ({len(skipped)} taken first)" if skipped else "")
-        shown.body({"error": "none_left", "message": message, "skipped": skipped})
-        shown.err(f"baton: {message}")
-        return 1
+        answer = client.claim_next(repo, org=org, labels=args.labels, idempotency_key=shown.key)
+
+        def line(body: dict[str, Any]) -> str:
+            title = body.get("title")
+            return _held("claimed", repo or "", 0)(body) + (f"  {title}" if isinstance(title, str) and title else "")
+
+        return shown.answered(answer, token, line)
 
     return _agent(args, act)
 
@@ -312,6 +290,15 @@ def _issue_argument(text: str) -> tuple[str, int]:
 
     try:
         return parse_issue(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _organisation_argument(text: str) -> str:
+    from baton.client.agent import UsageError, parse_owner
+
+    try:
+        return parse_owner(text)
     except UsageError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -364,12 +351,17 @@ def add_agent_commands(commands: Any) -> None:
     tasks.add_argument("--state", default="open", help="the work state to list (default open)")
     tasks.set_defaults(run=_tasks)
 
-    next_ = add("next", "claim the first open task you can win, by priority then age (agents; HTTP)",
-                "List OWNER/REPO's open tasks, highest priority first, then oldest, and claim each in turn, at the "
-                "revision listed, until one is won; print it. A task taken (or changed) meanwhile is skipped, said "
-                "on stderr. Exit 1 when none is left. Each claim sends KEY:N as its Idempotency-Key.",
+    next_ = add("next", "claim the first ready task you may claim, by priority then age (agents; HTTP)",
+                "Claim the first ready task you may claim in OWNER/REPO (or, with --org, in any repository of the "
+                "organisation ORG), highest priority first, then oldest: Baton picks it and claims it in one "
+                "request, so agents asking at once each get a different task. Print it. Exit 1 when none is ready "
+                "for you (or your claim is refused: you hold as many as the repository allows, say).",
                 writes=True)  # fmt: skip
-    next_.add_argument("repository", metavar="OWNER/REPO", type=_repository_argument)
+    next_.add_argument("repository", metavar="OWNER/REPO", nargs="?", type=_repository_argument)
+    next_.add_argument("--org", metavar="ORG", type=_organisation_argument,
+                       help="any repository of this organisation where you may run tasks")  # fmt: skip
+    next_.add_argument("--label", dest="labels", action="append", default=[], metavar="LABEL",
+                       help="only tasks whose issue carries this label (repeatable: every one)")  # fmt: skip
     next_.set_defaults(run=_next)
 
     for verb in VERBS:

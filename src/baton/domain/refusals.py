@@ -23,6 +23,7 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "self_review": (403, "forbidden"),
     # the issue is not offered
     "not_offered": (404, "not_found"),
+    "none_ready": (404, "not_found"),  # claim-next found no ready task the caller may claim
     # the command itself is incomplete or unreadable
     "missing_argument": (422, "invalid"),
     "missing_evidence": (422, "invalid"),

@@ -93,13 +93,14 @@ def opened(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
 
 
 def labels(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
-    """A label added or removed: a `baton:` state label is put back (`label_changed`); the offer label
-    offers the issue, or withdraws its open ticket."""
+    """A label added or removed: a `baton:` state label is put back (`label_changed`); any other is kept with the
+    ticket; the offer label offers the issue, or withdraws its open ticket."""
     label_changed(intake, envelope)
     label = text(envelope.payload, "label", "name")
     issue = _issue(envelope)
     if issue is None or not label or label in LABELS or not intake.active(envelope):
         return ()
+    intake.work.relabeled(issue.key, issue.labels)  # kept for claim-next's `labels` (a ticket's, where there is one)
     if text(envelope.payload, "issue", "state") == "closed":
         return ()
     policy = _policy(intake, envelope, issue)

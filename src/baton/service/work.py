@@ -42,7 +42,7 @@ from baton.reading.briefs import BriefReading, read_brief
 from baton.reading.commands import help_text, ignored_text
 from baton.service.activity import Activity, record_activity
 from baton.service.evidence import EvidenceService
-from baton.store import Conflict, StoredTicket, dependencies
+from baton.store import Conflict, StoredTicket, dependencies, ready
 from baton.store.work import WorkTx
 
 from . import briefs
@@ -131,6 +131,42 @@ class Request:
 
 
 Decided = Callable[[Sequence[Request], Sequence[Outcome]], None]
+
+
+@dataclass(frozen=True)
+class Place:
+    """A repository claim-next may hand a task out of, with the caller as the guards see them there."""
+
+    key: RepositoryKey
+    repository: str  # "owner/name"
+    actor: Actor
+    policy: Policy
+
+
+@dataclass(frozen=True)
+class NextAsk:
+    """One claim-next: the first ready task of `places` carrying every one of `labels` (lower-case)."""
+
+    places: tuple[Place, ...]
+    labels: tuple[str, ...]
+    operation_id: str
+
+
+@dataclass(frozen=True)
+class Handed:
+    """What claim-next gave one ask: the claim decided on the task it picked (applied, or refused as that claim
+    is), with that task as it is now and its issue's title; or, with no `outcome`, that none was ready, and the
+    `counts`."""
+
+    outcome: Outcome | None
+    ticket: Ticket | None = None
+    title: str | None = None
+    counts: dict[str, int] | None = None
+    request: Request | None = None  # the claim decided (None: none was, or a first answer is given again)
+
+
+# Refusals of a claim that are about the task, not the caller: claim-next passes on to the next task.
+TASK_REFUSALS = frozenset({"blocked", "wrong_state", "stale_revision"})
 
 
 class WorkService:
@@ -230,14 +266,110 @@ class WorkService:
             return []
         batch = _Batch.read(uow.work, requests)
         decided = [self._decide(uow, batch, request) for request in requests]
+        self._close(uow, batch, [result for _, result in decided])
+        return [outcome for outcome, _ in decided]
+
+    def _close(self, uow: UnitOfWork, batch: _Batch, results: Sequence[Result]) -> None:
+        """After a batch's decisions: the runners' activity, each changed ticket's compare-and-swap, the operations,
+        and the answers queued with their issues' due times."""
         for touch in batch.touches:  # runner activity, after the decisions: activity rows are locked last
             touch.record(uow)
         batch.swap(uow.work)
         uow.work.record_operations(batch.operations)
-        said = answer_all([result for _, result in decided], self.answer_delay)
+        said = answer_all(results, self.answer_delay)
         uow.outbox.queue_all(said.queued, self.answer_delay)
         uow.outbox.due_all(said.due)
-        return [outcome for outcome, _ in decided]
+
+    def claim_next(self, asks: Sequence[NextAsk]) -> list[Handed]:
+        """Claim-next: for each ask, in the order they came, the first ready task of its places it may claim
+        (highest priority first, then oldest; `store/ready.py`), claimed as a `/claim` of it would be (the same
+        guards, event, claim limit and answers on GitHub), all in one transaction. Each ask takes a task no
+        earlier one took, and on PostgreSQL none that another transaction holds, so concurrent asks never meet.
+
+        A refusal that is about the task (a blocker added meanwhile) passes on to the next task; one that is about
+        the caller in that repository (`not_permitted`, `claim_limit`) passes on to the ask's other places, and is
+        the answer when no place gives a task. With none ready: no outcome, and the counts (`ready.counts`). An
+        operation id seen before gets its first answer."""
+        what = f"operation {asks[0].operation_id}" if asks else "nothing"
+        handed = self.units.settle(what, lambda uow: self._hand_out(uow, asks))
+        decided = [(h.request, h.outcome) for h in handed if h.request is not None and h.outcome is not None
+                   and not h.outcome.duplicate]  # fmt: skip
+        if self.decided is not None and decided:
+            self.decided([r for r, _ in decided], [o for _, o in decided])
+        if log.isEnabledFor(logging.INFO):
+            for request, outcome in decided:
+                _log_decision(request, outcome)
+        return handed
+
+    def _hand_out(self, uow: UnitOfWork, asks: Sequence[NextAsk]) -> list[Handed]:
+        firsts = uow.work.firsts([ask.operation_id for ask in asks])
+        held: dict[tuple[RepositoryKey, str], int] = {}
+        logins: dict[RepositoryKey, set[str]] = {}
+        for ask in asks:
+            for place in ask.places:
+                logins.setdefault(place.key, set()).add(place.actor.login.lower())
+        for repository, names in logins.items():
+            held.update({(repository, name): count for name, count in uow.work.held(repository, names).items()})
+        batch = _Batch({}, {}, {}, held)
+        taken: set[int] = set()  # the tickets this transaction claimed
+        handed: dict[str, Handed] = {}  # by operation id: the same id twice in one call is a retry
+        results: list[Result] = []
+        out: list[Handed] = []
+        for ask in asks:
+            first = handed.get(ask.operation_id)
+            if first is not None and first.outcome is not None:
+                out.append(Handed(replace(first.outcome, duplicate=True), first.ticket, first.title))
+                continue
+            if ask.operation_id in firsts:
+                result, was = firsts[ask.operation_id]
+                out.append(Handed(Outcome.from_json(result), was.ticket if was is not None else None))
+                continue
+            one, said = self._hand_one(uow, batch, ask, taken)
+            if said is not None:
+                results.append(said)
+            if one.outcome is not None:
+                handed[ask.operation_id] = one
+            out.append(one)
+        self._close(uow, batch, results)
+        return out
+
+    def _hand_one(self, uow: UnitOfWork, batch: _Batch, ask: NextAsk, taken: set[int]) -> tuple[Handed, Result | None]:
+        places = {place.key: place for place in ask.places}
+        passed = set(taken)
+        refused: tuple[Request, StoredTicket, Outcome, str | None] | None = None
+        while places:
+            found = uow.work.next_ready(list(places), ask.labels, passed)
+            if found is None:
+                break
+            key, title = found[0].ticket.key, found[1]
+            if key not in batch.locked:
+                batch.locked[key] = batch.current[key] = found[0]
+            stored = batch.current[key]
+            assert stored is not None
+            place = places[key.repository_key]
+            issue = Issue(key, stored.ticket.repository, stored.ticket.owner)
+            request = Request(issue, Command("claim"), place.actor, ask.operation_id, place.policy, via="api")
+            # nothing open blocks it: the statement that found it said so, in this transaction
+            outcome, reply, thumb = self._judge(uow, batch, request, stored, blockers=())
+            said = _answered(Result(key, issue.repository, place.actor.login), None, outcome, reply, thumb)
+            if outcome.applied:
+                taken.add(stored.id)
+                batch.record(ask.operation_id, stored, outcome)
+                after = batch.current[key]
+                return Handed(outcome, after.ticket if after else None, title, request=request), said
+            passed.add(stored.id)
+            if outcome.code in TASK_REFUSALS:
+                continue
+            refused = refused or (request, stored, outcome, reply)  # the caller may not claim here: other places
+            del places[key.repository_key]
+        if refused is not None:
+            request, stored, outcome, reply = refused
+            batch.record(ask.operation_id, stored, outcome)
+            said = _answered(Result(stored.ticket.key, stored.ticket.repository, request.actor.login), None,
+                             outcome, reply, False)  # fmt: skip
+            return Handed(outcome, stored.ticket, request=request), said
+        counted = ready.counts(uow.connection, [place.key for place in ask.places], ask.labels)
+        return Handed(None, counts=counted), None
 
     def _decide(self, uow: UnitOfWork, batch: _Batch, request: Request) -> tuple[Outcome, Result]:
         """One request of a batch: its outcome, and what its answer needs."""
@@ -267,13 +399,15 @@ class WorkService:
         return outcome, _answered(said, request.source, outcome, reply, thumb)
 
     def _judge(
-        self, uow: UnitOfWork, batch: _Batch, request: Request, stored: StoredTicket
-    ) -> tuple[Outcome, str | None, bool]:
-        """Decide a command on a tracked ticket: its outcome, its reply if any, and whether a 👍 comes with it."""
+        self, uow: UnitOfWork, batch: _Batch, request: Request, stored: StoredTicket,
+        blockers: Sequence[str] | None = None,
+    ) -> tuple[Outcome, str | None, bool]:  # fmt: skip
+        """Decide a command on a tracked ticket: its outcome, its reply if any, and whether a 👍 comes with it.
+        `blockers`: what keeps the task from being ready, where the caller read it already."""
         command, actor, key = request.command, request.actor, request.issue.key
         claims = batch.held.get((key.repository_key, actor.login.lower()), 0)
-        # what keeps the task from being ready, read for a claim only
-        blockers = dependencies.open_blockers(uow.connection, [key]).get(key, []) if command.name == "claim" else []
+        if blockers is None:  # read for a claim only
+            blockers = dependencies.open_blockers(uow.connection, [key]).get(key, []) if command.name == "claim" else []
         situation = Situation(request.policy, claims, assignee=request.assignee, blockers=tuple(blockers),
                               **_evidence(uow, stored, command))  # fmt: skip
         decision = decide(stored.ticket, command, actor, situation)
@@ -340,7 +474,7 @@ class WorkService:
         brief = reading.brief
         owner = brief.owner if brief is not None and brief.owner else issue.author
         ticket, event = create(issue.key, issue.repository, owner, draft=reading.draft, brief=brief)
-        ticket_id = uow.work.insert_ticket(ticket, event, operation_id, issue.title)
+        ticket_id = uow.work.insert_ticket(ticket, event, operation_id, issue.title, ready.labels_text(issue.labels))
         if brief is not None and not brief.code:
             briefs.non_code(uow, self.evidence, ticket, operation_id)
         self.evidence.started(uow, ticket.key, operation_id)  # work done before the issue became a ticket
@@ -351,6 +485,11 @@ class WorkService:
         """The issue's title changed on GitHub: the ticket keeps the new one (no event: it is not work)."""
         with self.units.begin() as uow:
             uow.work.retitle(key, title)
+
+    def relabeled(self, key: TicketKey, labels: Sequence[str]) -> None:
+        """The issue's labels changed on GitHub: the ticket keeps them, for claim-next's `labels` (no event)."""
+        with self.units.begin() as uow:
+            uow.work.relabel(key, ready.labels_text(labels))
 
     def brief_edited(self, issue: Issue, editor: str, operation_id: str) -> bool:
         """The issue's body was edited: its brief, when it changed, becomes the ticket's (an event, one
@@ -574,4 +713,4 @@ def _refusal(command: str, ticket: Ticket | None, refusal: Refused) -> Outcome:
     return _outcome(command, ticket, kind="refused", code=refusal.code, message=refusal.message)
 
 
-__all__ = ["Issue", "Outcome", "Request", "Source", "WorkService"]
+__all__ = ["Handed", "Issue", "NextAsk", "Outcome", "Place", "Request", "Source", "WorkService"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from sqlalchemy import Engine, bindparam, func, insert, select, update
+from sqlalchemy import Engine, bindparam, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from baton.environment.clock import Clock
@@ -122,6 +122,24 @@ class Installations:
                 self._found.clear()
             self._found[name] = (now, found)
         return found
+
+    def owned_by(self, owner: str) -> list[tuple[int, int, str]]:
+        """The repositories of `owner` (an organisation or user, any case) that an active installation holds now,
+        as (installation, repository id, "owner/name"), by name."""
+        prefix = owner.lower() + "/"
+        query = (
+            select(_r.installation_id, _r.repository_id, _r.full_name)
+            .outerjoin(t.installations, _i.id == _r.installation_id)
+            .where(func.substr(func.lower(_r.full_name), 1, len(prefix)) == prefix, _r.present.is_(True),
+                   or_(_i.status.is_(None), _i.status == "active"))
+            .order_by(func.lower(_r.full_name), _r.updated_at.desc())
+        )  # fmt: skip
+        found: dict[str, tuple[int, int, str]] = {}
+        with one_statement(self.engine, reads=True) as connection:
+            for row in connection.execute(query):  # a name held twice: the newest record, as `find` takes it
+                found.setdefault(str(row.full_name).lower(),
+                                 (int(row.installation_id), int(row.repository_id), str(row.full_name)))  # fmt: skip
+        return list(found.values())
 
     def statuses(self) -> dict[int, str]:
         """Every recorded installation's status (active, suspended or deleted)."""

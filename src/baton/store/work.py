@@ -8,12 +8,14 @@ driver's cursor (`statements.py` says why).
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection
 
 from baton.domain import Brief, Event, RepositoryKey, Role, Ticket, TicketKey, WorkState
+from baton.domain.brief import UNSAID_PRIORITY
 from baton.environment.clock import Clock
 
 from .statements import RawTx, Statements
@@ -57,15 +59,20 @@ _SQL = {
             AND t.number = :number""",
     "insert_ticket": """
         INSERT INTO tickets (installation_id, repository_id, number, repository, state, revision, owner,
-            runner, attempt, deliveries, brief, priority, title, created_at, updated_at, state_since)
+            runner, attempt, deliveries, brief, priority, title, labels, created_at, updated_at, state_since)
         VALUES (:installation_id, :repository_id, :number, :repository, :state, :revision, :owner,
-            :runner, :attempt, :deliveries, :brief, :priority, :title, :now, :now, :now)
+            :runner, :attempt, :deliveries, :brief, :priority, :title, :labels, :now, :now, :now)
         RETURNING id""",
     # The issue's title as GitHub last told it: no revision, it is not part of the work rail.
     "retitle": """
         UPDATE tickets SET title = :title
         WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number
             AND (title IS NULL OR title <> :title)""",
+    # The issue's labels as GitHub last told them (`ready.labels_text`): not part of the work rail either.
+    "relabel": """
+        UPDATE tickets SET labels = :labels
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number
+            AND (labels IS NULL OR labels <> :labels)""",
     # `state_since` moves with the state or the runner; on the right of SET, columns are the row's old values.
     # (`new_state` and `new_runner` repeat `state` and `runner`: PostgreSQL gives one parameter one type.)
     "swap": """
@@ -123,7 +130,8 @@ def loaded(value: Any) -> Any:
 _json = loaded
 
 
-def _stored(row: tuple[Any, ...]) -> StoredTicket:
+def stored(row: Sequence[Any]) -> StoredTicket:
+    """A ticket from a row of `_TICKET_COLUMNS` (in that order)."""
     id_, installation, repository_id, number, repository, state, revision, owner = row[:8]
     runner, attempt, deliveries, brief = row[8:12]
     return StoredTicket(
@@ -168,7 +176,7 @@ class WorkTx(RawTx):
         row = self._run("read", **_key(key), operation_id=operation_id, login=login.lower()).fetchone()
         return Snapshot(
             first=_json(row[12]),
-            stored=None if row[0] is None else _stored(row),
+            stored=None if row[0] is None else stored(row),
             held=int(row[13] or 0),
         )
 
@@ -178,7 +186,7 @@ class WorkTx(RawTx):
 
     def ticket(self, key: TicketKey) -> StoredTicket | None:
         row = self._run("ticket", **_key(key)).fetchone()
-        return None if row is None else _stored(row)
+        return None if row is None else stored(row)
 
     def tickets(self, keys: list[TicketKey], *, lock: bool = False) -> dict[TicketKey, StoredTicket | None]:
         """Several tickets in one statement (None where there is none). With `lock`, their rows are locked in
@@ -199,8 +207,8 @@ class WorkTx(RawTx):
                                                                       key.number)])  # fmt: skip
         found: dict[TicketKey, StoredTicket | None] = dict.fromkeys(keys)
         for row in self._cursor.fetchall():
-            stored = _stored(row)
-            found[stored.ticket.key] = stored
+            one = stored(row)
+            found[one.ticket.key] = one
         return found
 
     def results(self, operation_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -210,6 +218,44 @@ class WorkTx(RawTx):
         marks = ", ".join(["%s" if self._postgres else "?"] * len(operation_ids))
         self._cursor.execute(f"SELECT id, result FROM operations WHERE id IN ({marks})", operation_ids)
         return {id_: _json(result) for id_, result in self._cursor.fetchall()}
+
+    def next_ready(
+        self, places: Sequence[RepositoryKey], labels: Sequence[str], passed: Collection[int]
+    ) -> tuple[StoredTicket, str | None] | None:
+        """Claim-next's task (`store/ready.py`): the first ready task of `places` carrying every one of `labels`
+        (`ready.label_name`'s), but those whose ids are in `passed`, with its issue's title; highest priority first,
+        then oldest. On PostgreSQL its row is locked as it is read, and rows other transactions hold are passed
+        over (`FOR NO KEY UPDATE SKIP LOCKED`). None: none left."""
+        if not places:
+            return None
+        mark = "%s" if self._postgres else "?"
+        where = " OR ".join([f"(t.installation_id = {mark} AND t.repository_id = {mark})"] * len(places))
+        params: list[Any] = [part for place in places for part in (place.installation_id, place.repository_id)]
+        sql = (f"SELECT {_TICKET_COLUMNS}, t.title FROM tickets AS t WHERE t.state = 'open' AND ({where}) "
+               "AND NOT EXISTS (SELECT 1 FROM dependencies AS d WHERE d.installation_id = t.installation_id "
+               "AND d.repository_id = t.repository_id AND d.number = t.number AND d.open)")  # fmt: skip
+        for label in labels:  # each between newlines, as kept (`ready.labels_text`)
+            sql += f" AND t.labels LIKE {mark} ESCAPE '\\'"
+            params.append("%\n" + label.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "\n%")
+        if passed:
+            sql += f" AND t.id NOT IN ({', '.join([mark] * len(passed))})"
+            params += sorted(passed)
+        sql += f" ORDER BY COALESCE(t.priority, {UNSAID_PRIORITY}), t.created_at, t.number, t.id LIMIT 1"
+        if self._postgres:
+            sql += " FOR NO KEY UPDATE SKIP LOCKED"
+        self._cursor.execute(sql, params)
+        row = self._cursor.fetchone()
+        return None if row is None else (stored(row[:-1]), row[-1])
+
+    def firsts(self, operation_ids: list[str]) -> dict[str, tuple[dict[str, Any], StoredTicket | None]]:
+        """The first results of those operations that were seen before, each with the ticket it was about."""
+        if not operation_ids:
+            return {}
+        marks = ", ".join(["%s" if self._postgres else "?"] * len(operation_ids))
+        self._cursor.execute(f"SELECT o.id, o.result, {_TICKET_COLUMNS} FROM operations AS o "
+                             f"LEFT JOIN tickets AS t ON t.id = o.ticket_id WHERE o.id IN ({marks})",
+                             operation_ids)  # fmt: skip
+        return {row[0]: (_json(row[1]), None if row[2] is None else stored(row[2:])) for row in self._cursor.fetchall()}
 
     def held(self, repository: RepositoryKey, logins: set[str]) -> dict[str, int]:
         """How many tickets each (lower-case) login holds as `claimed` in the repository."""
@@ -234,8 +280,12 @@ class WorkTx(RawTx):
             [{"operation_id": o, "ticket_id": t, "result": json.dumps(r), "now": now} for o, t, r in records],
         )
 
-    def insert_ticket(self, ticket: Ticket, created: Event, operation_id: str | None, title: str | None = None) -> int:
-        """Raises `Conflict` when the ticket was created concurrently. `title`: the issue's, where known."""
+    def insert_ticket(
+        self, ticket: Ticket, created: Event, operation_id: str | None, title: str | None = None,
+        labels: str | None = None,
+    ) -> int:  # fmt: skip
+        """Raises `Conflict` when the ticket was created concurrently. `title` and `labels` (`ready.labels_text`):
+        the issue's, where known."""
         brief = json.dumps(ticket.brief.to_dict()) if ticket.brief else None
         ticket_id = int(
             self._run(
@@ -246,6 +296,7 @@ class WorkTx(RawTx):
                 owner=ticket.owner,
                 brief=brief,
                 title=title[:TITLE_LENGTH] if title else None,
+                labels=labels,
             ).fetchone()[0]
         )
         self.append(ticket_id, created, operation_id)
@@ -254,6 +305,10 @@ class WorkTx(RawTx):
     def retitle(self, key: TicketKey, title: str) -> None:
         """The issue's title changed on GitHub (or was first told)."""
         self._run("retitle", **_key(key), title=title[:TITLE_LENGTH])
+
+    def relabel(self, key: TicketKey, labels: str) -> None:
+        """The issue's labels changed on GitHub (`ready.labels_text`)."""
+        self._run("relabel", **_key(key), labels=labels)
 
     def swap(self, ticket_id: int, expected_revision: int, ticket: Ticket) -> bool:
         """The compare-and-swap: True when this transaction moved the ticket from `expected_revision`.
@@ -340,4 +395,4 @@ class WorkTx(RawTx):
         ]
 
 
-__all__ = ["Snapshot", "StoredTicket", "WorkTx"]
+__all__ = ["Snapshot", "StoredTicket", "WorkTx", "stored"]

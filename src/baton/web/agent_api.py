@@ -45,9 +45,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from baton.client.verbs import BY_NAME, SAID, SUMMARY, USER, VERBS, WORD, Verb
-from baton.domain import Command, Evidence, Refused, Ticket, TicketKey, WorkState
+from baton.domain import Command, Evidence, Permission, Refused, RepositoryKey, Ticket, TicketKey, WorkState
 from baton.domain.brief import UNSAID_PRIORITY
 from baton.domain.refusals import status_of
+from baton.domain.roles import may_run
 from baton.environment.settings import Settings
 from baton.github.identity import BadToken, Identities, Identity, IdentityUnavailable
 from baton.github.issues import NotOpened
@@ -57,8 +58,8 @@ from baton.intake.agent_requests import create_and_claim, decide_all, prepare
 from baton.intake.context import IssueSource
 from baton.service import work
 from baton.service.resolver import DirectoryUnavailable, Missing, Resolver, not_served
-from baton.service.work import Outcome, WorkService
-from baton.store import dependencies
+from baton.service.work import Handed, NextAsk, Outcome, Place, WorkService
+from baton.store import dependencies, ready
 from baton.store.api_requests import ApiRequests, Remembered
 from baton.store.reads import Reads
 
@@ -124,6 +125,24 @@ class Task(BaseModel):
     )
 
 
+class ClaimedTask(Answer):
+    """Claim-next's answer: the claim's, with the task it took."""
+
+    title: str | None = Field(description="The issue's title (else the brief's task line, where it has one).")
+    priority: int = Field(description="0 (p0) to 4, from the brief's `priority`; 2 when it says none.")
+    brief: dict[str, Any] | None
+
+
+class Counts(BaseModel):
+    ready: int = Field(description="Ready tasks (open, nothing open blocks them) matching the request.")
+    blocked: int = Field(description="Open tasks that something open blocks.")
+    claimed: int = Field(description="Tasks somebody holds.")
+
+
+class NoneReady(Problem):
+    counts: Counts | None = Field(None, description="With `none_ready`: what the repositories asked about hold.")
+
+
 class Service(BaseModel):
     service: str = Field(description="Always `baton`.")
     version: str
@@ -182,6 +201,19 @@ MODELS: dict[str, type[Body]] = {verb.name: _body(verb) for verb in VERBS}
 BODIES: dict[str, Any] = {name: model if BY_NAME[name].takes_body else model | None for name, model in MODELS.items()}
 
 
+Label = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^[^\r\n]+$")]
+RepoName = Annotated[str, StringConstraints(pattern=r"^(?:[A-Za-z0-9][A-Za-z0-9-]{0,38}/)?[A-Za-z0-9._-]{1,100}$")]
+
+
+class Next(Body):
+    labels: Annotated[list[Label], Field(max_length=20)] = Field(
+        [], description="Only tasks whose issue carries every one of these labels (any case)."
+    )
+    repo: RepoName | None = Field(
+        None, description="Only tasks of this repository (`name`, or `owner/name` of the same owner)."
+    )
+
+
 def command_of(action: str, body: BaseModel | None) -> tuple[Command, dict[str, Any]]:
     """The command a command route's body makes, and the body as a retry with the same Idempotency-Key sends it."""
     verb = BY_NAME[action]
@@ -227,6 +259,7 @@ class _Limiter:
 def _problem(
     status: int, error: str, message: str, *, code: str | None = None, state: WorkState | None = None,
     runner: str | None = None, revision: int | None = None, problems: list[FieldProblem] | None = None,
+    counts: dict[str, int] | None = None,
 ) -> JSONResponse:  # fmt: skip
     """A `Problem` answer, its body made directly (as `Problem.model_dump(mode="json")` would make it)."""
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
@@ -234,6 +267,8 @@ def _problem(
                             "message": message}  # fmt: skip
     if problems:  # `problems` belongs to the answer to an invalid request alone
         body["problems"] = [{"field": one.field, "message": one.message} for one in problems]
+    if counts is not None:  # claim-next's `none_ready`
+        body["counts"] = counts
     return JSONResponse(body, status, headers)
 
 
@@ -381,6 +416,32 @@ class _Call:
         return [self.command.name, self.repository.lower(), self.number, self.command.rev, self.body]
 
 
+@dataclass(frozen=True)
+class _NextCall:
+    """A claim-next, as an agent sent it."""
+
+    owner: str
+    repo: str | None  # None: every repository of the organisation `owner` (`/orgs/{org}/tasks/claim`)
+    body: Next
+    identity: Identity
+    key: str | None  # its Idempotency-Key
+
+    @property
+    def fingerprint(self) -> list[Any]:
+        return ["next", self.owner.lower(), (self.repo or "").lower(), self.body.model_dump()]
+
+    @property
+    def where(self) -> str:
+        """The repositories asked about, in words."""
+        if self.repo is not None:
+            return f"{self.owner}/{self.repo}"
+        named = self.body.repo
+        return f"{self.owner}/{named.rpartition('/')[2]}" if named else f"the repositories of {self.owner}"
+
+
+# The `action` of a `PlainRequest` for claim-next: on one repository, and on an organisation's (`repo` empty).
+NEXT, ORG_NEXT = "tasks/claim", "orgs/tasks/claim"
+
 _OWNER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}")
 _REPO = re.compile(r"[A-Za-z0-9._-]{1,100}")
 _NUMBER = re.compile(r"[1-9][0-9]{0,18}")
@@ -411,7 +472,7 @@ class PlainRequest:
     def of(cls, owner: str, repo: str, number: str | None, action: str | None, headers: dict[bytes, str],
            body: bytes) -> "PlainRequest | None":  # fmt: skip
         """None for a path FastAPI's declaration reads otherwise or refuses (it answers those)."""
-        if not (_OWNER.fullmatch(owner) and _REPO.fullmatch(repo)):
+        if not (_OWNER.fullmatch(owner) and (action == ORG_NEXT or _REPO.fullmatch(repo))):
             return None
         if number is None:
             parsed = 0
@@ -490,6 +551,7 @@ class AgentApi:
         self.listing = listing
         self.read_token = settings.api_token.get_secret_value() if settings.api_token else ""
         self._calls: Batches[_Call, JSONResponse] = Batches(self.decide_calls, most=100)
+        self._nexts: Batches[_NextCall, JSONResponse] = Batches(self.decide_nexts, most=100)
 
     def caller(self, authorization: str | None) -> Identity:
         """Who sends `authorization`, asking GitHub when the token is not known; raises `Refusal`."""
@@ -602,13 +664,18 @@ class AgentApi:
         """The answer to a command route's request (or create-and-claim's, `action` None) served without FastAPI
         (`web/plain.py`), as its FastAPI declaration below answers it; None for a request that is not valid as sent,
         which that declaration answers (422) instead."""
-        body = request.body_of(NewIssue if request.action is None else BODIES[request.action])
+        action = request.action
+        body = request.body_of(NewIssue if action is None else Next | None if action in (NEXT, ORG_NEXT) else
+                               BODIES[action])  # fmt: skip
         if body is _INVALID:
             return None
         try:
             identity = await self.identify(request.authorization)
         except Refusal as refused:
             return refused.response
+        if action in (NEXT, ORG_NEXT):
+            return await self.claim_next(request.owner, request.repo if action == NEXT else None, body, identity,
+                                         request.key)  # fmt: skip
         repository = f"{request.owner}/{request.repo}"
         if request.action is None:
             return await run_in_threadpool(self.create_and_claim, repository, body, identity, request.key)
@@ -654,6 +721,101 @@ class AgentApi:
                 response = _answer(outcome, call.repository, call.number, self.site, self.work, request.issue.key)
                 answers[n] = self.closing(call.identity, call.key, response)
         return [answers[n] for n in range(len(calls))]
+
+    async def claim_next(
+        self, owner: str, repo: str | None, body: Next | None, identity: Identity, key: str | None
+    ) -> JSONResponse:
+        """Claim the first ready task of `owner/repo` (`repo` None: of the organisation `owner`'s repositories) the
+        caller may claim, together with the claim-next calls that arrive meanwhile (`decide_nexts`)."""
+        return await self._nexts.run(_NextCall(owner, repo, body or Next(), identity, key))
+
+    def decide_nexts(self, calls: list[_NextCall]) -> list[JSONResponse | Exception]:
+        """In a pool thread: the answers to claim-next calls that arrived together, decided in one transaction in
+        the order they came, each taking the next task (`WorkService.claim_next`)."""
+        answers: dict[int, JSONResponse | Exception] = {}
+        asks: list[tuple[int, NextAsk]] = []
+        for n, call in enumerate(calls):
+            try:
+                opened = self.opening(call.identity, call.key, call.fingerprint)
+                if isinstance(opened, JSONResponse):
+                    answers[n] = opened
+                    continue
+                places = self._places(call)
+                if isinstance(places, JSONResponse):
+                    answers[n] = self.closing(call.identity, call.key, places)
+                    continue
+                labels = tuple(sorted({name for one in call.body.labels if (name := ready.label_name(one))}))
+                asks.append((n, NextAsk(places, labels, opened.operation)))
+            except (Missing, DirectoryUnavailable) as error:
+                answers[n] = self.closing(call.identity, call.key, _unavailable(error))
+            except Exception as error:  # this call answers 503 (GitHub failed for a moment) or 500, the others go on
+                failed = _github_failed(error)
+                answers[n] = error if failed is None else self.closing(call.identity, call.key, failed)
+        handed = self.work.claim_next([ask for _, ask in asks]) if asks else []
+        for (n, _), one in zip(asks, handed, strict=True):
+            call = calls[n]
+            answers[n] = self.closing(call.identity, call.key, self._handed(call, one))
+        return [answers[n] for n in range(len(calls))]
+
+    def _places(self, call: _NextCall) -> tuple[Place, ...] | JSONResponse:
+        """The repositories a claim-next may take a task from, with the caller as the guards see them there; or
+        the answer when there are none. Raises `Missing` where the caller cannot read what was asked about."""
+        login, bot, named = call.identity.login, call.identity.is_bot, call.body.repo
+        owner_named, _, name = (named or "").rpartition("/")
+        if (owner_named and owner_named.lower() != call.owner.lower()) or (
+            named and call.repo is not None and name.lower() != call.repo.lower()):  # fmt: skip
+            said = f"`repo` names {named}, which is not {call.where}'s."
+            return _problem(422, "invalid", f"The request is not valid: repo: {said}",
+                            problems=[FieldProblem(field="repo", message=said)])  # fmt: skip
+        if call.repo is not None or named:
+            repository = f"{call.owner}/{call.repo or name}"
+            installation_id, repository_id = self.resolver.readable(repository, login)
+            resolved = self.resolver.resolve(installation_id, repository, login, bot, None)
+            return (Place(RepositoryKey(installation_id, repository_id), repository, resolved.actor, resolved.policy),)
+        owned = self.resolver.installations.owned_by(call.owner) if self.resolver.installations is not None else []
+        self.resolver.warm({(installation_id, repository, login) for installation_id, _, repository in owned})
+        places, readable = [], False
+        for installation_id, repository_id, repository in owned:
+            if self.resolver.directory.access(installation_id, repository, login).permission is Permission.NONE:
+                continue
+            readable = True
+            resolved = self.resolver.resolve(installation_id, repository, login, bot, None)
+            if may_run(resolved.actor, resolved.policy):
+                places.append(Place(RepositoryKey(installation_id, repository_id), repository, resolved.actor,
+                                    resolved.policy))  # fmt: skip
+        if not readable:
+            return _problem(404, "not_found", f"Baton is not installed on any repository of {call.owner} you can "
+                            "read.")  # fmt: skip
+        if not places:
+            return _problem(403, "forbidden", f"@{login} may run tasks in none of the repositories of {call.owner} "
+                            "Baton serves: each lists its runners, or takes collaborators only. Ask a maintainer "
+                            "to /assign you a task.", code="not_permitted")  # fmt: skip
+        return tuple(places)
+
+    def _handed(self, call: _NextCall, handed: Handed) -> JSONResponse:
+        """Claim-next's answer: the claim's (200, with the task), the claim's refusal, or 404 `none_ready`."""
+        outcome, ticket = handed.outcome, handed.ticket
+        if outcome is None:
+            counts = handed.counts or {"ready": 0, "blocked": 0, "claimed": 0}
+            labels = f" carrying {', '.join(call.body.labels)}" if call.body.labels else ""
+            status, error = status_of("none_ready")
+            return _problem(status, error, f"No task{labels} in {call.where} is ready for you to claim "
+                            f"({counts['ready']} ready, {counts['blocked']} blocked, {counts['claimed']} claimed). "
+                            "Try again later.", code="none_ready", counts=counts)  # fmt: skip
+        if outcome.kind == "refused":
+            status, error = status_of(outcome.code)
+            return _problem(status, error, outcome.message or "refused", code=outcome.code, state=outcome.state,
+                            runner=outcome.runner, revision=outcome.revision if outcome.state else None)  # fmt: skip
+        if ticket is None:  # a first answer given again, its task no longer tracked
+            return _problem(409, "conflict", "The task this request claimed first is no longer tracked.")
+        number, brief = ticket.key.number, ticket.brief.to_dict() if ticket.brief is not None else None
+        answer = {"repository": ticket.repository, "issue": number, "state": outcome.state,
+                  "runner": outcome.runner, "revision": outcome.revision,
+                  "attempt": ticket.attempt if outcome.attempt is None else outcome.attempt,
+                  "url": f"{self.site}/{ticket.repository}/issues/{number}", "message": outcome.message,
+                  "title": handed.title or (brief["task"] or None if brief else None), "priority": _priority(ticket),
+                  "brief": brief}  # fmt: skip
+        return JSONResponse(answer)
 
     def create_and_claim(self, repository: str, issue: NewIssue, identity: Identity, key: str | None) -> JSONResponse:
         def opening(number: int) -> None:  # kept with the key at once: a retry claims this issue, opens no other
@@ -810,6 +972,20 @@ def agents_router() -> APIRouter:
     for verb in VERBS:
         router.post(f"{issue_path}/{verb.name}", response_model=Answer, responses=answers, summary=verb.summary,
                     name=verb.name.replace("-", "_"))(_command_route(verb))  # fmt: skip
+
+    next_answers = {**answers, 404: {"model": NoneReady}}
+
+    @router.post("/repos/{owner}/{repo}/tasks/claim", response_model=ClaimedTask, responses=next_answers,
+                 summary="Claim the first ready task you may claim, highest priority first, then oldest")  # fmt: skip
+    async def claim_next(api: Api, owner: Owner, repo: Repo, identity: Caller, key: Key = None,
+                         body: Next | None = None) -> JSONResponse:  # fmt: skip
+        return await api.claim_next(owner, repo, body, identity, key)
+
+    @router.post("/orgs/{org}/tasks/claim", response_model=ClaimedTask, responses=next_answers,
+                 summary="Claim the first ready task you may claim in the organisation's repositories")  # fmt: skip
+    async def claim_next_in_org(api: Api, org: Owner, identity: Caller, key: Key = None,
+                                body: Next | None = None) -> JSONResponse:  # fmt: skip
+        return await api.claim_next(org, None, body, identity, key)
 
     @router.post("/repos/{owner}/{repo}/issues", status_code=201, response_model=Answer, responses=answers,
                  summary="Open an issue and claim it: it is never open for anyone else")  # fmt: skip

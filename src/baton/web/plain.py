@@ -1,5 +1,6 @@
 """The hot routes served as plain ASGI: the agent API's command routes (each verb of `client/verbs.py`: claim,
-release, assign, deliver, accept, send-back, reopen; and create-and-claim) and `POST /webhooks/github`.
+release, assign, deliver, accept, send-back, reopen; create-and-claim; and claim-next on a repository or an
+organisation) and `POST /webhooks/github`.
 
 Routing a request through FastAPI (its router, its middleware, solving a route's dependencies, validating each
 parameter) costs several times what Baton does with a claim. `PlainRoutes` sits in front of FastAPI's router, inside
@@ -19,12 +20,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from baton.client.verbs import VERBS
 
-from .agent_api import AgentApi, PlainRequest
+from .agent_api import NEXT, ORG_NEXT, AgentApi, PlainRequest
 from .webhooks import WebhookEndpoint
 
 _COMMAND = re.compile(
     rf"/api/v1/repos/([^/]+)/([^/]+)/issues(?:/([^/]+)/({'|'.join(re.escape(verb.name) for verb in VERBS)}))?"
 )
+_NEXT = re.compile(r"/api/v1/(?:repos/([^/]+)/([^/]+)|orgs/([^/]+))/tasks/claim")
 _HEADERS = (b"authorization", b"if-match", b"idempotency-key", b"content-type")
 
 
@@ -54,10 +56,15 @@ class PlainRoutes:
             await self.webhooks(scope, receive, send)
             return
         found = _COMMAND.fullmatch(path) if path.startswith("/api/v1/repos/") else None
-        if found is None:
+        nexts = _NEXT.fullmatch(path) if found is None and path.endswith("/tasks/claim") else None
+        if found is not None:
+            owner, repo, number, action = found.groups()
+        elif nexts is not None:
+            owner, repo, org = nexts.groups()
+            owner, repo, number, action = (owner, repo, None, NEXT) if org is None else (org, "", None, ORG_NEXT)
+        else:
             await self.app(scope, receive, send)
             return
-        owner, repo, number, action = found.groups()
         headers: dict[bytes, str] = {}
         for name, value in scope["headers"]:
             if name in _HEADERS and name not in headers:  # a header's first value, as FastAPI reads one

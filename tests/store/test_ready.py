@@ -1,0 +1,51 @@
+"""Claim-next's statement (`WorkTx.next_ready`) and counts (`store/ready.py`), on both engines: labels are matched
+as written, and on PostgreSQL a task another transaction holds is passed over without waiting."""
+
+from __future__ import annotations
+
+from baton.domain import RepositoryKey, TicketKey
+from baton.process.wiring import work_service
+from baton.service.work import Issue
+from baton.store import make_engine, ready
+
+PLACE = RepositoryKey(1, 77)
+
+
+def test_labels_are_kept_lower_case_between_newlines_and_baton_s_own_are_not() -> None:
+    assert ready.labels_text(["UI", "baton:open", "good first task", "ui", "two\nlines", " "]) == (
+        "\ngood first task\nui\n")  # fmt: skip
+    assert ready.labels_text([]) == ""
+    assert [ready.label_name(name) for name in ("Bug ", "baton:claimed", "a\rb")] == ["bug", None, None]
+
+
+def test_the_next_ready_task_matches_labels_as_written_and_skips_what_another_transaction_holds(
+    database_url: str,
+) -> None:
+    engine = make_engine(database_url, pool_size=3, max_overflow=0)
+    service = work_service(engine)
+    labelled = {1: ("50%_done",), 2: ("50xxdone",), 3: ("a\\b", "UI"), 4: ()}
+    for number, labels in labelled.items():
+        service.open_ticket(Issue(TicketKey(1, 77, number), "octo/ready", "owner", labels=labels), f"open-{number}")
+    with service.units.begin() as uow:
+
+        def first(*wanted: str, passed: tuple[int, ...] = ()) -> int | None:
+            names = [name for name in map(ready.label_name, wanted) if name is not None]
+            found = uow.work.next_ready([PLACE], names, passed)
+            return None if found is None else found[0].ticket.key.number
+
+        assert first() == 1  # all of one priority and age: the lowest number
+        assert first("50%_DONE") == 1 and first("50xxdone") == 2
+        assert first("50%") is None and first("50__done") is None  # no wildcards
+        assert first("a\\b") == 3 and first("ui", "a\\b") == 3 and first("ui", "bug") is None
+        assert first("ui", passed=(3,)) is None
+        assert first(passed=(1, 2)) == 3
+        assert first() == 1
+        assert ready.counts(uow.connection, [PLACE], ["ui"]) == {"ready": 1, "blocked": 0, "claimed": 0}
+        assert uow.work.next_ready([RepositoryKey(1, 78)], [], ()) is None
+    if engine.dialect.name == "postgresql":  # SQLite lets one writer in at a time: nothing to pass over
+        with service.units.begin() as holding, service.units.begin() as other:
+            held = holding.work.next_ready([PLACE], [], ())
+            assert held is not None and held[0].ticket.key.number == 1
+            taken = other.work.next_ready([PLACE], [], ())  # answers at once, with the next one
+            assert taken is not None and taken[0].ticket.key.number == 2
+    engine.dispose()
