@@ -148,6 +148,8 @@ class Brief:
     code: bool = True
     access: str | None = None
     priority: int | None = None  # 0 (p0, first) to 4 (p4); None: not said, handed out as p2
+    # The issues the task waits for: `#12` in its own repository, `owner/repo#3` (lower-case) in another.
+    depends_on: tuple[str, ...] = ()
     evidence_lines: tuple[str, ...] = ()
     reviewer_as_written: str | None = None
 
@@ -188,6 +190,8 @@ class Brief:
             data["reviewer_as_written"] = self.reviewer_as_written
         if self.priority is not None:
             data["priority"] = self.priority
+        if self.depends_on:
+            data["depends_on"] = list(self.depends_on)
         return data
 
     @classmethod
@@ -207,6 +211,7 @@ class Brief:
             evidence_lines=tuple(data.get("evidence_lines", ())),
             reviewer_as_written=data.get("reviewer_as_written"),
             priority=data.get("priority"),
+            depends_on=tuple(data.get("depends_on", ())),
         )
 
 

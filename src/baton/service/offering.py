@@ -43,7 +43,7 @@ class Offering:
                 return DUPLICATE
             stored = uow.work.ticket(issue.key)
             if stored is None:
-                ticket_id, _ = self.work.new_ticket(uow, issue, operation_id, read_brief(issue.body))
+                ticket_id, _ = self.work.new_ticket(uow, issue, operation_id, read_brief(issue.body), known)
                 return _done(uow, issue, ticket_id, operation_id, CREATED, offering=True)
             if new_only:
                 return TRACKED
@@ -54,6 +54,7 @@ class Offering:
             _change(uow, stored, applied.ticket, applied.event, operation_id)
             return _done(uow, issue, stored.id, operation_id, REOFFERED, offering=True)
 
+        known = self.work.blocker_states([issue])
         return self.work.units.settle(f"operation {operation_id}", attempt)
 
     def offer_all(
