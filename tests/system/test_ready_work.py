@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from baton.domain import TicketKey
+from support.board_scene import TOKEN, call, session
 from support.local_http import HTTP
 from support.standin_scene import Scene, opened
 
@@ -20,7 +21,7 @@ OTHER = "lib"  # another repository of the installation
 
 @pytest.fixture
 def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url, hidden=(OTHER,)) as made:
+    with opened(database_url, hidden=(OTHER,), api_token=TOKEN) as made:
         made.settle()
         yield made
 
@@ -134,3 +135,48 @@ def test_a_briefs_depends_on_links_issues_beside_githubs_own_links(scene: Scene)
     assert any("`depends_on` must be a list" in said for said in scene.replies())
     ticket = scene.app.state.work.ticket(_key(scene, task))
     assert ticket is not None and ticket.brief is not None and ticket.brief.depends_on == (f"{other}#{unheard}",)
+
+
+def test_labels_give_a_priority_the_brief_does_not_and_the_apis_and_board_say_what_is_ready(scene: Scene) -> None:
+    olivia, maria = scene.person("olivia"), scene.person("maria")
+    scene.configure("priority_labels: {P0: 0, P1: p1}\n")
+    plain = olivia.open_issue(scene.full_name, "Plain")
+    urgent = olivia.open_issue(scene.full_name, "Urgent")
+    said = olivia.open_issue(scene.full_name, "Said", "```yaml\ntask: Said\npriority: p3\n```")
+    epic = olivia.open_issue(scene.full_name, "Epic")
+    scene.settle()
+    maria.label(scene.full_name, urgent, "p0", add=True)  # any case
+    maria.label(scene.full_name, said, "P0", add=True)  # the brief's priority wins
+    maria.label(scene.full_name, plain, "P1", add=True)
+    maria.label(scene.full_name, plain, "P1", add=False)  # taken off: as if never said
+    maria.add_sub_issue(scene.full_name, epic, (scene.full_name, urgent))
+    scene.settle()
+    own = scene.full_name.lower()
+
+    tasks = _tasks(scene, blocked="true")
+    assert [(n, tasks[n]["priority"]) for n in tasks] == [(urgent, 0), (scene.number, 2), (plain, 2), (epic, 2),
+                                                          (said, 3)]  # fmt: skip
+    assert [n for n in _tasks(scene)] == [urgent, scene.number, plain, said]  # the epic waits for its sub-issue
+    assert (tasks[epic]["ready"], tasks[epic]["blocked_by"], tasks[epic]["parent"]) == (False, [f"{own}#{urgent}"],
+                                                                                         None)  # fmt: skip
+    assert (tasks[urgent]["ready"], tasks[urgent]["parent"]) == (True, f"{own}#{epic}")
+
+    def read(number: int) -> dict[str, Any]:
+        answer = HTTP.get(f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues/{number}",
+                          headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+    shown = read(epic)
+    assert (shown["ready"], shown["blocked_by"], shown["parent"], shown["priority"]) == (
+        False, [f"{own}#{urgent}"], None, 2)  # fmt: skip
+    shown = read(urgent)
+    assert (shown["ready"], shown["blocked_by"], shown["parent"], shown["priority"]) == (True, [], f"{own}#{epic}", 0)
+    assert read(said)["priority"] == 3
+
+    cookie = session(scene.stage.baton_url)
+    board = call(scene.stage.baton_url, "GET", "/board?state=open", cookie)
+    assert board.status_code == 200, board.text
+    assert f'data-badge="blocked" title="Blocked by #{urgent}"' in board.text
+    page = call(scene.stage.baton_url, "GET", f"/t/{scene.full_name}/{epic}", cookie)
+    assert f'<span class="stale" data-badge="blocked">Blocked by #{urgent}</span>' in page.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -337,6 +338,14 @@ class Policy:
     offer_label: str = "baton"
     stale_after: int = 3 * 86400  # seconds without activity before a claim is marked stale
     auto_release_after: int | None = None  # None: a stale claim is released only by a person
+    # (label, priority 0 to 4): an issue's labels give its priority when its brief says none (the lowest wins)
+    priority_labels: tuple[tuple[str, int], ...] = ()
+
+    def label_priority(self, labels: Iterable[str]) -> int | None:
+        """The priority `priority_labels` gives an issue with `labels` (names compared case-insensitively)."""
+        mapped = {name.lower(): priority for name, priority in self.priority_labels}
+        found = [mapped[label.lower()] for label in labels if label.lower() in mapped]
+        return min(found, default=None)
 
     def lists(self, names: frozenset[str], actor: Actor, *, by_name: bool = False) -> bool:
         """True when the actor is named in a list of logins, `@org/team` entries (matching `actor.teams`) and

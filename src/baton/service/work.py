@@ -342,13 +342,15 @@ class WorkService:
         in the issue's body says so (or cannot be used)."""
         if not offered(policy, issue.labels):
             return None
-        return StoredTicket(*self.new_ticket(uow, issue, operation_id, read_brief(issue.body), known))
+        return StoredTicket(*self.new_ticket(uow, issue, operation_id, read_brief(issue.body), known, policy))
 
     def new_ticket(
-        self, uow: UnitOfWork, issue: Issue, operation_id: str, reading: BriefReading, known: dict[str, bool]
-    ) -> tuple[int, Ticket]:
+        self, uow: UnitOfWork, issue: Issue, operation_id: str, reading: BriefReading, known: dict[str, bool],
+        policy: Policy | None = None,
+    ) -> tuple[int, Ticket]:  # fmt: skip
         """Insert a ticket with the brief an issue body gave: the brief's owner is the task owner (else the
-        issue's author), the issues its `depends_on` names are linked (open as `known`, `blocker_states`), a
+        issue's author), the issues its `depends_on` names are linked (open as `known`, `blocker_states`), the
+        priority its labels give under `policy` is kept (`priority_labels`), a
         non-code task's evidence rails are not applicable, its evidence rail catches up on the pull requests and
         branches already logged that link the issue, and problems are explained. The caller marks the issue
         due."""
@@ -357,11 +359,19 @@ class WorkService:
         ticket, event = create(issue.key, issue.repository, owner, draft=reading.draft, brief=brief)
         ticket_id = uow.work.insert_ticket(ticket, event, operation_id, issue.title)
         readiness.declare(uow, issue.key, issue.repository, brief, known)
+        if policy is not None and policy.priority_labels:
+            uow.work.label_priority(issue.key, policy.label_priority(issue.labels))
         if brief is not None and not brief.code:
             briefs.non_code(uow, self.evidence, ticket, operation_id)
         self.evidence.started(uow, ticket.key, operation_id)  # work done before the issue became a ticket
         briefs.explain(uow, issue.key, issue.repository, issue.author, reading.problems, None, self.answer_delay)
         return ticket_id, ticket
+
+    def labelled(self, key: TicketKey, labels: Sequence[str], policy: Policy) -> None:
+        """The issue's labels changed on GitHub: the priority they give (`priority_labels`) is kept beside the
+        brief's (no event: a label is not work)."""
+        with self.units.begin() as uow:
+            uow.work.label_priority(key, policy.label_priority(labels))
 
     def retitled(self, key: TicketKey, title: str) -> None:
         """The issue's title changed on GitHub: the ticket keeps the new one (no event: it is not work)."""

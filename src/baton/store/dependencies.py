@@ -4,7 +4,7 @@ closed or reopened; read inside the caller's transaction by the claim's guard, a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from sqlalchemy import Connection, and_, delete, exists, func, insert, select, update
@@ -116,6 +116,28 @@ def open_blockers(connection: Connection, keys: Iterable[TicketKey]) -> dict[Tic
         for row in rows:
             found.setdefault(TicketKey(installation_id, repository_id, row.number), []).append(row.blocker)
     return found
+
+
+def parents(connection: Connection, issues: Mapping[TicketKey, str]) -> dict[TicketKey, str]:
+    """The parent (`owner/repo#N`) of each of `issues` (key → its repository's name) that is a sub-issue, where
+    Baton knows the parent's repository by name (it tracks an issue there)."""
+    named = {ref(repository, key.number): key for key, repository in issues.items()}
+    if not named:
+        return {}
+    tk = t.tickets.c
+    where = (
+        select(tk.repository)
+        .where(tk.installation_id == _C.installation_id, tk.repository_id == _C.repository_id)
+        .order_by(tk.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    rows = connection.execute(
+        select(_C.blocker, _C.number, where.label("repository"))
+        .where(_C.source == SUB_ISSUE, _C.blocker.in_(sorted(named)))
+        .order_by(_C.seen_at)
+    )
+    return {named[row.blocker]: ref(row.repository, row.number) for row in rows if row.repository is not None}
 
 
 def unblocked() -> ColumnElement[bool]:

@@ -50,6 +50,8 @@ tickets = Table(
     Column("brief", JSON),
     Column("title", Text),  # the issue's title, as GitHub last told it (None: not told)
     Column("priority", SmallInteger),  # the brief's: 0 (p0, first) to 4; None: not said (handed out as p2)
+    # the issue's labels', as `priority_labels` maps them (the lowest): counts when the brief says none
+    Column("label_priority", SmallInteger),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
     # when it entered its state, or while claimed its runner's hands (a brief's edit does not move it)

@@ -61,6 +61,10 @@ _SQL = {
         VALUES (:installation_id, :repository_id, :number, :repository, :state, :revision, :owner,
             :runner, :attempt, :deliveries, :brief, :priority, :title, :now, :now, :now)
         RETURNING id""",
+    # The priority the issue's labels give (`priority_labels`): no revision, it is not part of the work rail.
+    "label_priority": """
+        UPDATE tickets SET label_priority = :label_priority
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number""",
     # The issue's title as GitHub last told it: no revision, it is not part of the work rail.
     "retitle": """
         UPDATE tickets SET title = :title
@@ -254,6 +258,10 @@ class WorkTx(RawTx):
     def retitle(self, key: TicketKey, title: str) -> None:
         """The issue's title changed on GitHub (or was first told)."""
         self._run("retitle", **_key(key), title=title[:TITLE_LENGTH])
+
+    def label_priority(self, key: TicketKey, priority: int | None) -> None:
+        """The priority the issue's labels give it now (`Policy.label_priority`)."""
+        self._run("label_priority", **_key(key), label_priority=priority)
 
     def swap(self, ticket_id: int, expected_revision: int, ticket: Ticket) -> bool:
         """The compare-and-swap: True when this transaction moved the ticket from `expected_revision`.

@@ -32,8 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from baton.domain import Command, Evidence, Refused, Ticket, TicketKey, WorkState
-from baton.domain.brief import UNSAID_PRIORITY
+from baton.domain import Command, Evidence, Refused, TicketKey, WorkState
 from baton.domain.refusals import status_of
 from baton.environment.settings import Settings
 from baton.github.identity import BadToken, Identities, Identity, IdentityUnavailable
@@ -103,13 +102,16 @@ class Task(BaseModel):
     revision: int
     created_at: str
     priority: int = Field(
-        description="0 (p0, handed out first) to 4, from the brief's `priority`; 2 when it says none."
+        description="0 (p0, handed out first) to 4: the brief's `priority`, else the one the issue's labels give "
+        "(`priority_labels`), else 2."
     )
     brief: dict[str, Any] | None
     blocked_by: list[str] = Field(
         description='The open issues (`owner/repo#N`) that keep the task from being ready: its "blocked by" '
-        "issues and open sub-issues. Empty: ready."
+        "issues, open sub-issues and the brief's `depends_on`. Empty: ready."
     )
+    ready: bool = Field(description="An open task nothing open blocks: it may be claimed.")
+    parent: str | None = Field(description="The issue it is a sub-issue of (`owner/repo#N`); null when none.")
 
 
 class Service(BaseModel):
@@ -738,6 +740,7 @@ class AgentApi:
             with self.work.units.read() as uow:  # their briefs, in one statement
                 stored = uow.work.tickets(keys)
                 blockers = dependencies.open_blockers(uow.connection, keys)
+                parents = dependencies.parents(uow.connection, {keys[n]: s.repository for n, s in enumerate(summaries)})
             for n, summary in enumerate(summaries):
                 held = stored.get(keys[n])
                 ticket = held.ticket if held is not None else None
@@ -747,14 +750,11 @@ class AgentApi:
                                    url=f"{self.site}/{summary.repository}/issues/{summary.number}",
                                    state=summary.state, revision=summary.revision,
                                    created_at=summary.created_at.isoformat(), brief=brief,
-                                   priority=_priority(ticket), blocked_by=blockers.get(keys[n], [])))  # fmt: skip
+                                   priority=summary.priority, blocked_by=blockers.get(keys[n], []),
+                                   ready=summary.state is WorkState.OPEN and not blockers.get(keys[n]),
+                                   parent=parents.get(keys[n])))  # fmt: skip
         listed.sort(key=lambda task: (task.priority, task.created_at, task.issue))
         return JSONResponse(Tasks(tasks=listed).model_dump(mode="json"))
-
-
-def _priority(ticket: Ticket | None) -> int:
-    said = ticket.brief.priority if ticket is not None and ticket.brief is not None else None
-    return UNSAID_PRIORITY if said is None else said
 
 
 # RFC 6750's token68: what a bearer token may hold. Starlette reads header bytes as Latin-1, so a token sent with
