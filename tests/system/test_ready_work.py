@@ -78,6 +78,12 @@ def test_a_blocked_task_shows_it_on_github_until_its_last_blocker_closes(scene: 
     scene.settle()
     labels, lines = _shown(scene, blocked)
     assert "baton:blocked" in labels and lines == [f"Blocked by {other}#{elsewhere} (open)"]
+    scene.comment("maria", "/claim force", number=blocked)  # a task somebody holds is not shown as blocked
+    labels, lines = _shown(scene, blocked)
+    assert "baton:claimed" in labels and "baton:blocked" not in labels and lines == []
+    scene.comment("maria", "/release", number=blocked)  # offered again: blocked again
+    labels, lines = _shown(scene, blocked)
+    assert {"baton:open", "baton:blocked"} <= labels and lines == [f"Blocked by {other}#{elsewhere} (open)"]
     maria.unblock(scene.full_name, blocked, by=(other, elsewhere))  # unlinked: ready again
     scene.settle()
     labels, lines = _shown(scene, blocked)
