@@ -127,7 +127,8 @@ def test_a_briefs_depends_on_links_issues_beside_githubs_own_links(scene: Scene)
     scene.settle()
     assert _tasks(scene, blocked="true")[task]["blocked_by"] == [f"{own}#{tracked}"]
 
-    olivia.edit_issue(scene.full_name, task, brief.format(f"{other}#{unheard}"))  # the brief no longer names it
+    # the brief no longer names it (and an issue never waits for itself)
+    olivia.edit_issue(scene.full_name, task, brief.format(f"{other}#{unheard}, {task}"))
     scene.settle()
     assert _tasks(scene)[task]["blocked_by"] == []
     labels, lines = _shown(scene, task)
@@ -140,7 +141,11 @@ def test_a_briefs_depends_on_links_issues_beside_githubs_own_links(scene: Scene)
     scene.number = task
     assert any("`depends_on` must be a list" in said for said in scene.replies())
     ticket = scene.app.state.work.ticket(_key(scene, task))
-    assert ticket is not None and ticket.brief is not None and ticket.brief.depends_on == (f"{other}#{unheard}",)
+    assert (
+        ticket is not None
+        and ticket.brief is not None
+        and ticket.brief.depends_on == (f"{other}#{unheard}", f"#{task}")
+    )
 
 
 def test_labels_give_a_priority_the_brief_does_not_and_the_apis_and_board_say_what_is_ready(scene: Scene) -> None:

@@ -70,8 +70,10 @@ def declare(
     uow: UnitOfWork, key: TicketKey, repository: str, brief: Brief | None, known: Mapping[str, bool]
 ) -> list[str]:
     """Keep the issue's `depends_on` links as its brief names them: new ones linked (open as `known`, as any
-    other link to it last saw it, else open), ones the brief no longer names unlinked. Those unlinked."""
-    wanted = named(repository, brief)
+    other link to it last saw it, else open), ones the brief no longer names unlinked (an issue never waits for
+    itself). Those unlinked."""
+    itself = ref(repository, key.number)
+    wanted = [blocker for blocker in named(repository, brief) if blocker != itself]
     had = dependencies.declared(uow.connection, key)
     new = [blocker for blocker in wanted if blocker not in had]
     learned = dependencies.known(uow.connection, [blocker for blocker in new if blocker not in known])

@@ -417,7 +417,7 @@ class WorkService:
         """A `baton:` state label was added or removed on GitHub. The database is never changed from a
         label: when GitHub now disagrees with the ticket, the labels are put back (the outbox does it)
         and an event records who changed them. True when a restoration was queued."""
-        if label not in LABELS or label in (STALE_LABEL, BLOCKED_LABEL):  # these follow the state, put back by it
+        if label not in LABELS or label in (STALE_LABEL, BLOCKED_LABEL):  # flags beside the state label, not states
             return False
         with self.units.begin() as uow:
             stored = uow.work.ticket(issue.key)
