@@ -86,6 +86,14 @@ def declare(
     return gone
 
 
+def waiting(uow: UnitOfWork, keys: Sequence[TicketKey]) -> dict[TicketKey, list[str]]:
+    """What `keys` wait for before a change to it (for `moved`), read once their tracked tickets are locked: two
+    blockers of one task closing at once are told one after the other, so the second sees the first closed and
+    records `unblocked`."""
+    uow.work.tickets(list(keys), lock=True)
+    return dependencies.open_blockers(uow.connection, keys)
+
+
 def moved(
     uow: UnitOfWork, before: Mapping[TicketKey, Sequence[str]], keys: Iterable[TicketKey], by: str, actor: str
 ) -> None:
@@ -107,4 +115,4 @@ def moved(
         uow.outbox.due(key, ticket.repository)
 
 
-__all__ = ["BATON", "IssueOpen", "body_states", "declare", "moved", "named", "states"]
+__all__ = ["BATON", "IssueOpen", "body_states", "declare", "moved", "named", "states", "waiting"]

@@ -440,7 +440,7 @@ class WorkService:
         blocker's state (`is_open`), or removed (None). The ticket shows what it waits for (`readiness.moved`)."""
 
         def attempt(uow: UnitOfWork) -> None:  # made again when a concurrent delivery of the same link wins
-            before = dependencies.open_blockers(uow.connection, [key])
+            before = readiness.waiting(uow, [key])
             if is_open is None:
                 dependencies.unlink(uow.connection, key, source, blocker)
             else:
@@ -455,7 +455,7 @@ class WorkService:
 
         def attempt(uow: UnitOfWork) -> int:
             keys = dependencies.blocked_by(uow.connection, blocker, is_open)
-            before = dependencies.open_blockers(uow.connection, keys)
+            before = readiness.waiting(uow, keys)
             count = dependencies.seen(uow.connection, blocker, is_open, self.units.clock.now())
             readiness.moved(uow, before, keys, blocker, actor)
             return count
