@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from baton.domain import TicketKey
+from github_standin.server import Fault
 from support.board_scene import TOKEN, call, session
 from support.local_http import HTTP
 from support.standin_scene import Scene, opened
@@ -191,3 +192,21 @@ def test_labels_give_a_priority_the_brief_does_not_and_the_apis_and_board_say_wh
     assert f'data-badge="blocked" title="Blocked by #{urgent}"' in board.text
     page = call(scene.stage.baton_url, "GET", f"/t/{scene.full_name}/{epic}", cookie)
     assert f'<span class="stale" data-badge="blocked">Blocked by #{urgent}</span>' in page.text
+
+
+def test_github_failing_to_say_whether_an_issue_is_open_holds_nothing_back(scene: Scene) -> None:
+    """The task is tracked all the same, the issue it names counts as open, and its close is heard as any other."""
+    olivia = scene.person("olivia")
+    lib = scene.stage.other(OTHER)
+    with scene.hub.world.lock:
+        unheard = scene.hub.world.add_issue(lib, "Unheard", scene.hub.world.account("olivia")).number
+    scene.rest.inject(Fault("GET", rf"^/repos/{lib.full_name}/issues/{unheard}$", status=502, times=10))
+    task = olivia.open_issue(
+        scene.full_name, "Waits", f"```yaml\ntask: Waits\ndepends_on: [{lib.full_name}#{unheard}]\n```"
+    )
+    scene.settle()
+    assert f"/repos/{lib.full_name}/issues/{unheard}" in scene.reads()  # asked, and GitHub failed
+    assert _tasks(scene, blocked="true")[task]["blocked_by"] == [f"{lib.full_name.lower()}#{unheard}"]
+    olivia.close_issue(lib.full_name, unheard)
+    scene.settle()
+    assert _tasks(scene)[task]["ready"] is True
