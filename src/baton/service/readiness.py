@@ -97,9 +97,9 @@ def waiting(uow: UnitOfWork, keys: Sequence[TicketKey]) -> dict[TicketKey, list[
 def moved(
     uow: UnitOfWork, before: Mapping[TicketKey, Sequence[str]], keys: Iterable[TicketKey], by: str, actor: str
 ) -> None:
-    """After a change to what `keys` wait for (`before`: their open blockers then): each tracked open ticket whose
-    blockers changed is shown again, and each tracked ticket nothing open blocks any more records `unblocked`,
-    naming the change (`by`)."""
+    """After a change to what `keys` wait for (`before`: their open blockers then): each tracked ticket whose open
+    blockers changed is shown again (its issue marked due), and each one nothing open blocks any more records
+    `unblocked`, naming the change (`by`), without a new revision: readiness is not a work transition."""
     wanted = list(dict.fromkeys(keys))
     after = dependencies.open_blockers(uow.connection, wanted)
     changed = [key for key in wanted if list(before.get(key, ())) != after.get(key, [])]
