@@ -210,3 +210,19 @@ def test_github_failing_to_say_whether_an_issue_is_open_holds_nothing_back(scene
     olivia.close_issue(lib.full_name, unheard)
     scene.settle()
     assert _tasks(scene)[task]["ready"] is True
+
+
+def test_settings_that_map_labels_count_for_the_issues_labelled_before_them(scene: Scene) -> None:
+    olivia, maria = scene.person("olivia"), scene.person("maria")
+    first = olivia.open_issue(scene.full_name, "Labelled before the settings")
+    second = olivia.open_issue(scene.full_name, "Labelled too")
+    scene.settle()
+    maria.label(scene.full_name, first, "P0", add=True)
+    maria.label(scene.full_name, second, "P1", add=True)
+    scene.settle()
+    assert {n: task["priority"] for n, task in _tasks(scene).items()} == {scene.number: 2, first: 2, second: 2}
+
+    scene.configure("priority_labels: {P0: 0, P1: 1}\n")  # read again from GitHub's list of the open issues
+    assert {n: task["priority"] for n, task in _tasks(scene).items()} == {scene.number: 2, first: 0, second: 1}
+    scene.configure("priority_labels: {P1: 1}\n")  # a label the settings no longer map counts no more
+    assert {n: task["priority"] for n, task in _tasks(scene).items()} == {scene.number: 2, first: 2, second: 1}

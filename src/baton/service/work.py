@@ -8,7 +8,7 @@ seen before, the first outcome comes back with `duplicate=True` and nothing is d
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -372,6 +372,16 @@ class WorkService:
         brief's (no event: a label is not work)."""
         with self.units.begin() as uow:
             uow.work.label_priority(key, policy.label_priority(labels))
+
+    def relabelled(self, place: RepositoryKey, labels: Mapping[int, Sequence[str]], policy: Policy) -> None:
+        """The repository's settings changed: each of its tickets takes the priority its issue's labels (`labels`,
+        by issue number; an issue left out has none that count) give under `policy`."""
+        with self.units.begin() as uow:
+            uow.work.clear_label_priorities(place)
+            for number, names in labels.items():
+                priority = policy.label_priority(names)
+                if priority is not None:
+                    uow.work.label_priority(place.ticket(number), priority)
 
     def retitled(self, key: TicketKey, title: str) -> None:
         """The issue's title changed on GitHub: the ticket keeps the new one (no event: it is not work)."""

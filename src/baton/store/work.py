@@ -65,6 +65,9 @@ _SQL = {
     "label_priority": """
         UPDATE tickets SET label_priority = :label_priority
         WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number""",
+    "clear_label_priorities": """
+        UPDATE tickets SET label_priority = NULL
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND label_priority IS NOT NULL""",
     # The issue's title as GitHub last told it: no revision, it is not part of the work rail.
     "retitle": """
         UPDATE tickets SET title = :title
@@ -262,6 +265,10 @@ class WorkTx(RawTx):
     def label_priority(self, key: TicketKey, priority: int | None) -> None:
         """The priority the issue's labels give it now (`Policy.label_priority`)."""
         self._run("label_priority", **_key(key), label_priority=priority)
+
+    def clear_label_priorities(self, place: RepositoryKey) -> None:
+        """No ticket of the repository has a priority from its labels (its settings changed)."""
+        self._run("clear_label_priorities", installation_id=place.installation_id, repository_id=place.repository_id)
 
     def swap(self, ticket_id: int, expected_revision: int, ticket: Ticket) -> bool:
         """The compare-and-swap: True when this transaction moved the ticket from `expected_revision`.
