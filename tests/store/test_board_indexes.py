@@ -99,10 +99,6 @@ def _plans(engine: Engine, call: Any) -> str:
 
 def test_the_indexes_are_made_over_existing_tickets_and_serve_the_board_and_a_ticket_s_lookup(before: Engine) -> None:
     _seed(before)
-    reads = Reads(before)
-    board = reads.board(states=BOARD, per_state=30)
-    filtered = reads.board(repository="octo/repo-3", runner="AGENT-1", states=tuple(WorkState), per_state=5)
-    found = reads.ticket("OCTO/repo-7", 12)
     assert not INDEXES & _indexes(before)
 
     upgrade(before)
@@ -110,12 +106,21 @@ def test_the_indexes_are_made_over_existing_tickets_and_serve_the_board_and_a_ti
     if before.dialect.name == "postgresql":
         with before.begin() as connection:
             connection.execute(text("ANALYZE tickets"))
-    # the same answers as without the indexes
-    assert reads.board(states=BOARD, per_state=30) == board
-    assert reads.board(repository="octo/repo-3", runner="AGENT-1", states=tuple(WorkState), per_state=5) == filtered
-    assert found is not None and reads.ticket("OCTO/repo-7", 12) == found
+    reads = Reads(before)
+    board = reads.board(states=BOARD, per_state=30)
+    filtered = reads.board(repository="octo/repo-3", runner="AGENT-1", states=tuple(WorkState), per_state=5)
+    found = reads.ticket("OCTO/repo-7", 12)
     assert [len([row for row in board.rows if row.ticket.state is state]) for state in BOARD] == [30] * 4
     assert board.totals == {state: 400 for state in BOARD}
 
     assert "ix_tickets_state_since" in _plans(before, lambda: reads.board(states=BOARD, per_state=30))
     assert "ix_tickets_lower_repository_number" in _plans(before, lambda: reads.ticket("OCTO/repo-7", 12))
+
+    # the same answers without the indexes (the reads of today need the columns of later migrations)
+    with before.begin() as connection:
+        for index in sorted(INDEXES):
+            connection.execute(text(f"DROP INDEX {index}"))
+    assert not INDEXES & _indexes(before)
+    assert reads.board(states=BOARD, per_state=30) == board
+    assert reads.board(repository="octo/repo-3", runner="AGENT-1", states=tuple(WorkState), per_state=5) == filtered
+    assert found is not None and reads.ticket("OCTO/repo-7", 12) == found

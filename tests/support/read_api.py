@@ -162,6 +162,10 @@ ACCEPTED_42 = {
     "attempt": 2,
     "created_at": at(0),
     "updated_at": at(40),
+    "priority": 2,
+    "ready": False,
+    "blocked_by": [],
+    "parent": None,
     "brief": None,
     "issue_state": {"state": "open", "reason": None, "by": None, "at": None, "merged": False, "flagged": False},
     "attempts": [

@@ -26,6 +26,7 @@ colour: blue
 stale_after: 2d
 auto_release_after: 1d
 required_evidence: {screenshot: 2, pr: 3}
+priority_labels: {P0: urgent}
 """
 
 
@@ -42,7 +43,8 @@ def test_each_problem_is_printed_with_its_key_and_the_check_exits_1(tmp_path: Pa
     assert done.returncode == 1, done
     lines = done.stdout.splitlines()
     keys = [line.removeprefix(f"{path}: ").partition(":")[0] for line in lines]
-    assert sorted(keys) == sorted(["offer", "max_active_claims", "colour", "auto_release_after", "required_evidence"])
+    assert sorted(keys) == sorted(["offer", "max_active_claims", "colour", "auto_release_after", "required_evidence",
+                                   "priority_labels"])  # fmt: skip
     assert all(line.startswith(f"{path}: ") for line in lines), lines
     assert any("`offer` must be `all` or `labeled`, not 'labelled'" in line for line in lines), lines
     assert any("`required_evidence.pr` must be 1" in line for line in lines), lines
@@ -60,7 +62,7 @@ def test_the_problems_as_json(tmp_path: Path) -> None:
         parse(BAD)
     assert [p["problem"] for p in said["problems"]] == raised.value.problems
     assert {p["key"] for p in said["problems"]} == {"offer", "max_active_claims", "colour", "auto_release_after",
-                                                    "required_evidence"}  # fmt: skip
+                                                    "required_evidence", "priority_labels"}  # fmt: skip
 
 
 def test_a_file_that_is_not_yaml_is_one_problem_about_the_file(tmp_path: Path) -> None:

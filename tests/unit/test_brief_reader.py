@@ -66,7 +66,7 @@ def test_valid_briefs(body: str | None, reading: BriefReading) -> None:
     [
         ("task: x\ncolour: blue\n",
          ["`colour` is not a field of a brief (known: task, scope, access, acceptance, evidence, reviewer, owner, "
-          "code, draft, priority)"]),
+          "code, draft, priority, depends_on)"]),
         ("task: [a, b]\n", ["`task` must be text of at most 2000 characters, not ['a', 'b']"]),
         ("task: x\nscope: [a.py]\n", ["`scope` must be a mapping with `files` and `excluded` lists, not ['a.py']"]),
         ("task: x\nscope: {files: [a.py], only: [b.py]}\n",
@@ -167,7 +167,7 @@ def test_an_issue_form_reads_as_the_same_fields() -> None:
         ("### Task\n\nx\n\n### Acceptance\n\n_No response_\n", BriefReading(False, Brief(task="x"), ())),
         ("### Task\n\nx\n\n### Colour\n\nred\n",
          BriefReading(True, None, ("`Colour` is not a field of a brief (known: task, scope, access, acceptance, "
-                                   "evidence, reviewer, owner, code, draft, priority)",))),
+                                   "evidence, reviewer, owner, code, draft, priority, depends_on)",))),
         ("### Task\n\nx\n\n### Code\n\nperhaps\n",
          BriefReading(True, None, ("`code` must be true or false, not 'perhaps'",))),
         ("### Task\n\nx\n\n### Evidence\n\nscreenshot: lots\n",
@@ -387,3 +387,29 @@ def test_a_brief_without_a_priority_stores_none_and_a_form_names_it() -> None:
     assert form.brief is not None and form.brief.priority == 1
     assert changes(reading.brief, form.brief) == ["priority now p1"]
     assert changes(form.brief, reading.brief) == ["priority removed"]
+
+
+@pytest.mark.parametrize(
+    ("said", "named"),
+    [("[12, '#3', Octo/Lib#7]", ("#12", "#3", "octo/lib#7")), ("12", ("#12",)), ("[4, '#4']", ("#4",)), ("[]", ())],
+)
+def test_depends_on_names_issues_here_or_in_another_repository(said: str, named: tuple[str, ...]) -> None:
+    reading = read_brief(block(f"task: T\ndepends_on: {said}\n"))
+    assert reading.brief is not None and reading.brief.depends_on == named
+    assert Brief.from_dict(reading.brief.to_dict()) == reading.brief  # kept as stored
+
+
+@pytest.mark.parametrize("said", ["[banana]", "[0]", "[octo#3]", "{a: 1}", "[true]", "'#'"])
+def test_a_depends_on_that_names_no_issue_is_a_problem_naming_the_key(said: str) -> None:
+    reading = read_brief(block(f"task: T\ndepends_on: {said}\n"))
+    assert reading.brief is None
+    assert any(p.startswith("`depends_on` must be a list of at most 50 issues, each `12`, `#12` or `owner/repo#12`")
+               for p in reading.problems)  # fmt: skip
+
+
+def test_a_form_names_dependencies_and_a_change_says_so() -> None:
+    form = read_brief("### Task\n\nT\n\n### Depends on\n\n- #12\n- octo/lib#3\n")
+    assert form.brief is not None and form.brief.depends_on == ("#12", "octo/lib#3")
+    plain = read_brief(block("task: T\n"))
+    assert changes(plain.brief, form.brief) == ["depends on #12, octo/lib#3"]
+    assert changes(form.brief, plain.brief) == ["depends on nothing now"]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from baton.domain import Policy
-from baton.reading.config import ConfigError, duration, parse
+from baton.reading.config import ConfigError, duration, effective, parse, problem_key
 
 
 def test_an_empty_file_gives_the_defaults() -> None:
@@ -70,7 +71,8 @@ def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: st
         ("offer: [unclosed\n", ["the file is not valid YAML at line 2"]),
         ("max_claims: 2\n", ["`max_claims` is not a setting (known: offer, offer_label, max_active_claims, "
                              "stale_after, auto_release_after, allow_self_review, reviewers, runners, "
-                             "maintainers, required_evidence, require_reviewer, require_verified_evidence)"]),
+                             "maintainers, required_evidence, require_reviewer, require_verified_evidence, "
+                             "priority_labels)"]),
         ("offer: some\n", ["`offer` must be `all` or `labeled`, not 'some'"]),
         ("max_active_claims: 0\n", ["`max_active_claims` must be a whole number from 1 to 100, not 0"]),
         ("max_active_claims: true\n", ["`max_active_claims` must be a whole number from 1 to 100, not True"]),
@@ -105,7 +107,7 @@ def test_runners_may_be_a_kind_of_access_instead_of_a_list(text: str, access: st
         ("offer: some\nmax_active_claims: -1\nextra: 1\n",
          ["`extra` is not a setting (known: offer, offer_label, max_active_claims, stale_after, "
           "auto_release_after, allow_self_review, reviewers, runners, maintainers, required_evidence, "
-          "require_reviewer, require_verified_evidence)",
+          "require_reviewer, require_verified_evidence, priority_labels)",
           "`offer` must be `all` or `labeled`, not 'some'",
           "`max_active_claims` must be a whole number from 1 to 100, not -1"]),
     ],
@@ -130,3 +132,18 @@ def test_durations(text: str, seconds: int) -> None:
 def test_bad_durations(text: object) -> None:
     with pytest.raises(ValueError):
         duration(text)
+
+
+def test_priority_labels_map_label_names_to_priorities_and_the_highest_label_counts() -> None:
+    policy = parse("priority_labels: {P0: 0, P1: p1, later: low}\n")
+    assert policy.priority_labels == (("P0", 0), ("P1", 1), ("later", 3))
+    assert policy.label_priority(["bug", "later", "p1"]) == 1  # any case; the highest priority among them
+    assert policy.label_priority(["bug"]) is None and Policy().label_priority(["P0"]) is None
+    assert parse(yaml.safe_dump(effective(policy))) == policy
+
+
+@pytest.mark.parametrize("said", ["[P0]", "{P0: 5}", "{P0: urgent}", "{P0: 0, p0: 1}", "{1: 0}", "{P0: true}"])
+def test_priority_labels_that_say_no_priority_are_a_problem_naming_the_key(said: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse(f"priority_labels: {said}\n")
+    assert [problem_key(problem) for problem in raised.value.problems] == ["priority_labels"]

@@ -23,7 +23,8 @@ from typing import Any
 from .model import EVIDENCE_KINDS, Brief, Evidence
 
 # The keys a brief may hold, in the order the docs list them.
-KEYS = ("task", "scope", "access", "acceptance", "evidence", "reviewer", "owner", "code", "draft", "priority")
+KEYS = ("task", "scope", "access", "acceptance", "evidence", "reviewer", "owner", "code", "draft", "priority",
+        "depends_on")  # fmt: skip
 # A brief's `priority`: p0 (first) to p4, or a word for one of them. Tasks that say none are handed out as p2.
 PRIORITIES = {**{f"p{n}": n for n in range(5)}, "high": 1, "medium": 2, "low": 3}
 UNSAID_PRIORITY = 2
@@ -37,6 +38,9 @@ CODE_KINDS = frozenset(SINGLE_KINDS)
 _LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
 _OWNER = re.compile(rf"^@?({_LOGIN}(?:\[bot\])?)$")
 _REVIEWER = re.compile(rf"^@?({_LOGIN}(?:\[bot\])?|{_LOGIN}/[A-Za-z0-9_.-]{{1,100}})$")
+# An issue a brief's `depends_on` names: `12`, `#12`, or `owner/repo#12`.
+_ISSUE = re.compile(r"^(?:([A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9_.-]{1,100}))?#?([1-9][0-9]{0,9})$")
+MAX_DEPENDS = 50
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*(ya?ml)[ \t]*$", re.IGNORECASE)
 _HEADING = re.compile(r"^ {0,3}###[ \t]+(.+?)[ \t#]*$")
 _ITEM = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?(?:\[[ xX]\][ \t]+)?(.*?)[ \t]*$")
@@ -63,6 +67,8 @@ FORM_LABELS = {
     "code": "code",
     "draft": "draft",
     "priority": "priority",
+    "depends on": "depends_on",
+    "depends_on": "depends_on",
 }
 _YES = {"yes": True, "true": True, "no": False, "false": False}
 
@@ -149,6 +155,8 @@ def _items(text: str) -> list[str]:
 def _form_value(key: str, text: str) -> Any:
     if key in ("scope.files", "scope.excluded", "acceptance"):
         return _items(text)
+    if key == "depends_on":
+        return [part.strip() for item in _items(text) for part in item.split(",") if part.strip()]
     if key == "evidence":
         # Each line is kinds with optional counts (`tests, screenshot: 2`), or else a sentence.
         items: list[Any] = []
@@ -193,6 +201,7 @@ def check(data: Any) -> Checked:
     code = _flag("code", data.get("code", True), problems)
     draft = _flag("draft", data.get("draft", False), problems)
     priority = _priority(data.get("priority"), problems)
+    depends_on = _depends_on(data.get("depends_on"), problems)
     if problems:
         return Checked(None, draft is True, tuple(problems))
     brief = Brief(
@@ -208,8 +217,37 @@ def check(data: Any) -> Checked:
         evidence_lines=lines,
         reviewer_as_written=reviewer_as_written,
         priority=priority,
+        depends_on=depends_on,
     )
     return Checked(brief, draft is True)
+
+
+def _depends_on(value: Any, problems: list[str]) -> tuple[str, ...]:
+    """The issues a task waits for: a list of `12`, `#12` or `owner/repo#12` (one alone may stand without the
+    list), each kept once as `#12` or `owner/repo#12` (lower-case: GitHub's names are not case-sensitive)."""
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    found: list[str] = []
+    wrong: list[Any] = []
+    for item in items:
+        said = str(item).strip() if isinstance(item, str | int) and not isinstance(item, bool) else ""
+        match = _ISSUE.match(said)
+        if match is None:
+            wrong.append(item)
+            continue
+        where, number = match.group(1), match.group(2)
+        name = f"{where.lower()}#{number}" if where else f"#{number}"
+        if name not in found:
+            found.append(name)
+    if wrong or len(items) > MAX_DEPENDS:
+        shown = _shown(wrong[0] if wrong else value)
+        problems.append(
+            f"`depends_on` must be a list of at most {MAX_DEPENDS} issues, each `12`, `#12` or `owner/repo#12`, "
+            f"not {shown}"
+        )
+        return ()
+    return tuple(found)
 
 
 def _priority(value: Any, problems: list[str]) -> int | None:
@@ -514,6 +552,8 @@ def changes(before: Brief | None, after: Brief | None) -> list[str]:
         said.append("now a code task" if after.code else "now a non-code task")
     if old.priority != after.priority:
         said.append(f"priority now p{after.priority}" if after.priority is not None else "priority removed")
+    if old.depends_on != after.depends_on:
+        said.append(f"depends on {', '.join(after.depends_on)}" if after.depends_on else "depends on nothing now")
     return said if before is not None else said[:1]
 
 

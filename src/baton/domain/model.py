@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -148,6 +149,8 @@ class Brief:
     code: bool = True
     access: str | None = None
     priority: int | None = None  # 0 (p0, first) to 4 (p4); None: not said, handed out as p2
+    # The issues the task waits for: `#12` in its own repository, `owner/repo#3` (lower-case) in another.
+    depends_on: tuple[str, ...] = ()
     evidence_lines: tuple[str, ...] = ()
     reviewer_as_written: str | None = None
 
@@ -188,6 +191,8 @@ class Brief:
             data["reviewer_as_written"] = self.reviewer_as_written
         if self.priority is not None:
             data["priority"] = self.priority
+        if self.depends_on:
+            data["depends_on"] = list(self.depends_on)
         return data
 
     @classmethod
@@ -207,6 +212,7 @@ class Brief:
             evidence_lines=tuple(data.get("evidence_lines", ())),
             reviewer_as_written=data.get("reviewer_as_written"),
             priority=data.get("priority"),
+            depends_on=tuple(data.get("depends_on", ())),
         )
 
 
@@ -359,6 +365,14 @@ class Policy:
     offer_label: str = "baton"
     stale_after: int = 3 * 86400  # seconds without activity before a claim is marked stale
     auto_release_after: int | None = None  # None: a stale claim is released only by a person
+    # (label, priority 0 to 4): an issue's labels give its priority when its brief says none (the lowest wins)
+    priority_labels: tuple[tuple[str, int], ...] = ()
+
+    def label_priority(self, labels: Iterable[str]) -> int | None:
+        """The priority `priority_labels` gives an issue with `labels` (names compared case-insensitively)."""
+        mapped = {name.lower(): priority for name, priority in self.priority_labels}
+        found = [mapped[label.lower()] for label in labels if label.lower() in mapped]
+        return min(found, default=None)
 
     def lists(self, names: frozenset[str], actor: Actor, *, by_name: bool = False) -> bool:
         """True when the actor is named in a list of logins, `@org/team` entries (matching `actor.teams`) and

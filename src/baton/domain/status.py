@@ -28,6 +28,7 @@ LABELS = {
     "baton:accepted": ("5319e7", "Baton: a reviewer accepted it"),
     "baton:withdrawn": ("cccccc", "Baton: taken off the board"),
     "baton:stale": ("e99695", "Baton: the claim has been quiet for a while"),
+    "baton:blocked": ("b60205", "Baton: waits for issues it depends on to close"),
 }
 
 
@@ -50,6 +51,7 @@ class Review:
 
 
 STALE_LABEL = "baton:stale"
+BLOCKED_LABEL = "baton:blocked"
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,12 @@ class View:
     assignee: str | None
     comment: str
     stale: bool = False  # `baton:stale` beside the state label
+    blocked: bool = False  # `baton:blocked` beside `baton:open`
+
+    @property
+    def extra_labels(self) -> tuple[str, ...]:
+        """The labels that stand beside the state label."""
+        return ((STALE_LABEL,) if self.stale else ()) + ((BLOCKED_LABEL,) if self.blocked else ())
 
 
 def work_line(ticket: Ticket, review: Review | None = None) -> str:
@@ -115,6 +123,19 @@ def asked_lines(ticket: Ticket) -> list[str]:
     return lines
 
 
+def blocker_name(ticket: Ticket, blocker: str) -> str:
+    """A blocker (`owner/repo#N`, lower-case) as the ticket's issue names it: `#N` in its own repository."""
+    where, _, number = blocker.rpartition("#")
+    return f"#{number}" if where == ticket.repository.lower() else blocker
+
+
+def blocked_lines(ticket: Ticket, blockers: Sequence[str]) -> list[str]:
+    """One line per open issue an open task waits for; none for a task in any other state."""
+    if ticket.state is not WorkState.OPEN:
+        return []
+    return [f"Blocked by {blocker_name(ticket, blocker)} (open)" for blocker in blockers]
+
+
 def view(
     ticket: Ticket,
     review: Review | None = None,
@@ -122,16 +143,20 @@ def view(
     quiet: Quiet | None = None,
     changed: Sequence[BriefChange] = (),
     issue: IssueState | None = None,
+    blockers: Sequence[str] = (),
 ) -> View:
     """The labels, assignee and status comment for a ticket: the three rails side by side, a `Mismatch:` line
     when the runner's report and GitHub disagree, a `Quiet:` line and `baton:stale` while a claim is flagged
     stale (`quiet`), the brief's own words where it has them (`asked_lines`), a `Brief:` line when the brief
     changed under the current attempt (`changed`: the ticket's brief changes), an `Issue:` line while a person's
-    close of the issue flags the ticket (`issue`: the issue's state, `baton.domain.issue`), and what comes next.
-    Without a rail (nothing recorded yet) the evidence rails are at their first states."""
+    close of the issue flags the ticket (`issue`: the issue's state, `baton.domain.issue`), a `Blocked by` line per
+    open issue an open task waits for and `baton:blocked` beside `baton:open` (`blockers`: `owner/repo#N`), and
+    what comes next. Without a rail (nothing recorded yet) the evidence rails are at their first states."""
     rail = rail or EvidenceRail(ticket.key.number)
     stale = quiet is not None and ticket.state is WorkState.CLAIMED
     lines = [STATUS_MARKER, f"**Work:** {work_line(ticket, review)}"]
+    blocked = blocked_lines(ticket, blockers)
+    lines += blocked
     closed = issue_line(ticket, issue)
     if closed is not None:
         lines.append(f"**Issue:** {closed}")
@@ -146,9 +171,13 @@ def view(
     brief = brief_line(ticket, changed)
     if brief is not None:
         lines.append(f"**Brief:** {brief}")
-    lines += ["", f"Revision {ticket.revision}. {next_step(ticket)}"]
+    step = BLOCKED_STEP if blocked else next_step(ticket)
+    lines += ["", f"Revision {ticket.revision}. {step}"]
     holds = ticket.state in (WorkState.CLAIMED, WorkState.DELIVERED)
-    return View(state_label(ticket.state), ticket.runner if holds else None, "\n".join(lines), stale)
+    return View(state_label(ticket.state), ticket.runner if holds else None, "\n".join(lines), stale, bool(blocked))
+
+
+BLOCKED_STEP = "An agent can /claim it once the issues it waits for are closed (a maintainer can /claim force now)."
 
 
 def comment_due(ticket: Ticket, rail: EvidenceRail | None, answered: bool) -> bool:

@@ -84,6 +84,10 @@ class GitHubIssues:
             raise
         return open_issue(data)
 
+    def is_open(self, installation_id: int, repository: str, number: int) -> bool:
+        """Whether GitHub has an open issue of that number (a closed, missing or unreadable one is not)."""
+        return self.issue(installation_id, repository, number) is not None
+
     def closing_commit(self, installation_id: int, repository: str, number: int) -> str | None:
         """The commit that closed the issue last (a merged pull request's, or a push's), from its timeline's
         last `closed` event; None when a person closed it (or GitHub shows no close)."""

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from githubkit import GitHub
 from githubkit.exception import RequestFailed
 
-from baton.domain.status import CHECK_NAME, LABEL_PREFIX, LABELS, STALE_LABEL, CheckView, View
+from baton.domain.status import CHECK_NAME, LABEL_PREFIX, LABELS, CheckView, View
 
 from .client import GitHubApp
 from .refusals import describe, refused
@@ -102,7 +102,7 @@ class GitHubProjector:
         self, installation_id: int, client: GitHub[Any], owner: str, name: str, number: int, view: View,
         labels: set[str],
     ) -> None:  # fmt: skip
-        wanted = [view.label, STALE_LABEL] if view.stale else [view.label]
+        wanted = [view.label, *view.extra_labels]
         for label in wanted:
             if label not in labels:
                 self._ensure_label(installation_id, client, owner, name, label)

@@ -5,6 +5,7 @@ Baton keeps them (`baton.store.dependencies`), so that whether a task is ready i
 from __future__ import annotations
 
 from baton.github.webhooks import full_name, issue_number, text
+from baton.service.readiness import BATON
 from baton.service.work import Outcome
 from baton.store.dependencies import BLOCKED_BY, SUB_ISSUE, ref
 
@@ -33,7 +34,7 @@ def linked(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     if key is None or blocker is None or not where or not intake.active(envelope):
         return ()
     is_open = text(payload, blocker_field, "state") != "closed" if added else None
-    intake.work.depends(key, source, ref(where, blocker), is_open)
+    intake.work.depends(key, source, ref(where, blocker), is_open, envelope.sender or BATON)
     return ()
 
 
@@ -42,4 +43,5 @@ def blocker_changed(intake: Intake, envelope: Envelope) -> None:
     not)."""
     number = issue_number(envelope.payload, "issue", "number")
     if number is not None and envelope.repository:
-        intake.work.blocker_seen(ref(envelope.repository, number), envelope.action == "reopened")
+        intake.work.blocker_seen(ref(envelope.repository, number), envelope.action == "reopened",
+                                 envelope.sender or BATON)  # fmt: skip

@@ -40,7 +40,7 @@ def evidence(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
         return ()
     if intake.app_id is not None and number(payload, "check_suite", "app", "id") == intake.app_id:
         return ()  # Baton's own suite is its own check run, which must not feed the rail it reports on
-    if delivery.event == "push" and _touches_settings(payload) and envelope.installation_id is not None:
+    if delivery.event == "push" and touches_settings(payload) and envelope.installation_id is not None:
         # a changed `.github/baton.yml` counts now
         intake.resolver.configs.forget(envelope.installation_id, repository.name)
     sightings = observe(delivery.event, payload, repository, stamp(delivery.received_at))
@@ -68,7 +68,7 @@ def issue_state(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     return ()
 
 
-def _touches_settings(payload: dict[str, Any]) -> bool:
+def touches_settings(payload: dict[str, Any]) -> bool:
     """A push to the default branch that adds, changes or removes `.github/baton.yml`."""
     default = text(payload, "repository", "default_branch")
     if not default or text(payload, "ref") != f"refs/heads/{default}":

@@ -71,7 +71,8 @@ def _offer_if_offered(
 ) -> None:
     policy = _policy(intake, envelope, issue)
     if offered(policy, issue.labels):
-        _offering(intake).offer(issue, envelope.sender or BATON, _operation(envelope, part), new_only=new_only)
+        _offering(intake).offer(issue, envelope.sender or BATON, _operation(envelope, part), new_only=new_only,
+                                policy=policy)  # fmt: skip
 
 
 def opened_requests(intake: Intake, envelope: Envelope) -> list[Request] | None:
@@ -94,7 +95,8 @@ def opened(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
 
 def labels(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     """A label added or removed: a `baton:` state label is put back (`label_changed`); any other is kept with the
-    ticket; the offer label offers the issue, or withdraws its open ticket."""
+    ticket, and a label `priority_labels` maps gives the ticket its priority; the offer label offers the issue, or
+    withdraws its open ticket."""
     label_changed(intake, envelope)
     label = text(envelope.payload, "label", "name")
     issue = _issue(envelope)
@@ -104,10 +106,12 @@ def labels(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     if text(envelope.payload, "issue", "state") == "closed":
         return ()
     policy = _policy(intake, envelope, issue)
+    if policy.label_priority([label]) is not None:
+        intake.work.labelled(issue.key, issue.labels, policy)
     if policy.offer != "labeled" or label.lower() != policy.offer_label.lower():
         return ()
     if offered(policy, issue.labels):
-        _offering(intake).offer(issue, envelope.sender or BATON, _operation(envelope))
+        _offering(intake).offer(issue, envelope.sender or BATON, _operation(envelope), policy=policy)
     elif envelope.action == "unlabeled":
         _offering(intake).withdraw(issue, envelope.sender or BATON, _operation(envelope), UNLABELED, label=label)
     return ()
@@ -159,7 +163,8 @@ def reopened(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     wanted = offered(policy, issue.labels)
     state = _issue_state(intake, envelope, issue)
     if _offering(intake).issue_changed(issue, state, _operation(envelope), offered=wanted) == UNTRACKED and wanted:
-        _offering(intake).offer(issue, envelope.sender or BATON, _operation(envelope, ":new"), new_only=True)
+        _offering(intake).offer(issue, envelope.sender or BATON, _operation(envelope, ":new"), new_only=True,
+                                policy=policy)  # fmt: skip
         _offering(intake).issue_changed(issue, state, _operation(envelope, ":state"), offered=wanted)
     return ()
 
@@ -267,7 +272,7 @@ def backfill(
     ]
     chosen = [issue for issue in listed if offered(policy, issue.labels)]
     operation = f"{installation_id}:backfill:{run or uuid.uuid4().hex}:{repository_id}"
-    counts = offering.offer_all(chosen, BATON, operation, progress)
+    counts = offering.offer_all(chosen, BATON, operation, progress, policy)
     counts["tracked"] = counts.get("tracked", 0) + counts.pop("duplicate", 0)
     if len(listed) > len(chosen):
         counts["not offered"] = len(listed) - len(chosen)

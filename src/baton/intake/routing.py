@@ -33,6 +33,7 @@ from .offering import (
     reopened,
     transferred,
 )
+from .priorities import pushed
 
 log = logging.getLogger("baton.intake")
 
@@ -64,6 +65,7 @@ HANDLERS: dict[tuple[str, str], Handler] = {
     ("issues", "edited"): issue_edited,
     (BACKFILL, "repository"): backfill_delivery,
     **dict.fromkeys(LINKS, linked),
+    ("push", ""): pushed,  # evidence, and the labels' priorities again when the settings changed
 }
 
 # Deliveries that carry nothing but commands on one issue: read into requests, and decided with the others

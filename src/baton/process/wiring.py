@@ -90,6 +90,9 @@ def assemble(
         configs or (GitHubConfigs(github) if github else DefaultConfigs()),
         Installations(engine, clock),
     )
+    issues = GitHubIssues(github) if github else None
+    if issues is not None:
+        work.issue_open = issues.is_open
     intake = Intake(
         work,
         resolver,
@@ -97,7 +100,7 @@ def assemble(
         resolver.installations,
         evidence,
         Offering(work),
-        GitHubIssues(github) if github else None,
+        issues,
         inbox,
         metrics,
         app_login=github.login if github else None,

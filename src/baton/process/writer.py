@@ -325,10 +325,13 @@ class Writer:
         rail, again = self._verified(where, key.number)
         refusal: WriteRefused | None = None
         issue = issue_state_of(self.outbox.engine, key)
-        shown = view(stored.ticket, review, rail, self.outbox.quiet(key), self._brief_changes(stored), issue)
+        blockers = self.outbox.blockers(key) if stored.ticket.state is WorkState.OPEN else []
+        shown = view(stored.ticket, review, rail, self.outbox.quiet(key), self._brief_changes(stored), issue, blockers)
         known = self.outbox.status_comment(key)
-        # Until somebody acts on an offered issue, its label is all it costs (a backlog of hundreds).
-        comment = known is not None or comment_due(stored.ticket, rail, bool(items) or self.outbox.answered(key))
+        # Until somebody acts on an offered issue, its label is all it costs (a backlog of hundreds); a link to an
+        # issue it waits for is somebody acting on it, and the comment says which.
+        answered = bool(items) or shown.blocked or self.outbox.answered(key)
+        comment = known is not None or comment_due(stored.ticket, rail, answered)
         try:
             comment_id: int | None = self.projector.show(
                 key.installation_id, repository, key.number, shown, past_runners, known, comment=comment,

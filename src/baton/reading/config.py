@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from baton.domain import Policy
-from baton.domain.brief import evidence_kinds
+from baton.domain.brief import PRIORITIES, evidence_kinds
 
 PATH = ".github/baton.yml"
 
@@ -43,6 +43,7 @@ KEYS = (
     "required_evidence",
     "require_reviewer",
     "require_verified_evidence",
+    "priority_labels",
 )
 
 
@@ -88,8 +89,27 @@ def effective(policy: Policy) -> dict[str, Any]:
         "required_evidence": evidence,
         "require_reviewer": policy.require_reviewer,
         "require_verified_evidence": policy.require_verified_evidence,
+        "priority_labels": dict(policy.priority_labels),
     }
     return shown
+
+
+def _priority(value: Any) -> int:
+    """A priority as `priority_labels` gives it: 0 to 4, or a word a brief's `priority` may use (`p1`, `high`)."""
+    said = str(value).strip().lower() if isinstance(value, str | int) and not isinstance(value, bool) else ""
+    said = f"p{said}" if said.isdigit() else said
+    if said not in PRIORITIES:
+        raise ValueError
+    return PRIORITIES[said]
+
+
+def _priority_labels(value: Any) -> bool:
+    if not isinstance(value, dict) or len(value) > 100:
+        return False
+    names = [name.lower() for name in value if isinstance(name, str) and 0 < len(name) <= 50]
+    for said in value.values():
+        _priority(said)
+    return len(names) == len(value) == len(set(names))
 
 
 def duration(value: Any) -> int:
@@ -158,6 +178,8 @@ def parse(text: str) -> Policy:
         values["runners"] = frozenset(values["runners"])
     take("require_reviewer", lambda v: isinstance(v, bool), bool, "true or false")
     take("require_verified_evidence", lambda v: isinstance(v, bool), bool, "true or false")
+    take("priority_labels", _priority_labels, lambda v: tuple((name, _priority(said)) for name, said in v.items()),
+         "a mapping of label names to priorities, like `{P0: 0, P1: 1}` (0, handed out first, to 4)")  # fmt: skip
     if "required_evidence" in data:
         # a list of kinds, or a mapping of kinds to counts (`screenshot: 2`), as a brief's `evidence`
         values["required_evidence"] = evidence_kinds("required_evidence", data["required_evidence"], problems)

@@ -17,8 +17,9 @@ from baton.domain import Brief, Ticket, TicketKey
 from baton.domain.edits import change_brief
 from baton.reading.briefs import read_brief
 from baton.service.evidence import EvidenceService
-from baton.store import Conflict
+from baton.store import Conflict, dependencies
 
+from . import readiness
 from .unit import UnitOfWork
 
 
@@ -55,10 +56,11 @@ def non_code(uow: UnitOfWork, evidence: EvidenceService, ticket: Ticket, source:
 
 def edited(
     uow: UnitOfWork, evidence: EvidenceService, key: TicketKey, repository: str, author: str, body: str,
-    editor: str, operation_id: str, delay: float,
+    editor: str, operation_id: str, delay: float, known: dict[str, bool],
 ) -> bool:  # fmt: skip
     """An issue body was edited: its brief, if it changed, becomes the ticket's (a `brief_changed` event,
-    one revision on). True when the ticket changed."""
+    one revision on), and the issues its `depends_on` names are linked (`readiness.declare`: open as `known`).
+    True when the ticket changed."""
     stored = uow.work.tickets([key], lock=True)[key]
     if stored is None or uow.work.results([operation_id]):
         return False
@@ -73,6 +75,10 @@ def edited(
     if not uow.work.swap(stored.id, ticket.revision, applied.ticket):
         raise Conflict("lost")
     uow.work.append(stored.id, applied.event, operation_id)
+    before = dependencies.open_blockers(uow.connection, [key])
+    gone = readiness.declare(uow, key, repository, applied.ticket.brief, known)
+    waited = [blocker for blocker in gone if blocker in before.get(key, [])]  # the open ones it no longer names
+    readiness.moved(uow, before, [key], ", ".join(waited) or "the brief", editor)
     result = {"kind": "applied", "command": "", "state": applied.ticket.state.value,
               "revision": applied.ticket.revision, "runner": applied.ticket.runner, "code": None, "message": None,
               "event": applied.event.type}  # fmt: skip

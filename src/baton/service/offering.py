@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from baton.domain import Event, Ticket, WorkState
+from baton.domain import Event, Policy, Ticket, WorkState
 from baton.domain.issue import NOT_STARTED, IssueState, flagged, mention, newer
 from baton.domain.offering import CLOSED, reoffer, withdrawal, withdrawn_by_offering, withdrawn_state
 from baton.reading.briefs import read_brief
@@ -33,9 +33,11 @@ class Offering:
     def __init__(self, work: WorkService) -> None:
         self.work = work
 
-    def offer(self, issue: Issue, actor: str, operation_id: str, *, new_only: bool = False) -> str:
+    def offer(
+        self, issue: Issue, actor: str, operation_id: str, *, new_only: bool = False, policy: Policy | None = None
+    ) -> str:
         """Make an offered issue an open ticket, or put back one offering withdrew (unless `new_only`). The
-        caller has checked that the repository offers the issue."""
+        caller has checked that the repository offers the issue; `policy` gives the priority its labels mean."""
 
         def attempt(uow: UnitOfWork) -> str:
             first = uow.work.results([operation_id]).get(operation_id)
@@ -43,7 +45,7 @@ class Offering:
                 return DUPLICATE
             stored = uow.work.ticket(issue.key)
             if stored is None:
-                ticket_id, _ = self.work.new_ticket(uow, issue, operation_id, read_brief(issue.body))
+                ticket_id, _ = self.work.new_ticket(uow, issue, operation_id, read_brief(issue.body), known, policy)
                 return _done(uow, issue, ticket_id, operation_id, CREATED, offering=True)
             if new_only:
                 return TRACKED
@@ -54,16 +56,18 @@ class Offering:
             _change(uow, stored, applied.ticket, applied.event, operation_id)
             return _done(uow, issue, stored.id, operation_id, REOFFERED, offering=True)
 
+        known = self.work.blocker_states([issue])
         return self.work.units.settle(f"operation {operation_id}", attempt)
 
     def offer_all(
-        self, issues: Sequence[Issue], actor: str, operation: str, progress: Callable[[int, int], None] | None = None
-    ) -> dict[str, int]:
+        self, issues: Sequence[Issue], actor: str, operation: str, progress: Callable[[int, int], None] | None = None,
+        policy: Policy | None = None,
+    ) -> dict[str, int]:  # fmt: skip
         """`offer` each issue (operation ids `operation:NUMBER`); how many of each result. `progress(done,
         total)` after each."""
         counts: dict[str, int] = {}
         for done, issue in enumerate(issues, 1):
-            result = self.offer(issue, actor, f"{operation}:{issue.key.number}")
+            result = self.offer(issue, actor, f"{operation}:{issue.key.number}", policy=policy)
             counts[result] = counts.get(result, 0) + 1
             if progress is not None:
                 progress(done, len(issues))

@@ -8,7 +8,7 @@ seen before, the first outcome comes back with `duplicate=True` and nothing is d
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -37,7 +37,7 @@ from baton.domain.answers import Result, Source, answer_all
 from baton.domain.evidence import NOT_FOUND, UNVERIFIED, verification
 from baton.domain.misspelt import misspelt_text
 from baton.domain.offering import offered
-from baton.domain.status import LABELS, state_label
+from baton.domain.status import BLOCKED_LABEL, LABELS, STALE_LABEL, state_label
 from baton.reading.briefs import BriefReading, read_brief
 from baton.reading.commands import help_text, ignored_text
 from baton.service.activity import Activity, record_activity
@@ -45,7 +45,7 @@ from baton.service.evidence import EvidenceService
 from baton.store import Conflict, StoredTicket, dependencies, ready
 from baton.store.work import WorkTx
 
-from . import briefs
+from . import briefs, readiness
 from .resolver import Notice
 from .unit import UnitOfWork, Units
 
@@ -163,6 +163,7 @@ class Handed:
     title: str | None = None
     counts: dict[str, int] | None = None
     request: Request | None = None  # the claim decided (None: none was, or a first answer is given again)
+    priority: int | None = None  # the task's, the brief's else its labels' (None: a first answer given again)
 
 
 # Refusals of a claim that are about the task, not the caller: claim-next passes on to the next task.
@@ -183,6 +184,14 @@ class WorkService:
         self.answer_delay = answer_delay
         self.decided = decided
         self.activity = Activity(units)
+        # Asks GitHub whether an issue a brief depends on, and Baton knows nothing of, is open (None: never asked).
+        self.issue_open: readiness.IssueOpen | None = None
+
+    def blocker_states(self, issues: Sequence[Issue]) -> dict[str, bool]:
+        """Whether the issues the briefs in these issues' bodies depend on are open, for those Baton knows nothing
+        of (`readiness.states`): asked of GitHub before any decision's transaction."""
+        bodies = [(issue.key, issue.repository, issue.body) for issue in issues if issue.read and issue.body]
+        return readiness.body_states(self.units, self.issue_open, bodies)
 
     def open_ticket(
         self,
@@ -212,11 +221,13 @@ class WorkService:
                 )
                 uow.work.record_operation(operation_id, stored.id, outcome.to_json())
                 return outcome
-            ticket_id, ticket = self.new_ticket(uow, issue, operation_id, BriefReading(draft, brief, tuple(problems)))
+            reading = BriefReading(draft, brief, tuple(problems))
+            ticket_id, ticket = self.new_ticket(uow, issue, operation_id, reading, known)
             outcome = _outcome("open", ticket, kind="applied", event="created")
             uow.work.record_operation(operation_id, ticket_id, outcome.to_json())
             return outcome
 
+        known = readiness.states(self.units, self.issue_open, [(issue.key.installation_id, issue.repository, brief)])
         return self.units.settle(f"operation {operation_id}", attempt)
 
     def apply(
@@ -245,10 +256,11 @@ class WorkService:
         # A lost claim-limit increment, or a concurrent first write of the same ticket or operation id, rolls
         # everything back; the next round reads what won.
         what = f"operation {requests[0].operation_id}" if requests else "nothing"
+        known = self.blocker_states([request.issue for request in requests])  # for a ticket a command creates
 
         def attempt(uow: UnitOfWork) -> list[Outcome]:
             self._notify(uow, requests)
-            return self._decide_all(uow, requests)
+            return self._decide_all(uow, requests, known)
 
         outcomes = self.units.settle(what, attempt)
         decided = [(r, o) for r, o in zip(requests, outcomes, strict=True) if o.kind != UNREAD]
@@ -259,12 +271,13 @@ class WorkService:
                 _log_decision(request, outcome)
         return outcomes
 
-    def _decide_all(self, uow: UnitOfWork, requests: Sequence[Request]) -> list[Outcome]:
+    def _decide_all(self, uow: UnitOfWork, requests: Sequence[Request], known: dict[str, bool]) -> list[Outcome]:
         """Read (the tickets, locked; the first results; the claims held), decide each request, swap each ticket
         that changed, record the operations, and queue the answers with their issues' due times."""
         if not requests:
             return []
         batch = _Batch.read(uow.work, requests)
+        batch.known = known
         decided = [self._decide(uow, batch, request) for request in requests]
         self._close(uow, batch, [result for _, result in decided])
         return [outcome for outcome, _ in decided]
@@ -341,7 +354,7 @@ class WorkService:
             found = uow.work.next_ready(list(places), ask.labels, passed)
             if found is None:
                 break
-            key, title = found[0].ticket.key, found[1]
+            key, title, priority = found[0].ticket.key, found[1], found[2]
             if key not in batch.locked:
                 batch.locked[key] = batch.current[key] = found[0]
             stored = batch.current[key]
@@ -356,7 +369,7 @@ class WorkService:
                 taken.add(stored.id)
                 batch.record(ask.operation_id, stored, outcome)
                 after = batch.current[key]
-                return Handed(outcome, after.ticket if after else None, title, request=request), said
+                return Handed(outcome, after.ticket if after else None, title, request=request, priority=priority), said
             passed.add(stored.id)
             if outcome.code in TASK_REFUSALS:
                 continue
@@ -387,7 +400,8 @@ class WorkService:
         if stored is None and not issue.read:
             return Outcome(UNREAD, command.name, None, 0, None), said
         if stored is None:  # a new ticket is shown, whatever its first command's answer
-            stored = batch.current[issue.key] = self._first_sight(uow, issue, request.policy, request.operation_id)
+            stored = batch.current[issue.key] = self._first_sight(uow, issue, request.policy, request.operation_id,
+                                                                  batch.known)  # fmt: skip
             said = replace(said, shown=stored is not None)
         reply: str | None
         if stored is None:
@@ -458,28 +472,54 @@ class WorkService:
         for notice in notices.values():
             self._reply(uow, notice)
 
-    def _first_sight(self, uow: UnitOfWork, issue: Issue, policy: Policy, operation_id: str) -> StoredTicket | None:
+    def _first_sight(
+        self, uow: UnitOfWork, issue: Issue, policy: Policy, operation_id: str, known: dict[str, bool]
+    ) -> StoredTicket | None:
         """The first command on an offered issue (every issue with `offer: all`, one carrying the offer label
         with `offer: labeled`) creates its ticket, as offering would have: `open`, or `draft` when the brief
         in the issue's body says so (or cannot be used)."""
         if not offered(policy, issue.labels):
             return None
-        return StoredTicket(*self.new_ticket(uow, issue, operation_id, read_brief(issue.body)))
+        return StoredTicket(*self.new_ticket(uow, issue, operation_id, read_brief(issue.body), known, policy))
 
-    def new_ticket(self, uow: UnitOfWork, issue: Issue, operation_id: str, reading: BriefReading) -> tuple[int, Ticket]:
+    def new_ticket(
+        self, uow: UnitOfWork, issue: Issue, operation_id: str, reading: BriefReading, known: dict[str, bool],
+        policy: Policy | None = None,
+    ) -> tuple[int, Ticket]:  # fmt: skip
         """Insert a ticket with the brief an issue body gave: the brief's owner is the task owner (else the
-        issue's author), a non-code task's evidence rails are not applicable, its evidence rail catches up on
-        the pull requests and branches already logged that link the issue, and problems are explained. The
-        caller marks the issue due."""
+        issue's author), the issues its `depends_on` names are linked (open as `known`, `blocker_states`), the
+        priority its labels give under `policy` is kept (`priority_labels`), a
+        non-code task's evidence rails are not applicable, its evidence rail catches up on the pull requests and
+        branches already logged that link the issue, and problems are explained. The caller marks the issue
+        due."""
         brief = reading.brief
         owner = brief.owner if brief is not None and brief.owner else issue.author
         ticket, event = create(issue.key, issue.repository, owner, draft=reading.draft, brief=brief)
         ticket_id = uow.work.insert_ticket(ticket, event, operation_id, issue.title, ready.labels_text(issue.labels))
+        readiness.declare(uow, issue.key, issue.repository, brief, known)
+        if policy is not None and policy.priority_labels:
+            uow.work.label_priority(issue.key, policy.label_priority(issue.labels))
         if brief is not None and not brief.code:
             briefs.non_code(uow, self.evidence, ticket, operation_id)
         self.evidence.started(uow, ticket.key, operation_id)  # work done before the issue became a ticket
         briefs.explain(uow, issue.key, issue.repository, issue.author, reading.problems, None, self.answer_delay)
         return ticket_id, ticket
+
+    def labelled(self, key: TicketKey, labels: Sequence[str], policy: Policy) -> None:
+        """The issue's labels changed on GitHub: the priority they give (`priority_labels`) is kept beside the
+        brief's (no event: a label is not work)."""
+        with self.units.begin() as uow:
+            uow.work.label_priority(key, policy.label_priority(labels))
+
+    def relabelled(self, place: RepositoryKey, labels: Mapping[int, Sequence[str]], policy: Policy) -> None:
+        """The repository's settings changed: each of its tickets takes the priority its issue's labels (`labels`,
+        by issue number; an issue left out has none that count) give under `policy`."""
+        with self.units.begin() as uow:
+            uow.work.clear_label_priorities(place)
+            for number, names in labels.items():
+                priority = policy.label_priority(names)
+                if priority is not None:
+                    uow.work.label_priority(place.ticket(number), priority)
 
     def retitled(self, key: TicketKey, title: str) -> None:
         """The issue's title changed on GitHub: the ticket keeps the new one (no event: it is not work)."""
@@ -495,11 +535,12 @@ class WorkService:
         """The issue's body was edited: its brief, when it changed, becomes the ticket's (an event, one
         revision on); an invalid one is explained once. True when the ticket changed."""
         body = issue.body
+        known = self.blocker_states([issue])
 
         def attempt(uow: UnitOfWork) -> bool:
             return briefs.edited(
                 uow, self.evidence, issue.key, issue.repository, issue.author, body, editor, operation_id,
-                self.answer_delay,
+                self.answer_delay, known,
             )  # fmt: skip
 
         return self.units.settle(f"operation {operation_id}", attempt)
@@ -529,7 +570,7 @@ class WorkService:
         """A `baton:` state label was added or removed on GitHub. The database is never changed from a
         label: when GitHub now disagrees with the ticket, the labels are put back (the outbox does it)
         and an event records who changed them. True when a restoration was queued."""
-        if label not in LABELS or label == "baton:stale":
+        if label not in LABELS or label in (STALE_LABEL, BLOCKED_LABEL):  # flags beside the state label, not states
             return False
         with self.units.begin() as uow:
             stored = uow.work.ticket(issue.key)
@@ -545,24 +586,34 @@ class WorkService:
             uow.outbox.due(issue.key, issue.repository)
         return True
 
-    def depends(self, key: TicketKey, source: str, blocker: str, is_open: bool | None) -> None:
+    def depends(
+        self, key: TicketKey, source: str, blocker: str, is_open: bool | None, actor: str = readiness.BATON
+    ) -> None:
         """GitHub told of a dependency of the issue at `key` on `blocker` (`owner/repo#N`): added, with the
-        blocker's state (`is_open`), or removed (None)."""
+        blocker's state (`is_open`), or removed (None). The ticket shows what it waits for (`readiness.moved`)."""
 
         def attempt(uow: UnitOfWork) -> None:  # made again when a concurrent delivery of the same link wins
+            before = readiness.waiting(uow, [key])
             if is_open is None:
                 dependencies.unlink(uow.connection, key, source, blocker)
             else:
                 dependencies.link(uow.connection, key, source, blocker, is_open, self.units.clock.now())
+            readiness.moved(uow, before, [key], blocker, actor)
 
         self.units.settle(f"dependency of {key} on {blocker}", attempt)
 
-    def blocker_seen(self, blocker: str, is_open: bool) -> int:
-        """An issue closed or reopened: the issues it blocks learn it. How many did."""
-        return self.units.settle(
-            f"blocker {blocker}",
-            lambda uow: dependencies.seen(uow.connection, blocker, is_open, self.units.clock.now()),
-        )
+    def blocker_seen(self, blocker: str, is_open: bool, actor: str = readiness.BATON) -> int:
+        """An issue closed, reopened or deleted: the issues it blocks learn it, and show it (`readiness.moved`).
+        How many did."""
+
+        def attempt(uow: UnitOfWork) -> int:
+            keys = dependencies.blocked_by(uow.connection, blocker, is_open)
+            before = readiness.waiting(uow, keys)
+            count = dependencies.seen(uow.connection, blocker, is_open, self.units.clock.now())
+            readiness.moved(uow, before, keys, blocker, actor)
+            return count
+
+        return self.units.settle(f"blocker {blocker}", attempt)
 
     def ticket(self, key: TicketKey) -> Ticket | None:
         with self.units.read() as uow:
@@ -609,6 +660,7 @@ class _Batch:
     held: dict[tuple[RepositoryKey, str], int]
     operations: list[tuple[str, int | None, dict[str, Any]]] = field(default_factory=list)
     touches: list[_Touch] = field(default_factory=list)
+    known: dict[str, bool] = field(default_factory=dict)  # the blockers a new ticket's brief names, asked first
 
     @classmethod
     def read(cls, tx: WorkTx, requests: Sequence[Request]) -> _Batch:

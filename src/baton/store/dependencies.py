@@ -1,13 +1,13 @@
 """What keeps an issue from being ready (`tables.dependencies`): written as GitHub's webhooks tell of a "blocked
-by" dependency or a sub-issue added or removed, and of a blocker closed or reopened; read inside the caller's
-transaction by the claim's guard, and by the task list."""
+by" dependency or a sub-issue added or removed, as the brief's `depends_on` names issues, and as a blocker is
+closed or reopened; read inside the caller's transaction by the claim's guard, and by the task list."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from sqlalchemy import Connection, and_, delete, exists, insert, select, update
+from sqlalchemy import Connection, and_, delete, exists, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -19,6 +19,7 @@ from .statements import Conflict
 _C = t.dependencies.c
 BLOCKED_BY = "blocked_by"
 SUB_ISSUE = "sub_issue"
+DEPENDS_ON = "depends_on"  # the brief's: a webhook about GitHub's links never removes it
 
 
 def ref(repository: str, number: int) -> str:
@@ -47,6 +48,49 @@ def unlink(connection: Connection, key: TicketKey, source: str, blocker: str) ->
     connection.execute(delete(t.dependencies).where(_of(key), _C.source == source, _C.blocker == blocker))
 
 
+def declared(connection: Connection, key: TicketKey) -> list[str]:
+    """The blockers the brief of the issue at `key` names, as recorded."""
+    rows = connection.execute(select(_C.blocker).where(_of(key), _C.source == DEPENDS_ON).order_by(_C.blocker))
+    return [row.blocker for row in rows]
+
+
+def known(connection: Connection, blockers: Iterable[str]) -> dict[str, bool]:
+    """Whether each of `blockers` Baton knows about is open: as last seen by any link to it, else from the issue's
+    ticket (open unless its issue was recorded closed). Those Baton knows nothing of are left out."""
+    wanted = sorted(set(blockers))
+    if not wanted:
+        return {}
+    found: dict[str, bool] = {}
+    rows = connection.execute(
+        select(_C.blocker, _C.open).where(_C.blocker.in_(wanted)).order_by(_C.blocker, _C.seen_at.desc())
+    )
+    for row in rows:
+        found.setdefault(row.blocker, bool(row.open))
+    tk, st = t.tickets.c, t.issue_states.c
+    for blocker in wanted:
+        if blocker in found:
+            continue
+        repository, _, number = blocker.rpartition("#")
+        ticket = connection.execute(
+            select(st.state)
+            .select_from(t.tickets.outerjoin(t.issue_states, st.ticket_id == tk.id))
+            .where(func.lower(tk.repository) == repository, tk.number == int(number))
+        ).first()
+        if ticket is not None:
+            found[blocker] = ticket.state != "closed"
+    return found
+
+
+def blocked_by(connection: Connection, blocker: str, is_open: bool) -> list[TicketKey]:
+    """The issues whose link to `blocker` has it in another state than `is_open`."""
+    rows = connection.execute(
+        select(_C.installation_id, _C.repository_id, _C.number)
+        .where(_C.blocker == blocker, _C.open.is_not(is_open))
+        .distinct()
+    )
+    return [TicketKey(row.installation_id, row.repository_id, row.number) for row in rows]
+
+
 def seen(connection: Connection, blocker: str, is_open: bool, now: datetime) -> int:
     """A blocker closed or reopened: every issue it blocks learns it. The number of rows changed."""
     done = connection.execute(
@@ -64,6 +108,7 @@ def open_blockers(connection: Connection, keys: Iterable[TicketKey]) -> dict[Tic
     for (installation_id, repository_id), wanted in numbers.items():
         rows = connection.execute(
             select(_C.number, _C.blocker)
+            .distinct()  # a blocker GitHub links and the brief names too is named once
             .where(_C.installation_id == installation_id, _C.repository_id == repository_id,
                    _C.number.in_(wanted), _C.open.is_(True))
             .order_by(_C.number, _C.blocker)
@@ -71,6 +116,28 @@ def open_blockers(connection: Connection, keys: Iterable[TicketKey]) -> dict[Tic
         for row in rows:
             found.setdefault(TicketKey(installation_id, repository_id, row.number), []).append(row.blocker)
     return found
+
+
+def parents(connection: Connection, issues: Mapping[TicketKey, str]) -> dict[TicketKey, str]:
+    """The parent (`owner/repo#N`) of each of `issues` (key → its repository's name) that is a sub-issue, where
+    Baton knows the parent's repository by name (it tracks an issue there)."""
+    named = {ref(repository, key.number): key for key, repository in issues.items()}
+    if not named:
+        return {}
+    tk = t.tickets.c
+    where = (
+        select(tk.repository)
+        .where(tk.installation_id == _C.installation_id, tk.repository_id == _C.repository_id)
+        .order_by(tk.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    rows = connection.execute(
+        select(_C.blocker, _C.number, where.label("repository"))
+        .where(_C.source == SUB_ISSUE, _C.blocker.in_(sorted(named)))
+        .order_by(_C.seen_at)
+    )
+    return {named[row.blocker]: ref(row.repository, row.number) for row in rows if row.repository is not None}
 
 
 def unblocked() -> ColumnElement[bool]:

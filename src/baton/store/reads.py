@@ -24,12 +24,13 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, bindparam, func, select, union_all
 
-from baton.domain import Brief, WorkState
+from baton.domain import Brief, TicketKey, WorkState
 from baton.domain.brief import UNSAID_PRIORITY
 from baton.domain.issue import IssueState
 from baton.domain.weekly import FLOW_EVENTS, WorkTime
 from baton.store.dependencies import unblocked
 
+from . import dependencies
 from .engine import READ_ONLY
 from .tables import attempts, deliveries, events, evidence_rails, issue_states, reviews, ticket_activity, tickets
 
@@ -51,6 +52,13 @@ class TicketSummary:
     title: str | None = None  # the issue's, as GitHub last told it
     repository_id: int = 0  # GitHub's id of the repository
     state_since: datetime | None = None  # when it entered its state, or while claimed its runner's hands
+    installation_id: int = 0
+    # 0 (p0, first) to 4: the brief's, else the one its labels give (`priority_labels`), else p2
+    priority: int = UNSAID_PRIORITY
+
+    @property
+    def key(self) -> TicketKey:
+        return TicketKey(self.installation_id, self.repository_id, self.number)
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,13 @@ class TicketDetail:
     evidence_updated_at: datetime | None = None
     brief: Brief | None = None  # the brief in force; None when the issue has none
     issue: IssueState | None = None  # the issue's state on GitHub as last told; None: never told (open)
+    blocked_by: tuple[str, ...] = ()  # the open issues it waits for (`owner/repo#N`)
+    parent: str | None = None  # the issue it is a sub-issue of (`owner/repo#N`)
+
+    @property
+    def ready(self) -> bool:
+        """An open task nothing open blocks."""
+        return self.ticket.state is WorkState.OPEN and not self.blocked_by
 
 
 @dataclass(frozen=True)
@@ -109,6 +124,7 @@ class BoardRow:
     stale_at: datetime | None
     review: ReviewRecord | None = None  # the last verdict, which an accepted ticket's words name
     issue: IssueState | None = None  # the issue's state on GitHub as last told; None: never told (open)
+    blocked_by: tuple[str, ...] = ()  # an open ticket's open blockers (`owner/repo#N`)
 
 
 @dataclass(frozen=True)
@@ -141,9 +157,12 @@ def _maybe_utc(value: datetime | None) -> datetime | None:
 
 # When a ticket entered its state (`updated_at` for a row no migration dated: there is none after 0014).
 _SINCE = func.coalesce(tickets.c.state_since, tickets.c.updated_at)
+# A task's priority: its brief's, else the one its labels give (`priority_labels`), else p2.
+_PRIORITY = func.coalesce(tickets.c.priority, tickets.c.label_priority, UNSAID_PRIORITY)
 
 _SUMMARY_COLUMNS = (
     tickets.c.id,
+    tickets.c.installation_id,
     tickets.c.repository,
     tickets.c.repository_id,
     tickets.c.number,
@@ -156,6 +175,7 @@ _SUMMARY_COLUMNS = (
     tickets.c.created_at,
     tickets.c.updated_at,
     _SINCE.label("state_since"),
+    _PRIORITY.label("priority"),
 )
 
 
@@ -173,6 +193,8 @@ def _summary(row: RowMapping) -> TicketSummary:
         created_at=utc(row["created_at"]),
         updated_at=utc(row["updated_at"]),
         state_since=utc(row["state_since"]),
+        installation_id=row["installation_id"],
+        priority=row["priority"],
     )
 
 
@@ -243,6 +265,8 @@ class Reads:
             review_rows = connection.execute(_REVIEWS, {"ticket": ticket_id})
             rail = connection.execute(_RAIL, {"ticket": ticket_id}).first()
             issue = connection.execute(select(issue_states).where(issue_states.c.ticket_id == ticket_id)).first()
+            blockers = dependencies.open_blockers(connection, [summary.key]).get(summary.key, [])
+            parent = dependencies.parents(connection, {summary.key: summary.repository}).get(summary.key)
             return TicketDetail(
                 ticket=summary,
                 attempts=tuple(
@@ -286,6 +310,8 @@ class Reads:
                 evidence_updated_at=None if rail is None else utc(rail.updated_at),
                 brief=brief,
                 issue=None if issue is None else _issue(issue),
+                blocked_by=tuple(blockers),
+                parent=parent,
             )
 
     def tickets(
@@ -316,7 +342,7 @@ class Reads:
             if connection.dialect.name == "postgresql":
                 # Byte order, as SQLite sorts: a locale's collation would order `a-b` and `ab` otherwise.
                 name = name.collate("C")
-            first = (func.coalesce(tickets.c.priority, UNSAID_PRIORITY),) if by_priority else ()
+            first = (_PRIORITY,) if by_priority else ()
             query = query.order_by(name, tickets.c.repository, *first, tickets.c.number, tickets.c.id).limit(limit)
             return [_summary(row) for row in connection.execute(query).mappings()]
 
@@ -384,7 +410,10 @@ class Reads:
         rows: list[BoardRow] = []
         with self._connect() as connection:
             totals = {WorkState(state): int(count) for state, count in connection.execute(counted)}
-            for row in connection.execute(query).mappings():
+            found = list(connection.execute(query).mappings())
+            waiting = [_summary(row).key for row in found if row["state"] == WorkState.OPEN.value]
+            blockers = dependencies.open_blockers(connection, waiting)
+            for row in found:
                 summary = _summary(row)
                 rows.append(
                     BoardRow(
@@ -394,6 +423,7 @@ class Reads:
                         _maybe_utc(row["stale_at"]) if summary.state is WorkState.CLAIMED else None,
                         _review({name[7:]: value for name, value in row.items() if name.startswith("review_")}),
                         None if row["issue_state"] is None else _issue_row(row),
+                        tuple(blockers.get(summary.key, ())),
                     )
                 )
         return Board(rows, totals)

@@ -53,6 +53,8 @@ tickets = Table(
     # the issue's labels as GitHub last told them (but Baton's own), lower-case, each between two newlines
     # (`store/ready.py`); None: not told
     Column("labels", Text),
+    # the issue's labels', as `priority_labels` maps them (the lowest): counts when the brief says none
+    Column("label_priority", SmallInteger),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
     # when it entered its state, or while claimed its runner's hands (a brief's edit does not move it)

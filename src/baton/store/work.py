@@ -63,6 +63,13 @@ _SQL = {
         VALUES (:installation_id, :repository_id, :number, :repository, :state, :revision, :owner,
             :runner, :attempt, :deliveries, :brief, :priority, :title, :labels, :now, :now, :now)
         RETURNING id""",
+    # The priority the issue's labels give (`priority_labels`): no revision, it is not part of the work rail.
+    "label_priority": """
+        UPDATE tickets SET label_priority = :label_priority
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number""",
+    "clear_label_priorities": """
+        UPDATE tickets SET label_priority = NULL
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND label_priority IS NOT NULL""",
     # The issue's title as GitHub last told it: no revision, it is not part of the work rail.
     "retitle": """
         UPDATE tickets SET title = :title
@@ -221,17 +228,19 @@ class WorkTx(RawTx):
 
     def next_ready(
         self, places: Sequence[RepositoryKey], labels: Sequence[str], passed: Collection[int]
-    ) -> tuple[StoredTicket, str | None] | None:
+    ) -> tuple[StoredTicket, str | None, int] | None:
         """Claim-next's task (`store/ready.py`): the first ready task of `places` carrying every one of `labels`
-        (`ready.label_name`'s), but those whose ids are in `passed`, with its issue's title; highest priority first,
-        then oldest. On PostgreSQL its row is locked as it is read, and rows other transactions hold are passed
-        over (`FOR NO KEY UPDATE SKIP LOCKED`). None: none left."""
+        (`ready.label_name`'s), but those whose ids are in `passed`, with its issue's title and its priority (the
+        brief's, else its labels'); highest priority first, then oldest. On PostgreSQL its row is locked as it is
+        read, and rows other transactions hold are passed over (`FOR NO KEY UPDATE SKIP LOCKED`). None: none
+        left."""
         if not places:
             return None
         mark = "%s" if self._postgres else "?"
         where = " OR ".join([f"(t.installation_id = {mark} AND t.repository_id = {mark})"] * len(places))
         params: list[Any] = [part for place in places for part in (place.installation_id, place.repository_id)]
-        sql = (f"SELECT {_TICKET_COLUMNS}, t.title FROM tickets AS t WHERE t.state = 'open' AND ({where}) "
+        priority = f"COALESCE(t.priority, t.label_priority, {UNSAID_PRIORITY})"
+        sql = (f"SELECT {_TICKET_COLUMNS}, t.title, {priority} FROM tickets AS t WHERE t.state = 'open' AND ({where}) "
                "AND NOT EXISTS (SELECT 1 FROM dependencies AS d WHERE d.installation_id = t.installation_id "
                "AND d.repository_id = t.repository_id AND d.number = t.number AND d.open)")  # fmt: skip
         for label in labels:  # each between newlines, as kept (`ready.labels_text`)
@@ -240,12 +249,14 @@ class WorkTx(RawTx):
         if passed:
             sql += f" AND t.id NOT IN ({', '.join([mark] * len(passed))})"
             params += sorted(passed)
-        sql += f" ORDER BY COALESCE(t.priority, {UNSAID_PRIORITY}), t.created_at, t.number, t.id LIMIT 1"
+        sql += (
+            f" ORDER BY COALESCE(t.priority, t.label_priority, {UNSAID_PRIORITY}), t.created_at, t.number, t.id LIMIT 1"
+        )
         if self._postgres:
             sql += " FOR NO KEY UPDATE SKIP LOCKED"
         self._cursor.execute(sql, params)
         row = self._cursor.fetchone()
-        return None if row is None else (stored(row[:-1]), row[-1])
+        return None if row is None else (stored(row[:-2]), row[-2], int(row[-1]))
 
     def firsts(self, operation_ids: list[str]) -> dict[str, tuple[dict[str, Any], StoredTicket | None]]:
         """The first results of those operations that were seen before, each with the ticket it was about."""
@@ -309,6 +320,14 @@ class WorkTx(RawTx):
     def relabel(self, key: TicketKey, labels: str) -> None:
         """The issue's labels changed on GitHub (`ready.labels_text`)."""
         self._run("relabel", **_key(key), labels=labels)
+
+    def label_priority(self, key: TicketKey, priority: int | None) -> None:
+        """The priority the issue's labels give it now (`Policy.label_priority`)."""
+        self._run("label_priority", **_key(key), label_priority=priority)
+
+    def clear_label_priorities(self, place: RepositoryKey) -> None:
+        """No ticket of the repository has a priority from its labels (its settings changed)."""
+        self._run("clear_label_priorities", installation_id=place.installation_id, repository_id=place.repository_id)
 
     def swap(self, ticket_id: int, expected_revision: int, ticket: Ticket) -> bool:
         """The compare-and-swap: True when this transaction moved the ticket from `expected_revision`.

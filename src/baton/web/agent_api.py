@@ -116,20 +116,23 @@ class Task(BaseModel):
     revision: int
     created_at: str
     priority: int = Field(
-        description="0 (p0, handed out first) to 4, from the brief's `priority`; 2 when it says none."
+        description="0 (p0, handed out first) to 4: the brief's `priority`, else the one the issue's labels give "
+        "(`priority_labels`), else 2."
     )
     brief: dict[str, Any] | None
     blocked_by: list[str] = Field(
         description='The open issues (`owner/repo#N`) that keep the task from being ready: its "blocked by" '
-        "issues and open sub-issues. Empty: ready."
+        "issues, open sub-issues and the brief's `depends_on`. Empty: ready."
     )
+    ready: bool = Field(description="An open task nothing open blocks: it may be claimed.")
+    parent: str | None = Field(description="The issue it is a sub-issue of (`owner/repo#N`); null when none.")
 
 
 class ClaimedTask(Answer):
     """Claim-next's answer: the claim's, with the task it took."""
 
     title: str | None = Field(description="The issue's title (else the brief's task line, where it has one).")
-    priority: int = Field(description="0 (p0) to 4, from the brief's `priority`; 2 when it says none.")
+    priority: int = Field(description="0 (p0) to 4, from the brief's `priority`, else its labels' (`priority_labels`); 2 when neither says.")
     brief: dict[str, Any] | None
 
 
@@ -813,8 +816,8 @@ class AgentApi:
                   "runner": outcome.runner, "revision": outcome.revision,
                   "attempt": ticket.attempt if outcome.attempt is None else outcome.attempt,
                   "url": f"{self.site}/{ticket.repository}/issues/{number}", "message": outcome.message,
-                  "title": handed.title or (brief["task"] or None if brief else None), "priority": _priority(ticket),
-                  "brief": brief}  # fmt: skip
+                  "title": handed.title or (brief["task"] or None if brief else None),
+                  "priority": _priority(handed, ticket), "brief": brief}  # fmt: skip
         return JSONResponse(answer)
 
     def create_and_claim(self, repository: str, issue: NewIssue, identity: Identity, key: str | None) -> JSONResponse:
@@ -878,6 +881,7 @@ class AgentApi:
             with self.work.units.read() as uow:  # their briefs, in one statement
                 stored = uow.work.tickets(keys)
                 blockers = dependencies.open_blockers(uow.connection, keys)
+                parents = dependencies.parents(uow.connection, {keys[n]: s.repository for n, s in enumerate(summaries)})
             for n, summary in enumerate(summaries):
                 held = stored.get(keys[n])
                 ticket = held.ticket if held is not None else None
@@ -887,13 +891,19 @@ class AgentApi:
                                    url=f"{self.site}/{summary.repository}/issues/{summary.number}",
                                    state=summary.state, revision=summary.revision,
                                    created_at=summary.created_at.isoformat(), brief=brief,
-                                   priority=_priority(ticket), blocked_by=blockers.get(keys[n], [])))  # fmt: skip
+                                   priority=summary.priority, blocked_by=blockers.get(keys[n], []),
+                                   ready=summary.state is WorkState.OPEN and not blockers.get(keys[n]),
+                                   parent=parents.get(keys[n])))  # fmt: skip
         listed.sort(key=lambda task: (task.priority, task.created_at, task.issue))
         return JSONResponse(Tasks(tasks=listed).model_dump(mode="json"))
 
 
-def _priority(ticket: Ticket | None) -> int:
-    said = ticket.brief.priority if ticket is not None and ticket.brief is not None else None
+def _priority(handed: Handed, ticket: Ticket) -> int:
+    """The priority claim-next answers with: the task's as it was picked, else (a first answer given again) its
+    brief's, or p2 when it says none."""
+    if handed.priority is not None:
+        return handed.priority
+    said = ticket.brief.priority if ticket.brief is not None else None
     return UNSAID_PRIORITY if said is None else said
 
 

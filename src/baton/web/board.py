@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any
@@ -25,7 +26,7 @@ from baton.domain import Brief, Ticket, TicketKey, WorkState
 from baton.domain.brief import counted, evidence_line
 from baton.domain.evidence import EvidenceRail, deployment_text, mismatch_text, repository_text
 from baton.domain.issue import flagged
-from baton.domain.status import Review, work_line
+from baton.domain.status import Review, blocker_name, work_line
 from baton.domain.weekly import Week, first_monday, weekly
 from baton.environment.clock import Clock
 from baton.environment.settings import Settings
@@ -98,6 +99,7 @@ class Card:
     since: datetime
     for_words: str  # how long it has been in its state, in words
     closed: str | None = None  # "Issue closed as not planned by @maria" while a person's close flags it
+    blocked: str | None = None  # "Blocked by #12, octo/lib#3" while open issues keep an open task from being ready
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,16 @@ def _card(row: BoardRow, site: str, now: datetime) -> Card:
         rails=rails(ticket, row.evidence, _review(row.review)),
         stale=row.stale_at is not None, since=since, for_words=for_words(now - since),
         closed=f"Issue {row.issue.words()}" if flagged(_model(ticket), row.issue) and row.issue else None,
+        blocked=blocked_words(ticket, row.blocked_by),
     )  # fmt: skip
+
+
+def blocked_words(ticket: TicketSummary, blockers: Sequence[str]) -> str | None:
+    """An open task's open blockers in words (its own repository's as `#N`); None when it is ready or not open."""
+    if ticket.state is not WorkState.OPEN or not blockers:
+        return None
+    model = _model(ticket)
+    return "Blocked by " + ", ".join(blocker_name(model, blocker) for blocker in blockers)
 
 
 @dataclass(frozen=True)
@@ -397,6 +408,7 @@ def board_router() -> APIRouter:
             more=timeline.next is not None,
             evidence={d.number: _evidence(d, board.site, summary.repository) for d in detail.deliveries},
             brief=detail.brief, asked=_asked(detail.brief), viewer=viewer,
+            blocked=blocked_words(summary, detail.blocked_by),
         )  # fmt: skip
 
     @router.get("/charts", response_class=HTMLResponse)

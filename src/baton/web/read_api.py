@@ -251,6 +251,16 @@ class IssueStateOut(BaseModel):
 
 class TicketOut(SummaryOut):
     created_at: datetime
+    priority: int = Field(
+        description="0 (p0, handed out first) to 4: the brief's `priority`, else the one the issue's labels give "
+        "(`priority_labels`), else 2."
+    )
+    ready: bool = Field(description="An open task that nothing open blocks: an agent may claim it.")
+    blocked_by: list[str] = Field(
+        description='The open issues (`owner/repo#N`) it waits for: its "blocked by" issues, open sub-issues and '
+        "the brief's `depends_on`."
+    )
+    parent: str | None = Field(description="The issue it is a sub-issue of (`owner/repo#N`); null when none.")
     brief: BriefOut | None = Field(description="The brief in force; null when the issue has none.")
     issue_state: IssueStateOut = Field(
         description="The issue's own state on GitHub. A closed issue withdraws a draft or open ticket; a claimed "
@@ -354,6 +364,10 @@ def _ticket(detail: TicketDetail) -> TicketOut:
     return TicketOut(
         **_summary(ticket).model_dump(),
         created_at=ticket.created_at,
+        priority=ticket.priority,
+        ready=detail.ready,
+        blocked_by=list(detail.blocked_by),
+        parent=detail.parent,
         brief=_brief(detail.brief),
         attempts=[AttemptOut.model_validate(a, from_attributes=True) for a in detail.attempts],
         deliveries=[_delivery(d) for d in detail.deliveries],

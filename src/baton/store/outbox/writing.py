@@ -23,6 +23,7 @@ from baton.domain.quiet import Quiet
 from baton.domain.status import BriefChange, CheckView, Review
 from baton.environment.clock import Clock
 
+from .. import dependencies
 from .. import tables as t
 from ..work import StoredTicket, WorkTx, loaded
 from .marking import OFFERING, ORDINARY, URGENT
@@ -252,6 +253,11 @@ class Outbox:
                 )
             ).first()
         return None if row is None else Quiet(utc(row.last_activity_at))
+
+    def blockers(self, key: TicketKey) -> list[str]:
+        """The open issues the issue at `key` waits for (`owner/repo#N`, sorted)."""
+        with self.engine.connect() as connection:
+            return dependencies.open_blockers(connection, [key]).get(key, [])
 
     def brief_changes(self, ticket_id: int) -> list[BriefChange]:
         """The ticket's `brief_changed` events, oldest first, as the status comment tells them."""
