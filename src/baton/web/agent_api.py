@@ -132,7 +132,9 @@ class ClaimedTask(Answer):
     """Claim-next's answer: the claim's, with the task it took."""
 
     title: str | None = Field(description="The issue's title (else the brief's task line, where it has one).")
-    priority: int = Field(description="0 (p0) to 4, from the brief's `priority`, else its labels' (`priority_labels`); 2 when neither says.")
+    priority: int = Field(
+        description="0 (p0) to 4, from the brief's `priority`, else its labels' (`priority_labels`); else 2."
+    )
     brief: dict[str, Any] | None
 
 
