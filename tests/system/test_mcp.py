@@ -24,9 +24,9 @@ from support.local_http import HTTP
 from support.standin_scene import Scene, opened
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"list_tasks", "claim_task", "deliver_task", "release_task", "task_status", "create_and_claim", "accept_task",
-         "send_back_task", "reopen_task", "assign_task"}  # fmt: skip
-CHANGING = TOOLS - {"list_tasks", "task_status"}
+TOOLS = {"list_tasks", "claim_next", "claim_task", "deliver_task", "release_task", "task_status", "create_and_claim",
+         "accept_task", "send_back_task", "reopen_task", "assign_task"}  # fmt: skip
+CHANGING = TOOLS - {"list_tasks", "task_status", "claim_next"}
 NOWHERE = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
 T = TypeVar("T")
@@ -93,8 +93,10 @@ def test_the_tools_with_typed_described_inputs_and_outputs() -> None:
                         "task_status": {"repo", "number"}, "deliver_task": {"repo", "number", "summary"},
                         "create_and_claim": {"repo", "title"}, "accept_task": {"repo", "number"},
                         "send_back_task": {"repo", "number"}, "reopen_task": {"repo", "number"},
-                        "assign_task": {"repo", "number", "user"}}  # fmt: skip
+                        "assign_task": {"repo", "number", "user"}, "claim_next": set()}  # fmt: skip
     for name, schema in schemas.items():
+        if name == "claim_next":  # a repository or an organisation: both optional, checked below
+            continue
         properties = schema["properties"]
         assert properties["repo"]["type"] == "string" and "owner/name" in properties["repo"]["description"]
         assert "pattern" in properties["repo"]
@@ -120,6 +122,11 @@ def test_the_tools_with_typed_described_inputs_and_outputs() -> None:
     assert deliver["tests"]["type"] == "array" and deliver["tests"]["items"]["type"] == "string"
     assert deliver["tests"]["default"] == [] and deliver["screenshots"]["default"] == []
     assert {"type": "integer", "minimum": 0} in schemas["claim_task"]["properties"]["revision"]["anyOf"]
+    claim_next = schemas["claim_next"]["properties"]
+    assert set(claim_next) == {"repo", "org", "labels", "idempotency_key"}
+    assert any("pattern" in one for one in claim_next["repo"]["anyOf"])
+    assert claim_next["labels"]["type"] == "array" and claim_next["labels"]["default"] == []
+    assert all(field.get("description") for field in claim_next.values())
 
 
 def test_one_agent_claims_and_the_other_is_told_who_holds_it(scene: Scene, transport: str) -> None:
@@ -218,6 +225,38 @@ def test_list_tasks_lists_the_open_tasks_oldest_first(scene: Scene, transport: s
     assert [task["issue"] for task in (before.structured_content or {})["tasks"]] == [scene.number, second]
     assert text(before).startswith(f"2 open tasks in {scene.full_name}: #{scene.number} ")
     assert [task["issue"] for task in (after.structured_content or {})["tasks"]] == [second]
+
+
+def test_claim_next_hands_out_the_highest_priority_ready_task_then_says_none_is_ready(
+    scene: Scene, transport: str
+) -> None:
+    urgent = scene.person("olivia").open_issue(
+        scene.full_name, "Checkout is down", "```yaml\ntask: Bring checkout back\npriority: p0\n```"
+    )
+    scene.settle()
+
+    async def story(client: Client) -> list[CallToolResult]:
+        said = [await client.call_tool("claim_next", {"repo": scene.full_name})]
+        said.append(
+            await client.call_tool("claim_next", {"org": scene.full_name.split("/")[0], "idempotency_key": "n-2"})
+        )
+        said.append(await client.call_tool("claim_next", {"repo": scene.full_name}))
+        said.append(await client.call_tool("claim_next", {}))
+        return said
+
+    first, second, none, nowhere = run(scene.stage.baton_url, token(scene, "agent-a"), story, transport)
+    assert not first.is_error, text(first)
+    assert (first.structured_content or {})["issue"] == urgent  # p0 before the older task of no priority
+    assert text(first).startswith(f"claimed {scene.full_name}#{urgent} (revision ")
+    assert text(first).endswith(": Checkout is down")
+    assert not second.is_error, text(second)
+    assert (second.structured_content or {})["issue"] == scene.number
+    assert ((second.structured_content or {})["state"], (second.structured_content or {})["runner"]) == (
+        "claimed", "agent-a")  # fmt: skip
+    assert none.is_error and (none.structured_content or {})["code"] == "none_ready"
+    assert (none.structured_content or {})["counts"] == {"ready": 0, "blocked": 0, "claimed": 2}
+    assert "ready for you to claim" in text(none)
+    assert nowhere.is_error and "repository (repo) or the organisation (org)" in text(nowhere)
 
 
 def test_a_refused_read_is_a_tool_error_with_batons_message(scene: Scene) -> None:

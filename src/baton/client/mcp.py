@@ -29,19 +29,20 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, ListResourcesResult, PaginatedRequestParams, Resource, TextContent
 from pydantic import BaseModel, Field
 
-from baton.client.agent import AgentClient, Response, Unreachable, UsageError, parse_repository
+from baton.client.agent import AgentClient, Response, Unreachable, UsageError, parse_owner, parse_repository
 from baton.client.verbs import VERBS, Verb
 
 INSTRUCTIONS = (
-    "Baton makes sure exactly one agent works on a task, and that delivered work waits for a person to accept "
-    "it. Find work with list_tasks, claim one with claim_task (exactly one of any number of claimants wins; "
-    "a refusal names who holds it: pick another task), do the work, then deliver_task with a summary and "
-    "evidence. Release a task you cannot finish with release_task. task_status tells a task's state, holder "
-    "and revision. create_and_claim opens a new issue already claimed by you. A reviewer accepts a delivery with "
-    "accept_task or sends it back with send_back_task; reopen_task reopens accepted work; a maintainer makes "
-    "someone the runner with assign_task. Every tool that "
-    "changes a task takes `revision` (decide only if the task is still at it) and `idempotency_key` (the same "
-    "key again gets the first answer). Each task's brief is the resource baton://owner/repo/issues/N."
+    "Baton makes sure exactly one agent works on a task, and that delivered work waits for a person to accept it."
+    " Take the next ready task with claim_next (agents asking together each get a different one), or find work "
+    "with list_tasks and claim one with claim_task (exactly one of any number of claimants wins; a refusal names "
+    "who holds it: pick another task), do the work, then deliver_task with a summary and evidence. Release a task"
+    " you cannot finish with release_task. task_status tells a task's state, holder and revision. "
+    "create_and_claim opens a new issue already claimed by you. A reviewer accepts a delivery with accept_task or"
+    " sends it back with send_back_task; reopen_task reopens accepted work; a maintainer makes someone the runner"
+    " with assign_task. Every tool that changes a named task takes `revision` (decide only if the task is still "
+    "at it) and `idempotency_key` (the same key again gets the first answer). Each task's brief is the resource "
+    "baton://owner/repo/issues/N."
 )
 
 Repository = Annotated[
@@ -62,6 +63,10 @@ Key = Annotated[
     ),
 ]
 Text = Annotated[str, Field(max_length=10_000)]
+Labels = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=100)]],
+    Field(description="Only tasks whose issue carries every one of these labels.", max_length=20),
+]
 
 
 class TaskAnswer(BaseModel):
@@ -82,6 +87,12 @@ Changed = Annotated[CallToolResult, TaskAnswer]
 LIST_TASKS = (
     "The tasks a repository offers for claiming, highest priority first, then oldest: issue, title, url, "
     "revision, priority (0 to 4) and brief (what to do, its scope, how it is judged, the evidence a delivery needs)."
+)
+CLAIM_NEXT = (
+    "Claim the next ready task you may claim, in one call: Baton picks the first (highest priority, then oldest; "
+    "none that open issues block) in `repo`, or in any repository of the organisation `org`, and claims it for you "
+    "at once, so agents asking together each get a different task. `labels`: only tasks carrying every one. "
+    "When none is ready, the answer says how many are ready, blocked and claimed."
 )
 CREATE_AND_CLAIM = (
     "Open a new issue in a repository and claim it at once: it is never open for anyone else. With an "
@@ -255,6 +266,29 @@ def build_server(clients: Clients, repositories: Sequence[str] = ()) -> MCPServe
             return _text(f"no open tasks in {repository}", answer.body)
         listed = "; ".join(f"#{task.get('issue')} {task.get('title') or '(no brief)'}" for task in tasks)
         return _text(f"{len(tasks)} open task{'s' if len(tasks) != 1 else ''} in {repository}: {listed}", answer.body)
+
+    @server.tool(description=CLAIM_NEXT)
+    def claim_next(
+        ctx: Context,
+        repo: Annotated[
+            Repository | None, Field(description="The repository; with `org`, only this one of its.")
+        ] = None,
+        org: Annotated[str | None, Field(description="An organisation: any of its repositories Baton serves.")] = None,
+        labels: Labels = [],  # noqa: B006
+        idempotency_key: Key = None,
+    ) -> Changed:
+        try:
+            repository = parse_repository(repo) if repo is not None else None
+            owner = parse_owner(org) if org is not None else None
+            if repository is None and owner is None:
+                raise UsageError("name the repository (repo) or the organisation (org) to take a task from")
+            with clients(ctx) as client:
+                answer = client.claim_next(repository, org=owner, labels=labels, idempotency_key=idempotency_key)
+        except (UsageError, Unreachable) as error:
+            return _text(str(error), None, error=True)
+        body = answer.body
+        title = f": {body['title']}" if body.get("title") else ""
+        return _answered(answer, f"claimed {_where(body, repository or '', 0)} ({_revision(body)}){title}")
 
     @server.tool(description=CREATE_AND_CLAIM)
     def create_and_claim(
