@@ -7,36 +7,8 @@ import logging
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 
-import pytest
-
-from baton.environment.settings import Settings
 from baton.process import logs
-
-
-@pytest.fixture
-def configured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str]]]:
-    """`configure` with text lines; yields (formatting thread, line) for each line written."""
-    written: list[tuple[str, str]] = []
-    root = logging.getLogger()
-    before = (list(root.handlers), root.level, logging.getLogger("baton").level)
-
-    class Recording(logging.Formatter):
-        def format(self, record: logging.LogRecord) -> str:
-            line = super().format(record)
-            written.append((threading.current_thread().name, line))
-            return line
-
-    monkeypatch.setattr(logs.logging, "Formatter", Recording)
-    logs.configure(Settings(log_format="text", log_level="INFO"))
-    try:
-        yield written
-    finally:
-        logs._stop_listening()
-        root.handlers[:] = before[0]
-        root.setLevel(before[1])
-        logging.getLogger("baton").setLevel(before[2])
 
 
 def test_a_line_is_formatted_and_written_by_the_listener_not_by_the_thread_that_logs(

@@ -226,7 +226,7 @@ class WorkService:
         that changed, record the operations, and queue the answers with their issues' due times."""
         if not requests:
             return []
-        batch = _Batch.read(uow.work, requests)
+        batch = _Batch.read(uow, requests)
         decided = [self._decide(uow, batch, request) for request in requests]
         for touch in batch.touches:  # runner activity, after the decisions: activity rows are locked last
             touch.record(uow)
@@ -270,8 +270,7 @@ class WorkService:
         """Decide a command on a tracked ticket: its outcome, its reply if any, and whether a 👍 comes with it."""
         command, actor, key = request.command, request.actor, request.issue.key
         claims = batch.held.get((key.repository_key, actor.login.lower()), 0)
-        # what keeps the task from being ready, read for a claim only
-        blockers = dependencies.open_blockers(uow.connection, [key]).get(key, []) if command.name == "claim" else []
+        blockers = batch.blockers.get(key, []) if command.name == "claim" else []  # read for a claim only
         situation = Situation(request.policy, claims, assignee=request.assignee, blockers=tuple(blockers),
                               **_evidence(uow, stored, command))  # fmt: skip
         decision = decide(stored.ticket, command, actor, situation)
@@ -458,20 +457,24 @@ class _Touch:
 @dataclass
 class _Batch:
     """What one `apply_all` read, and what its decisions left so far: the tickets, locked, as read and as decided;
-    the first results of operation ids seen before; the claims each login holds, by repository; and the
-    operations and runner activity to record."""
+    the first results of operation ids seen before; the claims each login holds, by repository; what keeps each
+    claimed issue from being ready (its open blockers: no decision changes them); and the operations and runner
+    activity to record."""
 
     locked: dict[TicketKey, StoredTicket | None]  # as read, in the order of their keys
     current: dict[TicketKey, StoredTicket | None]
     firsts: dict[str, dict[str, Any]]
     held: dict[tuple[RepositoryKey, str], int]
+    blockers: dict[TicketKey, list[str]]
     operations: list[tuple[str, int | None, dict[str, Any]]] = field(default_factory=list)
     touches: list[_Touch] = field(default_factory=list)
 
     @classmethod
-    def read(cls, tx: WorkTx, requests: Sequence[Request]) -> _Batch:
+    def read(cls, uow: UnitOfWork, requests: Sequence[Request]) -> _Batch:
         """Lock the tickets in the order of their keys, so two processes deciding overlapping batches never wait
-        on each other in a circle; then read the first results and the claims held."""
+        on each other in a circle; then read the first results, the claims held and the blockers of the issues
+        claimed: a few statements for the batch, however many requests it holds."""
+        tx = uow.work
         keys = sorted({r.issue.key for r in requests}, key=lambda k: (k.installation_id, k.repository_id, k.number))
         tickets = tx.tickets(keys, lock=True)
         firsts = tx.results([request.operation_id for request in requests])
@@ -480,7 +483,9 @@ class _Batch:
             logins.setdefault(request.issue.key.repository_key, set()).add(request.actor.login.lower())
         held = {(repository, name): count for repository, names in logins.items()
                 for name, count in tx.held(repository, names).items()}  # fmt: skip
-        return cls(tickets, dict(tickets), firsts, held)
+        claimed = {request.issue.key for request in requests if request.command.name == "claim"}
+        blockers = dependencies.open_blockers(uow.connection, claimed) if claimed else {}
+        return cls(tickets, dict(tickets), firsts, held, blockers)
 
     def record(self, operation_id: str, stored: StoredTicket | None, outcome: Outcome) -> None:
         self.firsts[operation_id] = outcome.to_json()
