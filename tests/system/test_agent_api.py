@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 
 from baton.process import logs
 from baton.store import tables as t
@@ -164,12 +164,19 @@ def race(agents: list[Agent], **headers: str) -> list[tuple[str, httpx.Response]
     return answers
 
 
+def kept_results(scene: Scene) -> int:
+    with scene.app.state.work.units.engine.connect() as connection:
+        return int(connection.execute(select(func.count()).select_from(t.operations)).scalar_one())
+
+
 def test_twenty_agents_at_once_one_wins_and_nineteen_are_told_who(scene: Scene) -> None:
+    before = kept_results(scene)
     answers = dict(race([Agent(scene, f"agent-{n:02d}") for n in range(20)]))
     statuses = Counter(answer.status_code for answer in answers.values())
     assert statuses == Counter({200: 1, 409: 19}), statuses
     winner = next(login for login, answer in answers.items() if answer.status_code == 200)
     assert all(f"@{winner}" in a.json()["message"] for a in answers.values() if a.status_code == 409)
+    assert kept_results(scene) == before  # no Idempotency-Key: no retry can ask for a result, none is kept
 
 
 def test_each_decision_of_a_race_is_a_line_that_the_listener_thread_writes(

@@ -22,11 +22,12 @@ from .context import IssueSource
 
 def prepare(
     resolver: Resolver, work: WorkService, repository: str, number: int, command: Command, login: str, is_bot: bool,
-    operation_id: str,
+    operation_id: str, kept: bool = True,
 ) -> Request:  # fmt: skip
     """`command` by `login` on `repository#number`, ready to decide: the repository's settings, and the caller's
     access and teams there, with what people must be told of them (`Request.notices`). Raises `Missing` (the same
-    for a repository the caller cannot read as for one Baton does not serve)."""
+    for a repository the caller cannot read as for one Baton does not serve). `kept`: whether the result is kept
+    for a retry with the same operation id (`Request.kept`)."""
     installation_id, repository_id = resolver.readable(repository, login)
     key = TicketKey(installation_id, repository_id, number)
     teams = brief_teams(work, key, [command])
@@ -39,7 +40,7 @@ def prepare(
                                          resolved.policy, key)  # fmt: skip
         told = (*told, *more)
     return Request(issue, command, resolved.actor, operation_id, resolved.policy, via="api", notices=told,
-                   assignee=assignee)  # fmt: skip
+                   assignee=assignee, kept=kept)  # fmt: skip
 
 
 def decide_all(work: WorkService, issues: IssueSource | None, requests: Sequence[Request]) -> list[Outcome | Exception]:

@@ -126,6 +126,9 @@ class Request:
     via: str | None = None  # "api": the agent API, recorded on the event as its `source` (None: a comment)
     delivery: str | None = None  # the webhook delivery it came in, for the decision's log line
     notices: tuple[Notice, ...] = ()  # what resolving its caller met (`Resolver`), told in its unit of work
+    # False: the operation id is made for this request and never comes again (an agent API call without an
+    # Idempotency-Key), so no retry looks for its result, and none is kept.
+    kept: bool = True
 
 
 Decided = Callable[[Sequence[Request], Sequence[Outcome]], None]
@@ -248,7 +251,7 @@ class WorkService:
         if command.name not in RULES:
             outcome, said = _misspelt(request, stored)
             batch.commented(request, stored)
-            batch.record(request.operation_id, stored, outcome)
+            batch.record(request, stored, outcome)
             return outcome, said
         if stored is None and not issue.read:
             return Outcome(UNREAD, command.name, None, 0, None), said
@@ -261,7 +264,7 @@ class WorkService:
             outcome, reply, thumb = _refusal(command.name, None, refusal), refusal.message, False
         else:
             outcome, reply, thumb = self._judge(uow, batch, request, stored)
-        batch.record(request.operation_id, stored, outcome)  # the same id twice in one call: a retry
+        batch.record(request, stored, outcome)  # the same id twice in one call: a retry
         return outcome, _answered(said, request.source, outcome, reply, thumb)
 
     def _judge(
@@ -477,7 +480,7 @@ class _Batch:
         tx = uow.work
         keys = sorted({r.issue.key for r in requests}, key=lambda k: (k.installation_id, k.repository_id, k.number))
         tickets = tx.tickets(keys, lock=True)
-        firsts = tx.results([request.operation_id for request in requests])
+        firsts = tx.results([request.operation_id for request in requests if request.kept])
         logins: dict[RepositoryKey, set[str]] = {}
         for request in requests:
             logins.setdefault(request.issue.key.repository_key, set()).add(request.actor.login.lower())
@@ -487,9 +490,11 @@ class _Batch:
         blockers = dependencies.open_blockers(uow.connection, claimed) if claimed else {}
         return cls(tickets, dict(tickets), firsts, held, blockers)
 
-    def record(self, operation_id: str, stored: StoredTicket | None, outcome: Outcome) -> None:
-        self.firsts[operation_id] = outcome.to_json()
-        self.operations.append((operation_id, stored.id if stored else None, outcome.to_json()))
+    def record(self, request: Request, stored: StoredTicket | None, outcome: Outcome) -> None:
+        if request.kept:
+            result = outcome.to_json()
+            self.firsts[request.operation_id] = result
+            self.operations.append((request.operation_id, stored.id if stored else None, result))
 
     def moved(self, request: Request, stored: StoredTicket, after: Ticket) -> None:
         """An applied command: the ticket it left, the claims it moved, and the runner's activity."""

@@ -686,7 +686,8 @@ class AgentApi:
                 continue
             try:
                 ready.append((n, prepare(self.resolver, self.work, call.repository, call.number, call.command,
-                                         call.identity.login, call.identity.is_bot, opened.operation)))  # fmt: skip
+                                         call.identity.login, call.identity.is_bot, opened.operation,
+                                         kept=call.key is not None)))  # fmt: skip
             except (Missing, DirectoryUnavailable) as error:
                 answers[n] = _unavailable(error)
                 closed.append(n)
