@@ -9,6 +9,7 @@ import sys
 import threading
 
 from baton.process import logs
+from support.lanes import until
 
 
 def test_a_line_is_formatted_and_written_by_the_listener_not_by_the_thread_that_logs(
@@ -22,6 +23,20 @@ def test_a_line_is_formatted_and_written_by_the_listener_not_by_the_thread_that_
         f"decided /claim by agent-{n} on octo/shop#{n}" for n in range(50)
     ]
     assert all(thread != threading.current_thread().name for thread, _ in configured)
+
+
+def test_lines_logged_after_the_listener_went_quiet_wake_it(configured: list[tuple[str, str]]) -> None:
+    """The listener takes a burst's lines together and then sleeps until the next line: each burst is written
+    whole, whenever it comes."""
+    log = logging.getLogger("baton.work")
+    for burst in range(3):
+        for n in range(20):
+            log.info("burst %d line %d", burst, n)
+        until(lambda: len(configured) == 20 * (burst + 1), 30, f"burst {burst} written")  # noqa: B023
+    assert [line.split(": ", 1)[1] for _, line in configured] == [
+        f"burst {burst} line {n}" for burst in range(3) for n in range(20)
+    ]
+    assert {thread for thread, _ in configured} == {logs._listening[0]._thread.name}  # type: ignore[union-attr]
 
 
 def test_what_is_logged_just_before_the_process_ends_is_written() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import Connection, and_, delete, exists, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, exists, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -55,6 +55,15 @@ def seen(connection: Connection, blocker: str, is_open: bool, now: datetime) -> 
     return int(done.rowcount or 0)
 
 
+# Made once: every claim's decision runs it, and building a statement costs more than running it.
+_OPEN_BLOCKERS = (
+    select(_C.number, _C.blocker)
+    .where(_C.installation_id == bindparam("installation"), _C.repository_id == bindparam("repository"),
+           _C.number.in_(bindparam("numbers", expanding=True)), _C.open.is_(True))
+    .order_by(_C.number, _C.blocker)
+)  # fmt: skip
+
+
 def open_blockers(connection: Connection, keys: Iterable[TicketKey]) -> dict[TicketKey, list[str]]:
     """Each of `keys` that something open blocks, with those blockers (sorted): one statement per repository."""
     numbers: dict[tuple[int, int], list[int]] = {}
@@ -63,13 +72,10 @@ def open_blockers(connection: Connection, keys: Iterable[TicketKey]) -> dict[Tic
     found: dict[TicketKey, list[str]] = {}
     for (installation_id, repository_id), wanted in numbers.items():
         rows = connection.execute(
-            select(_C.number, _C.blocker)
-            .where(_C.installation_id == installation_id, _C.repository_id == repository_id,
-                   _C.number.in_(wanted), _C.open.is_(True))
-            .order_by(_C.number, _C.blocker)
-        )  # fmt: skip
-        for row in rows:
-            found.setdefault(TicketKey(installation_id, repository_id, row.number), []).append(row.blocker)
+            _OPEN_BLOCKERS, {"installation": installation_id, "repository": repository_id, "numbers": wanted}
+        )
+        for number, blocker in rows:
+            found.setdefault(TicketKey(installation_id, repository_id, number), []).append(blocker)
     return found
 
 
