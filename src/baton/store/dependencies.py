@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import Connection, and_, bindparam, delete, exists, insert, select, update
+from sqlalchemy import Connection, and_, delete, exists, insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -55,24 +55,20 @@ def seen(connection: Connection, blocker: str, is_open: bool, now: datetime) -> 
     return int(done.rowcount or 0)
 
 
-# Made once: every claim's decision runs it, and building a statement costs more than running it.
-_OPEN_BLOCKERS = (
-    select(_C.number, _C.blocker)
-    .where(_C.installation_id == bindparam("installation"), _C.repository_id == bindparam("repository"),
-           _C.number.in_(bindparam("numbers", expanding=True)), _C.open.is_(True))
-    .order_by(_C.number, _C.blocker)
-)  # fmt: skip
-
-
 def open_blockers(connection: Connection, keys: Iterable[TicketKey]) -> dict[TicketKey, list[str]]:
-    """Each of `keys` that something open blocks, with those blockers (sorted): one statement per repository."""
+    """Each of `keys` that something open blocks, with those blockers (sorted): one statement per repository,
+    written as the driver takes it (every claim's decision runs it, and SQLAlchemy's building and compiling of a
+    statement cost more than the database's running it)."""
     numbers: dict[tuple[int, int], list[int]] = {}
     for key in keys:
         numbers.setdefault((key.installation_id, key.repository_id), []).append(key.number)
+    mark = "%s" if connection.dialect.name == "postgresql" else "?"
     found: dict[TicketKey, list[str]] = {}
     for (installation_id, repository_id), wanted in numbers.items():
-        rows = connection.execute(
-            _OPEN_BLOCKERS, {"installation": installation_id, "repository": repository_id, "numbers": wanted}
+        rows = connection.exec_driver_sql(
+            f"SELECT number, blocker FROM dependencies WHERE installation_id = {mark} AND repository_id = {mark} "
+            f"AND number IN ({', '.join([mark] * len(wanted))}) AND open = {mark} ORDER BY number, blocker",
+            (installation_id, repository_id, *wanted, True),
         )
         for number, blocker in rows:
             found.setdefault(TicketKey(installation_id, repository_id, number), []).append(blocker)
