@@ -694,7 +694,8 @@ class AgentApi:
             except Exception as error:  # this call answers 503 (GitHub failed for a moment) or 500, the others go on
                 failed = _github_failed(error)
                 answers[n] = error if failed is None else failed
-                closed.extend([n] if failed is not None else [])
+                if failed is not None:
+                    closed.append(n)
         outcomes = decide_all(self.work, self.issues, [request for _, request in ready]) if ready else []
         refusals: dict[tuple[str, int, Outcome], JSONResponse] = {}  # a race's losers share one answer's bytes
         for (n, request), outcome in zip(ready, outcomes, strict=True):
