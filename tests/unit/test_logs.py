@@ -36,7 +36,8 @@ def test_lines_logged_after_the_listener_went_quiet_wake_it(configured: list[tup
     assert [line.split(": ", 1)[1] for _, line in configured] == [
         f"burst {burst} line {n}" for burst in range(3) for n in range(20)
     ]
-    assert {thread for thread, _ in configured} == {logs._listening[0]._thread.name}  # type: ignore[union-attr]
+    listener = logs._listening[0]._thread
+    assert listener is not None and {thread for thread, _ in configured} == {listener.name}
 
 
 def test_what_is_logged_just_before_the_process_ends_is_written() -> None:
