@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import gc
+import logging
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,8 @@ import pytest
 from sqlalchemy import Engine, text
 
 from baton.environment.clock import SYSTEM
+from baton.environment.settings import Settings
+from baton.process import logs
 from baton.service.unit import Units
 from baton.store import make_engine, upgrade
 from baton.store.tables import metadata
@@ -218,3 +222,28 @@ def store(database_url: str) -> Iterator[Units]:
         yield Units(engine, SYSTEM)
     finally:
         engine.dispose()
+
+
+@pytest.fixture
+def configured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str]]]:
+    """Logging set up as `baton serve` sets it up (`baton.process.logs.configure`), with text lines; yields
+    (formatting thread, line) for each line written."""
+    written: list[tuple[str, str]] = []
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level, logging.getLogger("baton").level)
+
+    class Recording(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            line = super().format(record)
+            written.append((threading.current_thread().name, line))
+            return line
+
+    monkeypatch.setattr(logs.logging, "Formatter", Recording)
+    logs.configure(Settings(log_format="text", log_level="INFO"))
+    try:
+        yield written
+    finally:
+        logs._stop_listening()
+        root.handlers[:] = before[0]
+        root.setLevel(before[1])
+        logging.getLogger("baton").setLevel(before[2])

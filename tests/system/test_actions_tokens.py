@@ -78,6 +78,16 @@ def test_a_workflow_run_claims_and_delivers_as_its_actor_and_the_events_record_t
     made = replace(scene.key, number=created.json()["issue"])
     assert scene.app.state.work.history(made)[-1].data.get("workflow_ref") == workflow_ref
 
+    # Claim-next: the run is handed the next ready task as its actor, and the claim records the run.
+    third = scene.person("olivia").open_issue(scene.full_name, "Receipts by mail")
+    scene.settle()
+    handed = HTTP.post(f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/tasks/claim",
+                       headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    assert handed.status_code == 200 and handed.json()["issue"] == third, handed.text
+    claimed_next = scene.app.state.work.history(replace(scene.key, number=third))[-1]
+    assert (claimed_next.actor, claimed_next.data.get("via"), claimed_next.data.get("run_id")) == (
+        "agent-a", "actions", "4242")  # fmt: skip
+
     # Many calls with many tokens: the issuer's keys were fetched once.
     for n in range(5):
         other = _token(scene, f"agent-{n}", "read", run_id=n)
@@ -138,6 +148,14 @@ def test_a_run_acts_on_its_own_installations_repositories_only(scene: Scene) -> 
     foreign = _post(scene, token, "claim", repository="acme/tools", number=number)
     assert foreign.status_code == 404, foreign.text
     assert foreign.json()["message"] == "Baton is not installed on acme/tools, or you cannot read it."
+    # Claim-next too: the run is not handed the other installation's task, by repository or by organisation.
+    nexts = f"{scene.stage.baton_url}/api/v1/repos/acme/tools/tasks/claim"
+    by_repository = HTTP.post(nexts, headers={"Authorization": f"Bearer {token}"})
+    assert by_repository.status_code == 404 and by_repository.json()["message"] == foreign.json()["message"]
+    in_org = HTTP.post(f"{scene.stage.baton_url}/api/v1/orgs/acme/tasks/claim",
+                       headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    assert in_org.status_code == 404, in_org.text
+    assert in_org.json()["message"] == "Baton is not installed on any repository of acme you can read."
     # The person's own token reaches it: it is the run that is bound to its installation.
     own = scene.hub.person("agent-a").token()
     assert _post(scene, own, "claim", repository="acme/tools", number=number).status_code == 200
@@ -151,6 +169,9 @@ def test_runners_may_list_the_workflows_whose_runs_run_tasks(scene: Scene) -> No
     other = _post(scene, _token(scene, "agent-a", "write", workflow="other.yml"), "claim")
     assert other.status_code == 403 and other.json()["code"] == "not_permitted", other.text
     assert "workflow:octo/shop/.github/workflows/other.yml" in other.json()["message"]
+    nexts = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/tasks/claim"
+    unlisted = HTTP.post(nexts, headers={"Authorization": f"Bearer {_token(scene, 'agent-a', workflow='other.yml')}"})
+    assert unlisted.status_code == 403 and unlisted.json()["code"] == "not_permitted", unlisted.text
     # A listed workflow's run may run tasks, whoever started it.
     listed = _post(scene, _token(scene, "reed", "read", workflow="agent.yml"), "claim")
     assert listed.status_code == 200 and listed.json()["runner"] == "reed", listed.text

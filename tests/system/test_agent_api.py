@@ -15,8 +15,9 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 
+from baton.process import logs
 from baton.store import tables as t
 from github_standin.server import Fault
 from support.local_http import HTTP
@@ -142,24 +143,82 @@ def test_calls_beyond_the_rate_get_429_with_retry_after(database_url: str) -> No
         assert other.post("claim").status_code == 409  # the rate is per login: agent-b is refused, not limited
 
 
-def test_twenty_agents_at_once_one_wins_and_nineteen_are_told_who(scene: Scene) -> None:
-    agents = [Agent(scene, f"agent-{n:02d}") for n in range(20)]
+def race(agents: list[Agent], **headers: str) -> list[tuple[str, httpx.Response]]:
+    """Each agent claims the scene's issue, all at once (`headers` for each, `{login}` in a value naming the
+    agent): each call's login and answer."""
     together = threading.Barrier(len(agents))
-    answers: dict[str, httpx.Response] = {}
+    answers: list[tuple[str, httpx.Response]] = []
 
     def claim(agent: Agent) -> None:
         together.wait()
-        answers[agent.login] = agent.post("claim")
+        answers.append(
+            (agent.login, agent.post("claim", **{k: v.format(login=agent.login) for k, v in headers.items()}))
+        )
 
     threads = [threading.Thread(target=claim, args=(agent,)) for agent in agents]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(30)
+    assert len(answers) == len(agents)
+    return answers
+
+
+def kept_results(scene: Scene) -> int:
+    with scene.app.state.work.units.engine.connect() as connection:
+        return int(connection.execute(select(func.count()).select_from(t.operations)).scalar_one())
+
+
+def test_twenty_agents_at_once_one_wins_and_nineteen_are_told_who(scene: Scene) -> None:
+    before = kept_results(scene)
+    answers = dict(race([Agent(scene, f"agent-{n:02d}") for n in range(20)]))
     statuses = Counter(answer.status_code for answer in answers.values())
     assert statuses == Counter({200: 1, 409: 19}), statuses
     winner = next(login for login, answer in answers.items() if answer.status_code == 200)
     assert all(f"@{winner}" in a.json()["message"] for a in answers.values() if a.status_code == 409)
+    assert kept_results(scene) == before  # no Idempotency-Key: no retry can ask for a result, none is kept
+
+
+def test_each_decision_of_a_race_is_a_line_that_the_listener_thread_writes(
+    scene: Scene, configured: list[tuple[str, str]]
+) -> None:
+    agents = [Agent(scene, f"agent-{n:02d}") for n in range(8)]
+    answers = dict(race(agents))
+    listener = logs._listening[0]._thread
+    assert listener is not None
+    logs._stop_listening()  # what is queued is written
+    lines = [(thread, line) for thread, line in configured if "decided /claim" in line]
+    assert sorted(line.split(" by ")[1].split(" ")[0] for _, line in lines) == sorted(answers)  # one per call
+    won = [line for _, line in lines if ": applied (claimed)" in line]
+    assert len(won) == 1 and f"on {scene.full_name}#{scene.number}" in won[0] and "(api)" in won[0]
+    assert {thread for thread, _ in lines} == {listener.name}
+    assert not any(agent.token in line for agent in agents for _, line in configured)
+
+
+def test_a_losers_retry_with_its_idempotency_key_gets_the_same_409_after_the_ticket_moved_on(scene: Scene) -> None:
+    agents = {agent.login: agent for agent in (Agent(scene, f"agent-{n:02d}") for n in range(12))}
+    answers = dict(race(list(agents.values()), Idempotency_Key="race-{login}"))
+    statuses = Counter(answer.status_code for answer in answers.values())
+    assert statuses == Counter({200: 1, 409: 11}), statuses
+    winner = next(login for login, answer in answers.items() if answer.status_code == 200)
+    assert agents[winner].post("release").status_code == 200  # open again: a claim decided afresh would win
+    for login, answer in answers.items():
+        again = agents[login].post("claim", Idempotency_Key=f"race-{login}")
+        assert (again.status_code, again.content) == (answer.status_code, answer.content), login
+    assert scene.app.state.work.ticket(scene.key).state.value == "open"
+    loser = next(login for login in answers if login != winner)
+    assert agents[loser].post("claim", Idempotency_Key="after-the-race").status_code == 200
+
+
+def test_one_key_sent_several_times_at_once_is_decided_once_and_answered_alike(scene: Scene) -> None:
+    agent = Agent(scene, "agent-a")
+    before = len(scene.app.state.work.history(scene.key))
+    answers = [answer for _, answer in race([agent] * 6, Idempotency_Key="only-once")]
+    answers += [agent.post("claim", Idempotency_Key="only-once") for _ in range(2)]  # retries, after
+    assert answers[0].status_code == 200
+    assert {(answer.status_code, answer.content) for answer in answers} == {(200, answers[0].content)}
+    history = scene.app.state.work.history(scene.key)[before:]
+    assert [event.type for event in history if event.type == "claimed"] == ["claimed"]
 
 
 def test_issues_baton_never_heard_of_are_read_from_github_at_first_use_and_a_failed_read_fails_its_call_alone(

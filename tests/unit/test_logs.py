@@ -7,36 +7,9 @@ import logging
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 
-import pytest
-
-from baton.environment.settings import Settings
 from baton.process import logs
-
-
-@pytest.fixture
-def configured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str]]]:
-    """`configure` with text lines; yields (formatting thread, line) for each line written."""
-    written: list[tuple[str, str]] = []
-    root = logging.getLogger()
-    before = (list(root.handlers), root.level, logging.getLogger("baton").level)
-
-    class Recording(logging.Formatter):
-        def format(self, record: logging.LogRecord) -> str:
-            line = super().format(record)
-            written.append((threading.current_thread().name, line))
-            return line
-
-    monkeypatch.setattr(logs.logging, "Formatter", Recording)
-    logs.configure(Settings(log_format="text", log_level="INFO"))
-    try:
-        yield written
-    finally:
-        logs._stop_listening()
-        root.handlers[:] = before[0]
-        root.setLevel(before[1])
-        logging.getLogger("baton").setLevel(before[2])
+from support.lanes import until
 
 
 def test_a_line_is_formatted_and_written_by_the_listener_not_by_the_thread_that_logs(
@@ -50,6 +23,21 @@ def test_a_line_is_formatted_and_written_by_the_listener_not_by_the_thread_that_
         f"decided /claim by agent-{n} on octo/shop#{n}" for n in range(50)
     ]
     assert all(thread != threading.current_thread().name for thread, _ in configured)
+
+
+def test_lines_logged_after_the_listener_went_quiet_wake_it(configured: list[tuple[str, str]]) -> None:
+    """The listener takes a burst's lines together and then sleeps until the next line: each burst is written
+    whole, whenever it comes."""
+    log = logging.getLogger("baton.work")
+    for burst in range(3):
+        for n in range(20):
+            log.info("burst %d line %d", burst, n)
+        until(lambda: len(configured) == 20 * (burst + 1), 30, f"burst {burst} written")  # noqa: B023
+    assert [line.split(": ", 1)[1] for _, line in configured] == [
+        f"burst {burst} line {n}" for burst in range(3) for n in range(20)
+    ]
+    listener = logs._listening[0]._thread
+    assert listener is not None and {thread for thread, _ in configured} == {listener.name}
 
 
 def test_what_is_logged_just_before_the_process_ends_is_written() -> None:

@@ -22,16 +22,17 @@ from .context import IssueSource
 
 def prepare(
     resolver: Resolver, work: WorkService, repository: str, number: int, command: Command, login: str, is_bot: bool,
-    operation_id: str, run: Run | None = None,
+    operation_id: str, run: Run | None = None, kept: bool = True,
 ) -> Request:  # fmt: skip
     """`command` by `login` on `repository#number`, ready to decide: the repository's settings, and the caller's
     access and teams there, with what people must be told of them (`Request.notices`). A GitHub Actions `run`
     calling for `login` acts on its own installation's repositories only, and its event records it. Raises
-    `Missing` (the same for a repository the caller cannot read as for one Baton does not serve)."""
-    installation_id, repository_id = resolver.readable(repository, login, _within(run))
+    `Missing` (the same for a repository the caller cannot read as for one Baton does not serve). `kept`: whether
+    the result is kept for a retry with the same operation id (`Request.kept`)."""
+    installation_id, repository_id = resolver.readable(repository, login, within(run))
     key = TicketKey(installation_id, repository_id, number)
     teams = brief_teams(work, key, [command])
-    resolved = _as_run(resolver.resolve(installation_id, repository, login, is_bot, key, teams), run)
+    resolved = as_run(resolver.resolve(installation_id, repository, login, is_bot, key, teams), run)
     issue = Issue(key, repository, "", read=False)
     assignee, told = None, resolved.notices
     if command.name == "assign" and command.user:  # whom it names, with their access: the guard checks they may run
@@ -40,14 +41,15 @@ def prepare(
                                          resolved.policy, key)  # fmt: skip
         told = (*told, *more)
     return Request(issue, command, resolved.actor, operation_id, resolved.policy, via="api", run=run, notices=told,
-                   assignee=assignee)  # fmt: skip
+                   assignee=assignee, kept=kept)  # fmt: skip
 
 
-def _within(run: Run | None) -> int | None:
+def within(run: Run | None) -> int | None:
+    """The installation a GitHub Actions `run` may act in (None: a person's token, any they can read)."""
     return run.installation_id if run is not None else None
 
 
-def _as_run(resolved: Resolved, run: Run | None) -> Resolved:
+def as_run(resolved: Resolved, run: Run | None) -> Resolved:
     """The caller as a GitHub Actions run acting for them: their access, and the run's workflow (`runners:`)."""
     return resolved if run is None else replace(resolved, actor=replace(resolved.actor, workflow=run.workflow))
 
@@ -92,11 +94,11 @@ def create_and_claim(
 
     GitHub's `issues` `opened` webhook about it is Baton's own (`performed_via_github_app`) and offers nothing;
     under `offer: labeled` the issue gets the offer label, as an offered issue has."""
-    installation_id, repository_id = resolver.readable(repository, login, _within(run))
+    installation_id, repository_id = resolver.readable(repository, login, within(run))
     if issues is None:
         raise Missing(f"Baton cannot open issues on {repository}: it runs without a GitHub App.")
     # No issue to tell anything on yet: nothing is (`where` None).
-    resolved = _as_run(resolver.resolve(installation_id, repository, login, is_bot, None), run)
+    resolved = as_run(resolver.resolve(installation_id, repository, login, is_bot, None), run)
     actor, policy = resolved.actor, resolved.policy
     would_be, _ = create(TicketKey(installation_id, repository_id, 0), repository, login)
     first = decide_command(would_be, Command("claim"), actor, Situation(policy))

@@ -7,17 +7,21 @@ No line carries a secret: the lines Baton writes name deliveries, issues and log
 a token.
 
 A record is handed, as it is, through a queue to one listener thread, which formats and writes it: the thread that
-logs (a decision's, a request's) neither formats the line nor waits for stderr.
+logs (a decision's, a request's) neither formats the line nor waits for stderr. The listener takes the records in
+bursts: a batch of decisions logging twenty lines wakes it once, not twenty times (each wake-up costs the thread
+that logs its turn at the interpreter).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import queue
 import re
 import sys
+import time
 from datetime import UTC, datetime
 from logging.handlers import QueueHandler, QueueListener
 from typing import Any
@@ -58,6 +62,37 @@ class _Handoff(QueueHandler):
 
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
         return record
+
+
+# How long the listener, having emptied the queue, waits for the rest of a burst before it sleeps until woken.
+_PAUSE = 0.005
+
+
+class _Listener(QueueListener):
+    """Woken by the first record after a quiet spell, it writes that one, then takes the queue's records every
+    `_PAUSE` until a pause brings none: the records logged meanwhile wake nobody."""
+
+    def __init__(self, records: queue.SimpleQueue[Any], handler: logging.Handler) -> None:
+        super().__init__(records, handler)
+        self.records = records
+        self._busy = False
+
+    def dequeue(self, block: bool) -> Any:
+        try:
+            return self.records.get_nowait()
+        except queue.Empty:
+            if not block:
+                raise
+        if self._busy:
+            self._busy = False
+            time.sleep(_PAUSE)
+            with contextlib.suppress(queue.Empty):
+                found = self.records.get_nowait()
+                self._busy = True
+                return found
+        found = self.records.get()
+        self._busy = True
+        return found
 
 
 _listening: list[QueueListener] = []  # the one listener of this process, once `configure` has run
@@ -108,8 +143,8 @@ def configure(settings: Settings) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLines() if settings.log_format == "json" else logging.Formatter(_TEXT))
     _stop_listening()
-    records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
-    listener = QueueListener(records, handler)
+    records: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    listener = _Listener(records, handler)
     listener.start()
     _listening.append(listener)
     root = logging.getLogger()

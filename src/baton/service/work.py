@@ -128,6 +128,9 @@ class Request:
     run: Run | None = None  # the GitHub Actions run that called, recorded on the event (`Run.recorded`)
     delivery: str | None = None  # the webhook delivery it came in, for the decision's log line
     notices: tuple[Notice, ...] = ()  # what resolving its caller met (`Resolver`), told in its unit of work
+    # False: the operation id is made for this request and never comes again (an agent API call without an
+    # Idempotency-Key), so no retry looks for its result, and none is kept.
+    kept: bool = True
 
 
 Decided = Callable[[Sequence[Request], Sequence[Outcome]], None]
@@ -150,6 +153,7 @@ class NextAsk:
     places: tuple[Place, ...]
     labels: tuple[str, ...]
     operation_id: str
+    run: Run | None = None  # the GitHub Actions run that asked, recorded on the claim's event
 
 
 @dataclass(frozen=True)
@@ -276,7 +280,7 @@ class WorkService:
         that changed, record the operations, and queue the answers with their issues' due times."""
         if not requests:
             return []
-        batch = _Batch.read(uow.work, requests)
+        batch = _Batch.read(uow, requests)
         batch.known = known
         decided = [self._decide(uow, batch, request) for request in requests]
         self._close(uow, batch, [result for _, result in decided])
@@ -323,7 +327,7 @@ class WorkService:
                 logins.setdefault(place.key, set()).add(place.actor.login.lower())
         for repository, names in logins.items():
             held.update({(repository, name): count for name, count in uow.work.held(repository, names).items()})
-        batch = _Batch({}, {}, {}, held)
+        batch = _Batch({}, {}, {}, held, {})
         taken: set[int] = set()  # the tickets this transaction claimed
         handed: dict[str, Handed] = {}  # by operation id: the same id twice in one call is a retry
         results: list[Result] = []
@@ -361,13 +365,14 @@ class WorkService:
             assert stored is not None
             place = places[key.repository_key]
             issue = Issue(key, stored.ticket.repository, stored.ticket.owner)
-            request = Request(issue, Command("claim"), place.actor, ask.operation_id, place.policy, via="api")
+            request = Request(issue, Command("claim"), place.actor, ask.operation_id, place.policy, via="api",
+                              run=ask.run)  # fmt: skip
             # nothing open blocks it: the statement that found it said so, in this transaction
             outcome, reply, thumb = self._judge(uow, batch, request, stored, blockers=())
             said = _answered(Result(key, issue.repository, place.actor.login), None, outcome, reply, thumb)
             if outcome.applied:
                 taken.add(stored.id)
-                batch.record(ask.operation_id, stored, outcome)
+                batch.record(request, stored, outcome)
                 after = batch.current[key]
                 return Handed(outcome, after.ticket if after else None, title, request=request, priority=priority), said
             passed.add(stored.id)
@@ -377,7 +382,7 @@ class WorkService:
             del places[key.repository_key]
         if refused is not None:
             request, stored, outcome, reply = refused
-            batch.record(ask.operation_id, stored, outcome)
+            batch.record(request, stored, outcome)
             said = _answered(Result(stored.ticket.key, stored.ticket.repository, request.actor.login), None,
                              outcome, reply, False)  # fmt: skip
             return Handed(outcome, stored.ticket, request=request), said
@@ -395,7 +400,7 @@ class WorkService:
         if command.name not in RULES:
             outcome, said = _misspelt(request, stored)
             batch.commented(request, stored)
-            batch.record(request.operation_id, stored, outcome)
+            batch.record(request, stored, outcome)
             return outcome, said
         if stored is None and not issue.read:
             return Outcome(UNREAD, command.name, None, 0, None), said
@@ -409,7 +414,7 @@ class WorkService:
             outcome, reply, thumb = _refusal(command.name, None, refusal), refusal.message, False
         else:
             outcome, reply, thumb = self._judge(uow, batch, request, stored)
-        batch.record(request.operation_id, stored, outcome)  # the same id twice in one call: a retry
+        batch.record(request, stored, outcome)  # the same id twice in one call: a retry
         return outcome, _answered(said, request.source, outcome, reply, thumb)
 
     def _judge(
@@ -420,8 +425,8 @@ class WorkService:
         `blockers`: what keeps the task from being ready, where the caller read it already."""
         command, actor, key = request.command, request.actor, request.issue.key
         claims = batch.held.get((key.repository_key, actor.login.lower()), 0)
-        if blockers is None:  # read for a claim only
-            blockers = dependencies.open_blockers(uow.connection, [key]).get(key, []) if command.name == "claim" else []
+        if blockers is None:  # read for a claim only, with the batch
+            blockers = batch.blockers.get(key, []) if command.name == "claim" else []
         situation = Situation(request.policy, claims, assignee=request.assignee, blockers=tuple(blockers),
                               **_evidence(uow, stored, command))  # fmt: skip
         decision = decide(stored.ticket, command, actor, situation)
@@ -651,34 +656,42 @@ class _Touch:
 @dataclass
 class _Batch:
     """What one `apply_all` read, and what its decisions left so far: the tickets, locked, as read and as decided;
-    the first results of operation ids seen before; the claims each login holds, by repository; and the
-    operations and runner activity to record."""
+    the first results of operation ids seen before; the claims each login holds, by repository; what keeps each
+    claimed issue from being ready (its open blockers: no decision changes them); and the operations and runner
+    activity to record."""
 
     locked: dict[TicketKey, StoredTicket | None]  # as read, in the order of their keys
     current: dict[TicketKey, StoredTicket | None]
     firsts: dict[str, dict[str, Any]]
     held: dict[tuple[RepositoryKey, str], int]
+    blockers: dict[TicketKey, list[str]]
     operations: list[tuple[str, int | None, dict[str, Any]]] = field(default_factory=list)
     touches: list[_Touch] = field(default_factory=list)
     known: dict[str, bool] = field(default_factory=dict)  # the blockers a new ticket's brief names, asked first
 
     @classmethod
-    def read(cls, tx: WorkTx, requests: Sequence[Request]) -> _Batch:
+    def read(cls, uow: UnitOfWork, requests: Sequence[Request]) -> _Batch:
         """Lock the tickets in the order of their keys, so two processes deciding overlapping batches never wait
-        on each other in a circle; then read the first results and the claims held."""
+        on each other in a circle; then read the first results, the claims held and the blockers of the issues
+        claimed: a few statements for the batch, however many requests it holds."""
+        tx = uow.work
         keys = sorted({r.issue.key for r in requests}, key=lambda k: (k.installation_id, k.repository_id, k.number))
         tickets = tx.tickets(keys, lock=True)
-        firsts = tx.results([request.operation_id for request in requests])
+        firsts = tx.results([request.operation_id for request in requests if request.kept])
         logins: dict[RepositoryKey, set[str]] = {}
         for request in requests:
             logins.setdefault(request.issue.key.repository_key, set()).add(request.actor.login.lower())
         held = {(repository, name): count for repository, names in logins.items()
                 for name, count in tx.held(repository, names).items()}  # fmt: skip
-        return cls(tickets, dict(tickets), firsts, held)
+        claimed = {request.issue.key for request in requests if request.command.name == "claim"}
+        blockers = dependencies.open_blockers(uow.connection, claimed) if claimed else {}
+        return cls(tickets, dict(tickets), firsts, held, blockers)
 
-    def record(self, operation_id: str, stored: StoredTicket | None, outcome: Outcome) -> None:
-        self.firsts[operation_id] = outcome.to_json()
-        self.operations.append((operation_id, stored.id if stored else None, outcome.to_json()))
+    def record(self, request: Request, stored: StoredTicket | None, outcome: Outcome) -> None:
+        if request.kept:
+            result = outcome.to_json()
+            self.firsts[request.operation_id] = result
+            self.operations.append((request.operation_id, stored.id if stored else None, result))
 
     def moved(self, request: Request, stored: StoredTicket, after: Ticket) -> None:
         """An applied command: the ticket it left, the claims it moved, and the runner's activity."""

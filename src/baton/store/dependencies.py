@@ -100,21 +100,23 @@ def seen(connection: Connection, blocker: str, is_open: bool, now: datetime) -> 
 
 
 def open_blockers(connection: Connection, keys: Iterable[TicketKey]) -> dict[TicketKey, list[str]]:
-    """Each of `keys` that something open blocks, with those blockers (sorted): one statement per repository."""
+    """Each of `keys` that something open blocks, with those blockers (sorted): one statement per repository,
+    written as the driver takes it (every claim's decision runs it, and SQLAlchemy's building and compiling of a
+    statement cost more than the database's running it)."""
     numbers: dict[tuple[int, int], list[int]] = {}
     for key in keys:
         numbers.setdefault((key.installation_id, key.repository_id), []).append(key.number)
+    mark = "%s" if connection.dialect.name == "postgresql" else "?"
     found: dict[TicketKey, list[str]] = {}
     for (installation_id, repository_id), wanted in numbers.items():
-        rows = connection.execute(
-            select(_C.number, _C.blocker)
-            .distinct()  # a blocker GitHub links and the brief names too is named once
-            .where(_C.installation_id == installation_id, _C.repository_id == repository_id,
-                   _C.number.in_(wanted), _C.open.is_(True))
-            .order_by(_C.number, _C.blocker)
-        )  # fmt: skip
-        for row in rows:
-            found.setdefault(TicketKey(installation_id, repository_id, row.number), []).append(row.blocker)
+        rows = connection.exec_driver_sql(  # DISTINCT: a blocker GitHub links and the brief names too, once
+            f"SELECT DISTINCT number, blocker FROM dependencies WHERE installation_id = {mark} "
+            f"AND repository_id = {mark} AND number IN ({', '.join([mark] * len(wanted))}) AND open = {mark} "
+            "ORDER BY number, blocker",
+            (installation_id, repository_id, *wanted, True),
+        )
+        for number, blocker in rows:
+            found.setdefault(TicketKey(installation_id, repository_id, number), []).append(blocker)
     return found
 
 

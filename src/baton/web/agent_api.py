@@ -20,7 +20,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
@@ -54,7 +54,7 @@ from baton.github.identity import BadToken, Identities, Identity, IdentityUnavai
 from baton.github.issues import NotOpened
 from baton.github.refusals import rate_limit
 from baton.github.webhooks import MAX_NUMBER
-from baton.intake.agent_requests import create_and_claim, decide_all, prepare
+from baton.intake.agent_requests import as_run, create_and_claim, decide_all, prepare, within
 from baton.intake.context import IssueSource
 from baton.service import work
 from baton.service.resolver import DirectoryUnavailable, Missing, Resolver, not_served
@@ -275,6 +275,14 @@ def _problem(
     if counts is not None:  # claim-next's `none_ready`
         body["counts"] = counts
     return JSONResponse(body, status, headers)
+
+
+class _Json(JSONResponse):
+    """A JSON answer whose body is encoded already: an answer kept for an Idempotency-Key, or one that a race's
+    losers share."""
+
+    def render(self, content: Any) -> bytes:
+        return content if isinstance(content, bytes) else super().render(content)
 
 
 def _field(location: tuple[Any, ...]) -> str:
@@ -600,28 +608,45 @@ class AgentApi:
     def opening(self, identity: Identity, key: str | None, request: list[Any]) -> JSONResponse | Opened:
         """Before a call is decided: its operation id and, with an Idempotency-Key, what the key's first request
         left; or the answer the call gets at once (the key's first answer, or why the key cannot be used)."""
-        if key is None:
-            return Opened(f"api:{identity.login.lower()}:{uuid.uuid4().hex}", None)
-        if not 1 <= len(key) <= 200:
-            return _problem(422, "invalid", "Idempotency-Key takes 1 to 200 characters.")
-        fingerprint = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
-        first = self.requests.claim_key(identity.login, key, fingerprint)
-        if first is not None and first.fingerprint != fingerprint:
-            return _problem(422, "invalid", f"Idempotency-Key {key!r} was used for another request.")
-        if first is not None and first.status is not None and first.body is not None:
-            return JSONResponse(json.loads(first.body), first.status)
-        # The operation id is the key's: a retry racing the first request is decided once.
-        return Opened(f"api:{identity.login.lower()}:key:{hashlib.sha256(key.encode()).hexdigest()[:32]}", first)
+        return self.openings([(identity, key, request)])[0]
+
+    def openings(self, calls: Sequence[tuple[Identity, str | None, list[Any]]]) -> list[JSONResponse | Opened]:
+        """`opening` for calls that arrived together (caller, key, request): their keys recorded in one
+        transaction."""
+        opened: list[JSONResponse | Opened] = []
+        keyed: list[tuple[int, str, str, str]] = []  # the call's place, its login, key and fingerprint
+        for n, (identity, key, request) in enumerate(calls):
+            if key is None:
+                opened.append(Opened(f"api:{identity.login.lower()}:{uuid.uuid4().hex}", None))
+            elif not 1 <= len(key) <= 200:
+                opened.append(_problem(422, "invalid", "Idempotency-Key takes 1 to 200 characters."))
+            else:
+                fingerprint = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+                keyed.append((n, identity.login, key, fingerprint))
+                opened.append(Opened("", None))  # made below, once the key is recorded
+        firsts = self.requests.claim_keys([(login, key, fingerprint) for _, login, key, fingerprint in keyed])
+        for (n, login, key, fingerprint), first in zip(keyed, firsts, strict=True):
+            if first is not None and first.fingerprint != fingerprint:
+                opened[n] = _problem(422, "invalid", f"Idempotency-Key {key!r} was used for another request.")
+            elif first is not None and first.status is not None and first.body is not None:
+                opened[n] = _Json(first.body.encode(), first.status)
+            else:  # the operation id is the key's: a retry racing the first request is decided once
+                opened[n] = Opened(f"api:{login.lower()}:key:{hashlib.sha256(key.encode()).hexdigest()[:32]}", first)
+        return opened
 
     def closing(self, identity: Identity, key: str | None, response: JSONResponse) -> JSONResponse:
         """After a call is answered: with an Idempotency-Key, its answer is kept for the retries; an answer of
         5xx decided nothing (GitHub could not be asked), so a retry tries again."""
-        if key is not None:
-            if response.status_code >= 500:
-                self.requests.release(identity.login, key)
-            else:
-                self.requests.answered(identity.login, key, response.status_code, bytes(response.body).decode())
+        self.closings([(identity, key, response)])
         return response
+
+    def closings(self, answered: Sequence[tuple[Identity, str | None, JSONResponse]]) -> None:
+        """`closing` for calls answered together (caller, key, answer): their answers kept in one transaction."""
+        self.requests.settle([
+            (identity.login, key, None, None) if response.status_code >= 500
+            else (identity.login, key, response.status_code, bytes(response.body).decode())
+            for identity, key, response in answered if key is not None
+        ])  # fmt: skip
 
     def once(
         self,
@@ -699,32 +724,49 @@ class AgentApi:
                 found[name] = self.resolver.locate(name)
         self.resolver.warm({(where[0], call.repository, call.identity.login) for call in calls
                           if (where := found.get(call.repository)) is not None})  # fmt: skip
-        for n, call in enumerate(calls):
+        closed: list[int] = []  # the calls whose answers are kept for their keys (all those decided or failed)
+        try:
+            openings = self.openings([(call.identity, call.key, call.fingerprint) for call in calls])
+        except Exception as error:  # the database failed: every call of the batch answers 500
+            return [error] * len(calls)
+        for n, (call, opened) in enumerate(zip(calls, openings, strict=True)):
+            if isinstance(opened, JSONResponse):
+                answers[n] = opened
+                continue
             try:
-                opened = self.opening(call.identity, call.key, call.fingerprint)
-                if isinstance(opened, JSONResponse):
-                    answers[n] = opened
-                    continue
                 ready.append((n, prepare(self.resolver, self.work, call.repository, call.number, call.command,
                                          call.identity.login, call.identity.is_bot, opened.operation,
-                                         call.identity.run)))  # fmt: skip
+                                         call.identity.run, kept=call.key is not None)))  # fmt: skip
             except (Missing, DirectoryUnavailable) as error:
-                answers[n] = self.closing(call.identity, call.key, _unavailable(error))
+                answers[n] = _unavailable(error)
+                closed.append(n)
             except Exception as error:  # this call answers 503 (GitHub failed for a moment) or 500, the others go on
                 failed = _github_failed(error)
-                answers[n] = error if failed is None else self.closing(call.identity, call.key, failed)
+                answers[n] = error if failed is None else failed
+                if failed is not None:
+                    closed.append(n)
         outcomes = decide_all(self.work, self.issues, [request for _, request in ready]) if ready else []
+        refusals: dict[tuple[str, int, Outcome], JSONResponse] = {}  # a race's losers share one answer's bytes
         for (n, request), outcome in zip(ready, outcomes, strict=True):
             call = calls[n]
+            closed.append(n)
             if isinstance(outcome, Missing):
-                answers[n] = self.closing(call.identity, call.key, _unavailable(outcome))
+                answers[n] = _unavailable(outcome)
             elif isinstance(outcome, Exception):  # GitHub could not say what the issue is: nothing was decided
                 log.warning("reading %s#%d from GitHub failed: %s", call.repository, call.number, outcome)
                 said = f"GitHub could not be asked about {call.repository}#{call.number}; try again shortly."
-                answers[n] = self.closing(call.identity, call.key, _problem(503, "unavailable", said))
+                answers[n] = _problem(503, "unavailable", said)
+            elif outcome.kind == "refused":
+                same = refusals.get((call.repository, call.number, outcome))
+                if same is None:
+                    same = refusals[call.repository, call.number, outcome] = _answer(
+                        outcome, call.repository, call.number, self.site, self.work, request.issue.key
+                    )
+                answers[n] = _Json(same.body, same.status_code)
             else:
-                response = _answer(outcome, call.repository, call.number, self.site, self.work, request.issue.key)
-                answers[n] = self.closing(call.identity, call.key, response)
+                answers[n] = _answer(outcome, call.repository, call.number, self.site, self.work, request.issue.key)
+        self.closings([(calls[n].identity, calls[n].key, answer) for n in closed
+                       if isinstance(answer := answers[n], JSONResponse)])  # fmt: skip
         return [answers[n] for n in range(len(calls))]
 
     async def claim_next(
@@ -750,7 +792,7 @@ class AgentApi:
                     answers[n] = self.closing(call.identity, call.key, places)
                     continue
                 labels = tuple(sorted({name for one in call.body.labels if (name := ready.label_name(one))}))
-                asks.append((n, NextAsk(places, labels, opened.operation)))
+                asks.append((n, NextAsk(places, labels, opened.operation, call.identity.run)))
             except (Missing, DirectoryUnavailable) as error:
                 answers[n] = self.closing(call.identity, call.key, _unavailable(error))
             except Exception as error:  # this call answers 503 (GitHub failed for a moment) or 500, the others go on
@@ -765,7 +807,7 @@ class AgentApi:
     def _places(self, call: _NextCall) -> tuple[Place, ...] | JSONResponse:
         """The repositories a claim-next may take a task from, with the caller as the guards see them there; or
         the answer when there are none. Raises `Missing` where the caller cannot read what was asked about."""
-        login, bot, named = call.identity.login, call.identity.is_bot, call.body.repo
+        login, bot, named, run = call.identity.login, call.identity.is_bot, call.body.repo, call.identity.run
         owner_named, _, name = (named or "").rpartition("/")
         if (owner_named and owner_named.lower() != call.owner.lower()) or (
             named and call.repo is not None and name.lower() != call.repo.lower()):  # fmt: skip
@@ -774,17 +816,19 @@ class AgentApi:
                             problems=[FieldProblem(field="repo", message=said)])  # fmt: skip
         if call.repo is not None or named:
             repository = f"{call.owner}/{call.repo or name}"
-            installation_id, repository_id = self.resolver.readable(repository, login)
-            resolved = self.resolver.resolve(installation_id, repository, login, bot, None)
+            installation_id, repository_id = self.resolver.readable(repository, login, within(run))
+            resolved = as_run(self.resolver.resolve(installation_id, repository, login, bot, None), run)
             return (Place(RepositoryKey(installation_id, repository_id), repository, resolved.actor, resolved.policy),)
         owned = self.resolver.installations.owned_by(call.owner) if self.resolver.installations is not None else []
         self.resolver.warm({(installation_id, repository, login) for installation_id, _, repository in owned})
         places, readable = [], False
         for installation_id, repository_id, repository in owned:
+            if run is not None and installation_id != run.installation_id:
+                continue  # a run acts in its own installation only
             if self.resolver.directory.access(installation_id, repository, login).permission is Permission.NONE:
                 continue
             readable = True
-            resolved = self.resolver.resolve(installation_id, repository, login, bot, None)
+            resolved = as_run(self.resolver.resolve(installation_id, repository, login, bot, None), run)
             if may_run(resolved.actor, resolved.policy):
                 places.append(Place(RepositoryKey(installation_id, repository_id), repository, resolved.actor,
                                     resolved.policy))  # fmt: skip
