@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from baton.client.agent import AgentClient, Response
 
 AGENT_EPILOG = """\
-reads BATON_URL (Baton's address, e.g. http://127.0.0.1:8000) and your own GitHub token from GITHUB_TOKEN,
-else GH_TOKEN, else `gh auth token` (the GitHub CLI); the token is sent to Baton and never printed.
+reads BATON_URL (Baton's address, e.g. http://127.0.0.1:8000) and your token from BATON_TOKEN (your GitHub
+token, or in a GitHub Actions job the run's OIDC token), else GITHUB_TOKEN, else GH_TOKEN, else `gh auth token`
+(the GitHub CLI); the token is sent to Baton and never printed.
 
 exit status: 0 done; 1 refused (taken by someone else, changed since the revision named, not allowed, not
 found, a request Baton cannot take, delivery lacking evidence: Baton's reason on stderr); 2 usage error, token
@@ -392,8 +393,8 @@ def add_agent_commands(commands: Any) -> None:
         f"task_status, {', '.join(verb.tool for verb in VERBS)}) "
         "and each task's brief as a resource (baton://OWNER/REPO/issues/N), for a coding assistant that starts "
         "this command. "
-        "Reads Baton's address from BATON_URL and the agent's GitHub token from GITHUB_TOKEN, else GH_TOKEN, "
-        "else `gh auth token`.",
+        "Reads Baton's address from BATON_URL and the agent's token from BATON_TOKEN, else GITHUB_TOKEN, else "
+        "GH_TOKEN, else `gh auth token`.",
     )
     mcp.add_argument("--repo", dest="repositories", action="append", default=[], metavar="OWNER/REPO",
                      type=_repository_argument,
