@@ -49,3 +49,30 @@ def test_the_next_ready_task_matches_labels_as_written_and_skips_what_another_tr
             taken = other.work.next_ready([PLACE], [], ())  # answers at once, with the next one
             assert taken is not None and taken[0].ticket.key.number == 2
     engine.dispose()
+
+
+def test_label_changes_decided_in_either_order_leave_the_issue_s_labels(database_url: str) -> None:
+    """GitHub sends a delivery per label, each listing the labels of its moment; decided in the other order, the
+    later list would drop the label the earlier delivery added. Only the label each one names changes."""
+    engine = make_engine(database_url)
+    service = work_service(engine)
+    key = TicketKey(1, 77, 9)
+    service.open_ticket(Issue(key, "octo/ready", "owner", labels=("ui",)), "open-9")
+    # "bug" then "docs" were added, then "ui" removed; their deliveries are decided last first.
+    service.relabeled(key, ["bug", "docs"], ("ui", False))
+    service.relabeled(key, ["ui", "bug", "docs"], ("docs", True))
+    service.relabeled(key, ["ui", "bug"], ("bug", True))
+    with service.units.read() as uow:
+        assert ready.counts(uow.connection, [PLACE], ["bug", "docs"])["ready"] == 1
+        assert ready.counts(uow.connection, [PLACE], ["ui"])["ready"] == 0
+        found = uow.work.next_ready([PLACE], ["docs"], ())
+        assert found is not None and found[0].ticket.key == key
+    service.relabeled(key, [], ("docs", False))
+    service.relabeled(key, ["docs"], ("docs", True))  # the same label again: kept once
+    with service.units.read() as uow:
+        assert ready.counts(uow.connection, [PLACE], ["docs"])["ready"] == 1
+        assert ready.counts(uow.connection, [PLACE], ["bug"])["ready"] == 1
+    service.relabeled(key, [], ("docs", False))
+    with service.units.read() as uow:
+        assert ready.counts(uow.connection, [PLACE], ["docs"])["ready"] == 0
+    engine.dispose()

@@ -7,9 +7,9 @@ import logging
 import subprocess
 import sys
 import threading
+import time
 
 from baton.process import logs
-from support.lanes import until
 
 
 def test_a_line_is_formatted_and_written_by_the_listener_not_by_the_thread_that_logs(
@@ -32,7 +32,10 @@ def test_lines_logged_after_the_listener_went_quiet_wake_it(configured: list[tup
     for burst in range(3):
         for n in range(20):
             log.info("burst %d line %d", burst, n)
-        until(lambda: len(configured) == 20 * (burst + 1), 30, f"burst {burst} written")  # noqa: B023
+        waited_until = time.monotonic() + 30  # the listener wakes for each burst; 30 s: it never came
+        while len(configured) < 20 * (burst + 1):
+            assert time.monotonic() < waited_until, f"burst {burst} not written"
+            time.sleep(0.01)
     assert [line.split(": ", 1)[1] for _, line in configured] == [
         f"burst {burst} line {n}" for burst in range(3) for n in range(20)
     ]

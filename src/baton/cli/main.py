@@ -505,7 +505,8 @@ WORKER_READS = (*APP_READS, "ANSWER_DELAY", "WRITE_INTERVAL", "WRITES_PER_MINUTE
 # `baton worker` alone: where it serves its metrics (`baton serve` has them at its own /metrics).
 WORKER_COMMAND_READS = (*WORKER_READS, "METRICS_PORT", "HOST")
 SERVE_READS = (*WORKER_READS, "WEBHOOK_SECRET", "API_TOKEN", "API_REQUESTS_PER_MINUTE", "WORKER", "SPOOL_DIR",
-               "REDELIVER_EVERY", "CLIENT_ID", "CLIENT_SECRET", "HOST", "PORT", "FORWARDED_ALLOW_IPS")  # fmt: skip
+               "REDELIVER_EVERY", "CLIENT_ID", "CLIENT_SECRET", "HOST", "PORT", "FORWARDED_ALLOW_IPS", "OIDC_AUDIENCE",
+               "OIDC_ISSUER")  # fmt: skip
 # `baton setup` writes these to a .env (GITHUB_API_URL only for a GitHub Enterprise Server).
 SETUP_WRITES = ("APP_ID", "WEBHOOK_SECRET", "CLIENT_ID", "CLIENT_SECRET", "PRIVATE_KEY_PATH", "GITHUB_API_URL")
 

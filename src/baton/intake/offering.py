@@ -102,12 +102,13 @@ def labels(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     issue = _issue(envelope)
     if issue is None or not label or label in LABELS or not intake.active(envelope):
         return ()
-    intake.work.relabeled(issue.key, issue.labels)  # kept for claim-next's `labels` (a ticket's, where there is one)
-    if text(envelope.payload, "issue", "state") == "closed":
+    closed = text(envelope.payload, "issue", "state") == "closed"
+    policy = None if closed else _policy(intake, envelope, issue)
+    mapped = policy is not None and policy.label_priority([label]) is not None  # a label that gives a priority
+    change = (label, envelope.action == "labeled")
+    intake.work.relabeled(issue.key, issue.labels, change, policy if mapped else None)  # a ticket's, where there is one
+    if policy is None:
         return ()
-    policy = _policy(intake, envelope, issue)
-    if policy.label_priority([label]) is not None:
-        intake.work.labelled(issue.key, issue.labels, policy)
     if policy.offer != "labeled" or label.lower() != policy.offer_label.lower():
         return ()
     if offered(policy, issue.labels):

@@ -25,5 +25,5 @@ def pushed(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     labels = {}
     if policy.priority_labels:
         labels = {found.number: found.labels for found in intake.issues.open_issues(installation_id, repository.name)}
-    intake.work.relabelled(repository.key, labels, policy)
+    intake.work.reprioritised(repository.key, labels, policy)
     return outcomes

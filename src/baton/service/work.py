@@ -510,13 +510,7 @@ class WorkService:
         briefs.explain(uow, issue.key, issue.repository, issue.author, reading.problems, None, self.answer_delay)
         return ticket_id, ticket
 
-    def labelled(self, key: TicketKey, labels: Sequence[str], policy: Policy) -> None:
-        """The issue's labels changed on GitHub: the priority they give (`priority_labels`) is kept beside the
-        brief's (no event: a label is not work)."""
-        with self.units.begin() as uow:
-            uow.work.label_priority(key, policy.label_priority(labels))
-
-    def relabelled(self, place: RepositoryKey, labels: Mapping[int, Sequence[str]], policy: Policy) -> None:
+    def reprioritised(self, place: RepositoryKey, labels: Mapping[int, Sequence[str]], policy: Policy) -> None:
         """The repository's settings changed: each of its tickets takes the priority its issue's labels (`labels`,
         by issue number; an issue left out has none that count) give under `policy`."""
         with self.units.begin() as uow:
@@ -531,10 +525,25 @@ class WorkService:
         with self.units.begin() as uow:
             uow.work.retitle(key, title)
 
-    def relabeled(self, key: TicketKey, labels: Sequence[str]) -> None:
-        """The issue's labels changed on GitHub: the ticket keeps them, for claim-next's `labels` (no event)."""
+    def relabeled(
+        self,
+        key: TicketKey,
+        labels: Sequence[str],
+        change: tuple[str, bool] | None = None,
+        policy: Policy | None = None,
+    ) -> None:
+        """The issue's labels changed on GitHub: the ticket keeps them, for claim-next's `labels`, and with `policy`
+        the priority they give under its `priority_labels`, kept beside the brief's (no event: a label is not
+        work). `change`: the one label added (True) or removed (False): only it is changed where the labels are
+        known already, since GitHub's deliveries about two labels may be decided in either order, each listing
+        the labels of its own moment."""
+        name = ready.label_name(change[0]) if change is not None else None
         with self.units.begin() as uow:
-            uow.work.relabel(key, ready.labels_text(labels))
+            uow.work.relabel(key, ready.labels_text(labels), only_unknown=name is not None)
+            if change is not None and name is not None:
+                uow.work.relabel_one(key, name, change[1])
+            if policy is not None:
+                uow.work.label_priority(key, policy.label_priority(labels))
 
     def brief_edited(self, issue: Issue, editor: str, operation_id: str) -> bool:
         """The issue's body was edited: its brief, when it changed, becomes the ticket's (an event, one

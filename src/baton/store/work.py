@@ -80,6 +80,17 @@ _SQL = {
         UPDATE tickets SET labels = :labels
         WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number
             AND (labels IS NULL OR labels <> :labels)""",
+    "relabel_unknown": """
+        UPDATE tickets SET labels = :labels
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number
+            AND labels IS NULL""",
+    # One label added or removed, whatever the others: deliveries about two labels may be decided in either order.
+    "label_added": """
+        UPDATE tickets SET labels = REPLACE(COALESCE(NULLIF(labels, ''), :nl), :token, :nl) || :label || :nl
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number""",
+    "label_removed": """
+        UPDATE tickets SET labels = REPLACE(labels, :token, :nl)
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number""",
     # `state_since` moves with the state or the runner; on the right of SET, columns are the row's old values.
     # (`new_state` and `new_runner` repeat `state` and `runner`: PostgreSQL gives one parameter one type.)
     "swap": """
@@ -317,9 +328,16 @@ class WorkTx(RawTx):
         """The issue's title changed on GitHub (or was first told)."""
         self._run("retitle", **_key(key), title=title[:TITLE_LENGTH])
 
-    def relabel(self, key: TicketKey, labels: str) -> None:
-        """The issue's labels changed on GitHub (`ready.labels_text`)."""
-        self._run("relabel", **_key(key), labels=labels)
+    def relabel(self, key: TicketKey, labels: str, *, only_unknown: bool = False) -> None:
+        """The issue's labels changed on GitHub (`ready.labels_text`); `only_unknown`: only where none are kept yet
+        (a ticket made before its labels were kept)."""
+        self._run("relabel_unknown" if only_unknown else "relabel", **_key(key), labels=labels)
+
+    def relabel_one(self, key: TicketKey, name: str, added: bool) -> None:
+        """The label `name` (`ready.label_name`'s) was added to the issue or removed from it; the others stay as
+        they are kept."""
+        token = f"\n{name}\n"
+        self._run("label_added" if added else "label_removed", **_key(key), label=name, token=token, nl="\n")
 
     def label_priority(self, key: TicketKey, priority: int | None) -> None:
         """The priority the issue's labels give it now (`Policy.label_priority`)."""
