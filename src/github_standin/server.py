@@ -1,7 +1,8 @@
 """The stand-in GitHub's REST API: the calls Baton makes, answered from the World.
 
 Every request passes through one handler that does what GitHub does before an operation runs: it
-authenticates (the App's JWT for minting installation tokens, an installation token for the rest), finds
+authenticates (the App's JWT for minting installation tokens, an installation token or a person's own token
+for the rest: a person reads what they may read, and opens issues and comments in their own name), finds
 the operation, and, when a Contract is given, refuses a request that GitHub's description would refuse
 (422, or 404 for a path GitHub does not have). Every answer is checked against the description and
 githubkit's models too; what fails is kept in `StandIn.problems`, for tests to assert there is none.

@@ -566,8 +566,8 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("repository", metavar="OWNER/REPO")
     backfill.set_defaults(run=_backfill)
 
-    demo = _operator(commands, "demo", "play the reference story against a stand-in GitHub, then keep serving the "
-                     "read API", ())  # fmt: skip
+    demo = _operator(commands, "demo", "play the reference story against a stand-in GitHub, then keep serving, "
+                     "with tasks left open to try as an agent", ())  # fmt: skip
     demo.epilog = ("reads the settings baton serve reads (or a .env file), but those it chooses itself: the "
                    "database, the App and its webhook secret, GitHub's address, the read token, the answer delay "
                    "and the write interval")  # fmt: skip
