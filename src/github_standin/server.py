@@ -1,7 +1,8 @@
 """The stand-in GitHub's REST API: the calls Baton makes, answered from the World.
 
 Every request passes through one handler that does what GitHub does before an operation runs: it
-authenticates (the App's JWT for minting installation tokens, an installation token for the rest), finds
+authenticates (the App's JWT for minting installation tokens, an installation token or a person's own token
+for the rest: a person reads what they may read, and opens issues and comments in their own name), finds
 the operation, and, when a Contract is given, refuses a request that GitHub's description would refuse
 (422, or 404 for a path GitHub does not have). Every answer is checked against the description and
 githubkit's models too; what fails is kept in `StandIn.problems`, for tests to assert there is none.
@@ -99,6 +100,7 @@ class Call:
     operation: str | None
     at: float = 0.0  # when it arrived (seconds since the epoch)
     installation: int | None = None  # whose installation token it carried
+    person: str | None = None  # whose own token it carried (a person calling GitHub, not Baton)
 
 
 @dataclass
@@ -161,8 +163,10 @@ class StandIn:
             self.faults.append(fault)
 
     def writes(self) -> list[Call]:
-        """Baton's successful changes on GitHub (token minting is not one)."""
-        return [c for c in self.calls if c.method != "GET" and c.status < 400 and not c.path.startswith("/app/")]
+        """Baton's successful changes on GitHub (token minting is not one, nor what people do with their own
+        tokens)."""
+        changes = (c for c in self.calls if c.method != "GET" and c.status < 400 and c.person is None)
+        return [c for c in changes if not c.path.startswith("/app/")]
 
     def operations(self) -> set[str]:
         """The distinct operations Baton called."""
@@ -200,9 +204,11 @@ class StandIn:
         content = b"" if answer is None else json.dumps(answer).encode()
         response_headers = {"content-type": "application/json; charset=utf-8", **extra} if content else extra
         with self.world.lock:
-            token = self.world.tokens.get(headers.get("authorization", "").partition(" ")[2])
+            credential = headers.get("authorization", "").partition(" ")[2]
+            token = self.world.tokens.get(credential)
             installation = token.installation_id if token is not None else None
-            self.calls.append(Call(method, path, status, operation, arrived, installation))
+            person = self.world.user_tokens.get(credential)
+            self.calls.append(Call(method, path, status, operation, arrived, installation, person))
             if installation is not None and "x-ratelimit-remaining" not in response_headers:
                 response_headers = {**response_headers, **self._rate_limit(installation)}
         if self.contract is not None and operation is not None:
@@ -300,8 +306,10 @@ class StandIn:
             except json.JSONDecodeError as error:
                 raise GitHubError(400, f"Problems parsing JSON: {error}") from None
             with self.world.lock:
-                repository = self._repository(args[0], args[1], headers)
-                context = _Context(self, repository, base, query, data)
+                repository, person = self._repository(args[0], args[1], headers)
+                if person is not None and method != "GET" and handler not in _PERSONAL:
+                    raise GitHubError(403, "Resource not accessible by personal access token")
+                context = _Context(self, repository, base, query, data, person)
                 return *handler(context, *args[2:]), {}
         raise GitHubError(404, "Not Found")
 
@@ -394,9 +402,19 @@ class StandIn:
         account = self.world.accounts[login]
         return shapes.authenticated_user(account.login, account.id, type=account.type, api_url=base)
 
-    def _repository(self, owner: str, name: str, headers: dict[str, str]) -> Repository:
+    def _repository(self, owner: str, name: str, headers: dict[str, str]) -> tuple[Repository, shapes.Account | None]:
+        """The repository an operation is on, and who calls: the App (an installation token reaching it: None) or
+        a person with their own token, who reaches what they may read (a private repository they cannot read is a
+        404, as on GitHub)."""
         scheme, _, credential = headers.get("authorization", "").partition(" ")
-        token = self.world.tokens.get(credential) if scheme.lower() in ("token", "bearer") else None
+        bearer = scheme.lower() in ("token", "bearer")
+        login = self.world.user_tokens.get(credential) if bearer else None
+        if login is not None:
+            readable = self.world.repository(f"{owner}/{name}")
+            if readable is None or readable.permission(login) == "none":
+                raise GitHubError(404, "Not Found")
+            return readable, self.world.accounts[login]
+        token = self.world.tokens.get(credential) if bearer else None
         if token is None or token.expires_at <= self.world.now():
             raise GitHubError(401, "Bad credentials")
         repository = self.world.repository(f"{owner}/{name}")
@@ -405,7 +423,7 @@ class StandIn:
         installation = self.world.installations[token.installation_id]
         if installation.suspended:
             raise GitHubError(403, "This installation has been suspended")
-        return repository
+        return repository, None
 
 
 @dataclass
@@ -417,6 +435,7 @@ class _Context:
     base: str
     query: dict[str, str]
     data: Any
+    person: shapes.Account | None = None  # a person calling with their own token; None: the App
 
     @property
     def world(self) -> World:
@@ -750,32 +769,40 @@ def _list_issues(c: _Context) -> tuple[int, Json]:
 
 
 def _create_issue(c: _Context) -> tuple[int, Json]:
-    """The App opens an issue (its installation token): by `baton[bot]`, performed via the App."""
+    """The App opens an issue (its installation token): by `baton[bot]`, performed via the App; or a person
+    with their own token, whose labels GitHub keeps only if they may triage."""
     title = c.field("title", str)
     body = c.data.get("body") if isinstance(c.data, dict) else None
     labels = c.data.get("labels") if isinstance(c.data, dict) else None
-    issue = c.world.add_issue(c.repository, title, c.world.bot, body if isinstance(body, str) else "")
-    issue.app_id = c.world.app_id
+    author = c.person or c.world.bot
+    issue = c.world.add_issue(c.repository, title, author, body if isinstance(body, str) else "")
+    if c.person is None:
+        issue.app_id = c.world.app_id
+    elif c.repository.permission(c.person.login) not in ("triage", "write", "maintain", "admin"):
+        labels = None
     for name in labels if isinstance(labels, list) else []:
         if isinstance(name, str) and c.repository.label(name) is not None and name not in issue.labels:
             issue.labels.append(name)
     answer = c.issue(issue)
     if c.stand_in.notify is not None:
-        c.notify("issues", shapes.issues_event("opened", c.repo, answer, c.world.bot,
+        c.notify("issues", shapes.issues_event("opened", c.repo, answer, author,
                                                installation_id=c.repository.installation_id))  # fmt: skip
     return 201, answer
 
 
 def _create_comment(c: _Context, number: str) -> tuple[int, Json]:
+    """A comment by the App's bot, or by the person whose own token this is (`/claim` typed by hand); either
+    way GitHub tells the App of it."""
     issue = c.find_issue(number)
     body = c.field("body", str)
     moment = c.world.now()
-    comment = Comment(c.world.next_id(), issue.number, c.world.bot, body, moment, moment, c.world.app_id)
+    author, app_id = (c.person, None) if c.person is not None else (c.world.bot, c.world.app_id)
+    comment = Comment(c.world.next_id(), issue.number, author, body, moment, moment, app_id)
     c.repository.comments[comment.id] = comment
     _touch(c, issue)
     answer = c.comment(comment)
     if c.stand_in.notify is not None:
-        c.notify("issue_comment", shapes.issue_comment_event(c.repo, c.issue(issue), answer, c.world.bot,
+        c.notify("issue_comment", shapes.issue_comment_event(c.repo, c.issue(issue), answer, author,
                                                              installation_id=c.repository.installation_id))  # fmt: skip
     return 201, answer
 
@@ -957,3 +984,5 @@ _OPERATIONS: list[tuple[str, str, Callable[..., tuple[int, Json]]]] = [
     ("GET", r"/repos/([^/]+)/([^/]+)/compare/(.+)", _compare),
 ]
 _ROUTES = [(method, re.compile(pattern), handler) for method, pattern, handler in _OPERATIONS]
+# What a person's own token may change here (reading, it may do wherever it may read); the rest is the App's.
+_PERSONAL = {_create_issue, _create_comment}

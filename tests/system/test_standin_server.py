@@ -183,6 +183,39 @@ def test_what_people_do_arrives_as_signed_webhooks_in_githubs_shape(
     assert hub.all_problems() == []
 
 
+def test_a_persons_own_token_reads_what_they_may_read_and_comments_as_them(
+    hub: Hub, baton_double: list[tuple[dict[str, str], bytes]]
+) -> None:
+    """As on GitHub: `GET /user` names the token's owner; reads reach what they may read (a private repository
+    they cannot read is 404); an issue or a comment they post is theirs, and the App hears of it as of any; the
+    changes only the App makes here are 403. None of it counts as the App's writes."""
+    hub.world.repository("elsewhere/secret").private = True  # type: ignore[union-attr]
+    task = hub.person("maria").open_issue("octo/shop", "A task")
+    auth = {"Authorization": f"Bearer {hub.person('agent-a').token()}"}
+    with client(hub) as http:
+        assert http.get("/user", headers=auth).json()["login"] == "agent-a"
+        assert http.get(f"/repos/octo/shop/issues/{task}", headers=auth).json()["title"] == "A task"
+        assert http.get("/repos/elsewhere/secret/issues", headers=auth).status_code == 404
+        posted = http.post(f"/repos/octo/shop/issues/{task}/comments", json={"body": "/claim"}, headers=auth)
+        assert posted.status_code == 201 and posted.json()["user"]["login"] == "agent-a"
+        assert posted.json()["performed_via_github_app"] is None
+        opened = http.post("/repos/octo/shop/issues", json={"title": "Mine", "labels": ["x"]}, headers=auth)
+        assert opened.status_code == 201 and opened.json()["user"]["login"] == "agent-a"
+        assert opened.json()["labels"] == []  # read access: GitHub drops the labels
+        labelled = http.post(f"/repos/octo/shop/issues/{task}/labels", json={"labels": ["x"]}, headers=auth)
+        assert labelled.status_code == 403
+    deadline = time.monotonic() + 30  # the App's webhooks leave after the answers, one at a time
+    while len(baton_double) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    heard = [(headers["x-github-event"], json.loads(body)) for headers, body in baton_double]
+    comment = next(payload for event, payload in heard if event == "issue_comment")
+    assert comment["sender"]["login"] == comment["comment"]["user"]["login"] == "agent-a"
+    assert comment["comment"]["body"] == "/claim" and comment["issue"]["number"] == task
+    assert [payload["issue"]["title"] for event, payload in heard if event == "issues"] == ["A task", "Mine"]
+    assert hub.rest.writes() == []
+    assert hub.all_problems() == []
+
+
 def test_compare_answers_whether_one_commit_comes_after_another(hub: Hub) -> None:
     auth = {"Authorization": f"token {token(hub)}"}
     hub.hook_url = None

@@ -259,7 +259,7 @@ def _demo(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
     from baton.demo.stage import Stage
-    from baton.demo.story import play
+    from baton.demo.story import leave_open, play
 
     database = args.database or f"sqlite:///{tempfile.mkdtemp(prefix='baton-demo-')}/baton.db"
     token = secrets.token_urlsafe(12)
@@ -291,6 +291,15 @@ def _demo(args: argparse.Namespace) -> int:
         print("Still serving. Read what Baton knows (Ctrl-C to stop):")
         for path in ("/repos/octo/shop/issues/1", "/repos/octo/shop/issues/1/events", "/tickets?repo=octo/shop"):
             print(f"    curl {auth} '{api}{path}'", flush=True)
+        # Tasks left open, and the tokens GitHub gave two people who may run them: a newcomer works as either.
+        first, *others = leave_open(stage)
+        shown = ", ".join([f"{stage.full_name}#{first}", *(f"#{number}" for number in others)])
+        print(f"\nTry it as an agent: {shown} are open. Paste one line in each of two terminals:")
+        for login in ("agent-a", "agent-b"):
+            print(f"    export BATON_URL={stage.baton_url} GITHUB_API_URL={stage.github_url} "
+                  f"GITHUB_TOKEN={stage.person(login, 'write').token()}   # @{login}")  # fmt: skip
+        print(f"then `baton tasks {stage.full_name}`, `baton next {stage.full_name}`, `baton deliver …`, or comment "
+              "/claim through $GITHUB_API_URL: docs/agents.md, \"Trying it on baton demo\".", flush=True)  # fmt: skip
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
@@ -558,8 +567,8 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("repository", metavar="OWNER/REPO")
     backfill.set_defaults(run=_backfill)
 
-    demo = _operator(commands, "demo", "play the reference story against a stand-in GitHub, then keep serving the "
-                     "read API", ())  # fmt: skip
+    demo = _operator(commands, "demo", "play the reference story against a stand-in GitHub, then keep serving, "
+                     "with tasks left open to try as an agent", ())  # fmt: skip
     demo.epilog = ("reads the settings baton serve reads (or a .env file), but those it chooses itself: the "
                    "database, the App and its webhook secret, GitHub's address, the read token, the answer delay "
                    "and the write interval")  # fmt: skip

@@ -223,3 +223,33 @@ tests:
 screenshot: https://example.test/billing-390.png
 screenshot: https://example.test/billing-1280.png
 """
+
+
+# Left open after the story, for whoever tries Baton as an agent: (title, priority, the file in scope).
+LEFT_OPEN = (
+    ("Show the invoice total in the footer", "p1", "src/InvoiceFooter.tsx"),
+    ("Sort invoices newest first", "p2", "src/BillingHistory.tsx"),
+    ("Name the currency beside each amount", "p3", "src/Amount.tsx"),
+)
+
+LEFT_BRIEF = """A small task left open by the demo.
+
+```yaml
+task: "{title}"
+scope:
+  files: ["{file}"]
+acceptance:
+  - "{title}, as the design shows"
+evidence: [branch, tests]
+priority: {priority}
+```"""
+
+
+def leave_open(stage: Stage) -> list[int]:
+    """@maria files the tasks of LEFT_OPEN, each with a brief; returns their numbers once each is offered."""
+    maria = stage.person("maria", "maintain")
+    numbers = [maria.open_issue(stage.full_name, title, LEFT_BRIEF.format(title=title, file=file, priority=priority))
+               for title, priority, file in LEFT_OPEN]  # fmt: skip
+    for number in numbers:
+        wait_for(stage, number, offered, "offered")
+    return numbers
