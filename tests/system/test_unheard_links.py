@@ -97,6 +97,17 @@ def test_a_claim_on_an_issue_blocked_before_baton_saw_it_is_refused(scene: Scene
     assert len(_link_reads(scene, blocked.number)) == 2
 
 
+def test_an_agents_claim_over_the_api_on_an_issue_blocked_before_baton_saw_it_is_refused(scene: Scene) -> None:
+    blocked, blocker = _unheard(scene, "Blocked before Baton"), _unheard(scene, "Blocker")
+    _link_unheard(scene, blocked, blocked_by=blocker)
+    token = scene.stage.person("agent-a").token()
+    answer = HTTP.post(f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues/{blocked.number}/claim",
+                       headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    assert answer.status_code == 409 and answer.json()["code"] == "blocked", answer.text
+    assert f"#{blocker.number}" in answer.json()["message"]
+    assert len(_link_reads(scene, blocked.number)) == 2
+
+
 def test_a_parent_with_open_sub_issues_found_before_baton_saw_it_is_no_task(scene: Scene) -> None:
     scene.configure("offer: labeled\n")
     parent, child, done = _unheard(scene, "Epic"), _unheard(scene, "Part"), _unheard(scene, "Part done")

@@ -213,7 +213,7 @@ class WorkService:
             try:
                 found = self.issue_links(key.installation_id, issue.repository, key.number)
             except Exception as error:  # the ticket is made all the same; the next sight of the issue tries again
-                log.warning("links of %s#%d not read from GitHub: %s", issue.repository, key.number, error)
+                readiness.log.warning("links of %s#%d not read from GitHub: %s", issue.repository, key.number, error)
                 continue
 
             def attempt(uow: UnitOfWork, key: TicketKey = key, found: Linked = found) -> None:
