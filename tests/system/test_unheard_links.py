@@ -71,7 +71,9 @@ def test_an_issue_blocked_before_baton_saw_it_is_offered_blocked(scene: Scene) -
     scene.settle()
 
     task = _tasks(scene, blocked="true")[blocked.number]
-    assert task["ready"] is False and task["blocked_by"] == [f"{scene.stage.other(OTHER).full_name.lower()}#1"]
+    assert task["ready"] is False and task["blocked_by"] == [
+        f"{scene.stage.other(OTHER).full_name.lower()}#{elsewhere.number}"
+    ]
     assert blocked.number not in _tasks(scene)
     assert len(_link_reads(scene, blocked.number)) == 2  # each list read once, on first sight
     scene.drain()
