@@ -274,6 +274,29 @@ def test_installing_offers_the_open_issues_already_there_once(database_url: str)
         assert tickets(scene) == dict.fromkeys(open_ones, WorkState.OPEN)
 
 
+def test_installing_learns_the_links_made_before_baton_was_there(database_url: str) -> None:
+    """An issue blocked, and a parent with an open sub-issue, before the installation: offered blocked, each
+    one's links read from GitHub once."""
+    with staged(database_url) as scene:
+        world, repository = scene.hub.world, scene.repository
+        with world.lock:
+            author = world.account("olivia")
+            blocked, blocker, parent, part = (world.add_issue(repository, title, author)
+                                              for title in ("Blocked", "Blocker", "Epic", "Part"))  # fmt: skip
+            world.add_blocked_by(blocked, blocker.id)
+            world.add_sub_issue(parent, "octo", part.id)
+        assert run_backfills(scene) == 1
+        scene.drain()
+        with world.lock:
+            shown = {issue.number: set(issue.labels) for issue in (blocked, blocker, parent, part)}
+        assert shown == {blocked.number: {"baton:open", "baton:blocked"}, blocker.number: {"baton:open"},
+                         parent.number: {"baton:open", "baton:blocked"}, part.number: {"baton:open"}}  # fmt: skip
+        lists = [path for path in scene.reads() if path.endswith(("/dependencies/blocked_by", "/sub_issues"))]
+        wanted = [f"/repos/{scene.full_name}/issues/{issue.number}/{what}" for issue in (blocked, parent)
+                  for what in ("dependencies/blocked_by", "sub_issues")]  # fmt: skip
+        assert sorted(lists) == sorted(wanted)
+
+
 def test_baton_backfill_offers_a_repositorys_open_issues_page_by_page_and_is_idempotent(
     database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -6,6 +6,7 @@ into Baton over HTTP on 127.0.0.1, on both engines."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -160,6 +161,7 @@ def test_labels_give_a_priority_the_brief_does_not_and_the_apis_and_board_say_wh
     maria.label(scene.full_name, urgent, "p0", add=True)  # any case
     maria.label(scene.full_name, said, "P0", add=True)  # the brief's priority wins
     maria.label(scene.full_name, plain, "P1", add=True)
+    scene.settle()  # each delivery's labels are the issue's whole list: the later one is decided last
     maria.label(scene.full_name, plain, "P1", add=False)  # taken off: as if never said
     maria.add_sub_issue(scene.full_name, epic, (scene.full_name, urgent))
     scene.settle()
@@ -189,6 +191,9 @@ def test_labels_give_a_priority_the_brief_does_not_and_the_apis_and_board_say_wh
     cookie = session(scene.stage.baton_url)
     board = call(scene.stage.baton_url, "GET", "/board?state=open", cookie)
     assert board.status_code == 200, board.text
+    row = re.search(rf'<tr data-repository="{scene.full_name}">(.*?)</tr>', board.text)
+    assert row is not None, board.text  # per repository: its open tasks, and those ready (the epic waits)
+    assert re.findall(r'data-count="(\w+)">(\d+)<', row.group(1)) == [("open", "5"), ("ready", "4")]
     assert f'data-badge="blocked" title="Blocked by #{urgent}"' in board.text
     page = call(scene.stage.baton_url, "GET", f"/t/{scene.full_name}/{epic}", cookie)
     assert f'<span class="stale" data-badge="blocked">Blocked by #{urgent}</span>' in page.text

@@ -108,3 +108,27 @@ def mention(ticket: Ticket, issue: IssueState) -> str:
         f"this issue was {issue.words()} while you hold it ({ticket.state.value}, attempt {ticket.attempt}). "
         "The work state stays; check with the maintainers before you go on."
     )
+
+
+@dataclass(frozen=True)
+class LinkCounts:
+    """What GitHub's issue object says of the issue's links (`issue_dependencies_summary`, `sub_issues_summary`),
+    or what Baton keeps of them: the issues it is blocked by (all, and those open) and its sub-issues (all, and
+    those closed). Baton reads the links themselves when its own counts disagree with GitHub's."""
+
+    blocked_by: int = 0
+    blocked_by_open: int = 0
+    sub_issues: int = 0
+    sub_issues_closed: int = 0
+
+    @property
+    def any(self) -> bool:
+        return self.blocked_by > 0 or self.sub_issues > 0
+
+
+@dataclass(frozen=True)
+class Linked:
+    """An issue's links as GitHub lists them: its blockers and its sub-issues, each `(owner/repo, number, open)`."""
+
+    blocked_by: tuple[tuple[str, int, bool], ...] = ()
+    sub_issues: tuple[tuple[str, int, bool], ...] = ()

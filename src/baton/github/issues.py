@@ -13,11 +13,14 @@ from typing import Any
 import httpx
 from githubkit.exception import RequestFailed
 
+from baton.domain.issue import LinkCounts, Linked
+
 from .client import GitHubApp
 from .webhooks import dig, issue_number, login, number, text
 
 PAGE = 100
 TIMELINE_PAGES = 10  # an issue with more than a thousand timeline entries is read no further
+LINK_PAGES = 10  # GitHub keeps far fewer links to one issue than that many pages hold
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class OpenIssue:
     body: str
     labels: tuple[str, ...]
     title: str = ""
+    links: LinkCounts | None = None
 
 
 class NotOpened(RuntimeError):
@@ -40,7 +44,33 @@ def open_issue(data: Any) -> OpenIssue | None:
     found = issue_number(data, "number")
     if found is None or text(data, "state") not in ("", "open"):
         return None
-    return OpenIssue(found, login(data, "user", "login"), text(data, "body"), label_names(data), text(data, "title"))
+    return OpenIssue(found, login(data, "user", "login"), text(data, "body"), label_names(data), text(data, "title"),
+                     link_counts(data))  # fmt: skip
+
+
+def _count(issue: Any, *path: str) -> int | None:
+    value = dig(issue, *path)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def link_counts(issue: Any) -> LinkCounts | None:
+    """What an issue object (a webhook's or the REST API's) says of its links; None when it carries no summaries
+    Baton can read (a GitHub that has none)."""
+    counts = (_count(issue, "issue_dependencies_summary", "total_blocked_by"),
+              _count(issue, "issue_dependencies_summary", "blocked_by"), _count(issue, "sub_issues_summary", "total"),
+              _count(issue, "sub_issues_summary", "completed"))  # fmt: skip
+    if counts[0] is None and counts[2] is None:
+        return None
+    return LinkCounts(*(value or 0 for value in counts))
+
+
+def _linked_issue(data: Any) -> tuple[str, int, bool] | None:
+    """One listed linked issue as (owner/repo, number, open); its repository from `repository_url`."""
+    found = issue_number(data, "number")
+    repository = "/".join(text(data, "repository_url").rstrip("/").split("/")[-2:])
+    if found is None or repository.count("/") != 1 or repository.startswith("/"):
+        return None
+    return repository, found, text(data, "state") != "closed"
 
 
 def label_names(issue: Any) -> tuple[str, ...]:
@@ -83,6 +113,23 @@ class GitHubIssues:
                 return None
             raise
         return open_issue(data)
+
+    def linked(self, installation_id: int, repository: str, number: int) -> Linked:
+        """The issue's blockers (`GET …/dependencies/blocked_by`) and sub-issues (`GET …/sub_issues`), every page."""
+        owner, _, name = repository.partition("/")
+        rest = self.github.installation(installation_id).rest.issues
+        lists = []
+        for read in (rest.list_dependencies_blocked_by, rest.list_sub_issues):
+            found: list[tuple[str, int, bool]] = []
+            for page in range(1, LINK_PAGES + 1):
+                items: Any = read(owner, name, number, per_page=PAGE, page=page).json()
+                if not isinstance(items, list):
+                    break
+                found.extend(one for one in map(_linked_issue, items) if one is not None)
+                if len(items) < PAGE:
+                    break
+            lists.append(tuple(found))
+        return Linked(*lists)
 
     def is_open(self, installation_id: int, repository: str, number: int) -> bool:
         """Whether GitHub has an open issue of that number (a closed, missing or unreadable one is not)."""

@@ -72,7 +72,8 @@ def decide_all(work: WorkService, issues: IssueSource | None, requests: Sequence
             if read is None:
                 outcomes[n] = Missing(f"{request.issue.repository} has no open issue #{key.number}.")
                 continue
-            issue = Issue(key, request.issue.repository, read.author, read.body, read.labels, read.title)
+            issue = Issue(key, request.issue.repository, read.author, read.body, read.labels, read.title,
+                          links=read.links)  # fmt: skip
             again.append((n, replace(request, issue=issue)))
     if again:
         for (n, _), outcome in zip(again, work.apply_all([r for _, r in again]), strict=True):

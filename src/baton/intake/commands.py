@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from baton.domain import Actor, Command, Policy, TicketKey
-from baton.github.issues import label_names
+from baton.github.issues import label_names, link_counts
 from baton.github.webhooks import command_text, dig, issue_number, login, number, text
 from baton.reading.commands import MAX_COMMANDS, ignored_text, misspelt, read
 from baton.reading.linking import linked_issues
@@ -37,7 +37,8 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
         return []
     # The issue's body and labels: a command may be what first makes a ticket of it (`_first_sight`).
     about = dig(envelope.payload, "issue", default={})
-    issue = Issue(key, envelope.repository, author, text(about, "body"), label_names(about), text(about, "title"))
+    issue = Issue(key, envelope.repository, author, text(about, "body"), label_names(about), text(about, "title"),
+                  links=link_counts(about))  # fmt: skip
     if commands:
         resolved = _resolve(intake, envelope, key, brief_teams(intake.work, key, commands))
     else:

@@ -1,12 +1,17 @@
 """GitHub's word on what blocks an issue: a "blocked by" dependency or a sub-issue added or removed
 (`issue_dependencies`, `sub_issues`), and an issue closed or reopened, which every issue it blocks learns.
-Baton keeps them (`baton.store.dependencies`), so that whether a task is ready is a query, not a GitHub call."""
+Baton keeps them (`baton.store.dependencies`), so that whether a task is ready is a query, not a GitHub call.
+
+Links made before Baton saw an issue (before it was installed, or while it was down) are never told: every issue
+object GitHub sends counts the issue's links, and where those counts disagree with what Baton keeps, Baton lists
+the links (`WorkService.learn_links`): when it first tracks the issue, and at each `issues` delivery about it."""
 
 from __future__ import annotations
 
-from baton.github.webhooks import full_name, issue_number, text
+from baton.github.issues import link_counts
+from baton.github.webhooks import dig, full_name, issue_number, text
 from baton.service.readiness import BATON
-from baton.service.work import Outcome
+from baton.service.work import Issue, Outcome
 from baton.store.dependencies import BLOCKED_BY, SUB_ISSUE, ref
 
 from .context import Intake
@@ -45,3 +50,16 @@ def blocker_changed(intake: Intake, envelope: Envelope) -> None:
     if number is not None and envelope.repository:
         intake.work.blocker_seen(ref(envelope.repository, number), envelope.action == "reopened",
                                  envelope.sender or BATON)  # fmt: skip
+
+
+def links_seen(intake: Intake, envelope: Envelope) -> None:
+    """An `issues` delivery about a tracked issue: its links are read again where GitHub's counts of them disagree
+    with Baton's (links changed while Baton heard nothing)."""
+    if envelope.action in ("deleted", "transferred"):  # the issue is gone from here
+        return
+    key = envelope.ticket(issue_number(envelope.payload, "issue", "number"))
+    links = link_counts(dig(envelope.payload, "issue"))
+    if key is None or links is None or not envelope.repository or not intake.active(envelope):
+        return
+    if intake.work.ticket(key) is not None:
+        intake.work.learn_links([Issue(key, envelope.repository, "", links=links)], always=True)

@@ -24,7 +24,7 @@ from baton.domain.evidence import stamp
 from baton.domain.issue import CLOSED, IN_HAND, OPEN, IssueState, closed_by_merge
 from baton.domain.offering import DELETED, TRANSFERRED, UNFINISHED, UNLABELED, offered
 from baton.domain.status import LABELS
-from baton.github.issues import label_names
+from baton.github.issues import label_names, link_counts
 from baton.github.webhooks import dig, full_name, issue_number, login, number, text
 from baton.service.offering import UNTRACKED, Offering
 from baton.service.work import Issue, Outcome, Request
@@ -47,7 +47,8 @@ def _issue(envelope: Envelope, where: str = "issue") -> Issue | None:
         return None
     issue = dig(envelope.payload, where, default={})
     author = login(issue, "user", "login")
-    return Issue(key, envelope.repository, author, text(issue, "body"), label_names(issue), text(issue, "title"))
+    return Issue(key, envelope.repository, author, text(issue, "body"), label_names(issue), text(issue, "title"),
+                 links=link_counts(issue))  # fmt: skip
 
 
 def _operation(envelope: Envelope, part: str = "") -> str:
@@ -208,6 +209,7 @@ def transferred(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
         text(moved, "body"),
         label_names(moved),
         text(moved, "title"),
+        links=link_counts(moved),
     )
     _offer_if_offered(intake, envelope, new, ":to")
     return ()
@@ -268,12 +270,21 @@ def backfill(
     policy = configs.load(installation_id, repository).policy
     place = TicketKey(installation_id, repository_id, 0).repository_key
     listed = [
-        Issue(place.ticket(found.number), repository, found.author, found.body, found.labels, found.title)
+        Issue(
+            place.ticket(found.number),
+            repository,
+            found.author,
+            found.body,
+            found.labels,
+            found.title,
+            links=found.links,
+        )
         for found in issues.open_issues(installation_id, repository)
     ]
     chosen = [issue for issue in listed if offered(policy, issue.labels)]
     operation = f"{installation_id}:backfill:{run or uuid.uuid4().hex}:{repository_id}"
     counts = offering.offer_all(chosen, BATON, operation, progress, policy)
+    offering.work.learn_links(chosen)  # links made before Baton was installed
     counts["tracked"] = counts.get("tracked", 0) + counts.pop("duplicate", 0)
     if len(listed) > len(chosen):
         counts["not offered"] = len(listed) - len(chosen)

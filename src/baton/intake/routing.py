@@ -18,7 +18,7 @@ from baton.store.inbox import Inbox, WebhookDelivery
 from .briefs import issue_edited
 from .commands import comment_created, comment_requests, review_commands
 from .context import DirectoryUnavailable, Intake
-from .dependencies import LINKS, linked
+from .dependencies import LINKS, linked, links_seen
 from .envelope import Envelope
 from .evidence import evidence
 from .installations import STATUS, installation, installation_repositories
@@ -201,6 +201,8 @@ def _decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery])
             continue
         try:
             handler(intake, envelope)
+            if delivery.event == "issues":
+                links_seen(intake, envelope)
         except Exception as error:
             failed(delivery, error)
         else:

@@ -93,6 +93,7 @@ def assemble(
     issues = GitHubIssues(github) if github else None
     if issues is not None:
         work.issue_open = issues.is_open
+        work.issue_links = issues.linked
     intake = Intake(
         work,
         resolver,

@@ -9,9 +9,10 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from baton.domain import Brief, Event, Role, TicketKey
+from baton.domain.issue import Linked
 from baton.reading.briefs import read_brief
 from baton.store import dependencies
-from baton.store.dependencies import DEPENDS_ON, ref
+from baton.store.dependencies import BLOCKED_BY, DEPENDS_ON, SUB_ISSUE, ref
 
 from .unit import UnitOfWork, Units
 
@@ -19,6 +20,8 @@ log = logging.getLogger("baton.readiness")
 
 # Whether an issue is open on GitHub: (installation id, "owner/repo", number) -> open. A missing issue is not.
 IssueOpen = Callable[[int, str, int], bool]
+# An issue's links as GitHub lists them: (installation id, "owner/repo", number) -> its blockers and sub-issues.
+IssueLinks = Callable[[int, str, int], Linked]
 BATON = "baton"
 
 
@@ -86,6 +89,24 @@ def declare(
     return gone
 
 
+def relink(uow: UnitOfWork, key: TicketKey, found: Linked) -> str | None:
+    """Keep the issue's GitHub links (blockers, sub-issues) as GitHub listed them (`found`): new ones linked, gone
+    ones unlinked, each one's state as listed. The first blocker whose link changed (None: none did)."""
+    now = uow.work.clock.now()
+    changed: list[str] = []
+    for source, listed in ((BLOCKED_BY, found.blocked_by), (SUB_ISSUE, found.sub_issues)):
+        had = dependencies.linked(uow.connection, key, source)
+        wanted = {ref(repository, number): is_open for repository, number, is_open in listed}
+        for blocker in had.keys() - wanted.keys():
+            dependencies.unlink(uow.connection, key, source, blocker)
+            changed.append(blocker)
+        for blocker, is_open in wanted.items():
+            if had.get(blocker) is not is_open:
+                dependencies.link(uow.connection, key, source, blocker, is_open, now)
+                changed.append(blocker)
+    return min(changed) if changed else None
+
+
 def waiting(uow: UnitOfWork, keys: Sequence[TicketKey]) -> dict[TicketKey, list[str]]:
     """What `keys` wait for before a change to it (for `moved`), read once their tracked tickets are locked: two
     blockers of one task closing at once are told one after the other, so the second sees the first closed and
@@ -115,4 +136,6 @@ def moved(
         uow.outbox.due(key, ticket.repository)
 
 
-__all__ = ["BATON", "IssueOpen", "body_states", "declare", "moved", "named", "states", "waiting"]
+__all__ = [
+    "BATON", "IssueLinks", "IssueOpen", "body_states", "declare", "moved", "named", "relink", "states", "waiting",
+]  # fmt: skip

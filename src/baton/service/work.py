@@ -35,6 +35,7 @@ from baton.domain import (
 )
 from baton.domain.answers import Result, Source, answer_all
 from baton.domain.evidence import NOT_FOUND, UNVERIFIED, verification
+from baton.domain.issue import LinkCounts, Linked
 from baton.domain.misspelt import misspelt_text
 from baton.domain.offering import offered
 from baton.domain.status import BLOCKED_LABEL, LABELS, STALE_LABEL, state_label
@@ -66,6 +67,8 @@ class Issue:
     # False: GitHub has not been asked about the issue yet (an agent API call). Where it has no ticket, its
     # command is not decided: it comes back `unread`, and the caller reads the issue and asks again.
     read: bool = True
+    # Where known: what GitHub's issue object says of its links; Baton reads them when it keeps other counts.
+    links: LinkCounts | None = None
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,37 @@ class WorkService:
         self.activity = Activity(units)
         # Asks GitHub whether an issue a brief depends on, and Baton knows nothing of, is open (None: never asked).
         self.issue_open: readiness.IssueOpen | None = None
+        # Lists an issue's blockers and sub-issues on GitHub (None: never asked; `learn_links`).
+        self.issue_links: readiness.IssueLinks | None = None
+
+    def learn_links(self, issues: Sequence[Issue], *, always: bool = False) -> int:
+        """Learn the links (blockers, sub-issues) of those `issues` whose GitHub summary (`Issue.links`) disagrees
+        with the links Baton keeps, links made before Baton was installed or while it was down: listed by GitHub,
+        outside any decision's transaction, and kept (`readiness.relink`), each issue in a transaction of its own
+        before anything is decided on it. Only issues whose summary shows links are looked at, unless `always`
+        (an issue whose links may all be gone). GitHub failing to list them is logged, and they are learned at the
+        issue's next sight. How many issues' links were read."""
+        wanted = {issue.key: issue for issue in issues if issue.links is not None and (always or issue.links.any)}
+        if not wanted or self.issue_links is None:
+            return 0
+        with self.units.read() as uow:
+            differ = [issue for key, issue in wanted.items() if dependencies.counts(uow.connection, key) != issue.links]
+        for issue in differ:
+            key = issue.key
+            try:
+                found = self.issue_links(key.installation_id, issue.repository, key.number)
+            except Exception as error:  # the ticket is made all the same; the next sight of the issue tries again
+                readiness.log.warning("links of %s#%d not read from GitHub: %s", issue.repository, key.number, error)
+                continue
+
+            def attempt(uow: UnitOfWork, key: TicketKey = key, found: Linked = found) -> None:
+                before = readiness.waiting(uow, [key])
+                changed = readiness.relink(uow, key, found)
+                if changed is not None:
+                    readiness.moved(uow, before, [key], changed, readiness.BATON)
+
+            self.units.settle(f"links of {key}", attempt)
+        return len(differ)
 
     def blocker_states(self, issues: Sequence[Issue]) -> dict[str, bool]:
         """Whether the issues the briefs in these issues' bodies depend on are open, for those Baton knows nothing
@@ -260,6 +294,7 @@ class WorkService:
         # A lost claim-limit increment, or a concurrent first write of the same ticket or operation id, rolls
         # everything back; the next round reads what won.
         what = f"operation {requests[0].operation_id}" if requests else "nothing"
+        self.learn_links([request.issue for request in requests])  # an issue first seen, before its claim is decided
         known = self.blocker_states([request.issue for request in requests])  # for a ticket a command creates
 
         def attempt(uow: UnitOfWork) -> list[Outcome]:

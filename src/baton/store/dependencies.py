@@ -11,6 +11,7 @@ from sqlalchemy import Connection, and_, delete, exists, func, insert, select, u
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
+from baton.domain.issue import LinkCounts
 from baton.domain.model import TicketKey
 
 from . import tables as t
@@ -46,6 +47,18 @@ def link(connection: Connection, key: TicketKey, source: str, blocker: str, is_o
 
 def unlink(connection: Connection, key: TicketKey, source: str, blocker: str) -> None:
     connection.execute(delete(t.dependencies).where(_of(key), _C.source == source, _C.blocker == blocker))
+
+
+def linked(connection: Connection, key: TicketKey, source: str) -> dict[str, bool]:
+    """The issue's links of one kind (`BLOCKED_BY`, `SUB_ISSUE`), each blocker with whether it is open."""
+    rows = connection.execute(select(_C.blocker, _C.open).where(_of(key), _C.source == source))
+    return {row.blocker: bool(row.open) for row in rows}
+
+
+def counts(connection: Connection, key: TicketKey) -> LinkCounts:
+    """The issue's links as GitHub counts them in its summaries (a brief's `depends_on` is no link of GitHub's)."""
+    blockers, subs = linked(connection, key, BLOCKED_BY), linked(connection, key, SUB_ISSUE)
+    return LinkCounts(len(blockers), sum(blockers.values()), len(subs), sum(not one for one in subs.values()))
 
 
 def declared(connection: Connection, key: TicketKey) -> list[str]:

@@ -18,11 +18,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Engine, RowMapping, Select, bindparam, func, select, union_all
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    RowMapping,
+    Select,
+    and_,
+    bindparam,
+    case,
+    func,
+    select,
+    union_all,
+)
 
 from baton.domain import Brief, TicketKey, WorkState
 from baton.domain.brief import UNSAID_PRIORITY
@@ -128,11 +140,23 @@ class BoardRow:
 
 
 @dataclass(frozen=True)
+class RepositoryCounts:
+    """How many of a board's tickets one repository has in each state, and how many of its open tasks are ready
+    (nothing open blocks them)."""
+
+    repository: str  # "owner/name"
+    totals: dict[WorkState, int]  # a state with none is missing
+    ready: int
+
+
+@dataclass(frozen=True)
 class Board:
-    """A board's tickets, at most so many per state, and how many tickets each state has in all."""
+    """A board's tickets, at most so many per state, and how many tickets each state has in all, and per
+    repository (by name)."""
 
     rows: list[BoardRow]
     totals: dict[WorkState, int]  # a state with none is missing
+    repositories: list[RepositoryCounts] = field(default_factory=list)
 
 
 def _issue(row: Any) -> IssueState:
@@ -371,11 +395,12 @@ class Reads:
             matching.append(tickets.c.repository_id.in_(sorted(readable)))
         # the tickets, with their activity when only stale claims are asked for
         source = tickets.outerjoin(ticket_activity, ticket_activity.c.ticket_id == tickets.c.id) if stale else tickets
-        counted = (
-            select(tickets.c.state, func.count())
+        ready = func.sum(case((and_(tickets.c.state == WorkState.OPEN.value, unblocked()), 1), else_=0))
+        counted = (  # per repository (by id: a renamed one's tickets carry either name) and state
+            select(tickets.c.repository_id, func.max(tickets.c.repository), tickets.c.state, func.count(), ready)
             .select_from(source)
             .where(tickets.c.state.in_([state.value for state in states]), *matching)
-            .group_by(tickets.c.state)
+            .group_by(tickets.c.repository_id, tickets.c.state)
         )
         # Each state's longest there, read along the index of that order (tables.py) and stopped at `per_state`.
         firsts = [
@@ -409,7 +434,14 @@ class Reads:
         )
         rows: list[BoardRow] = []
         with self._connect() as connection:
-            totals = {WorkState(state): int(count) for state, count in connection.execute(counted)}
+            totals: dict[WorkState, int] = {}
+            places: dict[int, RepositoryCounts] = {}
+            for repository_id, name, state, count, open_ready in connection.execute(counted):
+                totals[WorkState(state)] = totals.get(WorkState(state), 0) + int(count)
+                place = places.setdefault(repository_id, RepositoryCounts(name, {}, 0))
+                place.totals[WorkState(state)] = int(count)
+                if state == WorkState.OPEN.value:
+                    places[repository_id] = replace(place, ready=int(open_ready or 0))
             found = list(connection.execute(query).mappings())
             waiting = [_summary(row).key for row in found if row["state"] == WorkState.OPEN.value]
             blockers = dependencies.open_blockers(connection, waiting)
@@ -426,7 +458,7 @@ class Reads:
                         tuple(blockers.get(summary.key, ())),
                     )
                 )
-        return Board(rows, totals)
+        return Board(rows, totals, sorted(places.values(), key=lambda place: place.repository.lower()))
 
     def work_times(
         self, *, since: datetime, repository: str | None = None, readable: frozenset[int] | None = None

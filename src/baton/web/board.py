@@ -33,7 +33,7 @@ from baton.environment.settings import Settings
 from baton.github.webhooks import MAX_NUMBER
 from baton.store.board_sessions import BoardSessions
 from baton.store.evidence_codec import from_dict
-from baton.store.reads import BoardRow, DeliveryRecord, ReviewRecord, TicketSummary
+from baton.store.reads import BoardRow, DeliveryRecord, RepositoryCounts, ReviewRecord, TicketSummary
 
 from .agent_api import web_url
 from .charts import Series, bar_chart
@@ -310,7 +310,8 @@ def _filters(repo: str, runner: str, state: str, stale: str) -> Filters:
     return Filters(repo.strip(), runner.strip().lstrip("@"), state if state in known else "", stale == "1")
 
 
-def _columns(board: Board, filters: Filters, viewer: Viewer) -> list[Column]:
+def _columns(board: Board, filters: Filters, viewer: Viewer) -> tuple[list[Column], list[RepositoryCounts]]:
+    """The columns, and per repository how many tickets each state has and how many open tasks are ready."""
     found = board.read_api.reads.board(
         repository=filters.repo or None,
         states=filters.states(),
@@ -321,9 +322,10 @@ def _columns(board: Board, filters: Filters, viewer: Viewer) -> list[Column]:
     )
     now = board.clock.now()
     cards = [_card(row, board.site, now) for row in found.rows]
-    return [
+    columns = [
         Column(state, [c for c in cards if c.state is state], found.totals.get(state, 0)) for state in filters.states()
     ]
+    return columns, found.repositories
 
 
 def _shown_columns(board: Board, filters: Filters, viewer: Viewer) -> tuple[str, str]:
@@ -331,7 +333,9 @@ def _shown_columns(board: Board, filters: Filters, viewer: Viewer) -> tuple[str,
     of the filters and of the repositories the viewer may read. Anything the columns show (a state, a card, the
     minutes a ticket has been in its state) changes the HTML, so the tag; a tag never validates a view for a
     viewer who may read other repositories than the one it was made for."""
-    html = _templates().get_template("columns.html").render(columns=_columns(board, filters, viewer))
+    columns, repositories = _columns(board, filters, viewer)
+    html = _templates().get_template("columns.html").render(columns=columns, repositories=repositories,
+                                                            states=filters.states())  # fmt: skip
     scope = "every" if viewer.readable is None else ",".join(str(id_) for id_ in sorted(viewer.readable))
     digest = hashlib.sha256(f"{scope}\n{filters.query()}\n{html}".encode()).hexdigest()[:32]
     return html, f'"{digest}"'

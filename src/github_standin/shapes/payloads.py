@@ -45,7 +45,7 @@ _HOOK_ISSUE = _fields(
     "url repository_url labels_url comments_url events_url html_url id node_id number title user labels "
     "state locked assignee assignees milestone comments created_at updated_at closed_at "
     "author_association active_lock_reason draft performed_via_github_app pull_request body reactions "
-    "timeline_url state_reason"
+    "timeline_url state_reason issue_dependencies_summary sub_issues_summary"
 )
 _HOOK_COMMENT = _fields(
     "url html_url issue_url id node_id user created_at updated_at author_association body reactions "
