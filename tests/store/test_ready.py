@@ -3,7 +3,7 @@ as written, and on PostgreSQL a task another transaction holds is passed over wi
 
 from __future__ import annotations
 
-from baton.domain import RepositoryKey, TicketKey
+from baton.domain import Policy, RepositoryKey, TicketKey
 from baton.process.wiring import work_service
 from baton.service.work import Issue
 from baton.store import make_engine, ready
@@ -75,4 +75,21 @@ def test_label_changes_decided_in_either_order_leave_the_issue_s_labels(database
     service.relabeled(key, [], ("docs", False))
     with service.units.read() as uow:
         assert ready.counts(uow.connection, [PLACE], ["docs"])["ready"] == 0
+    engine.dispose()
+
+
+def test_the_priority_labels_give_is_the_one_the_kept_labels_give_whichever_delivery_is_decided_first(
+    database_url: str,
+) -> None:
+    engine = make_engine(database_url)
+    service = work_service(engine)
+    key = TicketKey(1, 77, 10)
+    service.open_ticket(Issue(key, "octo/ready", "owner"), "open-10")
+    policy = Policy(priority_labels=(("P0", 0), ("P1", 1)))
+    # P1 was added, then P0: the delivery for P0 (listing both) is decided first, then P1's (listing P1 alone).
+    service.relabeled(key, ["P1", "P0"], ("P0", True), policy)
+    service.relabeled(key, ["P1"], ("P1", True), policy)
+    with service.units.read() as uow:
+        found = uow.work.next_ready([PLACE], ["p0", "p1"], ())
+        assert found is not None and found[2] == 0  # P0 kept: the higher priority counts
     engine.dispose()

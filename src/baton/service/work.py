@@ -571,14 +571,13 @@ class WorkService:
         the priority they give under its `priority_labels`, kept beside the brief's (no event: a label is not
         work). `change`: the one label added (True) or removed (False): only it is changed where the labels are
         known already, since GitHub's deliveries about two labels may be decided in either order, each listing
-        the labels of its own moment."""
+        the labels of its own moment; the priority is then the one the labels kept give."""
         name = ready.label_name(change[0]) if change is not None else None
         with self.units.begin() as uow:
             uow.work.relabel(key, ready.labels_text(labels), only_unknown=name is not None)
-            if change is not None and name is not None:
-                uow.work.relabel_one(key, name, change[1])
-            if policy is not None:
-                uow.work.label_priority(key, policy.label_priority(labels))
+            kept = uow.work.relabel_one(key, name, change[1]) if change is not None and name is not None else None
+            if policy is not None:  # the priority the labels kept give, whichever delivery came first
+                uow.work.label_priority(key, policy.label_priority(labels if kept is None else kept))
 
     def brief_edited(self, issue: Issue, editor: str, operation_id: str) -> bool:
         """The issue's body was edited: its brief, when it changed, becomes the ticket's (an event, one

@@ -87,10 +87,12 @@ _SQL = {
     # One label added or removed, whatever the others: deliveries about two labels may be decided in either order.
     "label_added": """
         UPDATE tickets SET labels = REPLACE(COALESCE(NULLIF(labels, ''), :nl), :token, :nl) || :label || :nl
-        WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number""",
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number
+        RETURNING labels""",
     "label_removed": """
         UPDATE tickets SET labels = REPLACE(labels, :token, :nl)
-        WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number""",
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number
+        RETURNING labels""",
     # `state_since` moves with the state or the runner; on the right of SET, columns are the row's old values.
     # (`new_state` and `new_runner` repeat `state` and `runner`: PostgreSQL gives one parameter one type.)
     "swap": """
@@ -333,11 +335,14 @@ class WorkTx(RawTx):
         (a ticket made before its labels were kept)."""
         self._run("relabel_unknown" if only_unknown else "relabel", **_key(key), labels=labels)
 
-    def relabel_one(self, key: TicketKey, name: str, added: bool) -> None:
+    def relabel_one(self, key: TicketKey, name: str, added: bool) -> list[str] | None:
         """The label `name` (`ready.label_name`'s) was added to the issue or removed from it; the others stay as
-        they are kept."""
+        they are kept. The labels kept now (None: no ticket)."""
         token = f"\n{name}\n"
-        self._run("label_added" if added else "label_removed", **_key(key), label=name, token=token, nl="\n")
+        row = self._run(
+            "label_added" if added else "label_removed", **_key(key), label=name, token=token, nl="\n"
+        ).fetchone()
+        return None if row is None else [one for one in (row[0] or "").split("\n") if one]
 
     def label_priority(self, key: TicketKey, priority: int | None) -> None:
         """The priority the issue's labels give it now (`Policy.label_priority`)."""
