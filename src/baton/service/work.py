@@ -8,6 +8,7 @@ seen before, the first outcome comes back with `duplicate=True` and nothing is d
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -328,6 +329,7 @@ class WorkService:
         for repository, names in logins.items():
             held.update({(repository, name): count for name, count in uow.work.held(repository, names).items()})
         batch = _Batch({}, {}, {}, held, {})
+        upcoming = _Upcoming(Counter((tuple(place.key for place in ask.places), ask.labels) for ask in asks))
         taken: set[int] = set()  # the tickets this transaction claimed
         handed: dict[str, Handed] = {}  # by operation id: the same id twice in one call is a retry
         results: list[Result] = []
@@ -341,7 +343,7 @@ class WorkService:
                 result, was = firsts[ask.operation_id]
                 out.append(Handed(Outcome.from_json(result), was.ticket if was is not None else None))
                 continue
-            one, said = self._hand_one(uow, batch, ask, taken)
+            one, said = self._hand_one(uow, batch, upcoming, ask, taken)
             if said is not None:
                 results.append(said)
             if one.outcome is not None:
@@ -350,12 +352,14 @@ class WorkService:
         self._close(uow, batch, results)
         return out
 
-    def _hand_one(self, uow: UnitOfWork, batch: _Batch, ask: NextAsk, taken: set[int]) -> tuple[Handed, Result | None]:
+    def _hand_one(
+        self, uow: UnitOfWork, batch: _Batch, upcoming: _Upcoming, ask: NextAsk, taken: set[int]
+    ) -> tuple[Handed, Result | None]:
         places = {place.key: place for place in ask.places}
         passed = set(taken)
         refused: tuple[Request, StoredTicket, Outcome, str | None] | None = None
         while places:
-            found = uow.work.next_ready(list(places), ask.labels, passed)
+            found = upcoming.next(uow.work, tuple(places), ask.labels, passed)
             if found is None:
                 break
             key, title, priority = found[0].ticket.key, found[1], found[2]
@@ -651,6 +655,36 @@ class _Touch:
         # without an `activity_resumed` (its own event says enough).
         same_claim = self.after.state is WorkState.CLAIMED and self.after.attempt == before.attempt
         record_activity(uow, before.key, self.source, by=self.by, quietly=not same_claim, known=known)
+
+
+Found = tuple[StoredTicket, str | None, int]  # a ready task, its issue's title and its priority (`next_ready`)
+
+
+@dataclass
+class _Upcoming:
+    """Claim-next's tasks read ahead: for each set of places and labels a batch asks about, the tasks `next_ready`
+    would give one after the other, read with one statement for all the asks of that set (`ready_tasks`, as many
+    as there are asks), and read again only when they run out."""
+
+    asks: Counter[tuple[tuple[RepositoryKey, ...], tuple[str, ...]]]  # how many asks of each
+    read: dict[tuple[tuple[RepositoryKey, ...], tuple[str, ...]], tuple[list[Found], bool]] = field(
+        default_factory=dict
+    )  # the tasks read, in order, and whether more may be ready
+
+    def next(
+        self, tx: WorkTx, places: tuple[RepositoryKey, ...], labels: tuple[str, ...], passed: set[int]
+    ) -> Found | None:
+        """What `tx.next_ready(places, labels, passed)` gives."""
+        tasks, more = self.read.get((places, labels), ([], True))
+        for one in tasks:
+            if one[0].id not in passed:
+                return one
+        if not more:
+            return None
+        most = max(1, self.asks[places, labels])
+        found = tx.ready_tasks(places, labels, passed | {one[0].id for one in tasks}, most)
+        self.read[places, labels] = (tasks + found, len(found) == most)
+        return found[0] if found else None
 
 
 @dataclass

@@ -234,8 +234,16 @@ class WorkTx(RawTx):
         brief's, else its labels'); highest priority first, then oldest. On PostgreSQL its row is locked as it is
         read, and rows other transactions hold are passed over (`FOR NO KEY UPDATE SKIP LOCKED`). None: none
         left."""
-        if not places:
-            return None
+        found = self.ready_tasks(places, labels, passed, 1)
+        return found[0] if found else None
+
+    def ready_tasks(
+        self, places: Sequence[RepositoryKey], labels: Sequence[str], passed: Collection[int], most: int
+    ) -> list[tuple[StoredTicket, str | None, int]]:
+        """The first `most` tasks `next_ready` would give one after the other, in that order, in one statement
+        (each locked as it is read, on PostgreSQL); fewer when no more are ready."""
+        if not places or most < 1:
+            return []
         mark = "%s" if self._postgres else "?"
         where = " OR ".join([f"(t.installation_id = {mark} AND t.repository_id = {mark})"] * len(places))
         params: list[Any] = [part for place in places for part in (place.installation_id, place.repository_id)]
@@ -249,14 +257,11 @@ class WorkTx(RawTx):
         if passed:
             sql += f" AND t.id NOT IN ({', '.join([mark] * len(passed))})"
             params += sorted(passed)
-        sql += (
-            f" ORDER BY COALESCE(t.priority, t.label_priority, {UNSAID_PRIORITY}), t.created_at, t.number, t.id LIMIT 1"
-        )
+        sql += f" ORDER BY {priority}, t.created_at, t.number, t.id LIMIT {int(most)}"
         if self._postgres:
             sql += " FOR NO KEY UPDATE SKIP LOCKED"
         self._cursor.execute(sql, params)
-        row = self._cursor.fetchone()
-        return None if row is None else (stored(row[:-2]), row[-2], int(row[-1]))
+        return [(stored(row[:-2]), row[-2], int(row[-1])) for row in self._cursor.fetchall()]
 
     def firsts(self, operation_ids: list[str]) -> dict[str, tuple[dict[str, Any], StoredTicket | None]]:
         """The first results of those operations that were seen before, each with the ticket it was about."""
