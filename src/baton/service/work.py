@@ -290,8 +290,15 @@ class WorkService:
     def _close(self, uow: UnitOfWork, batch: _Batch, results: Sequence[Result]) -> None:
         """After a batch's decisions: the runners' activity, each changed ticket's compare-and-swap, the operations,
         and the answers queued with their issues' due times."""
+        if batch.appends is not None:  # the claims' counts and events, written together
+            if not uow.work.count_all(batch.counts):
+                raise Conflict("a claim count moved")
+            uow.work.append_all(batch.appends)
+        quiet = {touch.stored.id: touch.source for touch in batch.touches if touch.quiet} if batch.appends else {}
+        uow.activity.restart_all(quiet)
         for touch in batch.touches:  # runner activity, after the decisions: activity rows are locked last
-            touch.record(uow)
+            if not (touch.quiet and touch.stored.id in quiet):
+                touch.record(uow)
         batch.swap(uow.work)
         uow.work.record_operations(batch.operations)
         said = answer_all(results, self.answer_delay)
@@ -328,7 +335,7 @@ class WorkService:
                 logins.setdefault(place.key, set()).add(place.actor.login.lower())
         for repository, names in logins.items():
             held.update({(repository, name): count for name, count in uow.work.held(repository, names).items()})
-        batch = _Batch({}, {}, {}, held, {})
+        batch = _Batch({}, {}, {}, held, {}, appends=[])
         upcoming = _Upcoming(Counter((tuple(place.key for place in ask.places), ask.labels) for ask in asks))
         taken: set[int] = set()  # the tickets this transaction claimed
         handed: dict[str, Handed] = {}  # by operation id: the same id twice in one call is a retry
@@ -439,7 +446,7 @@ class WorkService:
                 event = decision.event
                 recorded = {"source": request.via, **(request.run.recorded() if request.run is not None else {})}
                 decision = replace(decision, event=replace(event, data={**event.data, **recorded}))
-            outcome = self._record(uow, stored, decision, command, request.operation_id, request.policy)
+            outcome = self._record(uow, batch, stored, decision, command, request.operation_id, request.policy)
             batch.moved(request, stored, decision.ticket)
             if decision.message is None:
                 return outcome, None, False
@@ -557,6 +564,7 @@ class WorkService:
     def _record(
         self,
         uow: UnitOfWork,
+        batch: _Batch,
         stored: StoredTicket,
         decision: Applied,
         command: Command,
@@ -565,9 +573,13 @@ class WorkService:
     ) -> Outcome:
         before, after, event = stored.ticket, decision.ticket, decision.event
         limit = policy.max_active_claims if event.type == "claimed" else None
-        if not uow.work.count_claims(before, after, limit):
-            raise Conflict("a claim count moved")
-        uow.work.append(stored.id, event, operation_id)
+        if batch.appends is not None:  # written when the batch closes
+            batch.counts.append((before, after, limit))
+            batch.appends.append((stored.id, event, operation_id))
+        else:
+            if not uow.work.count_claims(before, after, limit):
+                raise Conflict("a claim count moved")
+            uow.work.append(stored.id, event, operation_id)
         if event.type == "delivered":
             self.evidence.report(uow, after.key, command.evidence, self.units.clock.now(), operation_id)
         if event.type == "accepted":
@@ -645,6 +657,13 @@ class _Touch:
     by: str
     after: Ticket | None = None
 
+    @property
+    def quiet(self) -> bool:
+        """An applied command that starts a new quiet period (`record` is then one statement, `restart_all`'s)."""
+        if self.after is None:
+            return False
+        return not (self.after.state is WorkState.CLAIMED and self.after.attempt == self.stored.ticket.attempt)
+
     def record(self, uow: UnitOfWork) -> None:
         before, known = self.stored.ticket, (self.stored.id, self.stored.ticket.repository)
         if self.after is None:
@@ -702,6 +721,10 @@ class _Batch:
     operations: list[tuple[str, int | None, dict[str, Any]]] = field(default_factory=list)
     touches: list[_Touch] = field(default_factory=list)
     known: dict[str, bool] = field(default_factory=dict)  # the blockers a new ticket's brief names, asked first
+    # With a list (claim-next's batches): the events applied, and the claim counts they move, are written when the
+    # batch closes, a statement or two for all of them (`WorkTx.count_all`, `append_all`); else as each is decided.
+    appends: list[tuple[int, Event, str | None]] | None = None
+    counts: list[tuple[Ticket, Ticket, int | None]] = field(default_factory=list)
 
     @classmethod
     def read(cls, uow: UnitOfWork, requests: Sequence[Request]) -> _Batch:

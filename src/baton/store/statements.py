@@ -55,7 +55,7 @@ def _many_form(sql: str, postgres: bool) -> tuple[str, str, str]:
     row, _, tail = values.strip().partition(")")
     row = re.sub(r":(\w+)", r"%(\1_{0})s" if postgres else r":\1_{0}", row + ")")
     if postgres:
-        tail = tail.replace("MIN(", "LEAST(")
+        tail = re.sub(r":(\w+)", r"%(\1)s", tail).replace("MIN(", "LEAST(")
     return f"{head}VALUES ", row, tail
 
 
@@ -99,13 +99,14 @@ class RawTx:
             raise Conflict(str(error)) from error
         return self._cursor
 
-    def _many(self, name: str, rows: list[dict[str, Any]]) -> None:
+    def _many(self, name: str, rows: list[dict[str, Any]], **shared: Any) -> Any:
         """One multi-row INSERT for many rows of the statement `name` (one round trip; executemany costs one
-        per row on PostgreSQL)."""
+        per row on PostgreSQL); `shared`: the parameters of what follows the rows (an ON CONFLICT clause)."""
         head, row, tail = self._statements.many[name][self._postgres]
         sql = head + ", ".join(row.format(index) for index in range(len(rows))) + tail
         params = {f"{key}_{index}": value for index, values in enumerate(rows) for key, value in values.items()}
         try:
-            self._cursor.execute(sql, params)
+            self._cursor.execute(sql, {**params, **shared})
         except self._integrity_error as error:
             raise Conflict(str(error)) from error
+        return self._cursor

@@ -95,6 +95,14 @@ _SQL = {
         ON CONFLICT (installation_id, repository_id, login)
         DO UPDATE SET active = runner_claims.active + 1 WHERE runner_claims.active < :limit
         RETURNING active""",
+    # Many runners' counts at once, each by `active` (`count_all`), only while each stays within the limit.
+    "gain_claims": """
+        INSERT INTO runner_claims (installation_id, repository_id, login, active)
+        VALUES (:installation_id, :repository_id, :login, :active)
+        ON CONFLICT (installation_id, repository_id, login)
+        DO UPDATE SET active = runner_claims.active + excluded.active
+        WHERE runner_claims.active + excluded.active <= :limit
+        RETURNING active""",
     "lose_claim": """
         UPDATE runner_claims SET active = CASE WHEN active > 0 THEN active - 1 ELSE 0 END
         WHERE installation_id = :installation_id AND repository_id = :repository_id AND login = :login""",
@@ -122,7 +130,7 @@ _SQL = {
         SELECT type, actor, role, revision, attempt, data FROM events
         WHERE ticket_id = :ticket_id ORDER BY id""",
 }
-_STATEMENTS = Statements(_SQL, many=("insert_operation",))
+_STATEMENTS = Statements(_SQL, many=("insert_operation", "insert_event", "insert_attempt", "gain_claims"))
 
 # A claim count with no limit to respect (a maintainer's /assign, a send-back) still goes through
 # the same upsert, under a limit no count reaches.
@@ -367,6 +375,44 @@ class WorkTx(RawTx):
         )
         # No row back means the conflict's WHERE failed: the runner is at the limit.
         return cursor.fetchone() is not None
+
+    def count_all(self, moves: Sequence[tuple[Ticket, Ticket, int | None]]) -> bool:
+        """`count_claims` for many moves (before, after, limit) at once: one statement for claims gained by those
+        who held none of the tickets before (claim-next's), each runner's count moved by as many as it gains;
+        else one move after the other. False means a limit held."""
+        gains: dict[tuple[int, int, str, int], int] = {}
+        for before, after, limit in moves:
+            if before.state is WorkState.CLAIMED or after.state is not WorkState.CLAIMED or after.runner is None:
+                return all([self.count_claims(before, after, limit) for before, after, limit in moves])
+            where = (after.key.installation_id, after.key.repository_id, after.runner.lower(),
+                     _NO_LIMIT if limit is None else limit)  # fmt: skip
+            gains[where] = gains.get(where, 0) + 1
+        for limit in sorted({where[3] for where in gains}):  # in the order of their keys, as the rows are locked
+            rows = [{"installation_id": i, "repository_id": r, "login": login, "active": n}
+                    for (i, r, login, most), n in sorted(gains.items()) if most == limit]  # fmt: skip
+            if len(self._many("gain_claims", rows, limit=limit).fetchall()) != len(rows):
+                return False
+        return True
+
+    def append_all(self, events: Sequence[tuple[int, Event, str | None]]) -> None:
+        """`append` for many events (ticket id, event, operation id), in that order: one statement for the events
+        and one for the attempts they start, when none ends an attempt or records a delivery or a review."""
+        if any(e.data.get("ended") or e.data.get("review") or e.type == "delivered" for _, e, _ in events):
+            for ticket_id, event, operation_id in events:
+                self.append(ticket_id, event, operation_id)
+            return
+        if not events:
+            return
+        now = self._now()
+        self._many("insert_event", [
+            {"ticket_id": ticket_id, "type": e.type, "actor": e.actor, "role": e.role.value, "attempt": e.attempt,
+             "revision": e.revision, "operation_id": operation_id, "data": json.dumps(e.data), "now": now}
+            for ticket_id, e, operation_id in events])  # fmt: skip
+        started = [{"ticket_id": ticket_id, "attempt": e.attempt, "runner": e.data["runner"],
+                    "revision": e.revision, "now": now}
+                   for ticket_id, e, _ in events if e.type in ("claimed", "assigned", "sent_back")]  # fmt: skip
+        if started:
+            self._many("insert_attempt", started)
 
     def append(self, ticket_id: int, event: Event, operation_id: str | None) -> None:
         """Append the event and keep attempts, deliveries and reviews in step with it."""
