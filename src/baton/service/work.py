@@ -762,14 +762,17 @@ class _Batch:
             self.touches.append(_Touch(stored, "comment", request.actor.login))
 
     def swap(self, tx: WorkTx) -> None:
-        """Write each ticket that changed with one compare-and-swap from the revision read."""
+        """Write each ticket that changed with one compare-and-swap from the revision read, all sent together."""
+        swaps = []
         for key, before in self.locked.items():
             after = self.current[key]
             if after is None:
                 continue
             expected = before.ticket.revision if before is not None else 1  # 1: created in this transaction
-            if after.ticket.revision != expected and not tx.swap(after.id, expected, after.ticket):
-                raise Conflict("lost")  # not reached while the row is locked; a lost swap never passes silently
+            if after.ticket.revision != expected:
+                swaps.append((after.id, expected, after.ticket))
+        if not tx.swap_all(swaps):
+            raise Conflict("lost")  # not reached while the rows are locked; a lost swap never passes silently
 
 
 def _misspelt(request: Request, stored: StoredTicket | None) -> tuple[Outcome, Result]:

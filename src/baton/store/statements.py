@@ -100,8 +100,8 @@ class RawTx:
         return self._cursor
 
     def _many(self, name: str, rows: list[dict[str, Any]], **shared: Any) -> Any:
-        """One multi-row INSERT for many rows of the statement `name` (one round trip; executemany costs one
-        per row on PostgreSQL); `shared`: the parameters of what follows the rows (an ON CONFLICT clause)."""
+        """One multi-row INSERT for many rows of the statement `name` (one statement, one round trip); `shared`:
+        the parameters of what follows the rows (an ON CONFLICT clause)."""
         head, row, tail = self._statements.many[name][self._postgres]
         sql = head + ", ".join(row.format(index) for index in range(len(rows))) + tail
         params = {f"{key}_{index}": value for index, values in enumerate(rows) for key, value in values.items()}

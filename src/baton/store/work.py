@@ -18,7 +18,7 @@ from baton.domain import Brief, Event, RepositoryKey, Role, Ticket, TicketKey, W
 from baton.domain.brief import UNSAID_PRIORITY
 from baton.environment.clock import Clock
 
-from .statements import RawTx, Statements
+from .statements import Conflict, RawTx, Statements
 
 
 @dataclass(frozen=True)
@@ -354,6 +354,21 @@ class WorkTx(RawTx):
             new_state=ticket.state.value, new_runner=ticket.runner, **_changes(ticket),
         )  # fmt: skip
         return bool(cursor.rowcount == 1)
+
+    def swap_all(self, swaps: Sequence[tuple[int, int, Ticket]]) -> bool:
+        """`swap` for many tickets (id, expected revision, ticket) at once, the statements sent together (psycopg's
+        `executemany` pipelines them: one round trip). True when this transaction moved every one of them."""
+        if not swaps:
+            return True
+        now = self._now()
+        rows = [{"ticket_id": ticket_id, "expected": expected, "owner": ticket.owner, "now": now,
+                 "brief": json.dumps(ticket.brief.to_dict()) if ticket.brief else None, "new_state": ticket.state.value,
+                 "new_runner": ticket.runner, **_changes(ticket)} for ticket_id, expected, ticket in swaps]  # fmt: skip
+        try:
+            self._cursor.executemany(self._sql["swap"], rows)
+        except self._integrity_error as error:
+            raise Conflict(str(error)) from error
+        return bool(self._cursor.rowcount == len(swaps))
 
     def count_claims(self, before: Ticket, after: Ticket, limit: int | None) -> bool:
         """Move the runners' claim counts from `before` to `after`.
