@@ -290,20 +290,23 @@ class WorkService:
     def _close(self, uow: UnitOfWork, batch: _Batch, results: Sequence[Result]) -> None:
         """After a batch's decisions: the runners' activity, each changed ticket's compare-and-swap, the operations,
         and the answers queued with their issues' due times."""
-        if batch.appends is not None:  # the claims' counts and events, written together
-            if not uow.work.count_all(batch.counts):
-                raise Conflict("a claim count moved")
-            uow.work.append_all(batch.appends)
-        quiet = {touch.stored.id: touch.source for touch in batch.touches if touch.quiet} if batch.appends else {}
-        uow.activity.restart_all(quiet)
-        for touch in batch.touches:  # runner activity, after the decisions: activity rows are locked last
-            if not (touch.quiet and touch.stored.id in quiet):
-                touch.record(uow)
-        batch.swap(uow.work)
-        uow.work.record_operations(batch.operations)
-        said = answer_all(results, self.answer_delay)
-        uow.outbox.queue_all(said.queued, self.answer_delay)
-        uow.outbox.due_all(said.due)
+        if batch.appends is not None and not uow.work.count_all(batch.counts):  # claim-next's counts, together
+            raise Conflict("a claim count moved")
+        with uow.work.together():  # what follows reads nothing back, but a touch that is not quiet
+            if batch.appends is not None:
+                uow.work.append_all(batch.appends)
+            quiet = {touch.stored.id: touch.source for touch in batch.touches if touch.quiet} if batch.appends else {}
+            uow.activity.restart_all(quiet)
+            for touch in batch.touches:  # runner activity, after the decisions: activity rows are locked last
+                if not (touch.quiet and touch.stored.id in quiet):
+                    touch.record(uow)
+            swapped = batch.swap(uow.work)
+            uow.work.record_operations(batch.operations)
+            said = answer_all(results, self.answer_delay)
+            uow.outbox.queue_all(said.queued, self.answer_delay)
+            uow.outbox.due_all(said.due)
+        if not swapped():
+            raise Conflict("lost")  # not reached while the rows are locked; a lost swap never passes silently
 
     def claim_next(self, asks: Sequence[NextAsk]) -> list[Handed]:
         """Claim-next: for each ask, in the order they came, the first ready task of its places it may claim
@@ -761,8 +764,9 @@ class _Batch:
         if stored is not None and request.source is not None and request.actor.is_(stored.ticket.runner):
             self.touches.append(_Touch(stored, "comment", request.actor.login))
 
-    def swap(self, tx: WorkTx) -> None:
-        """Write each ticket that changed with one compare-and-swap from the revision read, all sent together."""
+    def swap(self, tx: WorkTx) -> Callable[[], bool]:
+        """Write each ticket that changed with one compare-and-swap from the revision read, all sent together;
+        what it gives says whether every one moved the ticket (`WorkTx.swap_all`)."""
         swaps = []
         for key, before in self.locked.items():
             after = self.current[key]
@@ -771,8 +775,7 @@ class _Batch:
             expected = before.ticket.revision if before is not None else 1  # 1: created in this transaction
             if after.ticket.revision != expected:
                 swaps.append((after.id, expected, after.ticket))
-        if not tx.swap_all(swaps):
-            raise Conflict("lost")  # not reached while the rows are locked; a lost swap never passes silently
+        return tx.swap_all(swaps)
 
 
 def _misspelt(request: Request, stored: StoredTicket | None) -> tuple[Outcome, Result]:

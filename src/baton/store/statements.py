@@ -11,7 +11,8 @@ a test compares.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -84,6 +85,21 @@ class RawTx:
 
     def close(self) -> None:
         self._cursor.close()
+
+    @contextmanager
+    def together(self) -> Iterator[None]:
+        """The statements run inside are sent one after the other without waiting for each answer, on PostgreSQL
+        (psycopg's pipeline mode: the answers come back together, and a statement whose rows are fetched waits
+        for them); on SQLite they run as they come. A unique constraint that refuses a row is a `Conflict`, as
+        at once."""
+        if not self._postgres:
+            yield
+            return
+        try:
+            with self._cursor.connection.pipeline():
+                yield
+        except self._integrity_error as error:
+            raise Conflict(str(error)) from error
 
     def _now(self, after: float = 0.0) -> Any:
         moment = self.clock.now() + timedelta(seconds=after)

@@ -8,7 +8,7 @@ driver's cursor (`statements.py` says why).
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,6 +185,12 @@ class WorkTx(RawTx):
 
     def __init__(self, connection: Connection, clock: Clock) -> None:
         super().__init__(connection, _STATEMENTS, clock)
+        self._swaps: Any = None
+
+    def close(self) -> None:
+        if self._swaps is not None:
+            self._swaps.close()
+        super().close()
 
     def read(self, key: TicketKey, operation_id: str, login: str) -> Snapshot:
         """The operation's first result, the ticket and the actor's claim count, in one round trip."""
@@ -355,20 +361,24 @@ class WorkTx(RawTx):
         )  # fmt: skip
         return bool(cursor.rowcount == 1)
 
-    def swap_all(self, swaps: Sequence[tuple[int, int, Ticket]]) -> bool:
+    def swap_all(self, swaps: Sequence[tuple[int, int, Ticket]]) -> Callable[[], bool]:
         """`swap` for many tickets (id, expected revision, ticket) at once, the statements sent together (psycopg's
-        `executemany` pipelines them: one round trip). True when this transaction moved every one of them."""
+        `executemany` pipelines them: one round trip). What it gives says whether this transaction moved every one
+        of them, once their answers came (after `together`, when sent inside it)."""
         if not swaps:
-            return True
+            return lambda: True
+        if self._swaps is None:  # a cursor of their own: inside `together`, the work cursor's next answers follow
+            self._swaps = self._cursor.connection.cursor()
+        cursor = self._swaps
         now = self._now()
         rows = [{"ticket_id": ticket_id, "expected": expected, "owner": ticket.owner, "now": now,
                  "brief": json.dumps(ticket.brief.to_dict()) if ticket.brief else None, "new_state": ticket.state.value,
                  "new_runner": ticket.runner, **_changes(ticket)} for ticket_id, expected, ticket in swaps]  # fmt: skip
         try:
-            self._cursor.executemany(self._sql["swap"], rows)
+            cursor.executemany(self._sql["swap"], rows)
         except self._integrity_error as error:
             raise Conflict(str(error)) from error
-        return bool(self._cursor.rowcount == len(swaps))
+        return lambda: bool(cursor.rowcount == len(swaps))
 
     def count_claims(self, before: Ticket, after: Ticket, limit: int | None) -> bool:
         """Move the runners' claim counts from `before` to `after`.
