@@ -8,6 +8,7 @@ seen before, the first outcome comes back with `duplicate=True` and nothing is d
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -324,13 +325,23 @@ class WorkService:
     def _close(self, uow: UnitOfWork, batch: _Batch, results: Sequence[Result]) -> None:
         """After a batch's decisions: the runners' activity, each changed ticket's compare-and-swap, the operations,
         and the answers queued with their issues' due times."""
-        for touch in batch.touches:  # runner activity, after the decisions: activity rows are locked last
-            touch.record(uow)
-        batch.swap(uow.work)
-        uow.work.record_operations(batch.operations)
-        said = answer_all(results, self.answer_delay)
-        uow.outbox.queue_all(said.queued, self.answer_delay)
-        uow.outbox.due_all(said.due)
+        if batch.appends is not None and not uow.work.count_all(batch.counts):  # claim-next's counts, together
+            raise Conflict("a claim count moved")
+        with uow.work.together():  # what follows reads nothing back, but a touch that is not quiet
+            if batch.appends is not None:
+                uow.work.append_all(batch.appends)
+            quiet = {touch.stored.id: touch.source for touch in batch.touches if touch.quiet} if batch.appends else {}
+            uow.activity.restart_all(quiet)
+            for touch in batch.touches:  # runner activity, after the decisions: activity rows are locked last
+                if not (touch.quiet and touch.stored.id in quiet):
+                    touch.record(uow)
+            swapped = batch.swap(uow.work)
+            uow.work.record_operations(batch.operations)
+            said = answer_all(results, self.answer_delay)
+            uow.outbox.queue_all(said.queued, self.answer_delay)
+            uow.outbox.due_all(said.due)
+        if not swapped():
+            raise Conflict("lost")  # not reached while the rows are locked; a lost swap never passes silently
 
     def claim_next(self, asks: Sequence[NextAsk]) -> list[Handed]:
         """Claim-next: for each ask, in the order they came, the first ready task of its places it may claim
@@ -362,7 +373,8 @@ class WorkService:
                 logins.setdefault(place.key, set()).add(place.actor.login.lower())
         for repository, names in logins.items():
             held.update({(repository, name): count for name, count in uow.work.held(repository, names).items()})
-        batch = _Batch({}, {}, {}, held, {})
+        batch = _Batch({}, {}, {}, held, {}, appends=[])
+        upcoming = _Upcoming(Counter((tuple(place.key for place in ask.places), ask.labels) for ask in asks))
         taken: set[int] = set()  # the tickets this transaction claimed
         handed: dict[str, Handed] = {}  # by operation id: the same id twice in one call is a retry
         results: list[Result] = []
@@ -376,7 +388,7 @@ class WorkService:
                 result, was = firsts[ask.operation_id]
                 out.append(Handed(Outcome.from_json(result), was.ticket if was is not None else None))
                 continue
-            one, said = self._hand_one(uow, batch, ask, taken)
+            one, said = self._hand_one(uow, batch, upcoming, ask, taken)
             if said is not None:
                 results.append(said)
             if one.outcome is not None:
@@ -385,12 +397,14 @@ class WorkService:
         self._close(uow, batch, results)
         return out
 
-    def _hand_one(self, uow: UnitOfWork, batch: _Batch, ask: NextAsk, taken: set[int]) -> tuple[Handed, Result | None]:
+    def _hand_one(
+        self, uow: UnitOfWork, batch: _Batch, upcoming: _Upcoming, ask: NextAsk, taken: set[int]
+    ) -> tuple[Handed, Result | None]:
         places = {place.key: place for place in ask.places}
         passed = set(taken)
         refused: tuple[Request, StoredTicket, Outcome, str | None] | None = None
         while places:
-            found = uow.work.next_ready(list(places), ask.labels, passed)
+            found = upcoming.next(uow.work, tuple(places), ask.labels, passed)
             if found is None:
                 break
             key, title, priority = found[0].ticket.key, found[1], found[2]
@@ -470,7 +484,7 @@ class WorkService:
                 event = decision.event
                 recorded = {"source": request.via, **(request.run.recorded() if request.run is not None else {})}
                 decision = replace(decision, event=replace(event, data={**event.data, **recorded}))
-            outcome = self._record(uow, stored, decision, command, request.operation_id, request.policy)
+            outcome = self._record(uow, batch, stored, decision, command, request.operation_id, request.policy)
             batch.moved(request, stored, decision.ticket)
             if decision.message is None:
                 return outcome, None, False
@@ -596,6 +610,7 @@ class WorkService:
     def _record(
         self,
         uow: UnitOfWork,
+        batch: _Batch,
         stored: StoredTicket,
         decision: Applied,
         command: Command,
@@ -604,9 +619,13 @@ class WorkService:
     ) -> Outcome:
         before, after, event = stored.ticket, decision.ticket, decision.event
         limit = policy.max_active_claims if event.type == "claimed" else None
-        if not uow.work.count_claims(before, after, limit):
-            raise Conflict("a claim count moved")
-        uow.work.append(stored.id, event, operation_id)
+        if batch.appends is not None:  # written when the batch closes
+            batch.counts.append((before, after, limit))
+            batch.appends.append((stored.id, event, operation_id))
+        else:
+            if not uow.work.count_claims(before, after, limit):
+                raise Conflict("a claim count moved")
+            uow.work.append(stored.id, event, operation_id)
         if event.type == "delivered":
             self.evidence.report(uow, after.key, command.evidence, self.units.clock.now(), operation_id)
         if event.type == "accepted":
@@ -684,6 +703,13 @@ class _Touch:
     by: str
     after: Ticket | None = None
 
+    @property
+    def quiet(self) -> bool:
+        """An applied command that starts a new quiet period (`record` is then one statement, `restart_all`'s)."""
+        if self.after is None:
+            return False
+        return not (self.after.state is WorkState.CLAIMED and self.after.attempt == self.stored.ticket.attempt)
+
     def record(self, uow: UnitOfWork) -> None:
         before, known = self.stored.ticket, (self.stored.id, self.stored.ticket.repository)
         if self.after is None:
@@ -694,6 +720,36 @@ class _Touch:
         # without an `activity_resumed` (its own event says enough).
         same_claim = self.after.state is WorkState.CLAIMED and self.after.attempt == before.attempt
         record_activity(uow, before.key, self.source, by=self.by, quietly=not same_claim, known=known)
+
+
+Found = tuple[StoredTicket, str | None, int]  # a ready task, its issue's title and its priority (`next_ready`)
+
+
+@dataclass
+class _Upcoming:
+    """Claim-next's tasks read ahead: for each set of places and labels a batch asks about, the tasks `next_ready`
+    would give one after the other, read with one statement for all the asks of that set (`ready_tasks`, as many
+    as there are asks), and read again only when they run out."""
+
+    asks: Counter[tuple[tuple[RepositoryKey, ...], tuple[str, ...]]]  # how many asks of each
+    read: dict[tuple[tuple[RepositoryKey, ...], tuple[str, ...]], tuple[list[Found], bool]] = field(
+        default_factory=dict
+    )  # the tasks read, in order, and whether more may be ready
+
+    def next(
+        self, tx: WorkTx, places: tuple[RepositoryKey, ...], labels: tuple[str, ...], passed: set[int]
+    ) -> Found | None:
+        """What `tx.next_ready(places, labels, passed)` gives."""
+        tasks, more = self.read.get((places, labels), ([], True))
+        for one in tasks:
+            if one[0].id not in passed:
+                return one
+        if not more:
+            return None
+        most = max(1, self.asks[places, labels])
+        found = tx.ready_tasks(places, labels, passed | {one[0].id for one in tasks}, most)
+        self.read[places, labels] = (tasks + found, len(found) == most)
+        return found[0] if found else None
 
 
 @dataclass
@@ -711,6 +767,10 @@ class _Batch:
     operations: list[tuple[str, int | None, dict[str, Any]]] = field(default_factory=list)
     touches: list[_Touch] = field(default_factory=list)
     known: dict[str, bool] = field(default_factory=dict)  # the blockers a new ticket's brief names, asked first
+    # With a list (claim-next's batches): the events applied, and the claim counts they move, are written when the
+    # batch closes, a statement or two for all of them (`WorkTx.count_all`, `append_all`); else as each is decided.
+    appends: list[tuple[int, Event, str | None]] | None = None
+    counts: list[tuple[Ticket, Ticket, int | None]] = field(default_factory=list)
 
     @classmethod
     def read(cls, uow: UnitOfWork, requests: Sequence[Request]) -> _Batch:
@@ -747,15 +807,18 @@ class _Batch:
         if stored is not None and request.source is not None and request.actor.is_(stored.ticket.runner):
             self.touches.append(_Touch(stored, "comment", request.actor.login))
 
-    def swap(self, tx: WorkTx) -> None:
-        """Write each ticket that changed with one compare-and-swap from the revision read."""
+    def swap(self, tx: WorkTx) -> Callable[[], bool]:
+        """Write each ticket that changed with one compare-and-swap from the revision read, all sent together;
+        what it gives says whether every one moved the ticket (`WorkTx.swap_all`)."""
+        swaps = []
         for key, before in self.locked.items():
             after = self.current[key]
             if after is None:
                 continue
             expected = before.ticket.revision if before is not None else 1  # 1: created in this transaction
-            if after.ticket.revision != expected and not tx.swap(after.id, expected, after.ticket):
-                raise Conflict("lost")  # not reached while the row is locked; a lost swap never passes silently
+            if after.ticket.revision != expected:
+                swaps.append((after.id, expected, after.ticket))
+        return tx.swap_all(swaps)
 
 
 def _misspelt(request: Request, stored: StoredTicket | None) -> tuple[Outcome, Result]:

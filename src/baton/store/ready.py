@@ -1,7 +1,7 @@
 """Which ready task comes next (claim-next, `WorkService.claim_next`): the first open task that nothing open
 blocks, of the repositories asked about and carrying every label asked for, highest priority first, then oldest
-(`WorkTx.next_ready`, a hot statement on the driver's cursor); and, when there is none, how many tasks there are
-ready, blocked and claimed (`counts`).
+(`WorkTx.next_ready`, a hot statement on the driver's cursor; `WorkTx.ready_tasks` reads the first n at once, for
+a batch of asks); and, when there is none, how many tasks there are ready, blocked and claimed (`counts`).
 
 Both run inside the caller's transaction. On PostgreSQL the task is locked as it is read, skipping any row
 another transaction holds (`FOR NO KEY UPDATE SKIP LOCKED`, the lock `WorkTx.tickets(lock=True)` takes): two

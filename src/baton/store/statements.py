@@ -11,7 +11,8 @@ a test compares.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -55,7 +56,7 @@ def _many_form(sql: str, postgres: bool) -> tuple[str, str, str]:
     row, _, tail = values.strip().partition(")")
     row = re.sub(r":(\w+)", r"%(\1_{0})s" if postgres else r":\1_{0}", row + ")")
     if postgres:
-        tail = tail.replace("MIN(", "LEAST(")
+        tail = re.sub(r":(\w+)", r"%(\1)s", tail).replace("MIN(", "LEAST(")
     return f"{head}VALUES ", row, tail
 
 
@@ -85,6 +86,21 @@ class RawTx:
     def close(self) -> None:
         self._cursor.close()
 
+    @contextmanager
+    def together(self) -> Iterator[None]:
+        """The statements run inside are sent one after the other without waiting for each answer, on PostgreSQL
+        (psycopg's pipeline mode: the answers come back together, and a statement whose rows are fetched waits
+        for them); on SQLite they run as they come. A unique constraint that refuses a row is a `Conflict`, as
+        at once."""
+        if not self._postgres:
+            yield
+            return
+        try:
+            with self._cursor.connection.pipeline():
+                yield
+        except self._integrity_error as error:
+            raise Conflict(str(error)) from error
+
     def _now(self, after: float = 0.0) -> Any:
         moment = self.clock.now() + timedelta(seconds=after)
         # SQLite keeps timestamps as text, in the form SQLAlchemy's DateTime reads back.
@@ -99,13 +115,14 @@ class RawTx:
             raise Conflict(str(error)) from error
         return self._cursor
 
-    def _many(self, name: str, rows: list[dict[str, Any]]) -> None:
-        """One multi-row INSERT for many rows of the statement `name` (one round trip; executemany costs one
-        per row on PostgreSQL)."""
+    def _many(self, name: str, rows: list[dict[str, Any]], **shared: Any) -> Any:
+        """One multi-row INSERT for many rows of the statement `name` (one statement, one round trip); `shared`:
+        the parameters of what follows the rows (an ON CONFLICT clause)."""
         head, row, tail = self._statements.many[name][self._postgres]
         sql = head + ", ".join(row.format(index) for index in range(len(rows))) + tail
         params = {f"{key}_{index}": value for index, values in enumerate(rows) for key, value in values.items()}
         try:
-            self._cursor.execute(sql, params)
+            self._cursor.execute(sql, {**params, **shared})
         except self._integrity_error as error:
             raise Conflict(str(error)) from error
+        return self._cursor

@@ -8,7 +8,7 @@ driver's cursor (`statements.py` says why).
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from baton.domain import Brief, Event, RepositoryKey, Role, Ticket, TicketKey, W
 from baton.domain.brief import UNSAID_PRIORITY
 from baton.environment.clock import Clock
 
-from .statements import RawTx, Statements
+from .statements import Conflict, RawTx, Statements
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,14 @@ _SQL = {
         ON CONFLICT (installation_id, repository_id, login)
         DO UPDATE SET active = runner_claims.active + 1 WHERE runner_claims.active < :limit
         RETURNING active""",
+    # Many runners' counts at once, each by `active` (`count_all`), only while each stays within the limit.
+    "gain_claims": """
+        INSERT INTO runner_claims (installation_id, repository_id, login, active)
+        VALUES (:installation_id, :repository_id, :login, :active)
+        ON CONFLICT (installation_id, repository_id, login)
+        DO UPDATE SET active = runner_claims.active + excluded.active
+        WHERE runner_claims.active + excluded.active <= :limit
+        RETURNING active""",
     "lose_claim": """
         UPDATE runner_claims SET active = CASE WHEN active > 0 THEN active - 1 ELSE 0 END
         WHERE installation_id = :installation_id AND repository_id = :repository_id AND login = :login""",
@@ -135,7 +143,7 @@ _SQL = {
         SELECT type, actor, role, revision, attempt, data FROM events
         WHERE ticket_id = :ticket_id ORDER BY id""",
 }
-_STATEMENTS = Statements(_SQL, many=("insert_operation",))
+_STATEMENTS = Statements(_SQL, many=("insert_operation", "insert_event", "insert_attempt", "gain_claims"))
 
 # A claim count with no limit to respect (a maintainer's /assign, a send-back) still goes through
 # the same upsert, under a limit no count reaches.
@@ -190,6 +198,12 @@ class WorkTx(RawTx):
 
     def __init__(self, connection: Connection, clock: Clock) -> None:
         super().__init__(connection, _STATEMENTS, clock)
+        self._swaps: Any = None
+
+    def close(self) -> None:
+        if self._swaps is not None:
+            self._swaps.close()
+        super().close()
 
     def read(self, key: TicketKey, operation_id: str, login: str) -> Snapshot:
         """The operation's first result, the ticket and the actor's claim count, in one round trip."""
@@ -247,8 +261,16 @@ class WorkTx(RawTx):
         brief's, else its labels'); highest priority first, then oldest. On PostgreSQL its row is locked as it is
         read, and rows other transactions hold are passed over (`FOR NO KEY UPDATE SKIP LOCKED`). None: none
         left."""
-        if not places:
-            return None
+        found = self.ready_tasks(places, labels, passed, 1)
+        return found[0] if found else None
+
+    def ready_tasks(
+        self, places: Sequence[RepositoryKey], labels: Sequence[str], passed: Collection[int], most: int
+    ) -> list[tuple[StoredTicket, str | None, int]]:
+        """The first `most` tasks `next_ready` would give one after the other, in that order, in one statement
+        (each locked as it is read, on PostgreSQL); fewer when no more are ready."""
+        if not places or most < 1:
+            return []
         mark = "%s" if self._postgres else "?"
         where = " OR ".join([f"(t.installation_id = {mark} AND t.repository_id = {mark})"] * len(places))
         params: list[Any] = [part for place in places for part in (place.installation_id, place.repository_id)]
@@ -262,14 +284,11 @@ class WorkTx(RawTx):
         if passed:
             sql += f" AND t.id NOT IN ({', '.join([mark] * len(passed))})"
             params += sorted(passed)
-        sql += (
-            f" ORDER BY COALESCE(t.priority, t.label_priority, {UNSAID_PRIORITY}), t.created_at, t.number, t.id LIMIT 1"
-        )
+        sql += f" ORDER BY {priority}, t.created_at, t.number, t.id LIMIT {int(most)}"
         if self._postgres:
             sql += " FOR NO KEY UPDATE SKIP LOCKED"
         self._cursor.execute(sql, params)
-        row = self._cursor.fetchone()
-        return None if row is None else (stored(row[:-2]), row[-2], int(row[-1]))
+        return [(stored(row[:-2]), row[-2], int(row[-1])) for row in self._cursor.fetchall()]
 
     def firsts(self, operation_ids: list[str]) -> dict[str, tuple[dict[str, Any], StoredTicket | None]]:
         """The first results of those operations that were seen before, each with the ticket it was about."""
@@ -365,6 +384,25 @@ class WorkTx(RawTx):
         )  # fmt: skip
         return bool(cursor.rowcount == 1)
 
+    def swap_all(self, swaps: Sequence[tuple[int, int, Ticket]]) -> Callable[[], bool]:
+        """`swap` for many tickets (id, expected revision, ticket) at once, the statements sent together (psycopg's
+        `executemany` pipelines them: one round trip). What it gives says whether this transaction moved every one
+        of them, once their answers came (after `together`, when sent inside it)."""
+        if not swaps:
+            return lambda: True
+        if self._swaps is None:  # a cursor of their own: inside `together`, the work cursor's next answers follow
+            self._swaps = self._cursor.connection.cursor()
+        cursor = self._swaps
+        now = self._now()
+        rows = [{"ticket_id": ticket_id, "expected": expected, "owner": ticket.owner, "now": now,
+                 "brief": json.dumps(ticket.brief.to_dict()) if ticket.brief else None, "new_state": ticket.state.value,
+                 "new_runner": ticket.runner, **_changes(ticket)} for ticket_id, expected, ticket in swaps]  # fmt: skip
+        try:
+            cursor.executemany(self._sql["swap"], rows)
+        except self._integrity_error as error:
+            raise Conflict(str(error)) from error
+        return lambda: bool(cursor.rowcount == len(swaps))
+
     def count_claims(self, before: Ticket, after: Ticket, limit: int | None) -> bool:
         """Move the runners' claim counts from `before` to `after`.
 
@@ -385,6 +423,44 @@ class WorkTx(RawTx):
         )
         # No row back means the conflict's WHERE failed: the runner is at the limit.
         return cursor.fetchone() is not None
+
+    def count_all(self, moves: Sequence[tuple[Ticket, Ticket, int | None]]) -> bool:
+        """`count_claims` for many moves (before, after, limit) at once: one statement for claims gained by those
+        who held none of the tickets before (claim-next's), each runner's count moved by as many as it gains;
+        else one move after the other. False means a limit held."""
+        gains: dict[tuple[int, int, str, int], int] = {}
+        for before, after, limit in moves:
+            if before.state is WorkState.CLAIMED or after.state is not WorkState.CLAIMED or after.runner is None:
+                return all([self.count_claims(before, after, limit) for before, after, limit in moves])
+            where = (after.key.installation_id, after.key.repository_id, after.runner.lower(),
+                     _NO_LIMIT if limit is None else limit)  # fmt: skip
+            gains[where] = gains.get(where, 0) + 1
+        for limit in sorted({where[3] for where in gains}):  # in the order of their keys, as the rows are locked
+            rows = [{"installation_id": i, "repository_id": r, "login": login, "active": n}
+                    for (i, r, login, most), n in sorted(gains.items()) if most == limit]  # fmt: skip
+            if len(self._many("gain_claims", rows, limit=limit).fetchall()) != len(rows):
+                return False
+        return True
+
+    def append_all(self, events: Sequence[tuple[int, Event, str | None]]) -> None:
+        """`append` for many events (ticket id, event, operation id), in that order: one statement for the events
+        and one for the attempts they start, when none ends an attempt or records a delivery or a review."""
+        if any(e.data.get("ended") or e.data.get("review") or e.type == "delivered" for _, e, _ in events):
+            for ticket_id, event, operation_id in events:
+                self.append(ticket_id, event, operation_id)
+            return
+        if not events:
+            return
+        now = self._now()
+        self._many("insert_event", [
+            {"ticket_id": ticket_id, "type": e.type, "actor": e.actor, "role": e.role.value, "attempt": e.attempt,
+             "revision": e.revision, "operation_id": operation_id, "data": json.dumps(e.data), "now": now}
+            for ticket_id, e, operation_id in events])  # fmt: skip
+        started = [{"ticket_id": ticket_id, "attempt": e.attempt, "runner": e.data["runner"],
+                    "revision": e.revision, "now": now}
+                   for ticket_id, e, _ in events if e.type in ("claimed", "assigned", "sent_back")]  # fmt: skip
+        if started:
+            self._many("insert_attempt", started)
 
     def append(self, ticket_id: int, event: Event, operation_id: str | None) -> None:
         """Append the event and keep attempts, deliveries and reviews in step with it."""
