@@ -8,6 +8,7 @@ runs four `baton worker` processes against the stand-in GitHub in a process of i
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -171,10 +172,10 @@ def test_a_delivery_failing_for_good_is_listed_and_baton_replay_processes_it_aga
     listed = subprocess.run([sys.executable, "-m", "baton.cli", "deliveries", "--failed"], env=env,
                             capture_output=True, text=True, timeout=60)  # fmt: skip
     assert listed.returncode == 0 and failed.id in listed.stdout and "403" in listed.stdout
-    replayed = subprocess.run([sys.executable, "-m", "baton.cli", "replay", failed.id], env=env,
+    replayed = subprocess.run([sys.executable, "-m", "baton.cli", "replay", failed.id, "--json"], env=env,
                               capture_output=True, text=True, timeout=60)  # fmt: skip
     assert replayed.returncode == 0, replayed.stderr
-    assert replayed.stdout.strip() == f"{failed.id}: done"
+    assert json.loads(replayed.stdout) == {"delivery": failed.id, "status": "done", "reason": None}
     assert ticket(stage, number)["state"] == "claimed"
     wait_for(stage, number, lambda s: s.assignees == ("agent-a",), "the replayed claim shown")
 

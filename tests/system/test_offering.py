@@ -6,6 +6,7 @@ issues already there, once."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -326,6 +327,9 @@ def test_baton_backfill_offers_a_repositorys_open_issues_page_by_page_and_is_ide
         assert tickets(scene) == dict.fromkeys(open_ones, WorkState.OPEN)
         listed = [path for path in scene.reads() if path == "/repos/octo/shop/issues"]
         assert len(listed) == 6  # three pages, twice
+        assert main(["backfill", "octo/shop", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out) == {"repository": "octo/shop", "offered": 0, "offered_again": 0,
+                                                       "already_tracked": 2, "not_offered": 1}  # fmt: skip
 
         assert main(["backfill", "octo/elsewhere"]) == 2
         assert "no installation of the App holds octo/elsewhere" in capsys.readouterr().err

@@ -9,6 +9,7 @@ does); the fault suite at the end runs the lanes."""
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import subprocess
@@ -64,7 +65,7 @@ def paused_for(scene: Scene) -> float:
     return ((until if until.tzinfo else until.replace(tzinfo=UTC)) - datetime.now(UTC)).total_seconds()
 
 
-def baton_refused(scene: Scene, *, process: bool = False) -> list[str]:
+def baton_refused(scene: Scene, *, process: bool = False, as_json: bool = False) -> list[str]:
     """What `baton refused` prints for the scene's database, line by line: the command's own code run here, or
     with `process` a `baton` process of its own (about a second of CPU, which the other tests need not pay)."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("BATON_")}
@@ -72,7 +73,7 @@ def baton_refused(scene: Scene, *, process: bool = False) -> list[str]:
     if not process:
         printed = io.StringIO()
         with mock.patch.dict(os.environ, env, clear=True), redirect_stdout(printed):
-            assert main(["refused"]) == 0
+            assert main(["refused", *(["--json"] if as_json else [])]) == 0
         return printed.getvalue().splitlines()
     done = subprocess.run([sys.executable, "-m", "baton.cli", "refused"], env=env, capture_output=True, text=True,
                           timeout=60, check=False)  # fmt: skip
@@ -221,6 +222,10 @@ def test_a_reply_github_refuses_for_good_is_dropped_and_the_rest_of_the_issue_is
     listed = baton_refused(scene)  # what an operator sees
     assert listed[0].startswith(f"{scene.stage.full_name}#{scene.number}  reply ")
     assert listed[1] == f"    refused: {reply} (Injected)" and len(listed) == 2
+    [printed_json] = baton_refused(scene, as_json=True)  # the same, for a program
+    [refused] = json.loads(printed_json)["refused"]
+    assert (refused["repository"], refused["number"], refused["what"]) == (scene.stage.full_name, scene.number, "reply")
+    assert refused["reason"] == f"refused: {reply} (Injected)" and refused["at"].startswith("20")
 
     # A later decision is shown, and its own refused reply holds nothing up either.
     scene.comment("agent-b", "/release")
@@ -364,6 +369,16 @@ def test_answers_outlive_a_github_outage_of_23_hours(database_url: str) -> None:
         said = printed.getvalue().splitlines()
         assert said[0].startswith(f"oldest answer not yet on GitHub: a 👍 on {SHOP}#{scene.number}, waiting"), said
         assert said[1].startswith("    last failure: ") and "answered 502" in said[1], said
+        printed = io.StringIO()
+        with mock.patch.dict(os.environ, env, clear=True), redirect_stdout(printed):
+            assert main(["deliveries", "--json"]) == 0
+        listed = json.loads(printed.getvalue())
+        waiting = listed["oldest_answer_waiting"]
+        assert (waiting["repository"], waiting["number"], waiting["what"]) == (SHOP, scene.number, "reaction")
+        assert "answered 502" in waiting["error"] and waiting["since"].startswith("20")
+        assert listed["deliveries"] and {one["status"] for one in listed["deliveries"]} <= {"done", "pending"}
+        assert set(listed["deliveries"][0]) == {"id", "event", "action", "status", "attempts", "error",
+                                                "received_at", "next_attempt_at"}  # fmt: skip
 
         for fault in outage:  # GitHub is back
             fault.times = 0

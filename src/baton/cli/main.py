@@ -180,6 +180,21 @@ def _worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _as_json(found: Any) -> dict[str, Any]:
+    """A stored row (a dataclass) as JSON: its fields, times in ISO 8601."""
+    import dataclasses
+    from datetime import datetime
+
+    return {key: value.isoformat() if isinstance(value, datetime) else value
+            for key, value in dataclasses.asdict(found).items()}  # fmt: skip
+
+
+def _print_json(value: Any) -> None:
+    import json
+
+    print(json.dumps(value, ensure_ascii=False))
+
+
 def _deliveries(args: argparse.Namespace) -> int:
     from baton.store import make_engine
     from baton.store.inbox import Inbox
@@ -191,6 +206,10 @@ def _deliveries(args: argparse.Namespace) -> int:
         waiting = Outbox(engine, SYSTEM).oldest_answer()
     finally:
         engine.dispose()
+    if args.json:
+        _print_json({"oldest_answer_waiting": None if waiting is None else _as_json(waiting),
+                     "deliveries": [_as_json(stored) for stored in listed]})  # fmt: skip
+        return 0
     if waiting is not None:  # what people wait for on GitHub, first
         waited = _duration((SYSTEM.now() - waiting.since).total_seconds())
         line = f"oldest answer not yet on GitHub: a {'👍' if waiting.what == 'reaction' else 'reply'} on "
@@ -221,6 +240,9 @@ def _refused(args: argparse.Namespace) -> int:
         given_up = Outbox(engine, SYSTEM).given_up(args.limit)
     finally:
         engine.dispose()
+    if args.json:
+        _print_json({"refused": [_as_json(found) for found in given_up]})
+        return 0
     if not given_up:
         print("nothing refused: GitHub was shown every answer and every issue")
         return 0
@@ -247,7 +269,10 @@ def _replay(args: argparse.Namespace) -> int:
     finally:
         parts.engine.dispose()
     status, _, reason = found or ("unknown", 0, None)
-    print(f"{args.delivery}: {status}" + (f" ({reason})" if reason else ""))
+    if args.json:
+        _print_json({"delivery": args.delivery, "status": status, "reason": reason})
+    else:
+        print(f"{args.delivery}: {status}" + (f" ({reason})" if reason else ""))
     return 0 if status in ("done", "ignored") else 1
 
 
@@ -400,6 +425,10 @@ def _backfill(args: argparse.Namespace) -> int:
     progress.end()
     words = {"created": "offered", "reoffered": "offered again", "tracked": "already tracked",
              "not offered": "not offered"}  # fmt: skip
+    if args.json:
+        _print_json({"repository": repository,
+                     **{word.replace(" ", "_"): counts.get(what, 0) for what, word in words.items()}})  # fmt: skip
+        return 0
     said = ", ".join(f"{counts[what]} {word}" for what, word in words.items() if counts.get(what))
     print(f"{repository}: {said or 'no open issues'}")
     to_show = counts.get("created", 0) + counts.get("reoffered", 0)
@@ -551,20 +580,26 @@ def build_parser() -> argparse.ArgumentParser:
     deliveries.add_argument("--failed", action="store_true", help="only those that failed for good")
     deliveries.add_argument("--status", choices=["pending", "processing", "done", "ignored", "failed"])
     deliveries.add_argument("--limit", type=int, default=50)
+    deliveries.add_argument("--json", action="store_true", help="print the oldest answer waiting and the deliveries "
+                            "as one JSON object")  # fmt: skip
     deliveries.set_defaults(run=_deliveries)
 
     refused = _operator(commands, "refused", "list what GitHub was never shown: answers dropped, issues waiting "
                         "for their next change", ("DATABASE_URL",))  # fmt: skip
     refused.add_argument("--limit", type=int, default=50)
+    refused.add_argument("--json", action="store_true", help="print what was refused as one JSON object")
     refused.set_defaults(run=_refused)
 
     replay = _operator(commands, "replay", "process one stored webhook delivery again, now", WORKER_READS)
     replay.add_argument("delivery", help="its X-GitHub-Delivery id, as `baton deliveries` lists it")
+    replay.add_argument("--json", action="store_true", help="print the delivery's status as one JSON object")
     replay.set_defaults(run=_replay)
 
     backfill = _operator(commands, "backfill", "offer a repository's open issues that have no ticket yet (as "
                          "installing the App does)", WORKER_READS)  # fmt: skip
     backfill.add_argument("repository", metavar="OWNER/REPO")
+    backfill.add_argument("--json", action="store_true", help="print the counts as one JSON object (progress stays "
+                          "on stderr)")  # fmt: skip
     backfill.set_defaults(run=_backfill)
 
     demo = _operator(commands, "demo", "play the reference story against a stand-in GitHub, then keep serving, "
