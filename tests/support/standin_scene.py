@@ -27,6 +27,7 @@ from github_standin.people import CI, Hub, Person
 from github_standin.server import StandIn
 from github_standin.world import CheckRun, Comment, Issue, Repository
 from support.keys import app_key, app_public_key
+from support.local_http import HTTP
 
 BOT = "baton[bot]"
 
@@ -166,6 +167,15 @@ class Scene:
         return [(r.status, r.conclusion, r.title) for r in self.check_runs() if r.head_sha == head_sha]
 
     # -- Baton's side --------------------------------------------------------------------------------
+
+    def tasks(self, **params: str) -> dict[int, dict[str, Any]]:
+        """`GET /api/v1/tasks` of the scene's repository as agent-a asks it (`params` added to the query), by
+        issue number."""
+        token = self.stage.person("agent-a").token()
+        answer = HTTP.get(f"{self.stage.baton_url}/api/v1/tasks", params={"repo": self.full_name, **params},
+                          headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        return {task["issue"]: task for task in answer.json()["tasks"]}
 
     def settle(self, timeout: float = 30.0) -> None:
         """Wait until Baton answered every delivery sent so far (202) and decided it."""

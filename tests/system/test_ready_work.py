@@ -32,14 +32,6 @@ def _key(scene: Scene, number: int) -> TicketKey:
     return TicketKey(scene.key.installation_id, scene.key.repository_id, number)
 
 
-def _tasks(scene: Scene, **params: str) -> dict[int, dict[str, Any]]:
-    token = scene.stage.person("agent-a").token()
-    answer = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name, **params},
-                      headers={"Authorization": f"Bearer {token}"})  # fmt: skip
-    assert answer.status_code == 200, answer.text
-    return {task["issue"]: task for task in answer.json()["tasks"]}
-
-
 def _shown(scene: Scene, number: int) -> tuple[set[str], list[str]]:
     """The issue's labels and its status comment's `Blocked by` lines, once Baton wrote what was due."""
     scene.drain()
@@ -110,8 +102,8 @@ def test_a_briefs_depends_on_links_issues_beside_githubs_own_links(scene: Scene)
     )
     scene.settle()
 
-    assert task not in _tasks(scene)
-    assert _tasks(scene, blocked="true")[task]["blocked_by"] == [f"{other}#{unheard}", f"{own}#{tracked}"]
+    assert task not in scene.tasks()
+    assert scene.tasks(blocked="true")[task]["blocked_by"] == [f"{other}#{unheard}", f"{own}#{tracked}"]
     assert f"GET /repos/{lib.full_name}/issues/{unheard}" in [f"GET {path}" for path in scene.reads()]
     labels, lines = _shown(scene, task)
     assert "baton:blocked" in labels and lines == [
@@ -123,16 +115,16 @@ def test_a_briefs_depends_on_links_issues_beside_githubs_own_links(scene: Scene)
     scene.settle()
     maria.unblock(scene.full_name, task, by=(scene.full_name, tracked))  # GitHub's goes; the brief's stays
     scene.settle()
-    assert _tasks(scene, blocked="true")[task]["blocked_by"] == [f"{other}#{unheard}", f"{own}#{tracked}"]
+    assert scene.tasks(blocked="true")[task]["blocked_by"] == [f"{other}#{unheard}", f"{own}#{tracked}"]
 
     olivia.close_issue(lib.full_name, unheard)  # its close is heard as any other blocker's
     scene.settle()
-    assert _tasks(scene, blocked="true")[task]["blocked_by"] == [f"{own}#{tracked}"]
+    assert scene.tasks(blocked="true")[task]["blocked_by"] == [f"{own}#{tracked}"]
 
     # the brief no longer names it (and an issue never waits for itself)
     olivia.edit_issue(scene.full_name, task, brief.format(f"{other}#{unheard}, {task}"))
     scene.settle()
-    assert _tasks(scene)[task]["blocked_by"] == []
+    assert scene.tasks()[task]["blocked_by"] == []
     labels, lines = _shown(scene, task)
     assert "baton:blocked" not in labels and lines == []
     history = scene.app.state.work.history(_key(scene, task))
@@ -167,10 +159,10 @@ def test_labels_give_a_priority_the_brief_does_not_and_the_apis_and_board_say_wh
     scene.settle()
     own = scene.full_name.lower()
 
-    tasks = _tasks(scene, blocked="true")
+    tasks = scene.tasks(blocked="true")
     assert [(n, tasks[n]["priority"]) for n in tasks] == [(urgent, 0), (scene.number, 2), (plain, 2), (epic, 2),
                                                           (said, 3)]  # fmt: skip
-    assert [n for n in _tasks(scene)] == [urgent, scene.number, plain, said]  # the epic waits for its sub-issue
+    assert [n for n in scene.tasks()] == [urgent, scene.number, plain, said]  # the epic waits for its sub-issue
     assert (tasks[epic]["ready"], tasks[epic]["blocked_by"], tasks[epic]["parent"]) == (False, [f"{own}#{urgent}"],
                                                                                          None)  # fmt: skip
     assert (tasks[urgent]["ready"], tasks[urgent]["parent"]) == (True, f"{own}#{epic}")
@@ -211,10 +203,10 @@ def test_github_failing_to_say_whether_an_issue_is_open_holds_nothing_back(scene
     )
     scene.settle()
     assert f"/repos/{lib.full_name}/issues/{unheard}" in scene.reads()  # asked, and GitHub failed
-    assert _tasks(scene, blocked="true")[task]["blocked_by"] == [f"{lib.full_name.lower()}#{unheard}"]
+    assert scene.tasks(blocked="true")[task]["blocked_by"] == [f"{lib.full_name.lower()}#{unheard}"]
     olivia.close_issue(lib.full_name, unheard)
     scene.settle()
-    assert _tasks(scene)[task]["ready"] is True
+    assert scene.tasks()[task]["ready"] is True
 
 
 def test_settings_that_map_labels_count_for_the_issues_labelled_before_them(scene: Scene) -> None:
@@ -225,9 +217,9 @@ def test_settings_that_map_labels_count_for_the_issues_labelled_before_them(scen
     maria.label(scene.full_name, first, "P0", add=True)
     maria.label(scene.full_name, second, "P1", add=True)
     scene.settle()
-    assert {n: task["priority"] for n, task in _tasks(scene).items()} == {scene.number: 2, first: 2, second: 2}
+    assert {n: task["priority"] for n, task in scene.tasks().items()} == {scene.number: 2, first: 2, second: 2}
 
     scene.configure("priority_labels: {P0: 0, P1: 1}\n")  # read again from GitHub's list of the open issues
-    assert {n: task["priority"] for n, task in _tasks(scene).items()} == {scene.number: 2, first: 0, second: 1}
+    assert {n: task["priority"] for n, task in scene.tasks().items()} == {scene.number: 2, first: 0, second: 1}
     scene.configure("priority_labels: {P1: 1}\n")  # a label the settings no longer map counts no more
-    assert {n: task["priority"] for n, task in _tasks(scene).items()} == {scene.number: 2, first: 2, second: 1}
+    assert {n: task["priority"] for n, task in scene.tasks().items()} == {scene.number: 2, first: 2, second: 1}

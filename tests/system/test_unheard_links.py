@@ -7,7 +7,6 @@ GitHub into Baton over HTTP on 127.0.0.1, on both engines."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -25,14 +24,6 @@ def scene(database_url: str) -> Iterator[Scene]:
     with opened(database_url, hidden=(OTHER,), api_token=TOKEN) as made:
         made.settle()
         yield made
-
-
-def _tasks(scene: Scene, **params: str) -> dict[int, dict[str, Any]]:
-    token = scene.stage.person("agent-a").token()
-    answer = HTTP.get(f"{scene.stage.baton_url}/api/v1/tasks", params={"repo": scene.full_name, **params},
-                      headers={"Authorization": f"Bearer {token}"})  # fmt: skip
-    assert answer.status_code == 200, answer.text
-    return {task["issue"]: task for task in answer.json()["tasks"]}
 
 
 def _unheard(scene: Scene, title: str, where: str = "") -> Issue:
@@ -70,11 +61,11 @@ def test_an_issue_blocked_before_baton_saw_it_is_offered_blocked(scene: Scene) -
     scene.person("maria").label(scene.full_name, blocked.number, "baton", add=True)  # offered
     scene.settle()
 
-    task = _tasks(scene, blocked="true")[blocked.number]
+    task = scene.tasks(blocked="true")[blocked.number]
     assert task["ready"] is False and task["blocked_by"] == [
         f"{scene.stage.other(OTHER).full_name.lower()}#{elsewhere.number}"
     ]
-    assert blocked.number not in _tasks(scene)
+    assert blocked.number not in scene.tasks()
     assert len(_link_reads(scene, blocked.number)) == 2  # each list read once, on first sight
     scene.drain()
     scene.number = blocked.number
@@ -121,14 +112,14 @@ def test_a_parent_with_open_sub_issues_found_before_baton_saw_it_is_no_task(scen
     scene.settle()
 
     own = scene.full_name.lower()
-    assert _tasks(scene, blocked="true")[parent.number]["blocked_by"] == [f"{own}#{child.number}"]
+    assert scene.tasks(blocked="true")[parent.number]["blocked_by"] == [f"{own}#{child.number}"]
     assert len(_link_reads(scene, parent.number)) == 2
 
     with scene.hub.world.lock:  # the last part closed while Baton heard nothing of it
         child.state = "closed"
     scene.person("olivia").edit_issue(scene.full_name, parent.number, title="Epic, renamed")
     scene.settle()  # the issue's next delivery counts no open sub-issue: read again, and ready
-    assert _tasks(scene)[parent.number]["ready"] is True
+    assert scene.tasks()[parent.number]["ready"] is True
     assert len(_link_reads(scene, parent.number)) == 4
     last = scene.app.state.work.history(scene.key.repository_key.ticket(parent.number))[-1]
     assert (last.type, last.data) == ("unblocked", {"by": f"{own}#{child.number}"})
@@ -143,11 +134,11 @@ def test_github_failing_to_list_the_links_makes_the_ticket_and_the_next_delivery
     scene.person("maria").label(scene.full_name, blocked.number, "baton", add=True)
     scene.settle()
 
-    assert _tasks(scene)[blocked.number]["ready"] is True  # tracked all the same, as if nothing blocked it
+    assert scene.tasks()[blocked.number]["ready"] is True  # tracked all the same, as if nothing blocked it
     assert len(_link_reads(scene, blocked.number)) == 1  # asked, and GitHub failed
 
     scene.person("olivia").edit_issue(scene.full_name, blocked.number, title="Blocked, renamed")
     scene.settle()
     own = scene.full_name.lower()
-    assert _tasks(scene, blocked="true")[blocked.number]["blocked_by"] == [f"{own}#{blocker.number}"]
+    assert scene.tasks(blocked="true")[blocked.number]["blocked_by"] == [f"{own}#{blocker.number}"]
     assert len(_link_reads(scene, blocked.number)) == 3  # the failed read, then the two lists

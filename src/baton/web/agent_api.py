@@ -778,30 +778,41 @@ class AgentApi:
 
     def decide_nexts(self, calls: list[_NextCall]) -> list[JSONResponse | Exception]:
         """In a pool thread: the answers to claim-next calls that arrived together, decided in one transaction in
-        the order they came, each taking the next task (`WorkService.claim_next`)."""
+        the order they came, each taking the next task (`WorkService.claim_next`); their Idempotency-Keys recorded
+        together and their answers kept together, as `decide_calls` does."""
         answers: dict[int, JSONResponse | Exception] = {}
         asks: list[tuple[int, NextAsk]] = []
-        for n, call in enumerate(calls):
+        try:
+            openings = self.openings([(call.identity, call.key, call.fingerprint) for call in calls])
+        except Exception as error:  # the database failed: every call of the batch answers 500
+            return [error] * len(calls)
+        closed: list[int] = []  # the calls whose answers are kept for their keys
+        for n, (call, opened) in enumerate(zip(calls, openings, strict=True)):
+            if isinstance(opened, JSONResponse):
+                answers[n] = opened
+                continue
             try:
-                opened = self.opening(call.identity, call.key, call.fingerprint)
-                if isinstance(opened, JSONResponse):
-                    answers[n] = opened
-                    continue
                 places = self._places(call)
                 if isinstance(places, JSONResponse):
-                    answers[n] = self.closing(call.identity, call.key, places)
+                    answers[n] = places
+                    closed.append(n)
                     continue
                 labels = tuple(sorted({name for one in call.body.labels if (name := ready.label_name(one))}))
                 asks.append((n, NextAsk(places, labels, opened.operation, call.identity.run)))
             except (Missing, DirectoryUnavailable) as error:
-                answers[n] = self.closing(call.identity, call.key, _unavailable(error))
+                answers[n] = _unavailable(error)
+                closed.append(n)
             except Exception as error:  # this call answers 503 (GitHub failed for a moment) or 500, the others go on
                 failed = _github_failed(error)
-                answers[n] = error if failed is None else self.closing(call.identity, call.key, failed)
+                answers[n] = error if failed is None else failed
+                if failed is not None:
+                    closed.append(n)
         handed = self.work.claim_next([ask for _, ask in asks]) if asks else []
         for (n, _), one in zip(asks, handed, strict=True):
-            call = calls[n]
-            answers[n] = self.closing(call.identity, call.key, self._handed(call, one))
+            answers[n] = self._handed(calls[n], one)
+            closed.append(n)
+        self.closings([(calls[n].identity, calls[n].key, answer) for n in closed
+                       if isinstance(answer := answers[n], JSONResponse)])  # fmt: skip
         return [answers[n] for n in range(len(calls))]
 
     def _places(self, call: _NextCall) -> tuple[Place, ...] | JSONResponse:
