@@ -33,6 +33,16 @@ FAULT_SUITE = {
 }  # fmt: skip
 
 
+# Which databases the tests that take `database_url` run on (`--engines`, or BATON_TEST_ENGINES):
+# - default: SQLite; PostgreSQL as well for the modules of tests/store and the tests marked `both_engines`,
+#   those whose subject is how the database behaves (its SQL, locks, transactions racing, what it refuses to
+#   store) and enough others that together they run every line of `baton.store` that any test runs on PostgreSQL
+#   (checked with coverage: CONTRIBUTING.md, "Which database a test runs on");
+# - both: every such test on both;
+# - postgresql-rest: only the PostgreSQL runs that `default` leaves out. `.ci/run` runs `default`, then this, so
+#   CI runs every database test on both.
+ENGINE_CHOICES = ("default", "both", "postgresql-rest")
+
 TESTS = Path(__file__).resolve().parent
 CORPUS_NOTE_VARIABLE = "BATON_CORPUS_NOTE"  # what the session did about the npm corpora, for the report header
 
@@ -91,7 +101,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     gc.freeze()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tests marked `long` first, in their order, then the rest in theirs. In a parallel run the workers
     are handed tests from the front a few at a time (`--maxschedchunk` in pyproject.toml), so the long tests
     start at once, side by side, instead of one of them starting last and keeping the run waiting.
@@ -100,6 +110,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in FAULT_SUITE:
             item.add_marker(pytest.mark.faults)
+    if config.getoption("engines") == "postgresql-rest":
+        kept = [item for item in items
+                if "database_url" in getattr(item, "fixturenames", ()) and not _on_both_engines(item)]  # fmt: skip
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
@@ -197,9 +212,34 @@ def postgres_url(postgres_database: str, _postgres_engine: Engine) -> str:
     return postgres_database
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--engines", choices=ENGINE_CHOICES, default=os.environ.get("BATON_TEST_ENGINES", "default"),
+        help="which databases the tests that take `database_url` run on: default (SQLite; PostgreSQL too where "
+        "the database or concurrency is the subject, see tests/conftest.py), both, or postgresql-rest (only the "
+        "PostgreSQL runs that `default` leaves out; `.ci/run` runs it after `default`). "
+        "Environment: BATON_TEST_ENGINES.",
+    )  # fmt: skip
+
+
+def _on_both_engines(node: pytest.Item) -> bool:
+    """Whether the default run takes this test to PostgreSQL as well as SQLite."""
+    return node.path.relative_to(TESTS).parts[0] == "store" or node.get_closest_marker("both_engines") is not None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The databases a test that takes `database_url` runs on (`--engines`)."""
+    if "database_url" not in metafunc.fixturenames:
+        return
+    engines = metafunc.config.getoption("engines")
+    both = engines == "both" or _on_both_engines(metafunc.definition)
+    params = ["postgresql"] if engines == "postgresql-rest" else ["sqlite", "postgresql"] if both else ["sqlite"]
+    metafunc.parametrize("database_url", params, indirect=True)
+
+
+@pytest.fixture
 def database_url(request: pytest.FixtureRequest) -> str:
-    """Each test that takes this runs once on SQLite and once on PostgreSQL."""
+    """A migrated database of the test's own, on the engine of its parameter (`pytest_generate_tests`)."""
     fixture = "sqlite_url" if request.param == "sqlite" else "postgres_url"
     url: str = request.getfixturevalue(fixture)
     return url

@@ -512,6 +512,7 @@ def test_a_create_and_claim_retried_after_baton_stopped_midway_claims_the_issue_
     assert [event.type for event in work.history(key)] == ["created", "claimed"]
 
 
+@pytest.mark.both_engines
 def test_a_create_and_claim_github_did_not_open_is_503_and_a_retry_opens_it(scene: Scene) -> None:
     agent = Agent(scene, "agent-a")
     url = f"{scene.stage.baton_url}/api/v1/repos/{scene.full_name}/issues"

@@ -22,6 +22,8 @@ from bench.claim_next import run as race
 from support.local_http import HTTP
 from support.standin_scene import Scene, opened
 
+pytestmark = pytest.mark.both_engines  # by default on both databases: claim-next racing (SKIP LOCKED)
+
 
 @pytest.fixture
 def scene(database_url: str) -> Iterator[Scene]:

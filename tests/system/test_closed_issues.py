@@ -130,6 +130,7 @@ def test_closed_then_reopened_arriving_the_other_way_round_ends_open(scene: Scen
     assert state(scene) is WorkState.WITHDRAWN and tasks(scene) == []
 
 
+@pytest.mark.both_engines
 def test_a_claimed_ticket_closed_by_a_person_keeps_its_state_and_is_flagged(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
     maria = scene.person("maria")

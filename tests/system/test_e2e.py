@@ -49,6 +49,7 @@ def api(stage: Stage, path: str) -> httpx.Response:
     return HTTP.get(f"{stage.baton_url}/api/v1{path}", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
 
 
+@pytest.mark.both_engines
 @pytest.mark.long
 def test_the_whole_life_of_a_task(stage: Stage) -> None:
     said: list[str] = []
@@ -133,6 +134,7 @@ def test_the_whole_life_of_a_task(stage: Stage) -> None:
     assert any(f"#{pull}" in line for line in said)
 
 
+@pytest.mark.both_engines
 @pytest.mark.long
 def test_twenty_agents_claim_at_once_one_wins_and_github_sees_at_most_six_writes(database_url: str) -> None:
     try:

@@ -213,6 +213,7 @@ def test_github_failing_while_verifying_delays_and_retries(scene: Scene) -> None
 # ---------------------------------------------------------------------------------------------- the check run
 
 
+@pytest.mark.both_engines
 def test_the_acceptance_check_through_a_life(scene: Scene) -> None:
     n = scene.number
     scene.comment("agent-a", "/claim")
@@ -330,6 +331,7 @@ def test_a_crash_after_creating_the_check_run_never_makes_a_second_one(scene: Sc
     assert scene.outbox() == []
 
 
+@pytest.mark.both_engines
 def test_a_crash_before_creating_the_check_run_creates_it_once(scene: Scene) -> None:
     scene.comment("agent-a", "/claim")
     open_pull_request(scene)

@@ -148,6 +148,7 @@ def _refuse_row(engine: Engine, delivery: str) -> None:
                 "BEGIN SELECT RAISE(ABORT, 'value out of range'); END"))  # fmt: skip
 
 
+@pytest.mark.both_engines
 def test_a_delivery_the_database_refuses_fails_alone_and_the_others_stored_with_it_are_processed(
     database_url: str, tmp_path: Path
 ) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from baton.demo.stage import Stage
@@ -107,6 +108,7 @@ def share_spent(stage: Stage, installation_id: int) -> float | None:
     return left
 
 
+@pytest.mark.both_engines
 def test_offering_a_backlog_keeps_to_half_the_budget_and_claims_are_answered_first(database_url: str) -> None:
     options = {"write_interval": 0.1, "writes_per_minute": PER_MINUTE}
     with Stage.open(database_url, key=(app_key(), app_public_key()), **options) as stage:

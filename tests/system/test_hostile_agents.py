@@ -221,6 +221,7 @@ def test_a_body_of_the_wrong_shape_is_422_with_baton_s_error_body(scene: Scene) 
 # -- webhooks carrying text no column can hold -------------------------------------------------------------------
 
 
+@pytest.mark.both_engines
 def test_webhook_text_holding_nul_or_a_lone_surrogate_is_stored_with_the_character_replaced_and_decided(
     scene: Scene,
 ) -> None:

@@ -82,6 +82,7 @@ def test_a_new_database_behind_an_installed_app_answers_a_claim_asking_github_on
     assert _asked(scene, "/repos/octo/elsewhere/installation") == 1
 
 
+@pytest.mark.both_engines
 def test_the_sweep_records_installations_and_follows_repositories_removed_and_suspensions(scene: Scene) -> None:
     sweep = scene.app.state.parts.installation_sweep
     world, installation = scene.hub.world, scene.repository.installation_id

@@ -35,6 +35,8 @@ from support.keys import app_key, app_public_key
 from support.lanes import SHOP, open_stage, ticket, until
 from support.processes import stop
 
+pytestmark = pytest.mark.both_engines  # by default on both databases: lanes sharing one database
+
 
 @pytest.fixture
 def stage(database_url: str) -> Iterator[Stage]:

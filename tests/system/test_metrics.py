@@ -75,6 +75,7 @@ def until(check: Callable[[], Any], timeout: float, what: str) -> Any:
     return found
 
 
+@pytest.mark.both_engines
 def test_metrics_count_deliveries_decisions_and_github_calls_and_read_the_outbox(database_url: str) -> None:
     clock = ManualClock()
     with opened(database_url, clock=clock) as scene:

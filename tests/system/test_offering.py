@@ -298,6 +298,7 @@ def test_installing_learns_the_links_made_before_baton_was_there(database_url: s
         assert sorted(lists) == sorted(wanted)
 
 
+@pytest.mark.both_engines
 def test_baton_backfill_offers_a_repositorys_open_issues_page_by_page_and_is_idempotent(
     database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -199,6 +199,7 @@ def test_a_delivery_rate_limited_on_its_permission_lookup_waits_as_long_as_githu
 # -- item 11: a poison write is dropped, the rest of the issue goes on ------------------------------------
 
 
+@pytest.mark.both_engines
 def test_a_reply_github_refuses_for_good_is_dropped_and_the_rest_of_the_issue_is_shown(
     scene: Scene, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -248,6 +249,7 @@ def test_a_thumbs_up_on_a_deleted_comment_is_dropped_and_the_rest_is_shown(scene
     assert scene.outbox() == []
 
 
+@pytest.mark.both_engines
 @pytest.mark.parametrize("status", [422, 403, 410])
 def test_a_label_github_refuses_for_good_leaves_the_assignee_and_status_shown_until_the_next_change(
     scene: Scene, status: int, caplog: pytest.LogCaptureFixture
@@ -333,6 +335,7 @@ def test_a_reply_github_fails_on_every_try_is_dropped_and_the_rest_is_shown(scen
     assert scene.outbox() == []
 
 
+@pytest.mark.both_engines
 @pytest.mark.long
 def test_answers_outlive_a_github_outage_of_23_hours(database_url: str) -> None:
     """GitHub fails every write for 23 hours of Baton's clock (injected, moved to each retry's due time): the

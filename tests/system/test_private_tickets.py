@@ -132,6 +132,7 @@ def test_every_route_answers_a_caller_who_cannot_read_as_for_a_repository_baton_
     assert "runners: collaborators" in public.json()["message"], public.text
 
 
+@pytest.mark.both_engines
 @pytest.mark.parametrize("permission", ["read", "write"])
 def test_whoever_reads_the_private_repository_gets_its_real_answers(scene: Scene, permission: str) -> None:
     number = _secret_ticket(scene)

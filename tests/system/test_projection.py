@@ -180,6 +180,7 @@ def test_a_missing_label_is_created_with_colour_and_description(scene: Scene) ->
                                                 LABELS["baton:claimed"][1])  # fmt: skip
 
 
+@pytest.mark.both_engines
 def test_with_external_workers_the_web_process_only_stores_and_baton_worker_does_the_rest(database_url: str) -> None:
     from baton.process.runtime import Runtime
     from baton.process.wiring import assemble
@@ -224,6 +225,7 @@ def test_a_state_label_changed_by_hand_is_put_back_and_the_change_recorded(scene
     ]  # fmt: skip
 
 
+@pytest.mark.both_engines
 def test_batons_own_label_writes_and_other_labels_change_nothing(scene: Scene) -> None:
     with scene.hub.world.lock:
         scene.issue.labels = ["baton:open"]  # there since before: the claim takes it off

@@ -142,6 +142,7 @@ def test_a_quiet_claim_is_flagged_once_and_activity_clears_it(quiet: Scene, cloc
     assert replay(scene.key, scene.full_name, _history(scene)) == _ticket(scene) == claimed
 
 
+@pytest.mark.both_engines
 def test_a_ticket_that_leaves_claimed_is_stale_no_more(quiet: Scene, clock: ManualClock) -> None:
     scene = quiet
     _claimed(scene)

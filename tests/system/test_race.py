@@ -20,6 +20,8 @@ from baton.store import make_engine
 from baton.store import tables as t
 from bench.claim_race import POLICY, Report, issue, race
 
+pytestmark = pytest.mark.both_engines  # by default on both databases: claims racing
+
 AGENT = Actor("agent-a", Permission.WRITE)  # agents push their branches: write access
 
 

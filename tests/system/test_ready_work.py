@@ -86,6 +86,7 @@ def test_a_blocked_task_shows_it_on_github_until_its_last_blocker_closes(scene: 
     assert (last.type, last.data) == ("unblocked", {"by": f"{other}#{elsewhere}"})
 
 
+@pytest.mark.both_engines
 def test_a_briefs_depends_on_links_issues_beside_githubs_own_links(scene: Scene) -> None:
     olivia, maria = scene.person("olivia"), scene.person("maria")
     lib = scene.stage.other(OTHER)

@@ -44,6 +44,8 @@ from support.lanes import open_stage, until
 from support.local_http import HTTP
 from support.processes import stop
 
+pytestmark = pytest.mark.both_engines  # by default on both databases: stopping and restarting in a burst
+
 SHOP = "octo/shop"
 ATTEMPTS = r"^/app/hook/deliveries/[0-9]+/attempts$"
 

@@ -94,6 +94,7 @@ def _rows(metrics: str) -> dict[str, float]:
     }
 
 
+@pytest.mark.both_engines
 def test_the_daily_prune_of_baton_serve_empties_old_payloads_then_rows_and_keeps_what_must_stay(
     database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -176,6 +177,7 @@ def test_two_processes_pruning_at_once_prune_once(database_url: str) -> None:
         engine.dispose()
 
 
+@pytest.mark.both_engines
 def test_one_process_prunes_a_day_whichever_asks(database_url: str) -> None:
     engine = make_engine(database_url)
     upgrade(engine)

@@ -57,6 +57,7 @@ def test_an_entry_recorded_after_a_page_is_on_a_later_page(client: TestClient, r
     [("rail=work", {"work"}), ("rail=repository", {"repository"}), ("rail=deployment", set()),
      ("rail=repository&rail=deployment", {"repository"}), ("rail=work&rail=repository&rail=deployment", None)],
 )  # fmt: skip
+@pytest.mark.both_engines
 def test_the_rail_filter(client: TestClient, rail: Rail, query: str, rails: set[str] | None) -> None:
     full_life(rail)
     wanted = [e for e in TIMELINE_42 if rails is None or e["rail"] in rails]
@@ -66,6 +67,7 @@ def test_the_rail_filter(client: TestClient, rail: Rail, query: str, rails: set[
 
 @pytest.mark.parametrize("query", ["after=x", "after=1", "after=1.", "after=-1.2", "after=1.2.3", "rail=evidence",
                                    "limit=0", "limit=501", "after=" + "9" * 19 + ".0"])  # fmt: skip
+@pytest.mark.both_engines
 def test_bad_parameters_are_422(client: TestClient, rail: Rail, query: str) -> None:
     full_life(rail)
     response = client.get(f"{EVENTS}?{query}")

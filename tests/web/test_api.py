@@ -282,6 +282,7 @@ def test_the_list_without_filters_is_every_ticket_in_order(client: TestClient, r
         ("?limit=500&repo=acme/api", ["acme/api#5", "acme/api#6"]),
     ],
 )
+@pytest.mark.both_engines
 def test_the_list_filters(client: TestClient, rail: Rail, query: str, expected: list[str]) -> None:
     populate(rail)
     assert listed(client, query) == expected
@@ -312,6 +313,7 @@ def test_an_unknown_state_is_422_listing_the_valid_states(client: TestClient, ra
         )
 
 
+@pytest.mark.both_engines
 def test_reads_refuses_a_limit_outside_its_bounds(app: FastAPI) -> None:
     reads = TimelineReads(app.state.work.units.engine)
     assert reads.tickets(limit=1) == []
@@ -492,6 +494,7 @@ def test_openapi_documents_the_three_routes_their_shapes_and_the_auth(client: Te
     assert (limit["default"], limit["minimum"], limit["maximum"]) == (100, 1, 500)
 
 
+@pytest.mark.both_engines
 def test_the_charts_read_has_each_ticket_s_whole_flow_since_a_moment(app: FastAPI, rail: Rail) -> None:
     full_life(rail)
     rail.do(ZOO, 1, Command("claim"), AGENT_B, 50)

@@ -30,7 +30,7 @@ from support.webhook_hub import (
     settings,
 )
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.both_engines]  # both: what each database refuses to store
 
 DELIVERY = "hostile-1"
 

@@ -31,6 +31,8 @@ from baton.web import create_app
 from support.corpus import corpus_installed, webhook_examples
 from support.webhook_hub import SECRET, FakeDirectory
 
+pytestmark = pytest.mark.both_engines  # by default on both databases: what each database refuses to store
+
 # The fields Baton reads first: where a delivery happened, who sent it, what it says.
 READ_FIRST = (
     ("installation", "id"), ("repository", "id"), ("repository", "full_name"), ("repository", "name"),

@@ -133,6 +133,7 @@ def test_routed_examples_with_a_claim_line_create_a_claimed_ticket(hub: Hub) -> 
     assert hub.count(t.tickets) >= 1
 
 
+@pytest.mark.both_engines
 @pytest.mark.long
 def test_replaying_the_whole_corpus_is_recognised_and_changes_nothing(hub: Hub) -> None:
     deliveries: list[tuple[str, str, dict[str, Any]]] = [

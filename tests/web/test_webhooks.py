@@ -213,6 +213,7 @@ def installation_payload(action: str, **extra: Any) -> dict[str, Any]:
             "sender": {"login": "olivia", "type": "User"}, **extra}  # fmt: skip
 
 
+@pytest.mark.both_engines
 def test_installations_and_their_repositories_are_remembered(hub: Hub) -> None:
     from baton.store.installations import Installations
 
@@ -397,6 +398,7 @@ def test_deliveries_arriving_together_are_stored_in_fewer_transactions_and_each_
     app.state.work.units.engine.dispose()
 
 
+@pytest.mark.both_engines
 def test_the_in_process_worker_thread_processes_what_was_acknowledged(database_url: str) -> None:
     # the real background thread
     app = create_app(settings(database_url), directory=FakeDirectory(), configs=DefaultConfigs())

@@ -1,0 +1,69 @@
+"""Which lines of `baton.store` only the PostgreSQL runs of unmarked tests reach (CONTRIBUTING.md, "Which database a
+test runs on"): reads a coverage file recorded with one context per test and prints, for each such line, the tests
+that reach it, fewest marks needed first. Prints nothing, and exits 0, when the default run's PostgreSQL tests
+reach every line that any test reaches there.
+
+    python tests/support/engine_coverage.py COVERAGE_FILE
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import defaultdict
+
+DEFAULT_BOTH = re.compile(r"^tests/store/")
+
+
+def _runs_on_postgresql_by_default(test: str, marked: set[str]) -> bool:
+    """`test` is a node id; `marked` the functions (path::name) marked both_engines or in a marked module."""
+    path, _, rest = test.partition("::")
+    name, _, params = rest.partition("[")
+    if not params.startswith("postgresql"):
+        return True  # a test on PostgreSQL whatever the run (it takes postgres_url itself)
+    return bool(DEFAULT_BOTH.match(path)) or f"{path}::{name}" in marked or path in marked
+
+
+def _marked() -> set[str]:
+    """The tests and modules marked both_engines, as collected by pytest (path::name, or path for a module)."""
+    import pytest
+
+    found: set[str] = set()
+
+    class Collect:
+        def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+            found.update(item.nodeid.split("[")[0] for item in items if item.get_closest_marker("both_engines"))
+
+    quiet = ["-o", "addopts=", "-p", "no:cacheprovider", "-p", "no:terminal"]
+    pytest.main(["--collect-only", *quiet], plugins=[Collect()])
+    return found
+
+
+def main(path: str) -> int:
+    import coverage
+
+    data = coverage.Coverage(data_file=path)
+    data.load()
+    recorded = data.get_data()
+    marked = _marked()
+    left: dict[tuple[str, int], list[str]] = {}
+    for file in recorded.measured_files():
+        for line, contexts in recorded.contexts_by_lineno(file).items():
+            tests = [context.split("|")[0] for context in contexts if "::" in context]
+            if tests and not any(_runs_on_postgresql_by_default(test, marked) for test in tests):
+                left[(file.split("src/")[-1], line)] = tests
+    by_test: defaultdict[str, set[tuple[str, int]]] = defaultdict(set)
+    for place, tests in left.items():
+        for test in tests:
+            by_test[test].add(place)
+    remaining = set(left)
+    while remaining:
+        test, places = max(by_test.items(), key=lambda pair: len(pair[1] & remaining))
+        reached = sorted(places & remaining)
+        print(f"{test}: {len(reached)} lines, e.g. {', '.join(f'{file}:{line}' for file, line in reached[:3])}")
+        remaining -= places
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
