@@ -361,15 +361,15 @@ def _db_prune(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     if args.json:
-        print(json.dumps(vars(pruned)))
+        print(json.dumps(pruned.counts()))
         return 0
 
     def shown(age: timedelta) -> str:
         return shown_duration(int(age.total_seconds()))
 
     print(f"webhook deliveries: {pruned.payloads} payloads emptied (processed more than "
-          f"{shown(keep.payloads)} ago), {pruned.deliveries} removed (more than "
-          f"{shown(keep.deliveries)} ago)")  # fmt: skip
+          f"{shown(keep.payloads)} ago), {pruned.hooks} removed (more than "
+          f"{shown(keep.hooks)} ago)")  # fmt: skip
     print(f"redeliveries asked for: {pruned.redeliveries} removed")
     print(f"idempotency keys: {pruned.keys} removed (older than {shown(keep.keys)})")
     print(f"board sessions: {pruned.sessions} removed (expired)")
