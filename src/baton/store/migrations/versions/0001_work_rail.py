@@ -1,16 +1,10 @@
-"""The work rail: tickets, attempts, deliveries, reviews, events, operations, runner claims.
-
-Revision ID: 0001
-Revises:
-"""
+"""The work rail: tickets, attempts, deliveries, reviews, events, operations, runner claims."""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 When = sa.DateTime(timezone=True)

@@ -1,8 +1,4 @@
-"""The outbox: issues due for reconciling on GitHub, per-command answers, Baton's status comments.
-
-Revision ID: 0003
-Revises: 0002
-"""
+"""The outbox: issues due for reconciling on GitHub, per-command answers, Baton's status comments."""
 
 from typing import Any
 
@@ -11,8 +7,6 @@ from alembic import op
 
 revision = "0003"
 down_revision = "0002"
-branch_labels = None
-depends_on = None
 
 Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 When = sa.DateTime(timezone=True)

@@ -1,16 +1,10 @@
-"""Installations and their repositories.
-
-Revision ID: 0004
-Revises: 0003
-"""
+"""Installations and their repositories."""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0004"
 down_revision = "0003"
-branch_labels = None
-depends_on = None
 
 When = sa.DateTime(timezone=True)
 

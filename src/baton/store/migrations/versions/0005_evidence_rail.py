@@ -1,16 +1,10 @@
-"""The evidence rail: rails per ticket, the link index, the facts log, evidence events, check runs.
-
-Revision ID: 0005
-Revises: 0004
-"""
+"""The evidence rail: rails per ticket, the link index, the facts log, evidence events, check runs."""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0005"
 down_revision = "0004"
-branch_labels = None
-depends_on = None
 
 Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 When = sa.DateTime(timezone=True)
