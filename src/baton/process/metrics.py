@@ -136,6 +136,11 @@ class Metrics:
                 self.rate_limit.labels(account).set(remaining)
 
 
+def _by_installation(name: str, documentation: str) -> GaugeMetricFamily:
+    """A gauge of the database's figures with one value per installation (label `installation`)."""
+    return GaugeMetricFamily(name, documentation, labels=["installation"])
+
+
 class DatabaseGauges(Collector):
     """The database's figures, read at each scrape (`baton.store.gauges`). While the database cannot be read,
     `baton_database_up` is 0 and the others are left out (the scrape itself still answers)."""
@@ -158,27 +163,17 @@ class DatabaseGauges(Collector):
             return
         up.add_metric([], 1)
         yield up
-        issues = GaugeMetricFamily(
-            "baton_outbox_issues", "Issues whose labels, assignee, status comment or answers are still to be shown "
-            "on GitHub, by installation.", labels=["installation"],
-        )  # fmt: skip
-        oldest = GaugeMetricFamily(
-            "baton_outbox_oldest_due_seconds", "How long the most overdue of those issues has been due "
-            "(0: none is due yet), by installation.", labels=["installation"],
-        )  # fmt: skip
-        parked = GaugeMetricFamily(
-            "baton_outbox_parked_issues", "Issues GitHub refused to show, waiting for their next change "
-            "(`baton refused`), by installation.", labels=["installation"],
-        )  # fmt: skip
-        to_offer = GaugeMetricFamily(
-            "baton_issues_to_offer", "Issues offered (by offering or a backfill) whose label GitHub does not show "
-            "yet: they are written within offering's share of the write budget, by installation.",
-            labels=["installation"],
-        )  # fmt: skip
-        stale = GaugeMetricFamily(
-            "baton_stale_claims", "Claimed tickets flagged stale (quiet past their repository's quiet period), "
-            "by installation.", labels=["installation"],
-        )  # fmt: skip
+        issues = _by_installation("baton_outbox_issues", "Issues whose labels, assignee, status comment or answers "
+                                  "are still to be shown on GitHub, by installation.")  # fmt: skip
+        oldest = _by_installation("baton_outbox_oldest_due_seconds", "How long the most overdue of those issues "
+                                  "has been due (0: none is due yet), by installation.")  # fmt: skip
+        parked = _by_installation("baton_outbox_parked_issues", "Issues GitHub refused to show, waiting for their "
+                                  "next change (`baton refused`), by installation.")  # fmt: skip
+        to_offer = _by_installation("baton_issues_to_offer", "Issues offered (by offering or a backfill) whose label "
+                                    "GitHub does not show yet: they are written within offering's share of the "
+                                    "write budget, by installation.")  # fmt: skip
+        stale = _by_installation("baton_stale_claims", "Claimed tickets flagged stale (quiet past their "
+                                 "repository's quiet period), by installation.")  # fmt: skip
         for installation_id in sorted({*readings.outbox, *readings.stale}):
             backlog, label = readings.outbox.get(installation_id, gauges.Backlog()), [str(installation_id)]
             issues.add_metric(label, backlog.issues)
@@ -201,10 +196,9 @@ class DatabaseGauges(Collector):
         )  # fmt: skip
         for table, count in readings.rows.items():
             rows.add_metric([table], count)
-        answers = GaugeMetricFamily(
-            "baton_answers_oldest_waiting_seconds", "How long the oldest 👍 or reply not yet on GitHub has waited "
-            "(while GitHub fails, it is tried for a day), by installation; 0: none waits.", labels=["installation"],
-        )  # fmt: skip
+        answers = _by_installation("baton_answers_oldest_waiting_seconds", "How long the oldest 👍 or reply not "
+                                   "yet on GitHub has waited (while GitHub fails, it is tried for a day), by "
+                                   "installation; 0: none waits.")  # fmt: skip
         for installation_id in sorted({*readings.outbox, *readings.answers_waiting}):
             answers.add_metric([str(installation_id)], readings.answers_waiting.get(installation_id, 0.0))
         yield from (issues, oldest, parked, to_offer, stale, waiting, waited, rows, answers)

@@ -16,7 +16,7 @@ UTC), and PostgreSQL in the session's time zone.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -245,7 +245,8 @@ _RAIL = select(evidence_rails.c.rail, evidence_rails.c.updated_at).where(
 )
 
 
-def _review(row: dict[str, Any]) -> ReviewRecord | None:
+def _review(row: Mapping[Any, Any]) -> ReviewRecord | None:
+    """A review row (or a join's review columns, None where no review matched)."""
     if row["id"] is None:
         return None
     return ReviewRecord(
@@ -316,20 +317,7 @@ class Reads:
                     )
                     for d in delivery_rows
                 ),
-                reviews=tuple(
-                    ReviewRecord(
-                        attempt=r.attempt,
-                        delivery=r.delivery,
-                        reviewer=r.reviewer,
-                        role=r.role,
-                        verdict=r.verdict,
-                        independent=bool(r.independent),
-                        note=r.note,
-                        revision=r.revision,
-                        created_at=utc(r.created_at),
-                    )
-                    for r in review_rows
-                ),
+                reviews=tuple(review for r in review_rows if (review := _review(r._mapping))),
                 evidence=None if rail is None else dict(rail.rail),
                 evidence_updated_at=None if rail is None else utc(rail.updated_at),
                 brief=brief,

@@ -43,7 +43,6 @@ from baton.store.inbox import Inbox, Stored
 from baton.store.reads import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
-    DeliveryRecord,
     TicketDetail,
     TicketSummary,
 )
@@ -347,18 +346,6 @@ def _summary(ticket: TicketSummary) -> SummaryOut:
     )
 
 
-def _delivery(delivery: DeliveryRecord) -> DeliveryOut:
-    return DeliveryOut(
-        number=delivery.number,
-        attempt=delivery.attempt,
-        runner=delivery.runner,
-        text=delivery.text,
-        evidence=ReportedEvidence.model_validate(delivery.evidence),
-        revision=delivery.revision,
-        created_at=delivery.created_at,
-    )
-
-
 def _ticket(detail: TicketDetail) -> TicketOut:
     ticket = detail.ticket
     return TicketOut(
@@ -370,7 +357,7 @@ def _ticket(detail: TicketDetail) -> TicketOut:
         parent=detail.parent,
         brief=_brief(detail.brief),
         attempts=[AttemptOut.model_validate(a, from_attributes=True) for a in detail.attempts],
-        deliveries=[_delivery(d) for d in detail.deliveries],
+        deliveries=[DeliveryOut.model_validate(d, from_attributes=True) for d in detail.deliveries],
         reviews=[ReviewOut.model_validate(r, from_attributes=True) for r in detail.reviews],
         evidence=_evidence(
             from_dict(detail.evidence) if detail.evidence else EvidenceRail(ticket.number), detail.evidence_updated_at
