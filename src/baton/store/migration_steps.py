@@ -18,6 +18,35 @@ Step = Callable[[], None]
 Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")  # a row id: 64 bits, SQLite's own on SQLite
 When = sa.DateTime(timezone=True)
 
+REPOSITORY = ("installation_id", "repository_id")  # a repository's key: the installation, GitHub's id
+ISSUE = (*REPOSITORY, "number")  # an issue's key
+
+
+def repository_key() -> list[sa.Column[Any]]:
+    """The columns of a repository's key (`REPOSITORY`), made afresh for each table."""
+    return [sa.Column(name, sa.BigInteger, nullable=False) for name in REPOSITORY]
+
+
+def issue_key() -> list[sa.Column[Any]]:
+    """The columns of an issue's key (`ISSUE`), made afresh for each table."""
+    return [*repository_key(), sa.Column("number", sa.Integer, nullable=False)]
+
+
+def of_ticket(name: str, *columns: sa.Column[Any], unique: str | None = None) -> list[sa.schema.SchemaItem]:
+    """What a table of rows about one ticket each holds around its `columns`: its own `id`, the `ticket_id`
+    keyed to `tickets.id`, and, with `unique`, that column unique per ticket. (SQLAlchemy writes constraints
+    in the order they are made, so they are made in the order the table has them.)"""
+    items: list[sa.schema.SchemaItem] = [
+        sa.Column("id", Id, primary_key=True),
+        sa.Column("ticket_id", Id, nullable=False),
+        *columns,
+        sa.PrimaryKeyConstraint("id", name=f"pk_{name}"),
+        on_ticket(name),
+    ]
+    if unique is not None:
+        items.append(sa.UniqueConstraint("ticket_id", unique, name=f"uq_{name}_ticket_id_{unique}"))
+    return items
+
 
 def on_ticket(table: str) -> sa.ForeignKeyConstraint:
     """The foreign key of `table`'s `ticket_id` to `tickets.id`, named as the models name it."""

@@ -3,11 +3,10 @@
 import sqlalchemy as sa
 from alembic import op
 
+from baton.store.migration_steps import Id, When
+
 revision = "0006"
 down_revision = "0005"
-
-Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-When = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
