@@ -125,7 +125,7 @@ def run(url: str, api: str, key: str, deliveries: int, claimers: int) -> list[tu
         retention, now = Retention(parts.engine, parts.work.units.clock), datetime.now(UTC)
         for days, label in ((15, "15 days later: payloads pruned"), (91, "91 days later: rows pruned")):
             pruned = retention.prune(Keep(), now + timedelta(days=days))
-            steps.append((f"{label} ({pruned.payloads} payloads, {pruned.deliveries} rows)", sizes(parts.engine)))
+            steps.append((f"{label} ({pruned.payloads} payloads, {pruned.hooks} rows)", sizes(parts.engine)))
         return steps
     finally:
         parts.engine.dispose()

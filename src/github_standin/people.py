@@ -383,16 +383,18 @@ class Person:
         """Issue `number` is blocked by issue `by` (its repository's full name and its number) from now on:
         `issue_dependencies` blocked_by_added for the one, blocking_added for the other. `world.Refused` when
         GitHub would refuse it."""
-        with self.hub.world.lock:
-            blocked, blocking = self._issue((full_name, number)), self._issue(by)
-            self.hub.world.add_blocked_by(blocked[1], blocking[1].id)
-        self._tell_linked("issue_dependencies", "added", blocked, blocking)
+        self._blocked_by(full_name, number, by, "added")
 
     def unblock(self, full_name: str, number: int, by: tuple[str, int]) -> None:
+        self._blocked_by(full_name, number, by, "removed")
+
+    def _blocked_by(self, full_name: str, number: int, by: tuple[str, int], done: str) -> None:
+        """`block` (`done` "added") or `unblock` ("removed"), told to both issues' repositories."""
         with self.hub.world.lock:
             blocked, blocking = self._issue((full_name, number)), self._issue(by)
-            self.hub.world.remove_blocked_by(blocked[1], blocking[1].id)
-        self._tell_linked("issue_dependencies", "removed", blocked, blocking)
+            change = self.hub.world.add_blocked_by if done == "added" else self.hub.world.remove_blocked_by
+            change(blocked[1], blocking[1].id)
+        self._tell_linked("issue_dependencies", done, blocked, blocking)
 
     def add_sub_issue(self, full_name: str, number: int, sub_issue: tuple[str, int], *,
                       replace_parent: bool = False) -> None:  # fmt: skip

@@ -648,26 +648,31 @@ def _list_blocking(c: _Context, number: str) -> tuple[int, Json]:
     return _linked(c, c.world.blocked(c.find_issue(number)))
 
 
-def _add_blocked_by(c: _Context, number: str) -> tuple[int, Json]:
-    """The issue is blocked by the one `issue_id` names (any repository): 201 and the blocking issue."""
+def _relink(
+    c: _Context, number: str, change: Callable[[Issue], tuple[Repository, Issue]], event: str, done: str
+) -> tuple[Issue, tuple[Repository, Issue]]:
+    """Issue `number` and the other end of the link `change` adds to it or removes from it (GitHub's refusal
+    is the answer), with both repositories told (`event`, `done`)."""
     issue = c.find_issue(number)
     try:
-        blocking = c.world.add_blocked_by(issue, c.field("issue_id", int))
+        other = change(issue)
     except Refused as refusal:
         raise _refused(refusal) from None
     _touch(c, issue)
-    _tell_linked(c, "issue_dependencies", "added", (c.repository, issue), blocking)
+    _tell_linked(c, event, done, (c.repository, issue), other)
+    return issue, other
+
+
+def _add_blocked_by(c: _Context, number: str) -> tuple[int, Json]:
+    """The issue is blocked by the one `issue_id` names (any repository): 201 and the blocking issue."""
+    _, blocking = _relink(c, number, lambda issue: c.world.add_blocked_by(issue, c.field("issue_id", int)),
+                          "issue_dependencies", "added")  # fmt: skip
     return 201, c.any_issue(*blocking)
 
 
 def _remove_blocked_by(c: _Context, number: str, issue_id: str) -> tuple[int, Json]:
-    issue = c.find_issue(number)
-    try:
-        blocking = c.world.remove_blocked_by(issue, int(issue_id))
-    except Refused as refusal:
-        raise _refused(refusal) from None
-    _touch(c, issue)
-    _tell_linked(c, "issue_dependencies", "removed", (c.repository, issue), blocking)
+    _, blocking = _relink(c, number, lambda issue: c.world.remove_blocked_by(issue, int(issue_id)),
+                          "issue_dependencies", "removed")  # fmt: skip
     return 200, c.any_issue(*blocking)
 
 
@@ -701,13 +706,8 @@ def _add_sub_issue(c: _Context, number: str) -> tuple[int, Json]:
 
 
 def _remove_sub_issue(c: _Context, number: str) -> tuple[int, Json]:
-    issue = c.find_issue(number)
-    try:
-        removed = c.world.remove_sub_issue(issue, c.field("sub_issue_id", int))
-    except Refused as refusal:
-        raise _refused(refusal) from None
-    _touch(c, issue)
-    _tell_linked(c, "sub_issues", "removed", (c.repository, issue), removed)
+    issue, _ = _relink(c, number, lambda issue: c.world.remove_sub_issue(issue, c.field("sub_issue_id", int)),
+                       "sub_issues", "removed")  # fmt: skip
     return 200, c.issue(issue)
 
 

@@ -1,5 +1,5 @@
 """Baton's app in-process with its lanes off, a fake directory of permissions standing in for GitHub's, and a
-hub that signs webhook deliveries, posts them to the app and reads back what the app stored; with the signed
+hub that signs hooks, posts them to the app and reads back what the app stored; with the signed
 comment webhooks the webhook tests send it."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class FakeDirectory:
 
 @dataclass
 class Hub:
-    """A test's GitHub side of the webhooks: it signs and posts deliveries to `app` (numbered `delivery-1`,
+    """A test's GitHub side of the webhooks: it signs and posts hooks to `app` (numbered `delivery-1`,
     `delivery-2`, ... unless the test names them) and reads back what the app stored. `utf8` sends payloads'
     text as UTF-8, as GitHub does, instead of JSON's \\u escapes."""
 
@@ -73,30 +73,30 @@ class Hub:
     sent: int = 0
     utf8: bool = False
 
-    def post(self, event: str, payload: Any, delivery: str | None = None, **headers: str) -> Any:
-        """The app's answer to the delivery (`payload` as bytes is sent as it is)."""
+    def post(self, event: str, payload: Any, hook: str | None = None, **headers: str) -> Any:
+        """The app's answer to the hook (`payload` as bytes is sent as it is)."""
         body = payload if isinstance(payload, bytes) else json.dumps(payload, ensure_ascii=not self.utf8).encode()
         self.sent += 1
         sent_headers = {
             "X-GitHub-Event": event,
-            "X-GitHub-Delivery": delivery or f"delivery-{self.sent}",
+            "X-GitHub-Delivery": hook or f"delivery-{self.sent}",
             "X-Hub-Signature-256": signature(SECRET.encode(), body),
             "Content-Type": "application/json",
         }
         sent_headers.update(headers)
         return self.client.post("/webhooks/github", content=body, headers=sent_headers)
 
-    def send(self, event: str, payload: Any, delivery: str | None = None) -> str:
-        """Post the delivery, which the app must take (202); its id."""
-        response = self.post(event, payload, delivery)
+    def send(self, event: str, payload: Any, hook: str | None = None) -> str:
+        """Post the hook, which the app must take (202); its id."""
+        response = self.post(event, payload, hook)
         assert response.status_code == 202, response.text
         return str(response.request.headers["X-GitHub-Delivery"])
 
-    def decide(self, event: str, payload: Any, delivery: str | None = None) -> str:
-        """Send the delivery, which the app must decide at once (`done` or `ignored`); its id."""
-        delivery = self.send(event, payload, delivery)
-        assert self.status(delivery) in ("done", "ignored"), delivery
-        return delivery
+    def decide(self, event: str, payload: Any, hook: str | None = None) -> str:
+        """Send the hook, which the app must decide at once (`done` or `ignored`); its id."""
+        hook = self.send(event, payload, hook)
+        assert self.status(hook) in ("done", "ignored"), hook
+        return hook
 
     def _connect(self) -> Any:
         return self.app.state.work.units.engine.connect()
@@ -113,18 +113,18 @@ class Hub:
         """Every row of the work tables, which evidence must never change."""
         return {table.name: self.rows(table) for table in WORK_TABLES}
 
-    def inbox(self, delivery: str) -> tuple[str, int, str | None]:
-        """The delivery's status, attempts and error in the inbox."""
+    def inbox(self, hook: str) -> tuple[str, int, str | None]:
+        """The hook's status, attempts and error in the inbox."""
         c = t.webhook_deliveries.c
         with self._connect() as connection:
-            row = connection.execute(select(c.status, c.attempts, c.error).where(c.id == delivery)).one()
+            row = connection.execute(select(c.status, c.attempts, c.error).where(c.id == hook)).one()
         return row.status, row.attempts, row.error
 
-    def status(self, delivery: str) -> str:
-        return self.inbox(delivery)[0]
+    def status(self, hook: str) -> str:
+        return self.inbox(hook)[0]
 
     def statuses(self) -> set[str]:
-        """The statuses of every delivery in the inbox."""
+        """The statuses of every hook in the inbox."""
         with self._connect() as connection:
             c = t.webhook_deliveries.c
             return set(connection.execute(select(c.status).group_by(c.status)).scalars())

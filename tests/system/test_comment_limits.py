@@ -66,8 +66,8 @@ def operations(hub: Hub) -> int:
 def test_eight_thousand_claims_and_releases_are_read_up_to_the_limit_and_answered_once(hub: Hub) -> None:
     body = "/claim\n/release\n" * 4000
     assert len(body) <= 65_536  # GitHub takes it
-    assert hub.post("issue_comment", comment("agent-a", body, comment_id=11), delivery="d-big").status_code == 202
-    hub.post("issue_comment", comment("agent-b", "/claim", number=43, comment_id=12), delivery="d-next")
+    assert hub.post("issue_comment", comment("agent-a", body, comment_id=11), hook="d-big").status_code == 202
+    hub.post("issue_comment", comment("agent-b", "/claim", number=43, comment_id=12), hook="d-next")
 
     assert hub.inbox("d-big")[0] == "done" and hub.inbox("d-next")[0] == "done"
     assert hub.ticket(43).runner == "agent-b"  # the other issue was decided right after
@@ -82,7 +82,7 @@ def test_eight_thousand_claims_and_releases_are_read_up_to_the_limit_and_answere
 
 def test_ten_thousand_help_lines_are_answered_with_one_reply(hub: Hub) -> None:
     body = "/help\n" * 10_000
-    hub.post("issue_comment", comment("agent-a", body, comment_id=11), delivery="d-big")
+    hub.post("issue_comment", comment("agent-a", body, comment_id=11), hook="d-big")
     assert hub.inbox("d-big")[0] == "done"
     assert operations(hub) == MAX_COMMANDS
     replies = replies_on(hub, 42)
@@ -102,8 +102,8 @@ def test_a_comment_at_the_limit_is_answered_as_before(hub: Hub) -> None:
 
 def test_a_redelivered_long_comment_is_not_answered_twice(hub: Hub) -> None:
     payload = comment("agent-a", "/status\n" * 30, comment_id=11)
-    hub.post("issue_comment", payload, delivery="d-1")
-    hub.post("issue_comment", payload, delivery="d-2")  # the same comment, sent again under another id
+    hub.post("issue_comment", payload, hook="d-1")
+    hub.post("issue_comment", payload, hook="d-2")  # the same comment, sent again under another id
     assert len(items_on(hub, 42, "reply")) == 1
     assert items_on(hub, 42, "reaction") == [(11, "+1")]
 
@@ -119,11 +119,11 @@ def test_a_long_comment_on_a_pull_request_is_bounded_and_answered_once_there(hub
 
 
 def test_a_long_comment_on_a_pull_request_that_links_no_issue_is_still_told(hub: Hub) -> None:
-    hub.post("issue_comment", pr_comment("maria", "/accept\n" * 25, "No link", comment_id=5), delivery="d-pr")
+    hub.post("issue_comment", pr_comment("maria", "/accept\n" * 25, "No link", comment_id=5), hook="d-pr")
     replies = replies_on(hub, 57)
     assert len(replies) == MAX_COMMANDS + 1
     assert replies[-1][1].startswith(ONLY_THE_FIRST)
-    hub.post("issue_comment", pr_comment("maria", "/accept\n" * 25, "No link", comment_id=5), delivery="d-pr2")
+    hub.post("issue_comment", pr_comment("maria", "/accept\n" * 25, "No link", comment_id=5), hook="d-pr2")
     assert len(replies_on(hub, 57)) == MAX_COMMANDS + 1
 
 
@@ -192,20 +192,20 @@ def test_on_github_a_long_comment_gets_one_thumbs_up_and_one_note(stage: Stage) 
     ids=["nul-in-evidence", "nul-in-text", "control-in-test-output"],
 )
 def test_a_control_character_in_a_command_is_refused_with_a_reply(hub: Hub, body: str) -> None:
-    hub.post("issue_comment", comment("agent-a", "/claim"), delivery="d-1")
-    hub.post("issue_comment", comment("agent-a", body, comment_id=2), delivery="d-2")
+    hub.post("issue_comment", comment("agent-a", "/claim"), hook="d-1")
+    hub.post("issue_comment", comment("agent-a", body, comment_id=2), hook="d-2")
     assert hub.inbox("d-2") == ("done", 1, None)  # decided, not failed
     ticket = hub.ticket(42)
     assert (ticket.state, ticket.revision) == (WorkState.CLAIMED, 2)
     (reply,) = replies_on(hub, 42)
     assert reply[1].startswith("/deliver was not run: its text holds the control character U+000")
-    hub.post("issue_comment", comment("agent-a", "/deliver done\nbranch: a-b", comment_id=3), delivery="d-3")
+    hub.post("issue_comment", comment("agent-a", "/deliver done\nbranch: a-b", comment_id=3), hook="d-3")
     assert hub.ticket(42).state is WorkState.DELIVERED  # the same without it is taken
 
 
 def test_nul_outside_the_commands_breaks_nothing_stored(hub: Hub) -> None:
     body = "Taking it \u0000 now.\n<!-- \u0000 -->\n\u0000\n/claim"
-    hub.post("issue_comment", comment("agent-a", body), delivery="d-1")
+    hub.post("issue_comment", comment("agent-a", body), hook="d-1")
     assert hub.inbox("d-1") == ("done", 1, None)
     assert hub.ticket(42).runner == "agent-a"
     with hub.app.state.work.units.engine.connect() as connection:
@@ -215,8 +215,8 @@ def test_nul_outside_the_commands_breaks_nothing_stored(hub: Hub) -> None:
 
 
 def test_tab_and_newline_are_not_control_characters_here(hub: Hub) -> None:
-    hub.post("issue_comment", comment("agent-a", "/claim"), delivery="d-1")
-    hub.post("issue_comment", comment("agent-a", "/deliver\tdone\nbranch:\ta-b", comment_id=2), delivery="d-2")
+    hub.post("issue_comment", comment("agent-a", "/claim"), hook="d-1")
+    hub.post("issue_comment", comment("agent-a", "/deliver\tdone\nbranch:\ta-b", comment_id=2), hook="d-2")
     assert hub.ticket(42).state is WorkState.DELIVERED
 
 
@@ -230,9 +230,9 @@ def test_tab_and_newline_are_not_control_characters_here(hub: Hub) -> None:
     ids=["pre", "pre-upper-with-attributes", "code", "code-mid-line", "html-comment"],
 )  # fmt: skip
 def test_commands_in_html_code_run_nothing(hub: Hub, body: str) -> None:
-    hub.post("issue_comment", comment("agent-a", body), delivery="d-1")
+    hub.post("issue_comment", comment("agent-a", body), hook="d-1")
     assert hub.inbox("d-1") == ("done", 1, None)
     assert hub.ticket(42) is None and operations(hub) == 0
-    hub.post("issue_comment", comment("agent-a", body + "\n/claim", comment_id=2), delivery="d-2")
+    hub.post("issue_comment", comment("agent-a", body + "\n/claim", comment_id=2), hook="d-2")
     assert hub.ticket(42).runner == "agent-a"  # after the block, a command runs
     assert operations(hub) == 1

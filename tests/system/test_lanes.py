@@ -187,7 +187,7 @@ def test_a_passing_failure_that_keeps_failing_ends_failed_with_its_reason(
 ) -> None:
     import baton.intake.routing
 
-    monkeypatch.setattr(baton.intake.routing, "MAX_DELIVERY_ATTEMPTS", 1)
+    monkeypatch.setattr(baton.intake.routing, "MAX_HOOK_ATTEMPTS", 1)
     owner, agent = stage.person("olivia", "admin"), stage.person("agent-a", "write")
     number = owner.open_issue(SHOP, "Down")
     stage.hub.rest.inject(Fault("GET", r"/collaborators/agent-a/permission$", status=503, times=5))

@@ -61,9 +61,9 @@ def _seed(engine: Engine, now: datetime) -> None:
             connection.execute(insert(t.board_sessions).values(
                 id=session.ljust(64, "0"), login="olivia", token="sealed", repositories=[],
                 checked_at=now, expires_at=now + timedelta(hours=hours)))  # fmt: skip
-        for delivery_id, days in ((1, 100), (2, 1)):
+        for attempt_id, days in ((1, 100), (2, 1)):
             connection.execute(insert(t.redeliveries).values(
-                delivery_id=delivery_id, guid=f"guid-{delivery_id}", event="issue_comment", status="asked",
+                delivery_id=attempt_id, guid=f"guid-{attempt_id}", event="issue_comment", status="asked",
                 asked_at=now - timedelta(days=days)))  # fmt: skip
 
 
@@ -171,7 +171,7 @@ def test_two_processes_pruning_at_once_prune_once(database_url: str) -> None:
             thread.join(60)
         done = [result for result in results if result is not None]
         assert len(done) == 1, results
-        assert (done[0].payloads, done[0].deliveries, done[0].keys, done[0].sessions) == (1, 2, 1, 1)
+        assert (done[0].payloads, done[0].hooks, done[0].keys, done[0].sessions) == (1, 2, 1, 1)
         assert _count(engine, t.webhook_deliveries) == 4
     finally:
         engine.dispose()
@@ -185,7 +185,7 @@ def test_one_process_prunes_a_day_whichever_asks(database_url: str) -> None:
         _seed(engine, datetime.now(UTC))
         one, other = (Pruning(Retention(engine, SYSTEM), Sweeps(engine, SYSTEM), Keep()) for _ in range(2))
         pruned = one.prune(since=timedelta(days=1))
-        assert pruned is not None and (pruned.payloads, pruned.deliveries, pruned.keys) == (1, 2, 1)
+        assert pruned is not None and (pruned.payloads, pruned.hooks, pruned.keys) == (1, 2, 1)
         assert other.prune(since=timedelta(days=1)) is None  # pruned less than a day ago, by the other process
         assert other.step() == 3600.0 and _count(engine, t.webhook_deliveries) == 4
     finally:

@@ -73,20 +73,20 @@ class Scene:
     def play(self) -> None:
         """The story of the example in docs/api.md: one delivery processed, one failed for good, one waiting."""
         self.clock.set(0)
-        assert self.hub.post("issue_comment", comment("agent-a", "/claim"), delivery=DONE_ID).status_code == 202
+        assert self.hub.post("issue_comment", comment("agent-a", "/claim"), hook=DONE_ID).status_code == 202
         assert self.hub.inbox(DONE_ID) == ("done", 1, None)
 
         self.clock.set(5)
         self.hub.directory.broken = True
         claim = comment("agent-b", "/claim", number=7, comment_id=2)
-        assert self.hub.post("issue_comment", claim, delivery=FAILED_ID).status_code == 202
+        assert self.hub.post("issue_comment", claim, hook=FAILED_ID).status_code == 202
         assert self.hub.inbox(FAILED_ID) == ("failed", 1, "KeyError: 'permission'")
 
         self.clock.set(7)
         self.hub.directory.broken = False
         self.hub.directory.down = True
         accept = comment("maria", "/accept", comment_id=3)
-        assert self.hub.post("issue_comment", accept, delivery=WAITING_ID).status_code == 202
+        assert self.hub.post("issue_comment", accept, hook=WAITING_ID).status_code == 202
         assert self.hub.inbox(WAITING_ID) == ("pending", 1, "DirectoryUnavailable: GitHub did not answer")
         self.hub.directory.down = False
 
@@ -175,7 +175,7 @@ def test_the_list_follows_the_inbox_as_a_redelivery_mends_a_failed_delivery(scen
     scene.play()
     claim = comment("agent-b", "/claim", number=7, comment_id=2)
     scene.clock.set(9)
-    assert scene.hub.post("issue_comment", claim, delivery=FAILED_ID).json()["received"] == "retry"
+    assert scene.hub.post("issue_comment", claim, hook=FAILED_ID).json()["received"] == "retry"
 
     assert scene.listed("?status=failed") == []
     (mended,) = [d for d in scene.listed() if d["id"] == FAILED_ID]
@@ -196,9 +196,9 @@ def test_the_payload_is_never_shown(scene: Scene) -> None:
     marker = "payload-only-marker-8d1f"
     payload = comment("agent-a", f"/claim\n{marker}")
     payload["sender"]["login"] = f"agent-a-{marker}"
-    scene.hub.post("issue_comment", payload, delivery="d-1")
+    scene.hub.post("issue_comment", payload, hook="d-1")
     scene.hub.directory.down = True
-    scene.hub.post("issue_comment", comment("agent-b", f"/claim {marker}", number=8, comment_id=9), delivery="d-2")
+    scene.hub.post("issue_comment", comment("agent-b", f"/claim {marker}", number=8, comment_id=9), hook="d-2")
 
     response = scene.api.get("/api/v1/deliveries")
     assert response.status_code == 200

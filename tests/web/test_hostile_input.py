@@ -176,14 +176,14 @@ ACCEPTED = [case for case in HOSTILE if case.ends is not None]
 def test_a_body_github_never_sends_that_could_not_be_stored_is_refused_and_nothing_is_stored(
     hub: Hub, case: Hostile
 ) -> None:
-    response = hub.post(case.event, case.body, delivery=DELIVERY)
+    response = hub.post(case.event, case.body, hook=DELIVERY)
     assert response.status_code == 400, response.text
     assert response.json()["detail"]
     assert hub.count(t.webhook_deliveries) == 0
     assert hub.count(t.tickets) == 0
 
     # and the next delivery is taken as ever
-    assert hub.post("issue_comment", _claim(), delivery="after").status_code == 202
+    assert hub.post("issue_comment", _claim(), hook="after").status_code == 202
     assert hub.inbox("after") == ("done", 1, None)
     assert hub.ticket(42).state is WorkState.CLAIMED
 
@@ -192,7 +192,7 @@ def test_a_body_github_never_sends_that_could_not_be_stored_is_refused_and_nothi
 def test_an_accepted_delivery_github_never_sends_is_processed_or_ignored_with_its_reason_never_failed(
     hub: Hub, case: Hostile
 ) -> None:
-    response = hub.post(case.event, case.body, delivery=DELIVERY)
+    response = hub.post(case.event, case.body, hook=DELIVERY)
     assert response.status_code == 202, response.text
     state, attempts, error = hub.inbox(DELIVERY)
     assert (state, attempts) == (case.ends, 1), error
@@ -203,8 +203,8 @@ def test_an_accepted_delivery_github_never_sends_is_processed_or_ignored_with_it
     assert _ticket_numbers(hub) == list(case.tickets)
 
     # nothing of it is left to fail later: a redelivery is a duplicate, and the next delivery is taken as ever
-    assert hub.post(case.event, case.body, delivery=DELIVERY).json()["received"] == "duplicate"
-    assert hub.post("issue_comment", _claim(comment_id=12), delivery="after").status_code == 202
+    assert hub.post(case.event, case.body, hook=DELIVERY).json()["received"] == "duplicate"
+    assert hub.post("issue_comment", _claim(comment_id=12), hook="after").status_code == 202
     assert hub.inbox("after") == ("done", 1, None)
     assert 42 in _ticket_numbers(hub) and min(_ticket_numbers(hub)) >= 1
 
@@ -228,7 +228,7 @@ HOSTILE_READS = [
 
 @pytest.mark.parametrize("path", HOSTILE_READS)
 def test_the_read_api_answers_impossible_numbers_and_nul_characters_with_its_usual_errors(hub: Hub, path: str) -> None:
-    hub.post("issue_comment", _claim(), delivery="d-1")  # a ticket to find: the database is in use
+    hub.post("issue_comment", _claim(), hook="d-1")  # a ticket to find: the database is in use
     response = hub.client.get(path, headers=AUTH)
     assert response.status_code == 422, response.text
     problems = response.json()["detail"]

@@ -120,7 +120,7 @@ def test_without_a_secret_webhooks_are_disabled_with_a_clear_answer(sqlite_url: 
     ids=["ping", "unknown-event", "unknown-action", "unhandled-action"],
 )  # fmt: skip
 def test_ping_unknown_events_and_actions_are_answered_and_ignored(hub: Hub, event: str, payload: Any) -> None:
-    response = hub.post(event, payload, delivery="d-1")
+    response = hub.post(event, payload, hook="d-1")
     assert response.status_code == 202
     assert response.json() == {"delivery": "d-1", "received": "new"}
     assert hub.inbox("d-1") == ("ignored", 1, None)
@@ -128,31 +128,31 @@ def test_ping_unknown_events_and_actions_are_answered_and_ignored(hub: Hub, even
 
 
 def test_a_claim_comment_is_applied_after_the_answer(hub: Hub) -> None:
-    assert hub.post("issue_comment", comment("agent-a", "I'll take it.\n/claim"), delivery="d-1").status_code == 202
+    assert hub.post("issue_comment", comment("agent-a", "I'll take it.\n/claim"), hook="d-1").status_code == 202
     assert hub.inbox("d-1") == ("done", 1, None)
     ticket = hub.ticket(42)
     assert (ticket.state, ticket.runner, ticket.revision, ticket.owner) == (WorkState.CLAIMED, "agent-a", 2, "olivia")
 
-    hub.post("issue_comment", comment("agent-b", "/claim", comment_id=2), delivery="d-2")
+    hub.post("issue_comment", comment("agent-b", "/claim", comment_id=2), hook="d-2")
     assert hub.ticket(42).runner == "agent-a"
     assert hub.count(t.events) == 2  # created, claimed
     assert hub.count(t.operations) == 2  # the claim and the refusal
 
 
 def test_several_commands_in_one_comment_run_in_order(hub: Hub) -> None:
-    hub.post("issue_comment", comment("agent-a", "/claim"), delivery="d-1")
+    hub.post("issue_comment", comment("agent-a", "/claim"), hook="d-1")
     body = "/deliver\nThe empty state is in.\nbranch: 42-empty-state\n\n/status"
-    hub.post("issue_comment", comment("agent-a", body, comment_id=2), delivery="d-2")
-    hub.post("issue_comment", comment("maria", "/accept looks right", comment_id=3), delivery="d-3")
+    hub.post("issue_comment", comment("agent-a", body, comment_id=2), hook="d-2")
+    hub.post("issue_comment", comment("maria", "/accept looks right", comment_id=3), hook="d-3")
     ticket = hub.ticket(42)
     assert (ticket.state, ticket.revision, ticket.deliveries) == (WorkState.ACCEPTED, 4, 1)
 
 
 def test_a_redelivery_changes_nothing(hub: Hub) -> None:
     payload = comment("agent-a", "/claim")
-    hub.post("issue_comment", payload, delivery="d-1")
+    hub.post("issue_comment", payload, hook="d-1")
     before = (hub.count(t.events), hub.count(t.operations), hub.ticket(42))
-    again = hub.post("issue_comment", payload, delivery="d-1")
+    again = hub.post("issue_comment", payload, hook="d-1")
     assert again.status_code == 202
     assert again.json() == {"delivery": "d-1", "received": "duplicate"}
     assert (hub.count(t.events), hub.count(t.operations), hub.ticket(42)) == before
@@ -162,14 +162,14 @@ def test_a_redelivery_changes_nothing(hub: Hub) -> None:
 def test_a_delivery_that_failed_for_a_passing_reason_is_processed_at_once_when_redelivered(hub: Hub) -> None:
     hub.directory.down = True
     payload = comment("agent-a", "/claim")
-    hub.post("issue_comment", payload, delivery="d-1")
+    hub.post("issue_comment", payload, hook="d-1")
     status, attempts, error = hub.inbox("d-1")
     assert (status, attempts) == ("pending", 1)  # to be tried again after a backoff
     assert error == "DirectoryUnavailable: GitHub did not answer"
     assert hub.ticket(42) is None
 
     hub.directory.down = False
-    response = hub.post("issue_comment", payload, delivery="d-1")
+    response = hub.post("issue_comment", payload, hook="d-1")
     assert response.json()["received"] == "retry"
     assert hub.inbox("d-1") == ("done", 2, None)
     assert hub.ticket(42).runner == "agent-a"
@@ -183,27 +183,27 @@ def test_an_issue_opened_with_claim_is_created_claimed_by_its_author(hub: Hub) -
         "installation": {"id": INSTALLATION},
         "sender": {"login": "agent-a", "type": "User"},
     }
-    hub.post("issues", payload, delivery="d-1")
+    hub.post("issues", payload, hook="d-1")
     ticket = hub.ticket(7)
     assert (ticket.state, ticket.runner, ticket.owner) == (WorkState.CLAIMED, "agent-a", "agent-a")
 
 
 def test_commands_in_quotes_and_code_do_nothing(hub: Hub) -> None:
-    hub.post("issue_comment", comment("agent-a", "> /claim\n```\n/claim\n```\nuse `/claim`"), delivery="d-1")
+    hub.post("issue_comment", comment("agent-a", "> /claim\n```\n/claim\n```\nuse `/claim`"), hook="d-1")
     assert hub.inbox("d-1")[0] == "done"
     assert hub.ticket(42) is None
     assert hub.directory.asked == []
 
 
 def test_batons_own_comments_are_ignored_but_other_bots_are_actors(hub: Hub) -> None:
-    hub.post("issue_comment", comment("baton[bot]", "/claim", via_app=APP_ID), delivery="d-1")
+    hub.post("issue_comment", comment("baton[bot]", "/claim", via_app=APP_ID), hook="d-1")
     assert hub.ticket(42) is None
-    hub.post("issue_comment", comment("helper[bot]", "/claim", comment_id=2, via_app=1234), delivery="d-2")
+    hub.post("issue_comment", comment("helper[bot]", "/claim", comment_id=2, via_app=1234), hook="d-2")
     assert hub.ticket(42).runner == "helper[bot]"
 
 
 def test_a_comment_on_a_pull_request_does_not_touch_the_issue_of_the_same_number(hub: Hub) -> None:
-    hub.post("issue_comment", comment("agent-a", "/claim", on_pr=True), delivery="d-1")
+    hub.post("issue_comment", comment("agent-a", "/claim", on_pr=True), hook="d-1")
     assert hub.inbox("d-1")[0] == "done"
     assert hub.ticket(42) is None
 
@@ -251,7 +251,7 @@ def test_a_delivery_whose_processing_died_is_processed_again_when_redelivered(hu
 
     payload = comment("agent-a", "/claim")
     hub.directory.down = True
-    hub.post("issue_comment", payload, delivery="d-1")
+    hub.post("issue_comment", payload, hook="d-1")
     with hub.app.state.work.units.engine.begin() as connection:  # as if the process died mid-way
         connection.execute(
             update(t.webhook_deliveries).values(
@@ -259,7 +259,7 @@ def test_a_delivery_whose_processing_died_is_processed_again_when_redelivered(hu
             )
         )
     hub.directory.down = False
-    assert hub.post("issue_comment", payload, delivery="d-1").json()["received"] == "retry"
+    assert hub.post("issue_comment", payload, hook="d-1").json()["received"] == "retry"
     assert hub.ticket(42).runner == "agent-a"
 
 
@@ -268,10 +268,10 @@ def test_a_delivery_being_processed_right_now_is_not_taken_twice(hub: Hub) -> No
 
     payload = comment("agent-a", "/claim")
     hub.directory.down = True
-    hub.post("issue_comment", payload, delivery="d-1")
+    hub.post("issue_comment", payload, hook="d-1")
     with hub.app.state.work.units.engine.begin() as connection:
         connection.execute(update(t.webhook_deliveries).values(status="processing", processed_at=datetime.now(UTC)))
-    assert hub.post("issue_comment", payload, delivery="d-1").json()["received"] == "duplicate"
+    assert hub.post("issue_comment", payload, hook="d-1").json()["received"] == "duplicate"
 
 
 def test_a_command_on_a_pull_request_acts_on_the_issue_it_links(hub: Hub) -> None:
@@ -317,10 +317,10 @@ def test_commands_on_a_pull_request_that_reach_no_ticket_are_answered_on_it(
     hub: Hub, body: str, pr_body: str, answer: str
 ) -> None:
     hub.post("issue_comment", comment("agent-a", "/claim"))
-    hub.post("issue_comment", pr_comment("maria", body, pr_body, comment_id=5), delivery="d-pr")
+    hub.post("issue_comment", pr_comment("maria", body, pr_body, comment_id=5), hook="d-pr")
     assert replies_on(hub, 57) == [("maria", answer)]
     assert hub.ticket(42).state is WorkState.CLAIMED
-    hub.post("issue_comment", pr_comment("maria", body, pr_body, comment_id=5), delivery="d-pr")  # redelivered
+    hub.post("issue_comment", pr_comment("maria", body, pr_body, comment_id=5), hook="d-pr")  # redelivered
     assert replies_on(hub, 57) == [("maria", answer)]
 
 

@@ -260,19 +260,19 @@ def _replay(args: argparse.Namespace) -> int:
     if parts is None:
         return 2
     try:
-        if not parts.inbox.replay(args.delivery):
-            print(f"baton: no delivery {args.delivery} to replay (unknown, being processed now, "
+        if not parts.inbox.replay(args.hook):
+            print(f"baton: no delivery {args.hook} to replay (unknown, being processed now, "
                   "or processed so long ago that its payload was pruned)", file=sys.stderr)  # fmt: skip
             return 2
-        process(parts.inbox, parts.intake, args.delivery)
-        found = parts.inbox.status(args.delivery)
+        process(parts.inbox, parts.intake, args.hook)
+        found = parts.inbox.status(args.hook)
     finally:
         parts.engine.dispose()
     status, _, reason = found or ("unknown", 0, None)
     if args.json:
-        _print_json({"delivery": args.delivery, "status": status, "reason": reason})
+        _print_json({"delivery": args.hook, "status": status, "reason": reason})
     else:
-        print(f"{args.delivery}: {status}" + (f" ({reason})" if reason else ""))
+        print(f"{args.hook}: {status}" + (f" ({reason})" if reason else ""))
     return 0 if status in ("done", "ignored") else 1
 
 
@@ -361,15 +361,15 @@ def _db_prune(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     if args.json:
-        print(json.dumps(vars(pruned)))
+        print(json.dumps(pruned.counts()))
         return 0
 
     def shown(age: timedelta) -> str:
         return shown_duration(int(age.total_seconds()))
 
     print(f"webhook deliveries: {pruned.payloads} payloads emptied (processed more than "
-          f"{shown(keep.payloads)} ago), {pruned.deliveries} removed (more than "
-          f"{shown(keep.deliveries)} ago)")  # fmt: skip
+          f"{shown(keep.payloads)} ago), {pruned.hooks} removed (more than "
+          f"{shown(keep.hooks)} ago)")  # fmt: skip
     print(f"redeliveries asked for: {pruned.redeliveries} removed")
     print(f"idempotency keys: {pruned.keys} removed (older than {shown(keep.keys)})")
     print(f"board sessions: {pruned.sessions} removed (expired)")
@@ -591,7 +591,7 @@ def build_parser() -> argparse.ArgumentParser:
     refused.set_defaults(run=_refused)
 
     replay = _operator(commands, "replay", "process one stored webhook delivery again, now", WORKER_READS)
-    replay.add_argument("delivery", help="its X-GitHub-Delivery id, as `baton deliveries` lists it")
+    replay.add_argument("hook", metavar="delivery", help="its X-GitHub-Delivery id, as `baton deliveries` lists it")
     replay.add_argument("--json", action="store_true", help="print the delivery's status as one JSON object")
     replay.set_defaults(run=_replay)
 

@@ -6,7 +6,7 @@ its work state when a person closes its issue, since only a reviewer's `/accept`
 what becomes of delivered work; the ticket is flagged instead (`flagged`, `issue_line`). An issue closed by a
 merged pull request is evidence only, and flags nothing.
 
-GitHub's deliveries can arrive out of order: each change carries the moment GitHub stamped it (`closed_at`
+GitHub's hooks can arrive out of order: each change carries the moment GitHub stamped it (`closed_at`
 for a close, `updated_at` for a reopening), and a change older than the one recorded is ignored (`newer`).
 """
 

@@ -242,13 +242,19 @@ def _missing(command: Command, what: str) -> Refused:
 # ---------------------------------------------------------------------------------------------- guards
 
 
-def _publish(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
+def _owner_or_maintainer(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Role | Refused:
+    """The role in which the task owner, else a maintainer, may `/publish` or `/withdraw`; refused to anyone else."""
     if actor.is_(ticket.owner):
-        role = Role.TASK_OWNER
-    elif is_maintainer(actor, situation.policy):
-        role = Role.REPOSITORY_MAINTAINER
-    else:
-        return _needs_owner(ticket, command, actor, situation.policy)
+        return Role.TASK_OWNER
+    if is_maintainer(actor, situation.policy):
+        return Role.REPOSITORY_MAINTAINER
+    return _not_maintainer(ticket, command, actor, situation.policy, owner=True)
+
+
+def _publish(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
+    role = _owner_or_maintainer(ticket, command, actor, situation)
+    if isinstance(role, Refused):
+        return role
     gaps = (ticket.brief or Brief()).missing(situation.policy.require_reviewer)
     if gaps:
         return Refused(
@@ -427,44 +433,24 @@ def _unverified(ticket: Ticket, situation: Situation) -> Refused | None:
     )
 
 
+def _for_a_reason(ticket: Ticket, command: Command, actor: Actor, role: Role, event: str, end: AttemptEnd) -> Decision:
+    """`/reopen` and `/withdraw`: each needs a reason, and ends the current attempt with it."""
+    if not command.text:
+        return _missing(command, "a reason")
+    return _apply(ticket, event, actor, role, ticket.attempt, reason=command.text, ended=_ended(ticket, end))
+
+
 def _reopen(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
     if not is_maintainer(actor, situation.policy):
         return _not_maintainer(ticket, command, actor, situation.policy)
-    if not command.text:
-        return _missing(command, "a reason")
-    return _apply(
-        ticket,
-        "reopened",
-        actor,
-        Role.REPOSITORY_MAINTAINER,
-        ticket.attempt,
-        reason=command.text,
-        ended=_ended(ticket, AttemptEnd.REOPENED),
-    )
-
-
-def _needs_owner(ticket: Ticket, command: Command, actor: Actor, policy: Policy) -> Refused:
-    return _not_maintainer(ticket, command, actor, policy, owner=True)
+    return _for_a_reason(ticket, command, actor, Role.REPOSITORY_MAINTAINER, "reopened", AttemptEnd.REOPENED)
 
 
 def _withdraw(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
-    if actor.is_(ticket.owner):
-        role = Role.TASK_OWNER
-    elif is_maintainer(actor, situation.policy):
-        role = Role.REPOSITORY_MAINTAINER
-    else:
-        return _needs_owner(ticket, command, actor, situation.policy)
-    if not command.text:
-        return _missing(command, "a reason")
-    return _apply(
-        ticket,
-        "withdrawn",
-        actor,
-        role,
-        ticket.attempt,
-        reason=command.text,
-        ended=_ended(ticket, AttemptEnd.WITHDRAWN),
-    )
+    role = _owner_or_maintainer(ticket, command, actor, situation)
+    if isinstance(role, Refused):
+        return role
+    return _for_a_reason(ticket, command, actor, role, "withdrawn", AttemptEnd.WITHDRAWN)
 
 
 def _note(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:

@@ -17,7 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 # A duration setting as `.github/baton.yml` writes durations (`baton.reading.config`): a whole number and a unit.
 _DURATION = re.compile(r"(\d+)\s*(s|m|h|d|w)")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-REDELIVERY_WINDOW = 3 * 86400.0  # seconds GitHub redelivers a delivery for
+REDELIVERY_WINDOW = 3 * 86400.0  # seconds GitHub redelivers a hook for
 
 
 class SettingsError(ValueError):
@@ -50,12 +50,12 @@ class Settings(BaseSettings):
     writes_per_minute: int = Field(80, ge=1)
     writes_per_hour: int = Field(500, ge=1)
     writers: int = Field(4, ge=1)  # threads writing to GitHub per process, each for one installation at a time
-    # Seconds between sweeps of GitHub's webhook delivery log for missed deliveries (`baton serve`); 0: off.
+    # Seconds between sweeps of GitHub's webhook delivery log for missed hooks (`baton serve`); 0: off.
     redeliver_every: float = Field(300.0, ge=0)
     # Seconds between sweeps of the App's installations and their repositories (`baton serve` and `baton worker`,
     # one process at a time; each also sweeps as it starts); 0: off.
     installations_every: float = Field(3600.0, ge=0)
-    spool_dir: str = "./baton-spool"  # deliveries received while the database is unreachable wait here
+    spool_dir: str = "./baton-spool"  # hooks received while the database is unreachable wait here
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)  # 0: any free port
     # Addresses whose X-Forwarded-Proto and X-Forwarded-For Baton believes (the reverse proxy's); `*`: any.
@@ -64,7 +64,7 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"  # json: one object per line, the fields as keys
     # `baton worker` serves /metrics on BATON_HOST:this port (unset: none; 0: any free port)
     metrics_port: int | None = Field(None, ge=0, le=65535)
-    # How long a processed webhook delivery keeps its payload, and its row (docs/operations.md, "Storage"): a
+    # How long a processed hook keeps its payload, and its row (docs/operations.md, "Storage"): a
     # duration (`14d`, `36h`, `2w`) or seconds. Rows are kept at least GitHub's three days of redeliveries.
     keep_payloads: float = Field(14 * 86400.0, ge=0)
     keep_deliveries: float = 90 * 86400.0  # at least REDELIVERY_WINDOW
@@ -72,7 +72,7 @@ class Settings(BaseSettings):
     @field_validator("keep_payloads", "keep_deliveries", mode="before")
     @classmethod
     def _duration(cls, value: object, info: ValidationInfo) -> object:
-        """`14d`, `36h`, `2w` as seconds; seconds as they are. A delivery's row is kept at least GitHub's window
+        """`14d`, `36h`, `2w` as seconds; seconds as they are. A hook's row is kept at least GitHub's window
         of redeliveries, or a redelivery of it would be decided again."""
         seconds = value
         if isinstance(value, str) and value.strip() and not value.strip().replace(".", "", 1).isdigit():

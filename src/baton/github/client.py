@@ -3,7 +3,7 @@
 Each `GitHubApp` has its own githubkit cache strategy (the default one is process-global and would
 share tokens between apps and tests) and keeps every client it builds in a variable, since githubkit's
 `.rest` holds only a weak reference to its client. Retries are off inside calls: the caller decides
-(the webhook inbox fails the delivery, the outbox reschedules a write) instead of sleeping in a request.
+(the webhook inbox fails the hook, the outbox reschedules a write) instead of sleeping in a request.
 """
 
 from __future__ import annotations

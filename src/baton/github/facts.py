@@ -1,7 +1,7 @@
 """Evidence facts from GitHub's payloads: webhooks, and the REST API's objects of the same shape.
 
 Read leniently, field by field: a payload that lacks what a fact needs gives no fact (never an error), and
-the rest of the delivery is still used. Only branches count (a tag is not work), and Baton's own check run
+the rest of the hook is still used. Only branches count (a tag is not work), and Baton's own check run
 never feeds the rail it reports on.
 """
 
@@ -32,8 +32,8 @@ NO_COMMIT = "0" * 40  # what a push names as the head of a deleted branch
 
 
 def repository_of(payload: Any) -> Repository | None:
-    """The repository a delivery is about, keyed as tickets are; None without an installation (a GitHub
-    App's deliveries always carry one)."""
+    """The repository a hook is about, keyed as tickets are; None without an installation (a GitHub
+    App's hooks always carry one)."""
     installation_id = number(payload, "installation", "id")
     repository_id = number(payload, "repository", "id")
     name = full_name(payload, "repository", "full_name")

@@ -43,8 +43,8 @@ def attempt(data: Any) -> Attempt | None:
     """An entry of the log as GitHub lists it; None when it lacks what the sweep needs."""
     if not isinstance(data, dict):
         return None
-    delivery_id, code, guid = data.get("id"), data.get("status_code"), text(data, "guid")
-    if not isinstance(delivery_id, int) or isinstance(delivery_id, bool) or not guid:
+    attempt_id, code, guid = data.get("id"), data.get("status_code"), text(data, "guid")
+    if not isinstance(attempt_id, int) or isinstance(attempt_id, bool) or not guid:
         return None
     try:
         delivered = datetime.fromisoformat(text(data, "delivered_at").replace("Z", "+00:00"))
@@ -52,7 +52,7 @@ def attempt(data: Any) -> Attempt | None:
         return None
     delivered = delivered if delivered.tzinfo else delivered.replace(tzinfo=UTC)
     status_code = code if isinstance(code, int) and not isinstance(code, bool) else 0
-    return Attempt(delivery_id, guid, delivered, status_code, text(data, "event"), data.get("redelivery") is True)
+    return Attempt(attempt_id, guid, delivered, status_code, text(data, "event"), data.get("redelivery") is True)
 
 
 def next_cursor(link: str | None) -> str | None:
@@ -76,6 +76,6 @@ class GitHubHookDeliveries:
         entries = [found for item in (data if isinstance(data, list) else []) if (found := attempt(item))]
         return entries, next_cursor(response.headers.get("link"))
 
-    def redeliver(self, delivery_id: int) -> None:
-        """Ask GitHub to deliver the log's entry `delivery_id` again (with its GUID). Raises `RequestError`."""
-        self.github.app.rest.apps.redeliver_webhook_delivery(delivery_id)
+    def redeliver(self, attempt_id: int) -> None:
+        """Ask GitHub to deliver the log's entry `attempt_id` again (with its GUID). Raises `RequestError`."""
+        self.github.app.rest.apps.redeliver_webhook_delivery(attempt_id)

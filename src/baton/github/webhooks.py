@@ -12,7 +12,7 @@ A value GitHub never sends, though, is not read as absent: `number`, `issue_numb
 `full_name`, `ref_name` and `commit_sha` raise `Unreadable` for an id outside 1 to 2^63-1 (what a signed
 64-bit column holds), an issue number outside 1 to 2^31-1, or a name or commit id longer than GitHub's or
 holding a control character. Such a value would otherwise reach the database and fail there, or make
-ticket #0. The webhook endpoint refuses a delivery whose installation id is unreadable; intake ignores,
+ticket #0. The webhook endpoint refuses a hook whose installation id is unreadable; intake ignores,
 with the reason, one with any other.
 """
 
@@ -89,7 +89,7 @@ LONGEST_SHA = 64
 
 
 class Unreadable(Exception):
-    """A payload carries a value GitHub never sends: a delivery with it can never be processed. Not a
+    """A payload carries a value GitHub never sends: a hook with it can never be processed. Not a
     ValueError, so that no lenient reader that drops what it cannot use (`facts._build`) drops it quietly."""
 
 

@@ -1,6 +1,6 @@
-"""From a stored webhook delivery to commands decided and evidence recorded.
+"""From a stored hook to commands decided and evidence recorded.
 
-`envelope.py` parses a delivery's payload once; `routing.py` sends each (event, action) to its handler and
+`envelope.py` parses a hook's payload once; `routing.py` sends each (event, action) to its handler and
 runs the decide lane's loop; the handlers are grouped by concern: `commands.py` (comments, bodies,
 reviews, `baton:` labels), `evidence.py` (branches, pull requests, checks, deployments, issues closed or
 reopened), `offering.py` (issues opened, labelled, closed, reopened, deleted or transferred, and the
@@ -10,12 +10,12 @@ share: the use cases, and who-is-who through the `Resolver` (`baton.service.reso
 
 from .context import Configs, Directory, DirectoryUnavailable, Intake, NoDirectory
 from .envelope import Envelope
-from .routing import COMMAND_READERS, HANDLERS, MAX_DELIVERY_ATTEMPTS, decide, passing, process, retry_after
+from .routing import COMMAND_READERS, HANDLERS, MAX_HOOK_ATTEMPTS, decide, passing, process, retry_after
 
 __all__ = [
     "COMMAND_READERS",
     "HANDLERS",
-    "MAX_DELIVERY_ATTEMPTS",
+    "MAX_HOOK_ATTEMPTS",
     "Configs",
     "Directory",
     "DirectoryUnavailable",

@@ -25,6 +25,6 @@ def issue_edited(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
         return ()
     author = login(envelope.payload, "issue", "user", "login")
     issue = Issue(key, envelope.repository, author, text(envelope.payload, "issue", "body"))
-    # a redelivery of this edit carries the same delivery id, and changes nothing twice
-    intake.work.brief_edited(issue, envelope.sender, f"{key.installation_id}:edit:{envelope.delivery.id}")
+    # a redelivery of this edit carries the same hook id, and changes nothing twice
+    intake.work.brief_edited(issue, envelope.sender, f"{key.installation_id}:edit:{envelope.hook.id}")
     return ()

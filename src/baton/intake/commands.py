@@ -1,8 +1,8 @@
-"""Deliveries that carry commands: comments, a new issue's body, a review's body, and the `baton:` labels.
+"""Hooks that carry commands: comments, a new issue's body, a review's body, and the `baton:` labels.
 
 A handler reads the command text (its first `MAX_COMMANDS` commands; the `Source` counts the ones ignored,
 for one note), works out who the actor is, and hands each command to the work service with an operation
-id derived from the comment, issue or review, so processing a delivery twice (a redelivery after a
+id derived from the comment, issue or review, so processing a hook twice (a redelivery after a
 failure) never applies anything twice. A comment on an issue and a new issue's body carry nothing but
 commands on that issue: they are read into requests (`comment_requests`, `body_requests`) and decided
 together with others on the same ticket. Commands on a pull request act on the issue its description
@@ -27,7 +27,7 @@ from .envelope import Envelope
 
 
 def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: Source) -> list[Request]:
-    """The commands in `body`, on the delivery's issue, each with its actor, settings and operation id; then
+    """The commands in `body`, on the hook's issue, each with its actor, settings and operation id; then
     its misspelt commands, which the work service answers together."""
     key = envelope.ticket(issue_number(envelope.payload, "issue", "number"))
     author = login(envelope.payload, "issue", "user", "login")
@@ -55,7 +55,7 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
             policy,
             source,
             assignee,
-            delivery=envelope.delivery.id,
+            hook=envelope.hook.id,
             notices=resolved.notices + told,
         )
         for index, command in enumerate(commands)
@@ -64,7 +64,7 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
 
 
 def _resolve(intake: Intake, envelope: Envelope, where: TicketKey, teams: frozenset[str]) -> Resolved:
-    """The sender, with their access to the delivery's repository and the repository's settings."""
+    """The sender, with their access to the hook's repository and the repository's settings."""
     assert envelope.installation_id is not None
     login = envelope.sender
     bot = envelope.sender_is_bot or login.lower().endswith("[bot]")
@@ -89,7 +89,7 @@ def _misspelt(
             envelope.operation(f"{what}:misspelt", index),
             policy,
             source,
-            delivery=envelope.delivery.id,
+            hook=envelope.hook.id,
             notices=notices,
         )
         for index, word in enumerate(typos)
@@ -177,7 +177,7 @@ def on_pull_request(
             policy, notices = intake.resolver.settings(answer_on.installation_id, repository, answer_on, login)
         assignee, told = _assignee(intake, envelope, command, policy, answer_on)
         issue = Issue(key, repository, "")
-        requests.append(Request(issue, command, actor, op, policy, source, assignee, delivery=envelope.delivery.id,
+        requests.append(Request(issue, command, actor, op, policy, source, assignee, hook=envelope.hook.id,
                                 notices=notices + told))  # fmt: skip
     # Misspelt commands are answered on a pull request that links a tracked issue (as on the first such issue),
     # else left alone.

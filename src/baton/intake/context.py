@@ -16,7 +16,7 @@ from baton.service.evidence import EvidenceService
 from baton.service.offering import Offering
 from baton.service.resolver import Configs, Directory, DirectoryUnavailable, NoDirectory, Notice, Resolver
 from baton.service.work import WorkService
-from baton.store.inbox import Inbox, WebhookDelivery
+from baton.store.inbox import Hook, Inbox
 from baton.store.installations import Installations
 
 from .envelope import Envelope
@@ -25,9 +25,9 @@ log = logging.getLogger("baton.intake")
 
 
 class Decisions(Protocol):
-    """What hears of each delivery decided, to time it from its acknowledgement (`baton.process.metrics.Metrics`)."""
+    """What hears of each hook decided, to time it from its acknowledgement (`baton.process.metrics.Metrics`)."""
 
-    def decided_deliveries(self, deliveries: Iterable[WebhookDelivery]) -> None: ...
+    def decided_hooks(self, hooks: Iterable[Hook]) -> None: ...
 
 
 class IssueSource(Protocol):
@@ -59,7 +59,7 @@ class Intake:
     offering: Offering | None = None
     issues: IssueSource | None = None  # None: repositories' existing issues are not offered on installation
     inbox: Inbox | None = None  # where an installation stores the backfill of its repositories
-    metrics: Decisions | None = None  # hears of each delivery decided (how long after its acknowledgement)
+    metrics: Decisions | None = None  # hears of each hook decided (how long after its acknowledgement)
     app_login: Callable[[], str] | None = None  # asks GitHub for the App's own login (`GitHubApp.login`)
     _own: str | None = field(default=None, init=False, repr=False)
     _own_asked: float = field(default=float("-inf"), init=False, repr=False)
@@ -85,7 +85,7 @@ class Intake:
         return self._own
 
     def by_baton(self, envelope: Envelope) -> bool:
-        """Whether the delivery reports something Baton itself did (its sender is Baton's own login)."""
+        """Whether the hook reports something Baton itself did (its sender is Baton's own login)."""
         own = self.own_login()
         return own is not None and envelope.sender.lower() == own.lower()
 

@@ -4,7 +4,7 @@ Baton keeps them (`baton.store.dependencies`), so that whether a task is ready i
 
 Links made before Baton saw an issue (before it was installed, or while it was down) are never told: every issue
 object GitHub sends counts the issue's links, and where those counts disagree with what Baton keeps, Baton lists
-the links (`WorkService.learn_links`): when it first tracks the issue, and at each `issues` delivery about it."""
+the links (`WorkService.learn_links`): when it first tracks the issue, and at each `issues` hook about it."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from .context import Intake
 from .envelope import Envelope
 
 # (event, action) -> (the kind, the blocked issue's field, the blocker's field, its repository's field, added)
-# Each link is told twice, once to each side's repository; Baton keeps it from the blocked side's delivery.
+# Each link is told twice, once to each side's repository; Baton keeps it from the blocked side's hook.
 LINKS = {
     ("issue_dependencies", "blocked_by_added"): (BLOCKED_BY, "blocked_issue", "blocking_issue", "blocking_issue_repo",
                                                   True),
@@ -31,7 +31,7 @@ LINKS = {
 
 def linked(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     """A dependency or a sub-issue added or removed, on the side of the issue it blocks."""
-    source, blocked_field, blocker_field, repository_field, added = LINKS[(envelope.delivery.event, envelope.action)]
+    source, blocked_field, blocker_field, repository_field, added = LINKS[(envelope.hook.event, envelope.action)]
     payload = envelope.payload
     key = envelope.ticket(issue_number(payload, blocked_field, "number"))
     blocker = issue_number(payload, blocker_field, "number")
@@ -53,7 +53,7 @@ def blocker_changed(intake: Intake, envelope: Envelope) -> None:
 
 
 def links_seen(intake: Intake, envelope: Envelope) -> None:
-    """An `issues` delivery about a tracked issue: its links are read again where GitHub's counts of them disagree
+    """An `issues` hook about a tracked issue: its links are read again where GitHub's counts of them disagree
     with Baton's (links changed while Baton heard nothing)."""
     if envelope.action in ("deleted", "transferred"):  # the issue is gone from here
         return

@@ -1,4 +1,4 @@
-"""A stored webhook delivery with its payload parsed once, and the fields every handler asks for."""
+"""A stored hook with its payload parsed once, and the fields every handler asks for."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from typing import Any
 from baton.domain import RepositoryKey, TicketKey
 from baton.domain.evidence import Repository
 from baton.github.webhooks import Unreadable, full_name, login, number, text
-from baton.store.inbox import WebhookDelivery
+from baton.store.inbox import Hook
 
 
 @dataclass(frozen=True)
 class Envelope:
-    """Where a delivery happened (installation, repository) and who caused it (the sender), read leniently:
+    """Where a hook happened (installation, repository) and who caused it (the sender), read leniently:
     a field GitHub left out is None or "", and each handler decides what it cannot do without."""
 
-    delivery: WebhookDelivery
+    hook: Hook
     payload: dict[str, Any]
     installation_id: int | None
     repository_id: int | None
@@ -26,17 +26,17 @@ class Envelope:
     sender_is_bot: bool
 
     @classmethod
-    def open(cls, delivery: WebhookDelivery) -> Envelope | None:
-        """The delivery's envelope; None when its payload is not a JSON object. `Unreadable` when the payload
+    def open(cls, hook: Hook) -> Envelope | None:
+        """The hook's envelope; None when its payload is not a JSON object. `Unreadable` when the payload
         is not JSON Baton reads, or its installation, repository or sender is none GitHub can send."""
         try:
-            payload = json.loads(delivery.payload)
+            payload = json.loads(hook.payload)
         except (ValueError, RecursionError) as error:  # stored before the webhook endpoint checked as it does now
             raise Unreadable(f"the payload is not JSON Baton reads: {type(error).__name__}") from None
         if not isinstance(payload, dict):
             return None
         return cls(
-            delivery,
+            hook,
             payload,
             number(payload, "installation", "id"),
             number(payload, "repository", "id"),
@@ -50,7 +50,7 @@ class Envelope:
         return text(self.payload, "action")
 
     def ticket(self, number: int | None) -> TicketKey | None:
-        """The key of issue `number` in this delivery's repository; None when any part is missing."""
+        """The key of issue `number` in this hook's repository; None when any part is missing."""
         if self.installation_id is None or self.repository_id is None or number is None:
             return None
         return TicketKey(self.installation_id, self.repository_id, number)

@@ -1,4 +1,4 @@
-"""Deliveries that carry evidence: branches, pull requests, reviews, checks, deployments, and an issue closed
+"""Hooks that carry evidence: branches, pull requests, reviews, checks, deployments, and an issue closed
 or reopened. A handler turns the payload into facts and hands them to the evidence service, which has no
 path to the work state. Facts are joins, so processing one twice changes nothing."""
 
@@ -20,9 +20,9 @@ ACTIVE_PULL_REQUEST = frozenset({"opened", "reopened", "synchronize", "ready_for
 
 
 def activity(envelope: Envelope) -> str | None:
-    """What runner activity a delivery is, on the tickets its facts reach: a push or a new branch (not a
+    """What runner activity a hook is, on the tickets its facts reach: a push or a new branch (not a
     deletion), or a pull request update; None for the other evidence (checks, reviews, deployments)."""
-    event = envelope.delivery.event
+    event = envelope.hook.event
     if event == "push" and dig(envelope.payload, "deleted") is not True:
         return "push"
     if event == "create":
@@ -34,17 +34,17 @@ def activity(envelope: Envelope) -> str | None:
 
 def evidence(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     """Facts for the evidence rail of every tracked ticket they reach; no command runs and no work state moves."""
-    payload, delivery = envelope.payload, envelope.delivery
+    payload, hook = envelope.payload, envelope.hook
     repository = envelope.place()
     if intake.evidence is None or repository is None or not intake.active(envelope):
         return ()
     if intake.app_id is not None and number(payload, "check_suite", "app", "id") == intake.app_id:
         return ()  # Baton's own suite is its own check run, which must not feed the rail it reports on
-    if delivery.event == "push" and touches_settings(payload) and envelope.installation_id is not None:
+    if hook.event == "push" and touches_settings(payload) and envelope.installation_id is not None:
         # a changed `.github/baton.yml` counts now
         intake.resolver.configs.forget(envelope.installation_id, repository.name)
-    sightings = observe(delivery.event, payload, repository, stamp(delivery.received_at))
-    intake.evidence.record(repository, sightings, delivery.id, activity(envelope))
+    sightings = observe(hook.event, payload, repository, stamp(hook.received_at))
+    intake.evidence.record(repository, sightings, hook.id, activity(envelope))
     return ()
 
 
@@ -64,7 +64,7 @@ def issue_state(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
         "at": text(payload, "issue", "closed_at" if action == "closed" else "updated_at") or None,
         "state_reason": text(payload, "issue", "state_reason") or None,
     }
-    intake.evidence.issue_changed(key, action, data, envelope.delivery.id)
+    intake.evidence.issue_changed(key, action, data, envelope.hook.id)
     return ()
 
 

@@ -1,4 +1,4 @@
-"""Deliveries about the App's installations: installed, suspended, unsuspended, deleted, and the
+"""Hooks about the App's installations: installed, suspended, unsuspended, deleted, and the
 repositories added to or removed from one. Commands in a suspended or deleted installation stop. The open
 issues of repositories an installation newly reaches are offered (`offering.backfills`)."""
 

@@ -1,4 +1,4 @@
-"""Deliveries that change what a repository offers (`baton.domain.offering`): an issue opened, labelled,
+"""Hooks that change what a repository offers (`baton.domain.offering`): an issue opened, labelled,
 unlabelled, closed, reopened, deleted or transferred, and the App installed on repositories that already
 hold open issues.
 
@@ -6,9 +6,9 @@ An issue closed is not work: its ticket is withdrawn while nobody works on it, f
 (`baton.domain.issue`); reopened, it is offered again.
 
 An installation (or repositories added to one) does not list the issues while GitHub waits for the answer,
-nor while the installation delivery is decided: it stores one backfill delivery per repository in the
-inbox (`baton_backfill`), keyed by the installation delivery's id, so a redelivery stores nothing new. The
-decide lane takes them like any other delivery, in whichever process is free, with the same leases and
+nor while the installation hook is decided: it stores one backfill hook per repository in the
+inbox (`baton_backfill`), keyed by the installation hook's id, so a redelivery stores nothing new. The
+decide lane takes them like any other hook, in whichever process is free, with the same leases and
 retries. Listing issues is a read; the tickets it creates are shown on GitHub by the writer, within the
 installation's write budget, like every other change.
 """
@@ -36,12 +36,12 @@ from .dependencies import blocker_changed
 from .envelope import Envelope
 from .evidence import issue_state
 
-BACKFILL = "baton_backfill"  # the event of the deliveries that offer a repository's existing issues
+BACKFILL = "baton_backfill"  # the event of the hooks that offer a repository's existing issues
 BATON = "baton"  # the actor of what Baton does by itself
 
 
 def _issue(envelope: Envelope, where: str = "issue") -> Issue | None:
-    """The delivery's issue as offering needs it; None when a part is missing."""
+    """The hook's issue as offering needs it; None when a part is missing."""
     key = envelope.ticket(issue_number(envelope.payload, where, "number"))
     if key is None or not envelope.repository:
         return None
@@ -52,7 +52,7 @@ def _issue(envelope: Envelope, where: str = "issue") -> Issue | None:
 
 
 def _operation(envelope: Envelope, part: str = "") -> str:
-    return f"{envelope.installation_id}:offering:{envelope.delivery.id}{part}"
+    return f"{envelope.installation_id}:offering:{envelope.hook.id}{part}"
 
 
 def _offering(intake: Intake) -> Offering:
@@ -120,17 +120,17 @@ def labels(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
 
 
 def _issue_state(intake: Intake, envelope: Envelope, issue: Issue) -> IssueState:
-    """The issue's state as the delivery tells it: when GitHub stamped the change (`closed_at`, or
-    `updated_at` for a reopening; the delivery's arrival when the payload has neither), who made it, GitHub's
+    """The issue's state as the hook tells it: when GitHub stamped the change (`closed_at`, or
+    `updated_at` for a reopening; the hook's arrival when the payload has neither), who made it, GitHub's
     `state_reason`, and whether a merged pull request on the ticket's rail closed it."""
     payload = envelope.payload
     closing = envelope.action == "closed"
-    at = text(payload, "issue", "closed_at" if closing else "updated_at") or stamp(envelope.delivery.received_at)
+    at = text(payload, "issue", "closed_at" if closing else "updated_at") or stamp(envelope.hook.received_at)
     reason = text(payload, "issue", "state_reason") or None
     merged = False
     if closing and reason in (None, "completed") and intake.evidence is not None:
         merged = closed_by_merge(intake.evidence.rail(issue.key), at)
-        # the merge may not have reached the rail yet (GitHub's deliveries arrive in any order): for a ticket
+        # the merge may not have reached the rail yet (GitHub's hooks arrive in any order): for a ticket
         # somebody works on, whose flag depends on it, GitHub's timeline says whether a commit closed it
         if not merged and intake.issues is not None and envelope.installation_id is not None:
             stored = intake.work.ticket(issue.key)
@@ -219,13 +219,13 @@ def transferred(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
 
 
 def backfills(intake: Intake, envelope: Envelope, repositories: list[tuple[int, str]]) -> None:
-    """Store one backfill delivery per repository newly reached by the installation (never twice for one
-    installation delivery)."""
+    """Store one backfill hook per repository newly reached by the installation (never twice for one
+    installation hook)."""
     if intake.inbox is None or envelope.installation_id is None or not repositories:
         return
     batch = [
         Incoming(
-            f"{envelope.delivery.id}:backfill:{repository_id}"[:100],
+            f"{envelope.hook.id}:backfill:{repository_id}"[:100],
             BACKFILL,
             "repository",
             envelope.installation_id,
@@ -240,7 +240,7 @@ def backfills(intake: Intake, envelope: Envelope, repositories: list[tuple[int, 
     intake.inbox.receive_all(batch)
 
 
-def backfill_delivery(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
+def backfill_hook(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     """A stored backfill: offer the repository's open issues."""
     if intake.issues is None or envelope.installation_id is None or envelope.repository_id is None:
         return ()
@@ -248,7 +248,7 @@ def backfill_delivery(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]
         return ()
     backfill(
         _offering(intake), intake.issues, intake.resolver.configs, envelope.installation_id, envelope.repository_id,
-        envelope.repository, envelope.delivery.id,
+        envelope.repository, envelope.hook.id,
     )  # fmt: skip
     return ()
 

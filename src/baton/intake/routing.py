@@ -1,5 +1,5 @@
-"""From stored webhook deliveries to decisions: which handler takes each (event, action), and the decide
-lane's loop over a batch of taken deliveries, with retries for passing failures."""
+"""From stored hooks to decisions: which handler takes each (event, action), and the decide
+lane's loop over a batch of taken hooks, with retries for passing failures."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from baton.github.facts import EVIDENCE_EVENTS
 from baton.github.refusals import rate_limit
 from baton.github.webhooks import Unreadable
 from baton.service.work import Outcome, Request
-from baton.store.inbox import Inbox, WebhookDelivery
+from baton.store.inbox import Hook, Inbox
 
 from .briefs import issue_edited
 from .commands import comment_created, comment_requests, review_commands
@@ -24,7 +24,7 @@ from .evidence import evidence
 from .installations import STATUS, installation, installation_repositories
 from .offering import (
     BACKFILL,
-    backfill_delivery,
+    backfill_hook,
     closed,
     deleted,
     labels,
@@ -63,13 +63,13 @@ HANDLERS: dict[tuple[str, str], Handler] = {
     ("issue_comment", "created"): comment_created,
     ("issues", "opened"): opened,
     ("issues", "edited"): issue_edited,
-    (BACKFILL, "repository"): backfill_delivery,
+    (BACKFILL, "repository"): backfill_hook,
     **dict.fromkeys(LINKS, linked),
     ("push", ""): pushed,  # evidence, and the labels' priorities again when the settings changed
 }
 
-# Deliveries that carry nothing but commands on one issue: read into requests, and decided with the others
-# on the same ticket (`decide`). A reader answers None for a delivery its handler must take after all (a
+# Hooks that carry nothing but commands on one issue: read into requests, and decided with the others
+# on the same ticket (`decide`). A reader answers None for a hook its handler must take after all (a
 # comment on a pull request acts on the issue the pull request links).
 COMMAND_READERS: dict[tuple[str, str], Reader] = {
     ("issue_comment", "created"): comment_requests,
@@ -77,81 +77,81 @@ COMMAND_READERS: dict[tuple[str, str], Reader] = {
 }
 
 
-def _route(delivery: WebhookDelivery) -> tuple[str, str]:
-    return delivery.event, delivery.action or ""
+def _route(hook: Hook) -> tuple[str, str]:
+    return hook.event, hook.action or ""
 
 
 def _warm(intake: Intake, envelopes: Sequence[Envelope]) -> None:
-    """Find out, all at once, who the authors of the commands among the deliveries are, where the
+    """Find out, all at once, who the authors of the commands among the hooks are, where the
     directory can (GitHub's answers arrive side by side instead of one after another)."""
     intake.resolver.warm({
         (envelope.installation_id, envelope.repository, envelope.sender)
         for envelope in envelopes
-        if _route(envelope.delivery) in COMMAND_READERS and "/" in envelope.delivery.payload
+        if _route(envelope.hook) in COMMAND_READERS and "/" in envelope.hook.payload
         and envelope.installation_id is not None and envelope.repository and envelope.sender
     })  # fmt: skip
 
 
-def process(inbox: Inbox, intake: Intake, delivery_id: str) -> None:
-    """Process one stored delivery (unless another process has taken it)."""
-    delivery = inbox.take(delivery_id)
-    if delivery is not None:
-        decide(inbox, intake, [delivery])
+def process(inbox: Inbox, intake: Intake, hook_id: str) -> None:
+    """Process one stored hook (unless another process has taken it)."""
+    hook = inbox.take(hook_id)
+    if hook is not None:
+        decide(inbox, intake, [hook])
 
 
-# A delivery that failed for a passing reason is tried again after 2, 4, 8 … seconds (at most five minutes
+# A hook that failed for a passing reason is tried again after 2, 4, 8 … seconds (at most five minutes
 # apart), this many times in all; then it ends `failed` with the reason, for `baton replay`.
-MAX_DELIVERY_ATTEMPTS = 8
+MAX_HOOK_ATTEMPTS = 8
 
 
 def passing(error: BaseException) -> bool:
     """GitHub or the database failing for a moment (5xx, a timeout, a rate limit, a lost connection), as
-    opposed to a delivery that can never be processed."""
+    opposed to a hook that can never be processed."""
     if isinstance(error, RequestFailed):  # a secondary rate limit is a 403
         return error.response.status_code >= 500 or rate_limit(error) is not None
     return isinstance(error, RequestError | DBAPIError | DirectoryUnavailable) and not isinstance(error, IntegrityError)
 
 
 def retry_after(attempts: int, error: BaseException | None = None) -> float:
-    """Seconds until a delivery that failed for a passing reason is tried again: as long as GitHub asks
+    """Seconds until a hook that failed for a passing reason is tried again: as long as GitHub asks
     when the failure is a rate limit, else 2, 4, 8 … by the attempts made (at most five minutes)."""
     asked = rate_limit(error) if error is not None else None
     return float(min(300, 2**attempts)) if asked is None else max(1.0, asked)
 
 
-def decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery]) -> None:
-    """Process taken deliveries, in order, each payload parsed once. Runs of deliveries that carry only
+def decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook]) -> None:
+    """Process taken hooks, in order, each payload parsed once. Runs of hooks that carry only
     commands are decided together: the commands on one ticket in one transaction
-    (`WorkService.apply_all`). A delivery that fails for a passing reason is put back to be tried again
-    later; one that keeps failing, or fails for any other reason, ends `failed` with the reason. A delivery
+    (`WorkService.apply_all`). A hook that fails for a passing reason is put back to be tried again
+    later; one that keeps failing, or fails for any other reason, ends `failed` with the reason. A hook
     no handler takes ends `ignored`, and so does one carrying a value GitHub never sends (`Unreadable`),
-    with that as its reason: no attempt could ever process it. The deliveries' leases are kept while this
+    with that as its reason: no attempt could ever process it. The hooks' leases are kept while this
     runs."""
-    with inbox.leased(deliveries):
-        _decide(inbox, intake, deliveries)
+    with inbox.leased(hooks):
+        _decide(inbox, intake, hooks)
 
 
 class Interrupted(Exception):
-    """A delivery whose processing was cut off again and again (its process died each time)."""
+    """A hook whose processing was cut off again and again (its process died each time)."""
 
 
-def _decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery]) -> None:
+def _decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook]) -> None:
     finished: list[tuple[str, str]] = []
-    decided: list[WebhookDelivery] = []  # finished without finish_all (ignored as unreadable)
-    waiting: list[tuple[WebhookDelivery, list[Request]]] = []
+    decided: list[Hook] = []  # finished without finish_all (ignored as unreadable)
+    waiting: list[tuple[Hook, list[Request]]] = []
 
-    def failed(delivery: WebhookDelivery, error: BaseException) -> None:
+    def failed(hook: Hook, error: BaseException) -> None:
         reason = f"{type(error).__name__}: {error}"[:2000]
         if isinstance(error, Unreadable):
-            log.info("delivery %s (%s) ignored: %s", delivery.id, delivery.event, reason)
-            inbox.finish(delivery.id, "ignored", reason)
-            decided.append(delivery)
+            log.info("delivery %s (%s) ignored: %s", hook.id, hook.event, reason)
+            inbox.finish(hook.id, "ignored", reason)
+            decided.append(hook)
             return
-        log.warning("delivery %s (%s) failed: %s", delivery.id, delivery.event, type(error).__name__)
-        if passing(error) and delivery.attempts < MAX_DELIVERY_ATTEMPTS:
-            inbox.retry(delivery.id, retry_after(delivery.attempts, error), reason)
+        log.warning("delivery %s (%s) failed: %s", hook.id, hook.event, type(error).__name__)
+        if passing(error) and hook.attempts < MAX_HOOK_ATTEMPTS:
+            inbox.retry(hook.id, retry_after(hook.attempts, error), reason)
         else:
-            inbox.finish(delivery.id, "failed", reason)
+            inbox.finish(hook.id, "failed", reason)
 
     def flush() -> None:
         if not waiting:
@@ -159,56 +159,56 @@ def _decide(inbox: Inbox, intake: Intake, deliveries: Sequence[WebhookDelivery])
         try:
             intake.work.apply_all([request for _, requests in waiting for request in requests])
         except Exception as error:  # every one is tried again: operation ids keep what was decided
-            for delivery, _ in waiting:
-                failed(delivery, error)
+            for hook, _ in waiting:
+                failed(hook, error)
         else:  # each outcome has its log line (`baton.decisions`)
-            finished.extend((delivery.id, "done") for delivery, _ in waiting)
+            finished.extend((hook.id, "done") for hook, _ in waiting)
         waiting.clear()
 
-    opened: list[tuple[WebhookDelivery, Envelope | BaseException | None]] = []
-    for delivery in deliveries:
-        if delivery.attempts > MAX_DELIVERY_ATTEMPTS:  # only interruptions take it this far: it may be the cause
-            opened.append((delivery, Interrupted(f"processing was cut off {delivery.attempts - 1} times")))
+    opened: list[tuple[Hook, Envelope | BaseException | None]] = []
+    for hook in hooks:
+        if hook.attempts > MAX_HOOK_ATTEMPTS:  # only interruptions take it this far: it may be the cause
+            opened.append((hook, Interrupted(f"processing was cut off {hook.attempts - 1} times")))
             continue
-        if _route(delivery) not in HANDLERS:
-            opened.append((delivery, None))
+        if _route(hook) not in HANDLERS:
+            opened.append((hook, None))
             continue
         try:
-            opened.append((delivery, Envelope.open(delivery)))
+            opened.append((hook, Envelope.open(hook)))
         except Exception as error:
-            opened.append((delivery, error))
-    if len(deliveries) > 1:
+            opened.append((hook, error))
+    if len(hooks) > 1:
         _warm(intake, [envelope for _, envelope in opened if isinstance(envelope, Envelope)])
 
-    for delivery, envelope in opened:
+    for hook, envelope in opened:
         if isinstance(envelope, BaseException):
-            failed(delivery, envelope)
+            failed(hook, envelope)
             continue
-        reader = COMMAND_READERS.get(_route(delivery))
+        reader = COMMAND_READERS.get(_route(hook))
         if reader is not None:
             try:
                 requests = reader(intake, envelope) if envelope is not None else []
             except Exception as error:
-                failed(delivery, error)
+                failed(hook, error)
                 continue
             if requests is not None:
-                waiting.append((delivery, requests))
+                waiting.append((hook, requests))
                 continue
         flush()
-        handler = HANDLERS.get(_route(delivery))
+        handler = HANDLERS.get(_route(hook))
         if handler is None or envelope is None:
-            finished.append((delivery.id, "ignored"))
+            finished.append((hook.id, "ignored"))
             continue
         try:
             handler(intake, envelope)
-            if delivery.event == "issues":
+            if hook.event == "issues":
                 links_seen(intake, envelope)
         except Exception as error:
-            failed(delivery, error)
+            failed(hook, error)
         else:
-            finished.append((delivery.id, "done"))
+            finished.append((hook.id, "done"))
     flush()
     inbox.finish_all(finished)
     if intake.metrics is not None:
-        done = {delivery_id for delivery_id, _ in finished}
-        intake.metrics.decided_deliveries([*decided, *(d for d in deliveries if d.id in done)])
+        done = {hook_id for hook_id, _ in finished}
+        intake.metrics.decided_hooks([*decided, *(d for d in hooks if d.id in done)])

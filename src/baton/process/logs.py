@@ -1,9 +1,9 @@
 """How `baton serve` and `baton worker` log: `BATON_LOG_LEVEL` for Baton's loggers (`baton.*`) and uvicorn's,
 `BATON_LOG_FORMAT` text (readable lines) or json (one object per line: time, level, logger, message, and the
-fields a line carries, such as a decision's delivery, repository, number, command, actor, outcome and
+fields a line carries, such as a decision's hook (`delivery`), repository, number, command, actor, outcome and
 revision). Other libraries log their warnings only: at INFO, httpx would log every GitHub call's URL.
 
-No line carries a secret: the lines Baton writes name deliveries, issues and logins, never a header, a key or
+No line carries a secret: the lines Baton writes name hooks, issues and logins, never a header, a key or
 a token.
 
 A record is handed, as it is, through a queue to one listener thread, which formats and writes it: the thread that

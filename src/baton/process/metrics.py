@@ -1,10 +1,10 @@
 """Baton's metrics, in Prometheus's text format: `GET /metrics` on `baton serve`, and on `baton worker` at
 `BATON_METRICS_PORT` (docs/operations.md lists them).
 
-Each process counts what it does itself (deliveries acknowledged, commands decided, GitHub calls) in a
+Each process counts what it does itself (hooks acknowledged, commands decided, GitHub calls) in a
 registry of its own, built by `Metrics()` in `baton.process.wiring.assemble`: nothing is kept at module level, so the
 many apps of a test process never share a count. Counting is an increment in memory; the figures that
-describe the database (the outbox, deliveries waiting, stale claims) are read from it only when scraped
+describe the database (the outbox, hooks waiting, stale claims) are read from it only when scraped
 (`baton.store.gauges`), so every process shows the same, and the paths that acknowledge and decide make no
 query for them. Labels name events, commands, routes and installation ids, never a repository or a person.
 """
@@ -31,7 +31,7 @@ from baton.store.engine import describe
 
 if TYPE_CHECKING:
     from baton.service.work import Outcome, Request
-    from baton.store.inbox import WebhookDelivery
+    from baton.store.inbox import Hook
 
 log = logging.getLogger("baton.metrics")
 
@@ -43,11 +43,11 @@ DECISION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.
 class Metrics:
     def __init__(self, clock: Clock, engine: Engine | None = None) -> None:
         """With an `engine`, the registry also reports what that database holds, read at each scrape. `clock`:
-        the time a delivery's wait for its decision and the database's ages are measured at."""
+        the time a hook's wait for its decision and the database's ages are measured at."""
         self.clock = clock
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.deliveries = Counter(
+        self.hooks = Counter(
             "baton_webhook_deliveries", "Webhook deliveries received, by event and what became of them "
             "(stored, retried, duplicate, spooled, bad_signature, bad_body, too_large, disabled, error).",
             ["event", "outcome"], registry=r,
@@ -74,7 +74,7 @@ class Metrics:
             ["installation"], registry=r,
         )  # fmt: skip
         # Children by label values, looked up without the metric's lock (a dict read); `labels()` only the first time.
-        self._delivery_children: dict[tuple[str, str], Counter] = {}
+        self._hook_children: dict[tuple[str, str], Counter] = {}
         self._decision_children: dict[tuple[str, str, str], Counter] = {}
         self._limits: dict[str, tuple[int, int]] = {}
         self._limits_lock = threading.Lock()
@@ -92,22 +92,22 @@ class Metrics:
 
     # -- the webhook endpoint --------------------------------------------------------------------------
 
-    def delivery(self, event: str, outcome: str, seconds: float | None = None) -> None:
-        """A delivery answered; `seconds` from its arrival to a 202 answer."""
+    def hook(self, event: str, outcome: str, seconds: float | None = None) -> None:
+        """A hook answered; `seconds` from its arrival to a 202 answer."""
         key = (event, outcome)
-        child = self._delivery_children.get(key)
+        child = self._hook_children.get(key)
         if child is None:
-            child = self._delivery_children[key] = self.deliveries.labels(event, outcome)
+            child = self._hook_children[key] = self.hooks.labels(event, outcome)
         child.inc()
         if seconds is not None:
             self.ack_seconds.observe(seconds)
 
     # -- deciding --------------------------------------------------------------------------------------
 
-    def decided_deliveries(self, deliveries: Iterable[WebhookDelivery], now: datetime | None = None) -> None:
+    def decided_hooks(self, hooks: Iterable[Hook], now: datetime | None = None) -> None:
         now = now or self.clock.now()
-        for delivery in deliveries:
-            self.decision_seconds.observe(max(0.0, (now - delivery.received_at).total_seconds()))
+        for hook in hooks:
+            self.decision_seconds.observe(max(0.0, (now - hook.received_at).total_seconds()))
 
     def decided(self, requests: Sequence[Request], outcomes: Sequence[Outcome]) -> None:
         for request, outcome in zip(requests, outcomes, strict=True):
@@ -136,6 +136,11 @@ class Metrics:
                 self.rate_limit.labels(account).set(remaining)
 
 
+def _by_installation(name: str, documentation: str) -> GaugeMetricFamily:
+    """A gauge of the database's figures with one value per installation (label `installation`)."""
+    return GaugeMetricFamily(name, documentation, labels=["installation"])
+
+
 class DatabaseGauges(Collector):
     """The database's figures, read at each scrape (`baton.store.gauges`). While the database cannot be read,
     `baton_database_up` is 0 and the others are left out (the scrape itself still answers)."""
@@ -158,27 +163,17 @@ class DatabaseGauges(Collector):
             return
         up.add_metric([], 1)
         yield up
-        issues = GaugeMetricFamily(
-            "baton_outbox_issues", "Issues whose labels, assignee, status comment or answers are still to be shown "
-            "on GitHub, by installation.", labels=["installation"],
-        )  # fmt: skip
-        oldest = GaugeMetricFamily(
-            "baton_outbox_oldest_due_seconds", "How long the most overdue of those issues has been due "
-            "(0: none is due yet), by installation.", labels=["installation"],
-        )  # fmt: skip
-        parked = GaugeMetricFamily(
-            "baton_outbox_parked_issues", "Issues GitHub refused to show, waiting for their next change "
-            "(`baton refused`), by installation.", labels=["installation"],
-        )  # fmt: skip
-        to_offer = GaugeMetricFamily(
-            "baton_issues_to_offer", "Issues offered (by offering or a backfill) whose label GitHub does not show "
-            "yet: they are written within offering's share of the write budget, by installation.",
-            labels=["installation"],
-        )  # fmt: skip
-        stale = GaugeMetricFamily(
-            "baton_stale_claims", "Claimed tickets flagged stale (quiet past their repository's quiet period), "
-            "by installation.", labels=["installation"],
-        )  # fmt: skip
+        issues = _by_installation("baton_outbox_issues", "Issues whose labels, assignee, status comment or answers "
+                                  "are still to be shown on GitHub, by installation.")  # fmt: skip
+        oldest = _by_installation("baton_outbox_oldest_due_seconds", "How long the most overdue of those issues "
+                                  "has been due (0: none is due yet), by installation.")  # fmt: skip
+        parked = _by_installation("baton_outbox_parked_issues", "Issues GitHub refused to show, waiting for their "
+                                  "next change (`baton refused`), by installation.")  # fmt: skip
+        to_offer = _by_installation("baton_issues_to_offer", "Issues offered (by offering or a backfill) whose label "
+                                    "GitHub does not show yet: they are written within offering's share of the "
+                                    "write budget, by installation.")  # fmt: skip
+        stale = _by_installation("baton_stale_claims", "Claimed tickets flagged stale (quiet past their "
+                                 "repository's quiet period), by installation.")  # fmt: skip
         for installation_id in sorted({*readings.outbox, *readings.stale}):
             backlog, label = readings.outbox.get(installation_id, gauges.Backlog()), [str(installation_id)]
             issues.add_metric(label, backlog.issues)
@@ -201,10 +196,9 @@ class DatabaseGauges(Collector):
         )  # fmt: skip
         for table, count in readings.rows.items():
             rows.add_metric([table], count)
-        answers = GaugeMetricFamily(
-            "baton_answers_oldest_waiting_seconds", "How long the oldest 👍 or reply not yet on GitHub has waited "
-            "(while GitHub fails, it is tried for a day), by installation; 0: none waits.", labels=["installation"],
-        )  # fmt: skip
+        answers = _by_installation("baton_answers_oldest_waiting_seconds", "How long the oldest 👍 or reply not "
+                                   "yet on GitHub has waited (while GitHub fails, it is tried for a day), by "
+                                   "installation; 0: none waits.")  # fmt: skip
         for installation_id in sorted({*readings.outbox, *readings.answers_waiting}):
             answers.add_metric([str(installation_id)], readings.answers_waiting.get(installation_id, 0.0))
         yield from (issues, oldest, parked, to_offer, stale, waiting, waited, rows, answers)

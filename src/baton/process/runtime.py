@@ -1,7 +1,7 @@
-"""The lanes, in `baton serve` and in `baton worker`: deciding stored deliveries, and writing to GitHub,
+"""The lanes, in `baton serve` and in `baton worker`: deciding stored hooks, and writing to GitHub,
 side by side, so a decision never waits for a GitHub write, a verification read or the write budget.
 
-- The decide lane takes the pending deliveries in batches, oldest first, and decides them (the commands on
+- The decide lane takes the pending hooks in batches, oldest first, and decides them (the commands on
   one ticket in one transaction); then it wakes the writers.
 - The write lane is a few threads; each holds one installation at a time (`baton.process.writer`), so one
   installation's backlog, slowness or rate limit holds one thread while the others serve the rest. While
@@ -29,7 +29,7 @@ from baton.store.engine import describe, unreachable
 
 log = logging.getLogger("baton.runtime")
 
-BATCH = 200  # deliveries decided per round of the decide lane
+BATCH = 200  # hooks decided per round of the decide lane
 # Seconds an idle write lane but the first waits before it looks on its own. The first looks every
 # `write_poll`, and wakes the next when more installations are due than it can take at once.
 RESTING_WRITER = 5.0
@@ -97,7 +97,7 @@ class Lane:
                     log.exception("%s: a round failed", self._thread.name)
                 wait = BACKOFF[min(failures, len(BACKOFF) - 1)]
                 failures += 1
-                # A wake (a stored delivery) does not cut a backoff short: wait it out.
+                # A wake (a stored hook) does not cut a backoff short: wait it out.
                 self._stop.wait(wait)
                 continue
             failures = 0
@@ -136,7 +136,7 @@ class Runtime:
         self.sweeper = Lane("baton-sweep", parts.sweep.step, self.outage) if sweep else None
         # What is kept only for a while, pruned once a day by one process (`baton.service.retention`).
         self.pruner = Lane("baton-prune", parts.pruning.step, self.outage) if sweep and parts.pruning else None
-        # On PostgreSQL, deliveries another process stores wake the decide lane at once.
+        # On PostgreSQL, hooks another process stores wake the decide lane at once.
         self._listener = threading.Thread(
             target=parts.inbox.listen, args=(self.decider.wake, self._stopping), name="baton-listen", daemon=True
         )
@@ -150,7 +150,7 @@ class Runtime:
         self._listener.start()
 
     def wake(self) -> None:
-        """A delivery was stored."""
+        """A hook was stored."""
         self.decider.wake()
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -165,15 +165,15 @@ class Runtime:
             lane.join(max(0.0, deadline - time.monotonic()))
 
     def _decide(self) -> float:
-        # Baton's own login, before the first delivery that may be its own label write coming back
+        # Baton's own login, before the first hook that may be its own label write coming back
         self.parts.intake.own_login()
         inbox = self.parts.inbox
         if self.before_batch is not None:
             self.before_batch()
-        deliveries = inbox.take_pending(BATCH)
-        if not deliveries:
+        hooks = inbox.take_pending(BATCH)
+        if not hooks:
             return self.poll
-        decide(inbox, self.parts.intake, deliveries)
+        decide(inbox, self.parts.intake, hooks)
         if self.writers:  # one writer is enough to look; it wakes the next when there is more to do
             self._next_writer = (self._next_writer + 1) % len(self.writers)
             self.writers[self._next_writer].wake()

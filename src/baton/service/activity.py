@@ -15,10 +15,10 @@ Nothing here imports the work rail: the evidence service records pushes with it.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import Protocol, Unpack
 
 from baton.domain.model import TicketKey
-from baton.store.activity import ActivityTx, Touched
+from baton.store.activity import ActivityTx, Touched, Touching
 from baton.store.outbox.marking import OutboxTx
 
 
@@ -32,16 +32,7 @@ class ActivityUnit(Protocol):
     def outbox(self) -> OutboxTx: ...
 
 
-def record_activity(
-    uow: ActivityUnit,
-    key: TicketKey,
-    source: str,
-    *,
-    by: str | None = None,
-    runner_only: bool = False,
-    quietly: bool = False,
-    known: tuple[int, str] | None = None,
-) -> Touched | None:
+def record_activity(uow: ActivityUnit, key: TicketKey, source: str, **how: Unpack[Touching]) -> Touched | None:
     """Record activity on the ticket now, inside the caller's unit of work.
 
     `source` says what it was (`comment`, `push`, `pull_request`, `/claim`, …) and `by` who, when known; with
@@ -49,7 +40,7 @@ def record_activity(
     `quietly`: a stale flag that ends leaves no event (a transition that ends the attempt says enough).
     `known`: the ticket's id and repository, when the caller has them. None when nothing was recorded (the
     issue is not tracked, or `by` is not its runner)."""
-    touched = uow.activity.touch(key, source, by=by, runner_only=runner_only, quietly=quietly, known=known)
+    touched = uow.activity.touch(key, source, **how)
     if touched is not None and touched.resumed:
         uow.outbox.due(key, touched.repository)
     return touched

@@ -4,7 +4,7 @@ An offered issue without a ticket gets an `open` one (a `draft` when the brief i
 GitHub with its label through the outbox, in its lowest tier (offering's share of the write budget; the
 status comment follows the first command); an issue that stops being offered has
 its open ticket withdrawn, with an event that says why and who did it. Each change carries an operation id
-from the delivery (or backfill) that caused it, so doing it twice changes nothing (what changes nothing is
+from the hook (or backfill) that caused it, so doing it twice changes nothing (what changes nothing is
 not recorded at all), and creating a ticket races safely with a command creating it: the first insert
 wins and the other reads what won.
 """
@@ -102,7 +102,7 @@ class Offering:
 
     def issue_changed(self, issue: Issue, state: IssueState, operation_id: str, *, offered: bool = True) -> str:
         """The issue was closed or reopened on GitHub (`baton.domain.issue`), in one unit of work: the state is
-        recorded unless a later change was recorded already (deliveries arrive out of order); a close
+        recorded unless a later change was recorded already (hooks arrive out of order); a close
         withdraws a `draft` or `open` ticket, and flags one somebody works on (a reply tells the runner, once);
         a reopening puts back a ticket a close (or offering) withdrew, when the repository `offered` it. An
         untracked issue is left to the caller."""

@@ -1,11 +1,11 @@
-"""Missed deliveries come back: GitHub never sends a failed webhook again by itself, so a lane of `baton
+"""Missed hooks come back: GitHub never sends a failed webhook again by itself, so a lane of `baton
 serve` reads the App's delivery log as it starts and every `BATON_REDELIVER_EVERY` seconds, and asks GitHub to
 redeliver what Baton missed.
 
 A sweep reads the log, newest first, back to `WINDOW` (GitHub redelivers only that far back), and asks, oldest
 first, for each event (GUID) that
 
-- Baton never stored (the webhook inbox has no delivery with that GUID),
+- Baton never stored (the webhook inbox has no hook with that GUID),
 - GitHub never delivered (no attempt of the event was answered 2xx), and
 - has a newest attempt that failed (not 2xx, or 0: no answer at all) and was never asked for,
 
@@ -31,7 +31,7 @@ from baton.store.redeliveries import Redeliveries
 log = logging.getLogger("baton.redelivery")
 
 EVERY = 300.0  # seconds between sweeps (`BATON_REDELIVER_EVERY`; 0 turns the sweep off)
-WINDOW = timedelta(hours=72)  # how far back GitHub keeps deliveries it will redeliver
+WINDOW = timedelta(hours=72)  # how far back GitHub keeps hooks it will redeliver
 MAX_ASKS = 3  # redeliveries asked for one event, ever
 MAX_PAGES = 1000  # a bound on one sweep's reading, whatever cursors GitHub hands out
 # The lane starts before the server listens; what GitHub redelivers at once must not find it deaf.
@@ -41,7 +41,7 @@ START = 2.0
 class HookDeliveries(Protocol):
     def page(self, cursor: str | None) -> tuple[list[Attempt], str | None]: ...
 
-    def redeliver(self, delivery_id: int) -> None: ...
+    def redeliver(self, attempt_id: int) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ class Configs(Protocol):
 
 
 class DirectoryUnavailable(RuntimeError):
-    """Permissions cannot be read; the delivery fails and a redelivery can process it later."""
+    """Permissions cannot be read; the hook fails and a redelivery can process it later."""
 
 
 class NoDirectory:

@@ -47,7 +47,7 @@ class Pruning:
         if pruned.total():
             log.info(
                 "pruned %d payloads and %d rows of webhook deliveries, %d redeliveries, %d idempotency keys, "
-                "%d board sessions", pruned.payloads, pruned.deliveries, pruned.redeliveries, pruned.keys,
-                pruned.sessions, extra=vars(pruned),
+                "%d board sessions", pruned.payloads, pruned.hooks, pruned.redeliveries, pruned.keys,
+                pruned.sessions, extra=pruned.counts(),
             )  # fmt: skip
         return pruned

@@ -130,7 +130,7 @@ class Request:
     assignee: Actor | None = None  # for /assign @user: that user, with their access, as the guard needs
     via: str | None = None  # "api": the agent API, recorded on the event as its `source` (None: a comment)
     run: Run | None = None  # the GitHub Actions run that called, recorded on the event (`Run.recorded`)
-    delivery: str | None = None  # the webhook delivery it came in, for the decision's log line
+    hook: str | None = None  # the hook it came in, for the decision's log line
     notices: tuple[Notice, ...] = ()  # what resolving its caller met (`Resolver`), told in its unit of work
     # False: the operation id is made for this request and never comes again (an agent API call without an
     # Idempotency-Key), so no retry looks for its result, and none is kept.
@@ -584,13 +584,13 @@ class WorkService:
         """The issue's labels changed on GitHub: the ticket keeps them, for claim-next's `labels`, and with `policy`
         the priority they give under its `priority_labels`, kept beside the brief's (no event: a label is not
         work). `change`: the one label added (True) or removed (False): only it is changed where the labels are
-        known already, since GitHub's deliveries about two labels may be decided in either order, each listing
+        known already, since GitHub's hooks about two labels may be decided in either order, each listing
         the labels of its own moment; the priority is then the one the labels kept give."""
         name = ready.label_name(change[0]) if change is not None else None
         with self.units.begin() as uow:
             uow.work.relabel(key, ready.labels_text(labels), only_unknown=name is not None)
             kept = uow.work.relabel_one(key, name, change[1]) if change is not None and name is not None else None
-            if policy is not None:  # the priority the labels kept give, whichever delivery came first
+            if policy is not None:  # the priority the labels kept give, whichever hook came first
                 uow.work.label_priority(key, policy.label_priority(labels if kept is None else kept))
 
     def brief_edited(self, issue: Issue, editor: str, operation_id: str) -> bool:
@@ -659,7 +659,7 @@ class WorkService:
         """GitHub told of a dependency of the issue at `key` on `blocker` (`owner/repo#N`): added, with the
         blocker's state (`is_open`), or removed (None). The ticket shows what it waits for (`readiness.moved`)."""
 
-        def attempt(uow: UnitOfWork) -> None:  # made again when a concurrent delivery of the same link wins
+        def attempt(uow: UnitOfWork) -> None:  # made again when a concurrent hook of the same link wins
             before = readiness.waiting(uow, [key])
             if is_open is None:
                 dependencies.unlink(uow.connection, key, source, blocker)
@@ -865,16 +865,16 @@ def _count(held: dict[tuple[RepositoryKey, str], int], place: RepositoryKey, bef
 
 
 def _log_decision(request: Request, outcome: Outcome) -> None:
-    """One line per command decided: which delivery (or the agent API) brought it, on which issue, by whom,
+    """One line per command decided: which hook (or the agent API) brought it, on which issue, by whom,
     what became of it, and the ticket's revision after it."""
     repository, number = request.issue.repository, request.issue.key.number
     result = "duplicate" if outcome.duplicate else outcome.kind
     detail = outcome.event or outcome.code
-    where = f"delivery {request.delivery}" if request.delivery else (request.via or "a call")
+    where = f"delivery {request.hook}" if request.hook else (request.via or "a call")
     log.info(
         "decided /%s by %s on %s#%d: %s%s, revision %d (%s)", outcome.command, request.actor.login, repository, number,
         result, f" ({detail})" if detail else "", outcome.revision, where,
-        extra={"delivery": request.delivery, "repository": repository, "number": number, "command": outcome.command,
+        extra={"delivery": request.hook, "repository": repository, "number": number, "command": outcome.command,
                "actor": request.actor.login, "outcome": result, "code": outcome.code, "event": outcome.event,
                "revision": outcome.revision, "source": request.via or "webhook"},
     )  # fmt: skip

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import Connection
 
@@ -21,6 +21,16 @@ from baton.domain.model import APP_ACTOR, Event, Role, TicketKey
 from baton.environment.clock import Clock
 
 from .statements import RawTx, Statements
+
+
+class Touching(TypedDict, total=False):
+    """How `touch` takes an activity, for those who pass it on (`baton.service.activity.record_activity`)."""
+
+    by: str | None
+    runner_only: bool
+    quietly: bool
+    known: tuple[int, str] | None
+
 
 _STATEMENTS = Statements({
     "ticket": """
@@ -196,4 +206,4 @@ def _key(key: TicketKey) -> dict[str, int]:
     return {"installation_id": key.installation_id, "repository_id": key.repository_id, "number": key.number}
 
 
-__all__ = ["ActivityTx", "QuietClaim", "Touched", "when"]
+__all__ = ["ActivityTx", "QuietClaim", "Touched", "Touching", "when"]

@@ -41,7 +41,7 @@ def link(connection: Connection, key: TicketKey, source: str, blocker: str, is_o
             installation_id=key.installation_id, repository_id=key.repository_id, number=key.number, source=source,
             blocker=blocker, open=is_open, seen_at=now,
         ))  # fmt: skip
-    except IntegrityError as error:  # the same link's other delivery wrote it first: the unit is made again
+    except IntegrityError as error:  # the same link's other hook wrote it first: the unit is made again
         raise Conflict(str(error)) from error
 
 

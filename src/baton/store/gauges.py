@@ -1,6 +1,6 @@
 """What the database holds right now, for `/metrics`: read at each scrape, so the figures are those of every
 process sharing the database. Three small aggregate queries, each over an index or a small table: the outbox
-(a row per issue still to be shown), the deliveries waiting to be decided, and the claims flagged stale."""
+(a row per issue still to be shown), the hooks waiting to be decided, and the claims flagged stale."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class Backlog:
 @dataclass(frozen=True)
 class Readings:
     outbox: dict[int, Backlog] = field(default_factory=dict)  # by installation, every one Baton knows
-    waiting: int = 0  # deliveries pending or being decided
+    waiting: int = 0  # hooks pending or being decided
     oldest_waiting_seconds: float = 0.0
     stale: dict[int, int] = field(default_factory=dict)  # claims flagged stale, by installation
     rows: dict[str, int] = field(default_factory=dict)  # rows stored, by table (PostgreSQL: its planner's estimate)

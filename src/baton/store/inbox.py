@@ -1,12 +1,12 @@
-"""The webhook inbox: deliveries kept by `X-GitHub-WebhookDelivery`, each processed once unless it failed.
+"""The webhook inbox: hooks kept by `X-GitHub-Delivery`, each processed once unless it failed.
 
-A delivery is `pending` (waiting, or waiting until `next_attempt_at` after a passing failure),
-`processing`, then `done`, `ignored` or `failed`. Deciding takes many pending deliveries at once
+A hook is `pending` (waiting, or waiting until `next_attempt_at` after a passing failure),
+`processing`, then `done`, `ignored` or `failed`. Deciding takes many pending hooks at once
 (`take_pending`), oldest first; on PostgreSQL other processes skip the rows being taken.
 
-A delivery being processed is leased: while its process works on it (`Inbox.leased`), a thread of that
+A hook being processed is leased: while its process works on it (`Inbox.leased`), a thread of that
 process renews the lease every `HEARTBEAT` seconds (`processed_at` is the last renewal). A lease that ran out
-means the process is gone (killed, or cut off from the database): any process takes the delivery again.
+means the process is gone (killed, or cut off from the database): any process takes the hook again.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ _inbox = t.webhook_deliveries
 _c = _inbox.c
 
 
-# On PostgreSQL, storing deliveries notifies this channel, so the decide lanes of other processes need
+# On PostgreSQL, storing hooks notifies this channel, so the decide lanes of other processes need
 # not wait for their next look.
 CHANNEL = "baton_inbox"
 
@@ -52,16 +52,16 @@ def _abandoned(now: datetime) -> ColumnElement[bool]:
 
 _RETURNED = (_c.id, _c.event, _c.action, _c.installation_id, _c.payload, _c.attempts, _c.received_at)
 
-# Built once: each delivery is taken and finished, and building the statements cost more than running them.
+# Built once: each hook is taken and finished, and building the statements cost more than running them.
 _TAKE = (
     update(_inbox)
-    .where(_c.id == bindparam("delivery"), _c.status == "pending")
+    .where(_c.id == bindparam("hook"), _c.status == "pending")
     .values(status="processing", attempts=_c.attempts + 1, processed_at=bindparam("now"), next_attempt_at=None)
     .returning(*_RETURNED)
 )
 _FINISH = (
     update(_inbox)
-    .where(_c.id == bindparam("delivery"))
+    .where(_c.id == bindparam("hook"))
     .values(status=bindparam("status"), error=bindparam("error"), processed_at=bindparam("now"), next_attempt_at=None)
 )
 
@@ -72,25 +72,25 @@ def _ready(now: Moment, cutoff: Moment) -> ColumnElement[bool]:
     return or_(due, _lapsed(cutoff))
 
 
-# Built once, as every delivery runs them: which of a batch are stored already, and a batch decided.
+# Built once, as every hook runs them: which of a batch are stored already, and a batch decided.
 _KNOWN = select(_c.id).where(_c.id.in_(bindparam("ids", expanding=True)))
 _FINISH_ALL = (
     update(_inbox)
     .where(_c.id.in_(bindparam("ids", expanding=True)))
     .values(status=bindparam("finished"), error=None, processed_at=bindparam("now"), next_attempt_at=None)
 )
-# Whether any delivery is ready (`_ready`), built once: an idle decide lane asks it every `poll`.
+# Whether any hook is ready (`_ready`), built once: an idle decide lane asks it every `poll`.
 _LOOK = select(_c.id).where(_ready(bindparam("now"), bindparam("cutoff"))).limit(1)
 
 
-def _delivery(row: Any) -> WebhookDelivery:
+def _hook(row: Any) -> Hook:
     received = row.received_at if row.received_at.tzinfo else row.received_at.replace(tzinfo=UTC)
-    return WebhookDelivery(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts, received)
+    return Hook(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts, received)
 
 
 @dataclass(frozen=True)
 class Stored:
-    """A delivery as `baton deliveries` lists it."""
+    """A hook as `baton deliveries` lists it."""
 
     id: str
     event: str
@@ -116,7 +116,7 @@ class Received(StrEnum):
 
 @dataclass(frozen=True)
 class Incoming:
-    """A delivery as it arrives: `payload` is the JSON text exactly as GitHub sent it."""
+    """A hook as it arrives: `payload` is the JSON text exactly as GitHub sent it."""
 
     id: str
     event: str
@@ -127,7 +127,7 @@ class Incoming:
 
 
 @dataclass(frozen=True)
-class WebhookDelivery:
+class Hook:
     id: str
     event: str
     action: str | None
@@ -149,19 +149,19 @@ class Inbox:
                 update(_inbox).where(_c.id.in_(ids), _c.status == "processing").values(processed_at=self.clock.now())
             )
 
-    def leased(self, deliveries: Iterable[WebhookDelivery]) -> contextlib.AbstractContextManager[None]:
-        """Keep the leases of taken deliveries for as long as the block runs (it processes them). After it,
-        a delivery left unfinished is taken again once its lease runs out."""
-        return self._leases.holding([delivery.id for delivery in deliveries])
+    def leased(self, hooks: Iterable[Hook]) -> contextlib.AbstractContextManager[None]:
+        """Keep the leases of taken hooks for as long as the block runs (it processes them). After it,
+        a hook left unfinished is taken again once its lease runs out."""
+        return self._leases.holding([hook.id for hook in hooks])
 
     def receive(self, incoming: Incoming) -> Received:
-        """Store a delivery, or recognise a redelivery. One transaction."""
+        """Store a hook, or recognise a redelivery. One transaction."""
         return self.receive_all([incoming])[0]
 
     def receive_each(self, batch: list[Incoming]) -> list[Received | Exception]:
-        """`receive_all`, where a delivery whose row fails fails alone: when the batch's transaction fails
-        for any other reason than the database being unreachable, each delivery is stored again in a
-        transaction of its own. Each delivery's result, or the error that kept it out."""
+        """`receive_all`, where a hook whose row fails fails alone: when the batch's transaction fails
+        for any other reason than the database being unreachable, each hook is stored again in a
+        transaction of its own. Each hook's result, or the error that kept it out."""
         if not batch:
             return []
         try:
@@ -178,8 +178,8 @@ class Inbox:
         return results
 
     def receive_all(self, batch: list[Incoming]) -> list[Received]:
-        """Store deliveries, or recognise redeliveries, in one transaction (a group commit of the
-        acknowledgements waiting at one moment). A delivery id twice in one batch is a duplicate."""
+        """Store hooks, or recognise redeliveries, in one transaction (a group commit of the
+        acknowledgements waiting at one moment). A hook id twice in one batch is a duplicate."""
         for _ in range(3):
             try:
                 return self._receive_all(batch)
@@ -202,7 +202,7 @@ class Inbox:
                                 "received_at": incoming.received_at or now})  # fmt: skip
                     results.append(Received.NEW)
                     continue
-                # Only a failed delivery (or one whose lease ran out with its process, or one waiting
+                # Only a failed hook (or one whose lease ran out with its process, or one waiting
                 # to be tried again) goes back to pending now, and only once however many copies arrive.
                 waiting = and_(_c.status == "pending", _c.next_attempt_at.is_not(None))
                 retried = connection.execute(
@@ -218,7 +218,7 @@ class Inbox:
         return results
 
     def listen(self, heard: Callable[[], None], stop: threading.Event) -> None:
-        """Call `heard` whenever another process stores deliveries, until `stop` is set (PostgreSQL only;
+        """Call `heard` whenever another process stores hooks, until `stop` is set (PostgreSQL only;
         a lost connection is made again a second later)."""
         if self.engine.dialect.name != "postgresql":
             return
@@ -235,14 +235,14 @@ class Inbox:
             except psycopg.Error:
                 stop.wait(1.0)
 
-    def take(self, delivery_id: str) -> WebhookDelivery | None:
-        """Mark a pending delivery as being processed and return it; None if someone else took it."""
+    def take(self, hook_id: str) -> Hook | None:
+        """Mark a pending hook as being processed and return it; None if someone else took it."""
         with one_statement(self.engine) as connection:
-            row = connection.execute(_TAKE, {"delivery": delivery_id, "now": self.clock.now()}).first()
-        return None if row is None else _delivery(row)
+            row = connection.execute(_TAKE, {"hook": hook_id, "now": self.clock.now()}).first()
+        return None if row is None else _hook(row)
 
-    def take_pending(self, limit: int = 200) -> list[WebhookDelivery]:
-        """Take up to `limit` deliveries that are ready (or whose lease ran out), oldest first, in one statement."""
+    def take_pending(self, limit: int = 200) -> list[Hook]:
+        """Take up to `limit` hooks that are ready (or whose lease ran out), oldest first, in one statement."""
         now = self.clock.now()
         with one_statement(self.engine, reads=True) as connection:  # looking takes no lock; taking does
             if connection.execute(_LOOK, {"now": now, "cutoff": now - LEASE}).first() is None:
@@ -257,10 +257,10 @@ class Inbox:
                 .values(status="processing", attempts=_c.attempts + 1, processed_at=now, next_attempt_at=None)
                 .returning(*_RETURNED)
             ).all()
-        return sorted((_delivery(row) for row in rows), key=lambda d: (d.received_at, d.id))
+        return sorted((_hook(row) for row in rows), key=lambda d: (d.received_at, d.id))
 
     def pending(self, limit: int = 100) -> list[str]:
-        """Deliveries waiting to be processed (or whose lease ran out), oldest first."""
+        """Hooks waiting to be processed (or whose lease ran out), oldest first."""
         now = self.clock.now()
         with self.engine.connect() as connection:
             return list(
@@ -281,31 +281,31 @@ class Inbox:
             for status, ids in by_status.items():
                 connection.execute(_FINISH_ALL, {"ids": ids, "finished": status, "now": now})
 
-    def retry(self, delivery_id: str, after: float, error: str) -> None:
+    def retry(self, hook_id: str, after: float, error: str) -> None:
         """Processing failed for a passing reason: try again in `after` seconds."""
         now = self.clock.now()
         with one_statement(self.engine) as connection:
             connection.execute(
                 update(_inbox)
-                .where(_c.id == delivery_id)
+                .where(_c.id == hook_id)
                 .values(status="pending", error=error, processed_at=now, next_attempt_at=now + timedelta(seconds=after))
             )
 
-    def replay(self, delivery_id: str) -> bool:
-        """Make a delivery pending again, now, with its attempts counted afresh (`baton replay`). False when
-        there is no such delivery, a living process is processing it right now, or its payload was pruned
+    def replay(self, hook_id: str) -> bool:
+        """Make a hook pending again, now, with its attempts counted afresh (`baton replay`). False when
+        there is no such hook, a living process is processing it right now, or its payload was pruned
         (`baton.store.retention`)."""
         with one_statement(self.engine) as connection:
             changed = connection.execute(
                 update(_inbox)
-                .where(_c.id == delivery_id, or_(_c.status != "processing", _lapsed(self.clock.now() - LEASE)))
+                .where(_c.id == hook_id, or_(_c.status != "processing", _lapsed(self.clock.now() - LEASE)))
                 .where(_c.payload != "")
                 .values(status="pending", attempts=0, error=None, next_attempt_at=None)
             ).rowcount
         return bool(changed)
 
     def listed(self, status: str | None = None, limit: int = 100) -> list[Stored]:
-        """Deliveries, newest first; `status` keeps one status (`failed`, `pending` …)."""
+        """Hooks, newest first; `status` keeps one status (`failed`, `pending` …)."""
         query = select(_c.id, _c.event, _c.action, _c.status, _c.attempts, _c.error, _c.received_at,
                        _c.next_attempt_at)  # fmt: skip
         if status is not None:
@@ -318,15 +318,13 @@ class Inbox:
             for r in rows
         ]  # fmt: skip
 
-    def finish(self, delivery_id: str, status: str, error: str | None = None) -> None:
+    def finish(self, hook_id: str, status: str, error: str | None = None) -> None:
         """`done`, `ignored` or `failed` (with the error, which a redelivery clears by succeeding).
         `processed_at` is the lease's last renewal while `processing`, and when processing ended after."""
         with one_statement(self.engine) as connection:
-            connection.execute(
-                _FINISH, {"delivery": delivery_id, "status": status, "error": error, "now": self.clock.now()}
-            )
+            connection.execute(_FINISH, {"hook": hook_id, "status": status, "error": error, "now": self.clock.now()})
 
-    def status(self, delivery_id: str) -> tuple[str, int, str | None] | None:
+    def status(self, hook_id: str) -> tuple[str, int, str | None] | None:
         with self.engine.connect() as connection:
-            row = connection.execute(select(_c.status, _c.attempts, _c.error).where(_c.id == delivery_id)).first()
+            row = connection.execute(select(_c.status, _c.attempts, _c.error).where(_c.id == hook_id)).first()
         return None if row is None else (row.status, row.attempts, row.error)

@@ -15,11 +15,11 @@ from .engine import one_statement
 
 _i = t.installations.c
 _r = t.installation_repositories.c
-_STATUS = select(_i.status).where(_i.id == bindparam("installation"))  # asked once per delivery: built once
+_STATUS = select(_i.status).where(_i.id == bindparam("installation"))  # asked once per hook: built once
 
 
 # How long an installation's status, and where a repository is installed, are taken as read. Asking once per
-# delivery cost more than deciding the delivery (and once per agent API call, more than deciding the call); an
+# hook cost more than deciding the hook (and once per agent API call, more than deciding the call); an
 # installation suspended or a repository removed through another process counts here within this time (at once
 # when this process recorded it).
 STATUS_TTL = 1.0

@@ -1,4 +1,4 @@
-"""Leases kept alive by a heartbeat: what a process holds (deliveries it processes, installations it writes
+"""Leases kept alive by a heartbeat: what a process holds (hooks it processes, installations it writes
 for) stays its own while a thread of the process renews it every `HEARTBEAT` seconds. A lease not renewed
 for `LEASE` died with its process (killed, or cut off from the database): any process may take it.
 """

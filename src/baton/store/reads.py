@@ -16,11 +16,11 @@ UTC), and PostgreSQL in the session's time zone.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import (
     ColumnElement,
@@ -45,6 +45,9 @@ from baton.store.dependencies import unblocked
 from . import dependencies
 from .engine import READ_ONLY
 from .tables import attempts, deliveries, events, evidence_rails, issue_states, reviews, ticket_activity, tickets
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
@@ -245,14 +248,20 @@ _RAIL = select(evidence_rails.c.rail, evidence_rails.c.updated_at).where(
 )
 
 
-def _review(row: dict[str, Any]) -> ReviewRecord | None:
+_R = TypeVar("_R", bound="DataclassInstance")
+
+
+def _record(kind: type[_R], row: Mapping[Any, Any], **converted: object) -> _R:
+    """A history record (`AttemptRecord` …) from a row whose columns bear its fields' names, taking `converted`
+    instead of the row's value where the row's needs converting."""
+    return kind(**{f.name: converted[f.name] if f.name in converted else row[f.name] for f in fields(kind)})
+
+
+def _review(row: Mapping[Any, Any]) -> ReviewRecord | None:
+    """A review row (or a join's review columns, None where no review matched)."""
     if row["id"] is None:
         return None
-    return ReviewRecord(
-        attempt=row["attempt"], delivery=row["delivery"], reviewer=row["reviewer"], role=row["role"],
-        verdict=row["verdict"], independent=bool(row["independent"]), note=row["note"], revision=row["revision"],
-        created_at=utc(row["created_at"]),
-    )  # fmt: skip
+    return _record(ReviewRecord, row, independent=bool(row["independent"]), created_at=utc(row["created_at"]))
 
 
 class Reads:
@@ -294,42 +303,14 @@ class Reads:
             return TicketDetail(
                 ticket=summary,
                 attempts=tuple(
-                    AttemptRecord(
-                        number=a.number,
-                        runner=a.runner,
-                        started_revision=a.started_revision,
-                        started_at=utc(a.started_at),
-                        ended_at=_maybe_utc(a.ended_at),
-                        end_reason=a.end_reason,
-                    )
-                    for a in attempt_rows
+                    _record(AttemptRecord, a, started_at=utc(a.started_at), ended_at=_maybe_utc(a.ended_at))
+                    for a in attempt_rows.mappings()
                 ),
                 deliveries=tuple(
-                    DeliveryRecord(
-                        number=d.number,
-                        attempt=d.attempt,
-                        runner=d.runner,
-                        text=d.text,
-                        evidence=dict(d.evidence),
-                        revision=d.revision,
-                        created_at=utc(d.created_at),
-                    )
-                    for d in delivery_rows
+                    _record(DeliveryRecord, d, evidence=dict(d.evidence), created_at=utc(d.created_at))
+                    for d in delivery_rows.mappings()
                 ),
-                reviews=tuple(
-                    ReviewRecord(
-                        attempt=r.attempt,
-                        delivery=r.delivery,
-                        reviewer=r.reviewer,
-                        role=r.role,
-                        verdict=r.verdict,
-                        independent=bool(r.independent),
-                        note=r.note,
-                        revision=r.revision,
-                        created_at=utc(r.created_at),
-                    )
-                    for r in review_rows
-                ),
+                reviews=tuple(review for r in review_rows if (review := _review(r._mapping))),
                 evidence=None if rail is None else dict(rail.rail),
                 evidence_updated_at=None if rail is None else utc(rail.updated_at),
                 brief=brief,

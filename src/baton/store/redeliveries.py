@@ -63,15 +63,15 @@ class Redeliveries:
                     per_guid[row.guid] += 1
         return ids, per_guid
 
-    def take(self, delivery_id: int, guid: str, event: str) -> bool:
-        """Whether this process may ask for entry `delivery_id` now: it is new, or the process that was
+    def take(self, attempt_id: int, guid: str, event: str) -> bool:
+        """Whether this process may ask for entry `attempt_id` now: it is new, or the process that was
         asking for it died. False: another process has it (or it was asked for already)."""
         now = self.clock.now()
         try:
             with one_statement(self.engine) as connection:
                 connection.execute(
                     insert(t.redeliveries).values(
-                        delivery_id=delivery_id, guid=guid, event=event[:60], status="asking", asked_at=now
+                        delivery_id=attempt_id, guid=guid, event=event[:60], status="asking", asked_at=now
                     )
                 )
             return True
@@ -80,31 +80,31 @@ class Redeliveries:
         with one_statement(self.engine) as connection:
             taken = connection.execute(
                 update(t.redeliveries)
-                .where(_c.delivery_id == delivery_id, _c.status == "asking", _c.asked_at < now - STALE)
+                .where(_c.delivery_id == attempt_id, _c.status == "asking", _c.asked_at < now - STALE)
                 .values(asked_at=now)
             ).rowcount
         return taken == 1
 
-    def done(self, delivery_id: int) -> None:
+    def done(self, attempt_id: int) -> None:
         """GitHub took the request: the entry is never asked for again."""
-        self._finish(delivery_id, "asked", None)
+        self._finish(attempt_id, "asked", None)
 
-    def refused(self, delivery_id: int, reason: str) -> None:
+    def refused(self, attempt_id: int, reason: str) -> None:
         """GitHub refused the request for good (an entry it no longer has): never asked for again."""
-        self._finish(delivery_id, "refused", reason)
+        self._finish(attempt_id, "refused", reason)
 
-    def release(self, delivery_id: int) -> None:
+    def release(self, attempt_id: int) -> None:
         """GitHub did not answer: the entry is left for the next sweep to ask for."""
         with one_statement(self.engine) as connection:
-            connection.execute(delete(t.redeliveries).where(_c.delivery_id == delivery_id, _c.status == "asking"))
+            connection.execute(delete(t.redeliveries).where(_c.delivery_id == attempt_id, _c.status == "asking"))
 
     def ping(self) -> None:
         """Raises when the database cannot be reached: a sweep finds out before it calls GitHub."""
         with one_statement(self.engine, reads=True) as connection:
             connection.execute(select(func.count()).select_from(t.redeliveries).where(_c.delivery_id == 0))
 
-    def _finish(self, delivery_id: int, status: str, error: str | None) -> None:
+    def _finish(self, attempt_id: int, status: str, error: str | None) -> None:
         with one_statement(self.engine) as connection:
             connection.execute(
-                update(t.redeliveries).where(_c.delivery_id == delivery_id).values(status=status, error=error)
+                update(t.redeliveries).where(_c.delivery_id == attempt_id).values(status=status, error=error)
             )

@@ -1,10 +1,10 @@
 """What Baton keeps, and for how long (docs/operations.md, "Storage"). The events of both rails — the audit log —
 are kept for good; what only served a moment is pruned:
 
-- a webhook delivery processed (`done` or `ignored`) loses its payload after `Keep.payloads`, and keeps its id,
-  so that a redelivery of it is still recognised and changes nothing; its row goes after `Keep.deliveries`.
-  A failed or pending delivery keeps everything (`baton replay` needs its payload);
-- a redelivery Baton asked GitHub for goes with the deliveries (`Keep.deliveries`);
+- a hook processed (`done` or `ignored`) loses its payload after `Keep.payloads`, and keeps its id,
+  so that a redelivery of it is still recognised and changes nothing; its row goes after `Keep.hooks`.
+  A failed or pending hook keeps everything (`baton replay` needs its payload);
+- a redelivery Baton asked GitHub for goes with the hooks (`Keep.hooks`);
 - an agent API idempotency key goes after `Keep.keys` (a retry after that is a new request);
 - a board session goes as soon as it has expired.
 """
@@ -26,7 +26,7 @@ from .engine import one_statement
 
 _w = t.webhook_deliveries.c
 PROCESSED = ("done", "ignored")
-# GitHub redelivers a delivery for up to three days: a delivery's row is never pruned sooner, or a redelivery
+# GitHub redelivers a hook for up to three days: a hook's row is never pruned sooner, or a redelivery
 # of it would be decided again.
 REDELIVERY_WINDOW = timedelta(seconds=settings.REDELIVERY_WINDOW)
 # Pruned in batches of this many rows, each in a transaction of its own: a year's backlog never holds a lock long.
@@ -38,7 +38,7 @@ class Keep:
     """How long each kind is kept (settings `BATON_KEEP_PAYLOADS`, `BATON_KEEP_DELIVERIES`)."""
 
     payloads: timedelta = timedelta(days=14)
-    deliveries: timedelta = timedelta(days=90)
+    hooks: timedelta = timedelta(days=90)
     keys: timedelta = timedelta(hours=24)
 
     @classmethod
@@ -47,21 +47,26 @@ class Keep:
         return cls(timedelta(seconds=kept.keep_payloads), timedelta(seconds=kept.keep_deliveries))
 
     def older_than(self, age: timedelta) -> Keep:
-        """Everything kept at most `age` (`baton db prune --older-than`), deliveries' rows never less than
+        """Everything kept at most `age` (`baton db prune --older-than`), hooks' rows never less than
         GitHub's redelivery window."""
-        return Keep(min(self.payloads, age), max(REDELIVERY_WINDOW, min(self.deliveries, age)), min(self.keys, age))
+        return Keep(min(self.payloads, age), max(REDELIVERY_WINDOW, min(self.hooks, age)), min(self.keys, age))
 
 
 @dataclass(frozen=True)
 class Pruned:
-    payloads: int = 0  # deliveries' payloads emptied
-    deliveries: int = 0  # deliveries' rows removed
+    payloads: int = 0  # hooks' payloads emptied
+    hooks: int = 0  # hooks' rows removed
     redeliveries: int = 0
     keys: int = 0  # idempotency keys
     sessions: int = 0  # board sessions
 
     def total(self) -> int:
-        return self.payloads + self.deliveries + self.redeliveries + self.keys + self.sessions
+        return self.payloads + self.hooks + self.redeliveries + self.keys + self.sessions
+
+    def counts(self) -> dict[str, int]:
+        """By the names `baton db prune --json` and the log line give them: a hook's row is a `deliveries` row."""
+        return {"payloads": self.payloads, "deliveries": self.hooks, "redeliveries": self.redeliveries,
+                "keys": self.keys, "sessions": self.sessions}  # fmt: skip
 
 
 class Retention:
@@ -72,12 +77,12 @@ class Retention:
     def prune(self, keep: Keep, now: datetime | None = None) -> Pruned:
         now = now or self.clock.now()
         processed = _w.status.in_(PROCESSED)
-        deliveries_before = now - max(keep.deliveries, REDELIVERY_WINDOW)
+        hooks_before = now - max(keep.hooks, REDELIVERY_WINDOW)
         return Pruned(
             # rows first: a payload about to go with its row is not emptied first
-            deliveries=self._batches(
+            hooks=self._batches(
                 lambda ids: delete(t.webhook_deliveries).where(_w.id.in_(ids)),
-                select(_w.id).where(processed, _w.processed_at < deliveries_before),
+                select(_w.id).where(processed, _w.processed_at < hooks_before),
             ),
             payloads=self._batches(
                 lambda ids: update(t.webhook_deliveries).where(_w.id.in_(ids)).values(payload=""),
@@ -86,7 +91,7 @@ class Retention:
             redeliveries=self._batches(
                 lambda ids: delete(t.redeliveries).where(t.redeliveries.c.delivery_id.in_(ids)),
                 select(t.redeliveries.c.delivery_id).where(
-                    t.redeliveries.c.status != "asking", t.redeliveries.c.asked_at < deliveries_before
+                    t.redeliveries.c.status != "asking", t.redeliveries.c.asked_at < hooks_before
                 ),
             ),
             keys=self._delete(delete(t.api_requests).where(t.api_requests.c.created_at < now - keep.keys)),

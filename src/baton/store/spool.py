@@ -1,11 +1,11 @@
-"""The spool: deliveries kept in files while the database cannot be reached, stored in the inbox when it
-returns, so a delivery answered 202 during an outage is not lost.
+"""The spool: hooks kept in files while the database cannot be reached, stored in the inbox when it
+returns, so a hook answered 202 during an outage is not lost.
 
-One file per delivery, named by its arrival (`<nanoseconds>-<pid>-<sequence>.delivery`): a line of JSON
+One file per hook, named by its arrival (`<nanoseconds>-<pid>-<sequence>.delivery`): a line of JSON
 (id, event, action, installation id, arrival time), then the body exactly as GitHub sent it. A file is
 written under a temporary name, flushed to disk and renamed into place, and the directory flushed too, before
-the delivery is answered: a file in the spool is whole and survives a crash. Draining stores the oldest
-files in the inbox, then deletes them; a delivery stored twice (a crash between the two) is a redelivery,
+the hook is answered: a file in the spool is whole and survives a crash. Draining stores the oldest
+files in the inbox, then deletes them; a hook stored twice (a crash between the two) is a redelivery,
 which changes nothing. A file the inbox refuses for a reason of its own (not the database being away) is
 renamed `….refused` and left for the operator.
 """
@@ -43,18 +43,18 @@ def _sync_directory(directory: Path) -> None:
 class Spool:
     def __init__(self, directory: str | Path, clock: Clock) -> None:
         self.directory = Path(directory)
-        self.clock = clock  # the arrival time a delivery is kept with, and its file's place in the order
+        self.clock = clock  # the arrival time a hook is kept with, and its file's place in the order
         self._lock = threading.Lock()
         self._sequence = itertools.count()
         self._holding = bool(self.files())
 
     def holding(self) -> bool:
-        """Whether deliveries wait in the spool (as this process last saw it). While they do, new deliveries
+        """Whether hooks wait in the spool (as this process last saw it). While they do, new hooks
         join them there, so they reach the inbox in the order they arrived."""
         return self._holding
 
     def files(self, limit: int | None = None) -> list[Path]:
-        """The spooled deliveries, oldest first."""
+        """The spooled hooks, oldest first."""
         try:
             names = sorted(entry.name for entry in os.scandir(self.directory) if entry.name.endswith(SUFFIX))
         except FileNotFoundError:
@@ -62,7 +62,7 @@ class Spool:
         return [self.directory / name for name in names[:limit]]
 
     def put(self, incoming: Incoming) -> None:
-        """Keep a delivery, durably, before it is answered."""
+        """Keep a hook, durably, before it is answered."""
         now = self.clock.now()
         head = {"id": incoming.id, "event": incoming.event, "action": incoming.action,
                 "installation_id": incoming.installation_id,
@@ -75,7 +75,7 @@ class Spool:
             file.write(json.dumps(head).encode() + b"\n" + incoming.payload.encode("utf-8"))
             file.flush()
             os.fsync(file.fileno())
-        with self._lock:  # with `drain`'s last look, so a delivery put meanwhile is never overlooked
+        with self._lock:  # with `drain`'s last look, so a hook put meanwhile is never overlooked
             os.replace(temporary, self.directory / f"{name}{SUFFIX}")
             if not self._holding:
                 log.warning("the database is unreachable: deliveries are kept in %s until it returns", self.directory)
@@ -83,7 +83,7 @@ class Spool:
         _sync_directory(self.directory)
 
     def drain(self, inbox: Inbox, limit: int = 200) -> int:
-        """Store up to `limit` of the oldest spooled deliveries in the inbox, and delete their files. Returns
+        """Store up to `limit` of the oldest spooled hooks in the inbox, and delete their files. Returns
         how many were new to the inbox (or to be processed again). Raises the database's error when it is
         still unreachable; the files stay."""
         files = self.files(limit)

@@ -179,9 +179,9 @@ ticket_activity = Table(
     Column("stale_at", DateTime(timezone=True)),  # when the claim was flagged stale; None: it is not
 )
 
-# The issue's own state on GitHub, as its last `issues` `closed` or `reopened` delivery told it
+# The issue's own state on GitHub, as its last `issues` `closed` or `reopened` hook told it
 # (`baton.domain.issue`): kept beside the ticket, never in its row, since it is not a work state. `at` is
-# GitHub's stamp of the change (`closed_at`, or `updated_at` for a reopening), which orders deliveries that
+# GitHub's stamp of the change (`closed_at`, or `updated_at` for a reopening), which orders hooks that
 # arrive out of order; `merged` says a merged pull request closed it.
 issue_states = Table(
     "issue_states",
@@ -194,8 +194,8 @@ issue_states = Table(
     Column("merged", Boolean, nullable=False),
 )
 
-# The webhook inbox: every accepted delivery, keyed by GitHub's `X-GitHub-Delivery`, so a redelivery
-# is recognised and a delivery whose processing failed can be processed again.
+# The webhook inbox: every accepted hook, keyed by GitHub's `X-GitHub-Delivery`, so a redelivery
+# is recognised and a hook whose processing failed can be processed again.
 webhook_deliveries = Table(
     "webhook_deliveries",
     metadata,
@@ -209,7 +209,7 @@ webhook_deliveries = Table(
     Column("error", Text),
     Column("received_at", DateTime(timezone=True), nullable=False),
     Column("processed_at", DateTime(timezone=True)),
-    Column("next_attempt_at", DateTime(timezone=True)),  # a delivery that failed for a passing reason waits
+    Column("next_attempt_at", DateTime(timezone=True)),  # a hook that failed for a passing reason waits
     Index(None, "status", "received_at"),
 )
 
@@ -233,7 +233,7 @@ outbox = Table(
 )
 
 # Redeliveries Baton asked GitHub for (`baton.service.redelivery`): one row per entry of GitHub's delivery log,
-# keyed by GitHub's id of that entry, so each failed delivery is asked for once, by one process. `guid` is the
+# keyed by GitHub's id of that entry, so each failed hook is asked for once, by one process. `guid` is the
 # `X-GitHub-Delivery` the entry carried. `status`: asking (a process is asking now; taken over once `asked_at`
 # is older than a call to GitHub can take) | asked (GitHub took it) | refused (GitHub refused it for good).
 redeliveries = Table(
@@ -344,7 +344,7 @@ api_requests = Table(
 
 # The evidence rails (docs/design.md §1 and §4, docs/evidence.md): one row per ticket holding
 # `baton.domain.evidence.to_dict(rail)`. `version` rises with every change and writers compare-and-swap on it,
-# so two deliveries about one ticket never lose a fact. The two states are copied out of the JSON for queries: a
+# so two hooks about one ticket never lose a fact. The two states are copied out of the JSON for queries: a
 # deployment reaches the merged rails.
 evidence_rails = Table(
     "evidence_rails",

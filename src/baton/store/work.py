@@ -84,7 +84,7 @@ _SQL = {
         UPDATE tickets SET labels = :labels
         WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number
             AND labels IS NULL""",
-    # One label added or removed, whatever the others: deliveries about two labels may be decided in either order.
+    # One label added or removed, whatever the others: hooks about two labels may be decided in either order.
     "label_added": """
         UPDATE tickets SET labels = REPLACE(COALESCE(NULLIF(labels, ''), :nl), :token, :nl) || :label || :nl
         WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number

@@ -406,6 +406,15 @@ def _unavailable(error: Missing | DirectoryUnavailable | NotOpened) -> JSONRespo
     return _problem(503, "unavailable", f"{error}; try again shortly.")
 
 
+def _call_failed(error: Exception) -> tuple[JSONResponse | Exception, bool]:
+    """What one call of a batch answers when making its request failed, and whether that answer is kept for its
+    Idempotency-Key: no such issue (404) or GitHub unavailable (503), kept; any other error answers 500 and is not."""
+    if isinstance(error, Missing | DirectoryUnavailable):
+        return _unavailable(error), True
+    failed = _github_failed(error)
+    return (error, False) if failed is None else (failed, True)
+
+
 @dataclass(frozen=True)
 class Opened:
     operation: str  # the call's operation id
@@ -737,13 +746,9 @@ class AgentApi:
                 ready.append((n, prepare(self.resolver, self.work, call.repository, call.number, call.command,
                                          call.identity.login, call.identity.is_bot, opened.operation,
                                          call.identity.run, kept=call.key is not None)))  # fmt: skip
-            except (Missing, DirectoryUnavailable) as error:
-                answers[n] = _unavailable(error)
-                closed.append(n)
-            except Exception as error:  # this call answers 503 (GitHub failed for a moment) or 500, the others go on
-                failed = _github_failed(error)
-                answers[n] = error if failed is None else failed
-                if failed is not None:
+            except Exception as error:  # this call answers 404, 503 or 500; the others go on
+                answers[n], kept = _call_failed(error)
+                if kept:
                     closed.append(n)
         outcomes = decide_all(self.work, self.issues, [request for _, request in ready]) if ready else []
         refusals: dict[tuple[str, int, Outcome], JSONResponse] = {}  # a race's losers share one answer's bytes
@@ -799,13 +804,9 @@ class AgentApi:
                     continue
                 labels = tuple(sorted({name for one in call.body.labels if (name := ready.label_name(one))}))
                 asks.append((n, NextAsk(places, labels, opened.operation, call.identity.run)))
-            except (Missing, DirectoryUnavailable) as error:
-                answers[n] = _unavailable(error)
-                closed.append(n)
-            except Exception as error:  # this call answers 503 (GitHub failed for a moment) or 500, the others go on
-                failed = _github_failed(error)
-                answers[n] = error if failed is None else failed
-                if failed is not None:
+            except Exception as error:  # this call answers 404, 503 or 500; the others go on
+                answers[n], kept = _call_failed(error)
+                if kept:
                     closed.append(n)
         handed = self.work.claim_next([ask for _, ask in asks]) if asks else []
         for (n, _), one in zip(asks, handed, strict=True):

@@ -44,18 +44,18 @@ def create_app(
     clock: Clock = SYSTEM,
 ) -> FastAPI:
     """The application. `directory` and `configs` stand in for GitHub's API where a test needs it;
-    without `lanes` no lane runs by itself: a delivery is processed right after its answer and
-    nothing writes to GitHub (tests call `app.state.writer.drain()`), and deliveries kept in the spool
+    without `lanes` no lane runs by itself: a hook is processed right after its answer and
+    nothing writes to GitHub (tests call `app.state.writer.drain()`), and hooks kept in the spool
     wait for `app.state.spool.drain(app.state.inbox)`, quiet claims for `app.state.parts.sweep.sweep()`, and
-    missed deliveries for `app.state.parts.redelivery.sweep()`.
+    missed hooks for `app.state.parts.redelivery.sweep()`.
     `clock` is the time activity is recorded at and the sweep compares it with (a test moves it by hand)."""
     parts = assemble(settings, migrate=migrate, directory=directory, configs=configs, clock=clock)
     engine = parts.engine
     pacing = AcksFirst()
     in_process = settings.worker == "inprocess" and lanes
-    # Each stored delivery wakes the decide lane; it looks by itself only for deliveries due to be tried again.
+    # Each stored hook wakes the decide lane; it looks by itself only for hooks due to be tried again.
     runtime = Runtime(parts, writers=settings.writers, poll=0.5, before_batch=pacing.wait) if in_process else None
-    # Deliveries received while the database was unreachable are stored as soon as it is back, by the
+    # Hooks received while the database was unreachable are stored as soon as it is back, by the
     # process that received them (whichever process decides them).
     spool = Spool(settings.spool_dir, clock)
 

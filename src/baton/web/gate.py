@@ -8,7 +8,7 @@ once a second one of them asks the database first (`SELECT 1`): when it answers,
 go through again. MCP asks the database before each request: its tools call the agent API over another request,
 whose 503 could not become the MCP request's own answer once that one has begun.
 
-Webhooks are not gated: their endpoint keeps deliveries in the spool while the database is away. `/healthz`,
+Webhooks are not gated: their endpoint keeps hooks in the spool while the database is away. `/healthz`,
 `/readyz` and `/metrics` answer for themselves.
 """
 

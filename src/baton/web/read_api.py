@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import hmac
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, get_args
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, field_validator
 from sqlalchemy import Engine
 
 from baton.domain import EVIDENCE_KINDS, Brief, DeploymentState, RepositoryState, WorkState
@@ -43,7 +43,6 @@ from baton.store.inbox import Inbox, Stored
 from baton.store.reads import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
-    DeliveryRecord,
     TicketDetail,
     TicketSummary,
 )
@@ -231,6 +230,17 @@ class BriefOut(BaseModel):
     owner: str | None = Field(description="The task owner the brief names, instead of the issue's author.")
     code: bool = Field(description="False for a non-code task, which has no evidence rails.")
 
+    @field_validator("evidence_lines", mode="before")
+    @classmethod
+    def _read(cls, lines: Sequence[object]) -> list[object]:
+        """Read from a `Brief`: each evidence line as written, with the kinds it requires."""
+        return [
+            {"text": line, "kinds": sorted(evidence_line(line).elements(), key=EVIDENCE_KINDS.index)}
+            if isinstance(line, str)
+            else line
+            for line in lines
+        ]
+
 
 class IssueStateOut(BaseModel):
     state: str = Field(description="open or closed, as GitHub last told Baton.")
@@ -347,18 +357,6 @@ def _summary(ticket: TicketSummary) -> SummaryOut:
     )
 
 
-def _delivery(delivery: DeliveryRecord) -> DeliveryOut:
-    return DeliveryOut(
-        number=delivery.number,
-        attempt=delivery.attempt,
-        runner=delivery.runner,
-        text=delivery.text,
-        evidence=ReportedEvidence.model_validate(delivery.evidence),
-        revision=delivery.revision,
-        created_at=delivery.created_at,
-    )
-
-
 def _ticket(detail: TicketDetail) -> TicketOut:
     ticket = detail.ticket
     return TicketOut(
@@ -370,7 +368,7 @@ def _ticket(detail: TicketDetail) -> TicketOut:
         parent=detail.parent,
         brief=_brief(detail.brief),
         attempts=[AttemptOut.model_validate(a, from_attributes=True) for a in detail.attempts],
-        deliveries=[_delivery(d) for d in detail.deliveries],
+        deliveries=[DeliveryOut.model_validate(d, from_attributes=True) for d in detail.deliveries],
         reviews=[ReviewOut.model_validate(r, from_attributes=True) for r in detail.reviews],
         evidence=_evidence(
             from_dict(detail.evidence) if detail.evidence else EvidenceRail(ticket.number), detail.evidence_updated_at
@@ -380,24 +378,7 @@ def _ticket(detail: TicketDetail) -> TicketOut:
 
 
 def _brief(brief: Brief | None) -> BriefOut | None:
-    if brief is None:
-        return None
-    return BriefOut(
-        task=brief.task,
-        scope=list(brief.scope),
-        excluded=list(brief.excluded),
-        access=brief.access,
-        acceptance=list(brief.acceptance),
-        required_evidence=list(brief.required_evidence),
-        evidence_lines=[
-            EvidenceLineOut(text=line, kinds=sorted(evidence_line(line).elements(), key=EVIDENCE_KINDS.index))
-            for line in brief.evidence_lines
-        ],
-        reviewer=brief.reviewer,
-        reviewer_as_written=brief.reviewer_as_written,
-        owner=brief.owner,
-        code=brief.code,
-    )
+    return None if brief is None else BriefOut.model_validate(brief, from_attributes=True)
 
 
 def _issue_state(detail: TicketDetail) -> IssueStateOut:

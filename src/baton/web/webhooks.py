@@ -8,10 +8,10 @@ GitHub sends UTF-8 JSON, and the body must be that: one in UTF-16 or UTF-32, JSO
 Python's parser goes (about 1,000 levels), or a number of more than 4,300 digits is 400. A UTF-8 byte order
 mark is ignored (RFC 8259 allows it) and not stored. An `installation.id` outside 1 to 2^63-1, or an
 `action` GitHub would never send (over 60 characters, or with a control character), is 400 too: the
-delivery could not be stored. Any other value GitHub never sends (an issue number of 0 or 2^31, a login of
+hook could not be stored. Any other value GitHub never sends (an issue number of 0 or 2^31, a login of
 101 characters) is accepted and then ignored, with the reason, by intake (`baton.github.webhooks`).
 
-While the database cannot be reached, a delivery is kept in the spool (`baton.store.spool`) and answered
+While the database cannot be reached, a hook is kept in the spool (`baton.store.spool`) and answered
 202 all the same.
 """
 
@@ -40,9 +40,9 @@ from .batches import Batches
 if TYPE_CHECKING:
     from baton.process.metrics import Metrics
 
-MAX_BODY = 25 * 1024 * 1024  # GitHub's own cap on a delivery
-UNVERIFIED = "unverified"  # the event of a delivery refused before its signature was checked: not GitHub's word
-# What a stored delivery counts as, in `baton_webhook_deliveries_total`.
+MAX_BODY = 25 * 1024 * 1024  # GitHub's own cap on a hook
+UNVERIFIED = "unverified"  # the event of a hook refused before its signature was checked: not GitHub's word
+# What a stored hook counts as, in `baton_webhook_deliveries_total`.
 _COUNTED = {Received.NEW: "stored", Received.RETRY: "retried", Received.DUPLICATE: "duplicate",
             Received.SPOOLED: "spooled"}  # fmt: skip
 
@@ -93,7 +93,7 @@ def _json(decoded: str) -> dict[str, Any] | JSONResponse:
 
 class AcksFirst:
     """Acknowledgements go before in-process work. The work waits (up to `patience` seconds) until no
-    delivery is being acknowledged, so a burst of deliveries is answered first and worked through
+    hook is being acknowledged, so a burst of hooks is answered first and worked through
     after, instead of each ack queueing for the database and the interpreter behind earlier work."""
 
     def __init__(self, patience: float = 0.05) -> None:
@@ -115,12 +115,12 @@ class AcksFirst:
 
 
 class GroupCommit:
-    """Deliveries arriving together are stored together: while one transaction runs, the deliveries
+    """Hooks arriving together are stored together: while one transaction runs, the hooks
     that arrive wait for the next, which takes all of them. Each request is answered as soon as the
-    transaction holding its delivery commits. The database runs off the event loop.
+    transaction holding its hook commits. The database runs off the event loop.
 
-    A delivery whose row fails fails alone (the others of its transaction are stored one by one). While
-    the database is unreachable, or deliveries kept in the spool wait to be stored, deliveries go to the
+    A hook whose row fails fails alone (the others of its transaction are stored one by one). While
+    the database is unreachable, or hooks kept in the spool wait to be stored, hooks go to the
     `spool`."""
 
     def __init__(self, inbox: Inbox, spool: Spool | None = None) -> None:
@@ -132,9 +132,9 @@ class GroupCommit:
         return await self._batches.run(incoming)
 
     def _store(self, batch: list[Incoming]) -> list[Received | Exception]:
-        """In a pool thread: each delivery's answer, or the error its request answers 500 with."""
+        """In a pool thread: each hook's answer, or the error its request answers 500 with."""
         spool = self.spool
-        if spool is not None and spool.holding():  # behind the deliveries waiting there, in order
+        if spool is not None and spool.holding():  # behind the hooks waiting there, in order
             for incoming in batch:
                 spool.put(incoming)
             return [Received.SPOOLED] * len(batch)
@@ -150,9 +150,9 @@ class WebhookEndpoint:
     """`POST /webhooks/github`, as a plain ASGI app: `web/plain.py` serves it without FastAPI's per-request
     machinery, and `router()` declares it for /openapi.json.
 
-    `hand_off` wakes the in-process decide lane for a stored delivery; without it (tests drive the writer
-    themselves) the delivery is processed right after the answer, in the request's task. Without a `spool`, a
-    delivery the database cannot take answers 500. `metrics` counts each delivery by its event and what became of
+    `hand_off` wakes the in-process decide lane for a stored hook; without it (tests drive the writer
+    themselves) the hook is processed right after the answer, in the request's task. Without a `spool`, a
+    hook the database cannot take answers 500. `metrics` counts each hook by its event and what became of
     it, and times each acknowledgement."""
 
     def __init__(
@@ -202,10 +202,10 @@ class WebhookEndpoint:
             self.pacing.acking(-1)
             if self.metrics is not None:
                 stored = outcome in _COUNTED.values()
-                self.metrics.delivery(event, outcome, time.perf_counter() - began if stored else None)
+                self.metrics.hook(event, outcome, time.perf_counter() - began if stored else None)
 
     async def _receive(self, request: Request, background: BackgroundTasks) -> tuple[JSONResponse, str, str]:
-        """The answer, the delivery's event (`UNVERIFIED` before the signature is checked) and what became of it."""
+        """The answer, the hook's event (`UNVERIFIED` before the signature is checked) and what became of it."""
         if self.secret is None:
             disabled = "Webhooks are disabled: set BATON_WEBHOOK_SECRET to the App's webhook secret."
             return _refuse(503, disabled), UNVERIFIED, "disabled"
@@ -216,8 +216,8 @@ class WebhookEndpoint:
             unsigned = "X-Hub-Signature-256 is missing, not sha256=, or does not match the body."
             return _refuse(401, unsigned), UNVERIFIED, "bad_signature"
         event = request.headers.get("x-github-event")
-        delivery_id = request.headers.get("x-github-delivery")
-        if not event or not delivery_id:
+        hook_id = request.headers.get("x-github-delivery")
+        if not event or not hook_id:
             return _refuse(400, "X-GitHub-Event and X-GitHub-Delivery are required."), event or "", "bad_body"
         event = event[:60]
         try:
@@ -237,7 +237,7 @@ class WebhookEndpoint:
             return refused, event, "bad_body"
         received = await self.storing.receive(
             Incoming(
-                delivery_id[:100],
+                hook_id[:100],
                 event,
                 action if isinstance(action, str) else None,
                 installation_id,
@@ -248,6 +248,6 @@ class WebhookEndpoint:
             if self.hand_off is not None:
                 self.hand_off()
             else:
-                background.add_task(process, self.inbox, self.intake, delivery_id[:100])
-        answer = JSONResponse({"delivery": delivery_id, "received": received.value}, status_code=202)
+                background.add_task(process, self.inbox, self.intake, hook_id[:100])
+        answer = JSONResponse({"delivery": hook_id, "received": received.value}, status_code=202)
         return answer, event, _COUNTED[received]

@@ -5,7 +5,7 @@ about one pull request, branch, check, deployment or commit comparison of one re
 into an `EvidenceRail`, one per ticket, by `apply()`. The rail keeps, per subject (a pull request's number, a
 branch's name, a check's commit and name, a deployment's id), a join of what it was told: the newest fact by
 its stamp, plus the few facts that stay true once seen (a merge, a deployment's success). A join does not
-care about order or repetition, so late, repeated or shuffled deliveries give the rail the ordered ones
+care about order or repetition, so late, repeated or shuffled hooks give the rail the ordered ones
 give. The states, the verified head and the mismatch are derived from what is kept, each time, never
 stored beside it.
 

@@ -5,7 +5,7 @@ newer; and the small helpers every part of the evidence rails uses (stamps, comm
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, fields, is_dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -29,6 +29,12 @@ def instant(stamp: str) -> datetime:
     """A fact's stamp as an aware instant. ISO-8601 with `Z` or an offset; a stamp without one is UTC."""
     moment = datetime.fromisoformat(stamp)
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _known(value: str, allowed: Collection[str], what: str) -> None:
+    """A fact's field that names one of a fixed set (`what`): anything else is a ValueError."""
+    if value not in allowed:
+        raise ValueError(f"unknown {what} {value!r}")
 
 
 def stamp(moment: datetime) -> str:
@@ -147,8 +153,7 @@ class DeploymentStatusFact:
 
     def __post_init__(self) -> None:
         instant(self.stamp)
-        if self.state not in DEPLOYMENT_STATUSES:
-            raise ValueError(f"unknown deployment status {self.state!r}")
+        _known(self.state, DEPLOYMENT_STATUSES, "deployment status")
 
 
 @dataclass(frozen=True)
@@ -160,8 +165,7 @@ class CompareFact:
     status: str
 
     def __post_init__(self) -> None:
-        if self.status not in COMPARE_STATUSES:
-            raise ValueError(f"unknown comparison status {self.status!r}")
+        _known(self.status, COMPARE_STATUSES, "comparison status")
 
 
 @dataclass(frozen=True)
@@ -192,8 +196,7 @@ class LookupFact:
 
     def __post_init__(self) -> None:
         instant(self.stamp)
-        if self.about not in LOOKUP_KINDS:
-            raise ValueError(f"unknown lookup kind {self.about!r}")
+        _known(self.about, LOOKUP_KINDS, "lookup kind")
 
 
 Fact = (

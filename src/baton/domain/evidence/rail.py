@@ -4,7 +4,7 @@ the rail says.
 The rail keeps, per subject (a pull request's number, a branch's name, a check's commit and name, a
 deployment's id), a join of what it was told: the newest fact by its stamp, plus the few facts that stay true
 once seen (a merge, a deployment's success). A join does not care about order or repetition, so late,
-repeated or shuffled deliveries give the rail the ordered ones give. Which tickets a subject links is decided
+repeated or shuffled hooks give the rail the ordered ones give. Which tickets a subject links is decided
 here too. What the rail says — the repository rail's state (merged, open, blocked …), its reason, the verified
 head and the mismatch with the delivery's report; and the deployment rail's state, per environment — is
 derived from what the rail keeps, each time it is built, never stored beside it.

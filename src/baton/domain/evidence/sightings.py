@@ -1,4 +1,4 @@
-"""Where a fact belongs: a sighting is a fact with what its delivery says beyond the fact itself, and the
+"""Where a fact belongs: a sighting is a fact with what its hook says beyond the fact itself, and the
 subjects (`pr:57`, `branch:42-empty-state`, `sha:…`) say which rails it reaches. A rail that holds a subject
 is reached by every fact about it; a deployment also reaches the merged rails it may ship.
 """
@@ -70,7 +70,7 @@ class Subject:
 
 @dataclass(frozen=True)
 class Repository:
-    """The repository a delivery is about: its key (the installation that reports it, GitHub's id) and its
+    """The repository a hook is about: its key (the installation that reports it, GitHub's id) and its
     name, which can change while the key does not."""
 
     key: RepositoryKey
@@ -79,7 +79,7 @@ class Repository:
 
 @dataclass(frozen=True)
 class Sighting:
-    """A fact, with what its delivery says about where it belongs beyond the fact itself.
+    """A fact, with what its hook says about where it belongs beyond the fact itself.
 
     `links`: issue numbers the fact links by its own content (closing keywords, a branch name).
     `reach`: more subjects whose rails it reaches (a check names its pull requests and branch).
@@ -118,7 +118,7 @@ def subject(fact: Fact) -> Subject:
 
 
 def reaches(sighting: Sighting) -> set[Subject]:
-    """The subjects whose rails a sighting reaches: its fact's, those its delivery names, a pull request's branch."""
+    """The subjects whose rails a sighting reaches: its fact's, those its hook names, a pull request's branch."""
     fact = sighting.fact
     keys = {subject(fact), *sighting.reach}
     if isinstance(fact, PullRequestFact) and not fact.fork:

@@ -1,27 +1,19 @@
-"""The work rail: tickets, attempts, deliveries, reviews, events, operations, runner claims.
-
-Revision ID: 0001
-Revises:
-"""
+"""The work rail: tickets, attempts, deliveries, reviews, events, operations, runner claims."""
 
 import sqlalchemy as sa
 from alembic import op
 
+from baton.store.migration_steps import Id, When, of_ticket, on_ticket, repository_key
+
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
-
-Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-When = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
     op.create_table(
         "tickets",
         sa.Column("id", Id, primary_key=True),
-        sa.Column("installation_id", sa.BigInteger, nullable=False),
-        sa.Column("repository_id", sa.BigInteger, nullable=False),
+        *repository_key(),
         sa.Column("number", sa.Integer, nullable=False),
         sa.Column("repository", sa.String(200), nullable=False),
         sa.Column("state", sa.String(20), nullable=False),
@@ -44,63 +36,59 @@ def upgrade() -> None:
     op.create_index("ix_tickets_repository_state", "tickets", ["repository", "state"])
     op.create_table(
         "attempts",
-        sa.Column("id", Id, primary_key=True),
-        sa.Column("ticket_id", Id, nullable=False),
-        sa.Column("number", sa.Integer, nullable=False),
-        sa.Column("runner", sa.String(100), nullable=False),
-        sa.Column("started_revision", sa.Integer, nullable=False),
-        sa.Column("started_at", When, nullable=False),
-        sa.Column("ended_at", When),
-        sa.Column("end_reason", sa.String(40)),
-        sa.PrimaryKeyConstraint("id", name="pk_attempts"),
-        sa.ForeignKeyConstraint(["ticket_id"], ["tickets.id"], name="fk_attempts_ticket_id_tickets"),
-        sa.UniqueConstraint("ticket_id", "number", name="uq_attempts_ticket_id_number"),
+        *of_ticket(
+            "attempts",
+            sa.Column("number", sa.Integer, nullable=False),
+            sa.Column("runner", sa.String(100), nullable=False),
+            sa.Column("started_revision", sa.Integer, nullable=False),
+            sa.Column("started_at", When, nullable=False),
+            sa.Column("ended_at", When),
+            sa.Column("end_reason", sa.String(40)),
+            unique="number",
+        ),
     )
     op.create_table(
         "deliveries",
-        sa.Column("id", Id, primary_key=True),
-        sa.Column("ticket_id", Id, nullable=False),
-        sa.Column("number", sa.Integer, nullable=False),
-        sa.Column("attempt", sa.Integer, nullable=False),
-        sa.Column("runner", sa.String(100), nullable=False),
-        sa.Column("text", sa.Text, nullable=False),
-        sa.Column("evidence", sa.JSON, nullable=False),
-        sa.Column("revision", sa.Integer, nullable=False),
-        sa.Column("created_at", When, nullable=False),
-        sa.PrimaryKeyConstraint("id", name="pk_deliveries"),
-        sa.ForeignKeyConstraint(["ticket_id"], ["tickets.id"], name="fk_deliveries_ticket_id_tickets"),
-        sa.UniqueConstraint("ticket_id", "number", name="uq_deliveries_ticket_id_number"),
+        *of_ticket(
+            "deliveries",
+            sa.Column("number", sa.Integer, nullable=False),
+            sa.Column("attempt", sa.Integer, nullable=False),
+            sa.Column("runner", sa.String(100), nullable=False),
+            sa.Column("text", sa.Text, nullable=False),
+            sa.Column("evidence", sa.JSON, nullable=False),
+            sa.Column("revision", sa.Integer, nullable=False),
+            sa.Column("created_at", When, nullable=False),
+            unique="number",
+        ),
     )
     op.create_table(
         "reviews",
-        sa.Column("id", Id, primary_key=True),
-        sa.Column("ticket_id", Id, nullable=False),
-        sa.Column("attempt", sa.Integer, nullable=False),
-        sa.Column("delivery", sa.Integer, nullable=False),
-        sa.Column("reviewer", sa.String(100), nullable=False),
-        sa.Column("role", sa.String(40), nullable=False),
-        sa.Column("verdict", sa.String(20), nullable=False),
-        sa.Column("independent", sa.Boolean, nullable=False),
-        sa.Column("note", sa.Text, nullable=False),
-        sa.Column("revision", sa.Integer, nullable=False),
-        sa.Column("created_at", When, nullable=False),
-        sa.PrimaryKeyConstraint("id", name="pk_reviews"),
-        sa.ForeignKeyConstraint(["ticket_id"], ["tickets.id"], name="fk_reviews_ticket_id_tickets"),
+        *of_ticket(
+            "reviews",
+            sa.Column("attempt", sa.Integer, nullable=False),
+            sa.Column("delivery", sa.Integer, nullable=False),
+            sa.Column("reviewer", sa.String(100), nullable=False),
+            sa.Column("role", sa.String(40), nullable=False),
+            sa.Column("verdict", sa.String(20), nullable=False),
+            sa.Column("independent", sa.Boolean, nullable=False),
+            sa.Column("note", sa.Text, nullable=False),
+            sa.Column("revision", sa.Integer, nullable=False),
+            sa.Column("created_at", When, nullable=False),
+        ),
     )
     op.create_table(
         "events",
-        sa.Column("id", Id, primary_key=True),
-        sa.Column("ticket_id", Id, nullable=False),
-        sa.Column("type", sa.String(40), nullable=False),
-        sa.Column("actor", sa.String(100), nullable=False),
-        sa.Column("role", sa.String(40), nullable=False),
-        sa.Column("attempt", sa.Integer, nullable=False),
-        sa.Column("revision", sa.Integer, nullable=False),
-        sa.Column("operation_id", sa.String(200)),
-        sa.Column("data", sa.JSON, nullable=False),
-        sa.Column("created_at", When, nullable=False),
-        sa.PrimaryKeyConstraint("id", name="pk_events"),
-        sa.ForeignKeyConstraint(["ticket_id"], ["tickets.id"], name="fk_events_ticket_id_tickets"),
+        *of_ticket(
+            "events",
+            sa.Column("type", sa.String(40), nullable=False),
+            sa.Column("actor", sa.String(100), nullable=False),
+            sa.Column("role", sa.String(40), nullable=False),
+            sa.Column("attempt", sa.Integer, nullable=False),
+            sa.Column("revision", sa.Integer, nullable=False),
+            sa.Column("operation_id", sa.String(200)),
+            sa.Column("data", sa.JSON, nullable=False),
+            sa.Column("created_at", When, nullable=False),
+        ),
     )
     op.create_index("ix_events_ticket_id_id", "events", ["ticket_id", "id"])
     op.create_table(
@@ -110,12 +98,11 @@ def upgrade() -> None:
         sa.Column("result", sa.JSON, nullable=False),
         sa.Column("created_at", When, nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_operations"),
-        sa.ForeignKeyConstraint(["ticket_id"], ["tickets.id"], name="fk_operations_ticket_id_tickets"),
+        on_ticket("operations"),
     )
     op.create_table(
         "runner_claims",
-        sa.Column("installation_id", sa.BigInteger, nullable=False),
-        sa.Column("repository_id", sa.BigInteger, nullable=False),
+        *repository_key(),
         sa.Column("login", sa.String(100), nullable=False),
         sa.Column("active", sa.Integer, nullable=False),
         sa.PrimaryKeyConstraint("installation_id", "repository_id", "login", name="pk_runner_claims"),

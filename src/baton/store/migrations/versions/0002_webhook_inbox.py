@@ -1,21 +1,15 @@
-"""The webhook inbox.
-
-Revision ID: 0002
-Revises: 0001
-"""
+"""The webhook inbox."""
 
 import sqlalchemy as sa
-from alembic import op
+
+from baton.store.migration_steps import table
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
-
-def upgrade() -> None:
-    op.create_table(
-        "webhook_deliveries",
+upgrade, downgrade = table(
+    "webhook_deliveries",
+    lambda: (
         sa.Column("id", sa.String(100), nullable=False),
         sa.Column("event", sa.String(60), nullable=False),
         sa.Column("action", sa.String(60)),
@@ -27,10 +21,6 @@ def upgrade() -> None:
         sa.Column("received_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("processed_at", sa.DateTime(timezone=True)),
         sa.PrimaryKeyConstraint("id", name="pk_webhook_deliveries"),
-    )
-    op.create_index("ix_webhook_deliveries_status_received_at", "webhook_deliveries", ["status", "received_at"])
-
-
-def downgrade() -> None:
-    op.drop_index("ix_webhook_deliveries_status_received_at", "webhook_deliveries")
-    op.drop_table("webhook_deliveries")
+    ),
+    {"ix_webhook_deliveries_status_received_at": ("status", "received_at")},
+)

@@ -1,18 +1,12 @@
-"""Installations and their repositories.
-
-Revision ID: 0004
-Revises: 0003
-"""
+"""Installations and their repositories."""
 
 import sqlalchemy as sa
 from alembic import op
 
+from baton.store.migration_steps import When, repository_key
+
 revision = "0004"
 down_revision = "0003"
-branch_labels = None
-depends_on = None
-
-When = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
@@ -26,8 +20,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "installation_repositories",
-        sa.Column("installation_id", sa.BigInteger, nullable=False),
-        sa.Column("repository_id", sa.BigInteger, nullable=False),
+        *repository_key(),
         sa.Column("full_name", sa.String(200), nullable=False),
         sa.Column("present", sa.Boolean, nullable=False),
         sa.Column("updated_at", When, nullable=False),

@@ -1,51 +1,40 @@
-"""The evidence rail: rails per ticket, the link index, the facts log, evidence events, check runs.
-
-Revision ID: 0005
-Revises: 0004
-"""
+"""The evidence rail: rails per ticket, the link index, the facts log, evidence events, check runs."""
 
 import sqlalchemy as sa
 from alembic import op
 
+from baton.store.migration_steps import REPOSITORY, Id, When, on_ticket, repository_key
+
 revision = "0005"
 down_revision = "0004"
-branch_labels = None
-depends_on = None
-
-Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-When = sa.DateTime(timezone=True)
-REPOSITORY = ("installation_id", "repository_id")
 
 
 def upgrade() -> None:
     op.create_table(
         "evidence_rails",
         sa.Column("ticket_id", Id, nullable=False, autoincrement=False),
-        sa.Column("installation_id", sa.BigInteger, nullable=False),
-        sa.Column("repository_id", sa.BigInteger, nullable=False),
+        *repository_key(),
         sa.Column("version", sa.Integer, nullable=False),
         sa.Column("repository_state", sa.String(20), nullable=False),
         sa.Column("deployment_state", sa.String(20), nullable=False),
         sa.Column("rail", sa.JSON, nullable=False),
         sa.Column("updated_at", When, nullable=False),
         sa.PrimaryKeyConstraint("ticket_id", name="pk_evidence_rails"),
-        sa.ForeignKeyConstraint(["ticket_id"], ["tickets.id"], name="fk_evidence_rails_ticket_id_tickets"),
+        on_ticket("evidence_rails"),
     )
     op.create_index("ix_evidence_rails_repository_state", "evidence_rails", [*REPOSITORY, "repository_state"])
     op.create_table(
         "evidence_links",
-        sa.Column("installation_id", sa.BigInteger, nullable=False),
-        sa.Column("repository_id", sa.BigInteger, nullable=False),
+        *repository_key(),
         sa.Column("subject", sa.String(300), nullable=False),
         sa.Column("ticket_id", Id, nullable=False),
         sa.PrimaryKeyConstraint(*REPOSITORY, "subject", "ticket_id", name="pk_evidence_links"),
-        sa.ForeignKeyConstraint(["ticket_id"], ["tickets.id"], name="fk_evidence_links_ticket_id_tickets"),
+        on_ticket("evidence_links"),
     )
     op.create_table(
         "evidence_facts",
         sa.Column("id", Id, nullable=False),
-        sa.Column("installation_id", sa.BigInteger, nullable=False),
-        sa.Column("repository_id", sa.BigInteger, nullable=False),
+        *repository_key(),
         sa.Column("subject", sa.String(300), nullable=False),
         sa.Column("kind", sa.String(20), nullable=False),
         sa.Column("stamp", When),
@@ -75,13 +64,12 @@ def upgrade() -> None:
         sa.Column("deployment_state", sa.String(20), nullable=False),
         sa.Column("created_at", When, nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_evidence_events"),
-        sa.ForeignKeyConstraint(["ticket_id"], ["tickets.id"], name="fk_evidence_events_ticket_id_tickets"),
+        on_ticket("evidence_events"),
     )
     op.create_index("ix_evidence_events_ticket_id_id", "evidence_events", ["ticket_id", "id"])
     op.create_table(
         "check_runs",
-        sa.Column("installation_id", sa.BigInteger, nullable=False),
-        sa.Column("repository_id", sa.BigInteger, nullable=False),
+        *repository_key(),
         sa.Column("head_sha", sa.String(64), nullable=False),
         sa.Column("check_run_id", sa.BigInteger),
         sa.Column("shown", sa.JSON),

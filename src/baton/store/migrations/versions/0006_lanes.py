@@ -1,19 +1,12 @@
-"""Two lanes: deliveries retried with backoff, answers that wait on their own, one write budget per installation.
-
-Revision ID: 0006
-Revises: 0005
-"""
+"""Two lanes: deliveries retried with backoff, answers that wait on their own, one write budget per installation."""
 
 import sqlalchemy as sa
 from alembic import op
 
+from baton.store.migration_steps import Id, When
+
 revision = "0006"
 down_revision = "0005"
-branch_labels = None
-depends_on = None
-
-Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-When = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:

@@ -1,22 +1,10 @@
-"""The issue's title on its ticket, as GitHub last told it: for the tasks an agent lists and the read API.
-
-Revision ID: 0011
-Revises: 0010
-"""
+"""The issue's title on its ticket, as GitHub last told it: for the tasks an agent lists and the read API."""
 
 import sqlalchemy as sa
-from alembic import op
+
+from baton.store.migration_steps import column
 
 revision = "0011"
 down_revision = "0010"
-branch_labels = None
-depends_on = None
 
-
-def upgrade() -> None:
-    op.add_column("tickets", sa.Column("title", sa.Text()))
-
-
-def downgrade() -> None:
-    with op.batch_alter_table("tickets") as table:
-        table.drop_column("title")
+upgrade, downgrade = column("tickets", lambda: sa.Column("title", sa.Text()), batch_drop=True)

@@ -2,9 +2,6 @@
 as the board shows it. A brief edited, a title changed or the same runner's state kept do not move it.
 
 Existing tickets take the time of their last work event that did, read from their history.
-
-Revision ID: 0014
-Revises: 0013
 """
 
 import sqlalchemy as sa
@@ -12,8 +9,6 @@ from alembic import op
 
 revision = "0014"
 down_revision = "0013"
-branch_labels = None
-depends_on = None
 
 # The events that move a ticket to a state or to a new runner, as of this revision: every work event but
 # `brief_changed`, and the `created` event that starts a history.

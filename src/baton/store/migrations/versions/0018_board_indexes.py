@@ -1,9 +1,6 @@
 """The board stays light with many tickets: an index per column's order (a state's tickets, the longest there
 first), one for finding a ticket by its repository's name in any case and its number, and one for a ticket's
 reviews (its last verdict, on its card and its page). Both engines index the expressions the reads use.
-
-Revision ID: 0018
-Revises: 0017
 """
 
 import sqlalchemy as sa
@@ -11,8 +8,6 @@ from alembic import op
 
 revision = "0018"
 down_revision = "0017"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

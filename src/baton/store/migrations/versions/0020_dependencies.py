@@ -1,22 +1,17 @@
 """What keeps an issue from being ready: GitHub's "blocked by" dependencies and an issue's sub-issues, with each
 blocker's state as last seen, so that whether a task is ready is a query, not a GitHub call.
-
-Revision ID: 0020
-Revises: 0019
 """
 
 import sqlalchemy as sa
-from alembic import op
+
+from baton.store.migration_steps import table
 
 revision = "0020"
 down_revision = "0019"
-branch_labels = None
-depends_on = None
 
-
-def upgrade() -> None:
-    op.create_table(
-        "dependencies",
+upgrade, downgrade = table(
+    "dependencies",
+    lambda: (
         sa.Column("installation_id", sa.BigInteger(), primary_key=True),
         sa.Column("repository_id", sa.BigInteger(), primary_key=True),
         sa.Column("number", sa.Integer(), primary_key=True),
@@ -24,10 +19,6 @@ def upgrade() -> None:
         sa.Column("blocker", sa.String(300), primary_key=True),
         sa.Column("open", sa.Boolean(), nullable=False),
         sa.Column("seen_at", sa.DateTime(timezone=True), nullable=False),
-    )
-    op.create_index("ix_dependencies_blocker", "dependencies", ["blocker"])
-
-
-def downgrade() -> None:
-    op.drop_index("ix_dependencies_blocker", "dependencies")
-    op.drop_table("dependencies")
+    ),
+    {"ix_dependencies_blocker": ("blocker",)},
+)
