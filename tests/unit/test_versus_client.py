@@ -4,10 +4,11 @@ kept-alive stream at the next one; and its judge counts only rounds with one win
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
-from bench.versus import Agent, RoundSet, judge, read_response, request
+from bench.versus import OBTAIN, Agent, RoundSet, judge, main, read_response, request, setup_token
 
 
 def test_a_request_carries_its_host_headers_and_length() -> None:
@@ -53,3 +54,21 @@ def test_a_refusal_that_does_not_name_the_winner_makes_the_round_wrong() -> None
     result = answers([409, 200, 409])
     judge(result, agents, 1, refusal=lambda body, winner: winner == "agent-0", win=lambda body, winner: True)
     assert result.right == 0
+
+
+def test_the_setup_token_is_read_from_the_link_a_fresh_board_prints(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("listening on http://127.0.0.1:3000\nfirst start: http://127.0.0.1:3000/?setup=0f3a9c\n")
+    assert setup_token(log) == "0f3a9c"
+
+
+@pytest.mark.parametrize("given", [["--agentboard", "{empty}", "--node", "node"], ["--node", "node"]])
+def test_a_rival_without_its_files_is_refused_with_how_to_get_them(
+    given: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([argument.format(empty=tmp_path) for argument in given])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert "server.js and package.json" in error
+    assert OBTAIN.splitlines()[-1] in error
