@@ -45,6 +45,7 @@ def _serve_on(listening: socket.socket, host: str, port: int, settings: Settings
     from baton.environment.settings import SettingsError
     from baton.github.client import app_credentials
     from baton.web import create_app
+    from baton.web.wire import protocol
 
     try:
         credentials = app_credentials(settings)
@@ -75,8 +76,9 @@ def _serve_on(listening: socket.socket, host: str, port: int, settings: Settings
     # A line per request costs a sixth of a webhook's acknowledgement; it is there when asked for.
     # No log_config: uvicorn's lines go through Baton's handler (`baton.process.logs`), in its format.
     # The socket bound at start is handed over; host and port only name it in uvicorn's "running on" line.
+    # Each response's head and body leave in one write (`web/wire.py`).
     config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level=settings.log_level.lower(),
-                            access_log=args.access_log, proxy_headers=True,
+                            access_log=args.access_log, proxy_headers=True, http=protocol(),
                             forwarded_allow_ips=settings.forwarded_allow_ips)  # fmt: skip
     server = _bound_server()(config)
     with contextlib.suppress(KeyboardInterrupt):
