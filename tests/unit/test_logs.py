@@ -9,6 +9,9 @@ import sys
 import threading
 import time
 
+import pytest
+
+from baton.environment.settings import Settings
 from baton.process import logs
 
 
@@ -55,3 +58,41 @@ def test_what_is_logged_just_before_the_process_ends_is_written() -> None:
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True)
     lines = done.stderr.splitlines()
     assert len(lines) == 200 and '"message": "line 199"' in lines[-1], done.stderr[-500:]
+
+
+class Stream:
+    """stderr as the listener sees it: what each write carried."""
+
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_bursts_lines_leave_in_one_write_not_one_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    stream = Stream()
+    monkeypatch.setattr(logs.sys, "stderr", stream)
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level, logging.getLogger("baton").level)
+    logs.configure(Settings(log_format="text", log_level="INFO"))
+    try:
+        log = logging.getLogger("baton.work")
+        for n in range(20):
+            log.info("decided /claim by agent-%d", n)
+        waited_until = time.monotonic() + 30
+        while "".join(stream.writes).count("\n") < 20:
+            assert time.monotonic() < waited_until, "the burst was not written"
+            time.sleep(0.01)
+    finally:
+        logs._stop_listening()
+        root.handlers[:] = before[0]
+        root.setLevel(before[1])
+        logging.getLogger("baton").setLevel(before[2])
+    lines = "".join(stream.writes).splitlines()
+    assert [line.split(": ", 1)[1] for line in lines] == [f"decided /claim by agent-{n}" for n in range(20)]
+    assert len(stream.writes) <= 3  # the first line may leave alone, woken before the rest were logged

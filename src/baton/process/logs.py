@@ -9,7 +9,8 @@ a token.
 A record is handed, as it is, through a queue to one listener thread, which formats and writes it: the thread that
 logs (a decision's, a request's) neither formats the line nor waits for stderr. The listener takes the records in
 bursts: a batch of decisions logging twenty lines wakes it once, not twenty times (each wake-up costs the thread
-that logs its turn at the interpreter).
+that logs its turn at the interpreter), and the burst's lines leave in one write once the queue is empty, not
+one write each.
 """
 
 from __future__ import annotations
@@ -66,15 +67,44 @@ class _Handoff(QueueHandler):
 
 # How long the listener, having emptied the queue, waits for the rest of a burst before it sleeps until woken.
 _PAUSE = 0.005
+# The most lines a burst holds before they are written: a queue that is never empty still has its lines written.
+_MOST_LINES = 256
+
+
+class _Lines(logging.StreamHandler):  # type: ignore[type-arg]
+    """Formats each record into the lines of the burst under way; `write` puts them on the stream in one write."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._lines.append(self.format(record) + self.terminator)
+        except Exception:
+            self.handleError(record)
+        if len(self._lines) >= _MOST_LINES:
+            self.write()
+
+    def write(self) -> None:
+        """The lines formatted since the last write, at once."""
+        if not self._lines:
+            return
+        lines, self._lines = "".join(self._lines), []
+        with contextlib.suppress(Exception):  # a closed or broken stderr must not stop the listener
+            self.stream.write(lines)
+            self.stream.flush()
 
 
 class _Listener(QueueListener):
     """Woken by the first record after a quiet spell, it writes that one, then takes the queue's records every
-    `_PAUSE` until a pause brings none: the records logged meanwhile wake nobody."""
+    `_PAUSE` until a pause brings none: the records logged meanwhile wake nobody. The lines of what it took leave
+    in one write whenever the queue is empty."""
 
-    def __init__(self, records: queue.SimpleQueue[Any], handler: logging.Handler) -> None:
+    def __init__(self, records: queue.SimpleQueue[Any], handler: _Lines) -> None:
         super().__init__(records, handler)
         self.records = records
+        self.lines = handler
         self._busy = False
 
     def dequeue(self, block: bool) -> Any:
@@ -83,6 +113,7 @@ class _Listener(QueueListener):
         except queue.Empty:
             if not block:
                 raise
+        self.lines.write()  # everything taken so far, before waiting for more
         if self._busy:
             self._busy = False
             time.sleep(_PAUSE)
@@ -93,6 +124,10 @@ class _Listener(QueueListener):
         found = self.records.get()
         self._busy = True
         return found
+
+    def stop(self) -> None:
+        super().stop()
+        self.lines.write()  # the lines taken with the last records, before the end came
 
 
 _listening: list[QueueListener] = []  # the one listener of this process, once `configure` has run
@@ -140,7 +175,7 @@ class _AccessLine(logging.Filter):
 def configure(settings: Settings) -> None:
     """Send every record to stderr in the chosen format, through the listener thread; Baton's own at
     `settings.log_level`."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _Lines(sys.stderr)
     handler.setFormatter(JsonLines() if settings.log_format == "json" else logging.Formatter(_TEXT))
     _stop_listening()
     records: queue.SimpleQueue[Any] = queue.SimpleQueue()
