@@ -66,6 +66,18 @@ def test_a_head_whose_body_waits_goes_out_at_the_loops_next_turn_and_before_a_cl
     assert closed
 
 
+def test_a_head_held_for_a_connection_that_closed_meanwhile_is_dropped() -> None:
+    async def scene() -> list[bytes]:
+        wire = Wire()
+        transport = HeadWithBody(wire, asyncio.get_running_loop())  # type: ignore[arg-type]
+        transport.write(HEAD)
+        wire.closed = True  # the client went away
+        await asyncio.sleep(0)
+        return wire.writes
+
+    assert asyncio.run(scene()) == []
+
+
 def test_what_is_not_a_head_is_written_as_it_comes() -> None:
     async def scene() -> list[bytes]:
         wire = Wire()

@@ -37,10 +37,11 @@ class HeadWithBody:
             self._transport.write(data)
 
     def flush(self) -> None:
-        """Write the head held back, if any."""
+        """Write the head held back, if any (nowhere once the connection is closing: its client went away)."""
         if self._held:
             held, self._held = self._held, b""
-            self._transport.write(held)
+            if not self._transport.is_closing():
+                self._transport.write(held)
 
     def writelines(self, lines: Any) -> None:
         self.write(b"".join(lines))
