@@ -341,6 +341,14 @@ def setup_token(log: Path) -> str:
     raise RuntimeError(f"agentboard waits for its owner but printed no setup link:\n{log.read_text()[-2000:]}")
 
 
+def release(directory: Path) -> str:
+    """The version agentboard's package.json gives, or "of unknown version"."""
+    try:
+        return str(json.loads((directory / "package.json").read_text())["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "of unknown version"
+
+
 @contextmanager
 def agentboard_system(directory: Path, node: str, *, rounds: int) -> Iterator[System]:
     """agentboard on a fresh SQLite file, its owner made as a fresh install makes it: with the setup token it
@@ -397,7 +405,8 @@ def agentboard_system(directory: Path, node: str, *, rounds: int) -> Iterator[Sy
                     agents,
                     refusal,
                     win,
-                    f"node server.js (Node {version}), its own SQLite file, its defaults",
+                    f"agentboard {release(directory)}, node server.js (Node {version}), its own SQLite file, "
+                    "its defaults",
                 )
         finally:
             process.terminate()
