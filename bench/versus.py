@@ -322,8 +322,9 @@ def until_answering(base: str, process: subprocess.Popen[bytes], log: Path) -> d
         try:
             answer = HTTP.get(f"{base}/api/me", timeout=5)
             if answer.status_code == 401:
-                return dict(answer.json())
-        except httpx.HTTPError:
+                said = answer.json() if answer.headers.get("content-type", "").startswith("application/json") else {}
+                return dict(said) if isinstance(said, dict) else {}
+        except (httpx.HTTPError, ValueError):
             pass
         if time.monotonic() > deadline:
             raise TimeoutError(f"agentboard did not answer at {base}:\n{log.read_text()[-2000:]}")
