@@ -564,7 +564,11 @@ class AgentApi:
         self.listing = listing
         self.read_token = settings.api_token.get_secret_value() if settings.api_token else ""
         self._calls: Batches[_Call, JSONResponse] = Batches(self.decide_calls, most=100)
-        self._nexts: Batches[_NextCall, JSONResponse] = Batches(self.decide_nexts, most=100)
+        # Claim-next batches overlap where the database lets them (`WorkService.claims_overlap`): the calls that
+        # reach the loop while one is decided start the next at once.
+        self._nexts: Batches[_NextCall, JSONResponse] = Batches(
+            self.decide_nexts, most=100, at_once=2 if work.claims_overlap else 1
+        )
 
     def caller(self, authorization: str | None) -> Identity:
         """Who sends `authorization`, asking GitHub when the token is not known; raises `Refusal`."""
