@@ -86,3 +86,30 @@ def test_at_most_the_given_number_of_items_go_in_one_batch_and_a_caller_that_wen
 
     assert asyncio.run(main()) == list(range(10))
     assert sizes[0] == 1 and max(sizes) == 4 and sum(sizes) == 11
+
+
+def test_with_two_at_once_requests_arriving_while_a_batch_runs_start_the_next_and_a_third_waits() -> None:
+    seen: list[list[int]] = []
+    started = [threading.Event() for _ in range(3)]
+    release = threading.Event()
+
+    def work(items: list[int]) -> list[int]:
+        seen.append(list(items))
+        started[len(seen) - 1].set()
+        release.wait(10)  # held until the test has seen the batches that overlap
+        return [item * 10 for item in items]
+
+    async def main() -> list[int]:
+        batches: Batches[int, int] = Batches(work, at_once=2)
+        first = asyncio.ensure_future(batches.run(0))
+        assert await asyncio.to_thread(started[0].wait, 10)
+        second = [asyncio.ensure_future(batches.run(n)) for n in (1, 2)]
+        assert await asyncio.to_thread(started[1].wait, 10)  # under way while the first still runs
+        third = [asyncio.ensure_future(batches.run(n)) for n in (3, 4)]
+        await asyncio.sleep(0.05)
+        assert not started[2].is_set()  # two are under way: these wait for one of them
+        release.set()
+        return [await first, *[await one for one in second + third]]
+
+    assert asyncio.run(main()) == [0, 10, 20, 30, 40]
+    assert seen == [[0], [1, 2], [3, 4]]

@@ -452,6 +452,11 @@ class _NextCall:
         return f"{self.owner}/{named.rpartition('/')[2]}" if named else f"the repositories of {self.owner}"
 
 
+# Claim-next batches one process decides at once, on PostgreSQL. A burst of calls reaches a process as a few clumps
+# a millisecond or two apart (each read in one turn of the event loop); each clump starts a batch at once instead of
+# waiting for the one before to commit. Each batch under way holds a connection of the pool.
+NEXTS_AT_ONCE = 4
+
 # The `action` of a `PlainRequest` for claim-next: on one repository, and on an organisation's (`repo` empty).
 NEXT, ORG_NEXT = "tasks/claim", "orgs/tasks/claim"
 
@@ -565,9 +570,9 @@ class AgentApi:
         self.read_token = settings.api_token.get_secret_value() if settings.api_token else ""
         self._calls: Batches[_Call, JSONResponse] = Batches(self.decide_calls, most=100)
         # Claim-next batches overlap where the database lets them (`WorkService.claims_overlap`): the calls that
-        # reach the loop while one is decided start the next at once.
+        # reach the loop while one is decided start the next at once, up to `NEXTS_AT_ONCE` under way.
         self._nexts: Batches[_NextCall, JSONResponse] = Batches(
-            self.decide_nexts, most=100, at_once=2 if work.claims_overlap else 1
+            self.decide_nexts, most=100, at_once=NEXTS_AT_ONCE if work.claims_overlap else 1
         )
 
     def caller(self, authorization: str | None) -> Identity:
