@@ -113,3 +113,23 @@ def test_with_two_at_once_requests_arriving_while_a_batch_runs_start_the_next_an
 
     assert asyncio.run(main()) == [0, 10, 20, 30, 40]
     assert seen == [[0], [1, 2], [3, 4]]
+
+
+def test_a_burst_waits_while_it_goes_on_and_a_lone_item_does_not_wait() -> None:
+    seen: list[list[int]] = []
+
+    def work(items: list[int]) -> list[int]:
+        seen.append(list(items))
+        return items
+
+    async def main() -> list[int]:
+        lone: Batches[int, int] = Batches(work, gather=60)
+        alone = await asyncio.wait_for(lone.run(0), 10)  # nothing else waiting: not held for `gather`
+        batches: Batches[int, int] = Batches(work, gather=0.5)
+        burst = [asyncio.ensure_future(batches.run(n)) for n in (1, 2)]
+        await asyncio.sleep(0.05)  # the burst goes on: the next arrives within `gather`
+        burst.append(asyncio.ensure_future(batches.run(3)))
+        return [alone, *[await one for one in burst]]
+
+    assert asyncio.run(main()) == [0, 1, 2, 3]
+    assert seen == [[0], [1, 2, 3]]

@@ -452,10 +452,12 @@ class _NextCall:
         return f"{self.owner}/{named.rpartition('/')[2]}" if named else f"the repositories of {self.owner}"
 
 
-# Claim-next batches one process decides at once, on PostgreSQL. A burst of calls reaches a process as a few clumps
-# a millisecond or two apart (each read in one turn of the event loop); each clump starts a batch at once instead of
-# waiting for the one before to commit. Each batch under way holds a connection of the pool.
+# A burst of claim-next calls reaches a process as a few clumps a millisecond or two apart (each read in one turn
+# of the event loop). The first batch of a burst waits while calls keep coming within `NEXTS_GATHER` seconds (a
+# lone call never waits), and on PostgreSQL calls that arrive while batches are decided start another at once,
+# up to `NEXTS_AT_ONCE` under way per process, each holding a connection of the pool.
 NEXTS_AT_ONCE = 4
+NEXTS_GATHER = 0.001
 
 # The `action` of a `PlainRequest` for claim-next: on one repository, and on an organisation's (`repo` empty).
 NEXT, ORG_NEXT = "tasks/claim", "orgs/tasks/claim"
@@ -569,10 +571,9 @@ class AgentApi:
         self.listing = listing
         self.read_token = settings.api_token.get_secret_value() if settings.api_token else ""
         self._calls: Batches[_Call, JSONResponse] = Batches(self.decide_calls, most=100)
-        # Claim-next batches overlap where the database lets them (`WorkService.claims_overlap`): the calls that
-        # reach the loop while one is decided start the next at once, up to `NEXTS_AT_ONCE` under way.
+        # Claim-next batches overlap where the database lets them (`WorkService.claims_overlap`).
         self._nexts: Batches[_NextCall, JSONResponse] = Batches(
-            self.decide_nexts, most=100, at_once=NEXTS_AT_ONCE if work.claims_overlap else 1
+            self.decide_nexts, most=100, at_once=NEXTS_AT_ONCE if work.claims_overlap else 1, gather=NEXTS_GATHER
         )
 
     def caller(self, authorization: str | None) -> Identity:
