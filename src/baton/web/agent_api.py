@@ -453,9 +453,10 @@ class _NextCall:
 
 
 # A burst of claim-next calls reaches a process as a few clumps a millisecond or two apart (each read in one turn
-# of the event loop). The first batch of a burst waits while calls keep coming within `NEXTS_GATHER` seconds (a
-# lone call never waits), and on PostgreSQL calls that arrive while batches are decided start another at once,
-# up to `NEXTS_AT_ONCE` under way per process, each holding a connection of the pool.
+# of the event loop). On PostgreSQL, where a batch costs a few round trips, the first batch of a burst waits while
+# calls keep coming within `NEXTS_GATHER` seconds (a lone call never waits), and calls that arrive while batches
+# are decided start another at once, up to `NEXTS_AT_ONCE` under way per process, each holding a connection of
+# the pool. On SQLite a batch costs no round trip and takes a millisecond or two: the next starts when it ends.
 NEXTS_AT_ONCE = 4
 NEXTS_GATHER = 0.001
 
@@ -571,9 +572,12 @@ class AgentApi:
         self.listing = listing
         self.read_token = settings.api_token.get_secret_value() if settings.api_token else ""
         self._calls: Batches[_Call, JSONResponse] = Batches(self.decide_calls, most=100)
-        # Claim-next batches overlap where the database lets them (`WorkService.claims_overlap`).
+        # Claim-next batches overlap, and a burst is gathered, on PostgreSQL (`WorkService.claims_overlap`).
         self._nexts: Batches[_NextCall, JSONResponse] = Batches(
-            self.decide_nexts, most=100, at_once=NEXTS_AT_ONCE if work.claims_overlap else 1, gather=NEXTS_GATHER
+            self.decide_nexts,
+            most=100,
+            at_once=NEXTS_AT_ONCE if work.claims_overlap else 1,
+            gather=NEXTS_GATHER if work.claims_overlap else 0.0,
         )
 
     def caller(self, authorization: str | None) -> Identity:
