@@ -9,6 +9,7 @@ from baton.domain import Policy, RepositoryKey, TicketKey, WorkState
 from baton.process.wiring import work_service
 from baton.service.work import Issue
 from baton.store import make_engine, ready
+from baton.store.engine import warm
 from baton.store.work import Opening
 
 PLACE = RepositoryKey(1, 77)
@@ -135,3 +136,15 @@ def test_the_priority_labels_give_is_the_one_the_kept_labels_give_whichever_deli
         found = uow.work.next_ready([PLACE], ["p0", "p1"], ())
         assert found is not None and found[2] == 0  # P0 kept: the higher priority counts
     engine.dispose()
+
+
+def test_warming_opens_the_connections_a_burst_holds_and_leaves_an_unreachable_database_to_the_work(
+    postgres_url: str,
+) -> None:
+    engine = make_engine(postgres_url, pool_size=3, max_overflow=0)
+    assert warm(engine, 4) == 3  # no more than the pool keeps
+    assert engine.pool.checkedin() == 3  # type: ignore[attr-defined]
+    engine.dispose()
+    away = make_engine("postgresql://postgres@127.0.0.1:1/baton")
+    assert warm(away, 4) == 0
+    away.dispose()
