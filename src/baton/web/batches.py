@@ -64,6 +64,8 @@ class Batches(Generic[T, R]):
                         await self._burst()
                     self._starting -= 1
                     starting = False
+                    if not self._waiting:  # a batch that ended meanwhile took them
+                        break
                 most = len(self._waiting) if self._most is None else self._most
                 batch, self._waiting = self._waiting[:most], self._waiting[most:]
                 try:
