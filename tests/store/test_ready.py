@@ -3,10 +3,14 @@ as written, and on PostgreSQL a task another transaction holds is passed over wi
 
 from __future__ import annotations
 
-from baton.domain import Policy, RepositoryKey, TicketKey
+from dataclasses import replace
+
+from baton.domain import Policy, RepositoryKey, TicketKey, WorkState
 from baton.process.wiring import work_service
 from baton.service.work import Issue
 from baton.store import make_engine, ready
+from baton.store.engine import warm
+from baton.store.work import Opening
 
 PLACE = RepositoryKey(1, 77)
 
@@ -48,6 +52,45 @@ def test_the_next_ready_task_matches_labels_as_written_and_skips_what_another_tr
             assert held is not None and held[0].ticket.key.number == 1
             taken = other.work.next_ready([PLACE], [], ())  # answers at once, with the next one
             assert taken is not None and taken[0].ticket.key.number == 2
+    engine.dispose()
+
+
+def test_a_claim_next_batch_reads_what_it_needs_first_together_and_learns_after_its_writes_if_a_limit_held(
+    database_url: str,
+) -> None:
+    """`WorkTx.opening` reads a batch's first results, claims held and ready tasks (one round trip on
+    PostgreSQL, its tasks locked as `ready_tasks` locks them); `count_all`, sent with the writes that follow it,
+    says after them whether every claim count moved."""
+    engine = make_engine(database_url, pool_size=3, max_overflow=0)
+    service = work_service(engine)
+    for number in (1, 2, 3, 4):
+        labels = ("ui",) if number in (2, 4) else ()
+        service.open_ticket(Issue(TicketKey(1, 77, number), "octo/ready", "owner", labels=labels), f"open-{number}")
+    with service.units.begin() as uow:
+        found = uow.work.ticket(TicketKey(1, 77, 1))
+        assert found is not None
+        before = found.ticket
+        claimed = replace(before, state=WorkState.CLAIMED, runner="Agent-A")
+        with uow.work.together():
+            counted = uow.work.count_all([(before, claimed, 1)])
+            uow.work.record_operations([("after-the-count", None, {})])  # sent behind it, without waiting
+        assert counted()
+        with uow.work.together():
+            over = uow.work.count_all([(before, replace(claimed, key=TicketKey(1, 77, 2)), 1)])
+        assert not over()  # agent-a holds one already: a limit of one held
+    with service.units.begin() as uow:
+        wanted = [((PLACE,), (), 2), ((PLACE,), ("ui",), 5), ((RepositoryKey(1, 78),), (), 1)]
+        opened = uow.work.opening(["open-1", "unseen"], {PLACE: {"agent-a", "agent-b"}}, wanted)
+        assert set(opened.firsts) == {"open-1"} and opened.firsts == uow.work.firsts(["open-1", "unseen"])
+        assert opened.held == {(PLACE, "agent-a"): 1}
+        numbers = {where: [one[0].ticket.key.number for one in tasks] for where, tasks in opened.tasks.items()}
+        assert numbers == {((PLACE,), ()): [1, 2], ((PLACE,), ("ui",)): [2, 4], ((RepositoryKey(1, 78),), ()): []}
+        assert uow.work.opening([], {}, []) == Opening({}, {}, {})
+    if engine.dialect.name == "postgresql":  # the tasks it read are locked until it ends
+        with service.units.begin() as holding, service.units.begin() as other:
+            holding.work.opening([], {}, [((PLACE,), (), 2)])
+            taken = other.work.next_ready([PLACE], [], ())
+            assert taken is not None and taken[0].ticket.key.number == 3
     engine.dispose()
 
 
@@ -93,3 +136,15 @@ def test_the_priority_labels_give_is_the_one_the_kept_labels_give_whichever_deli
         found = uow.work.next_ready([PLACE], ["p0", "p1"], ())
         assert found is not None and found[2] == 0  # P0 kept: the higher priority counts
     engine.dispose()
+
+
+def test_warming_opens_the_connections_a_burst_holds_and_leaves_an_unreachable_database_to_the_work(
+    postgres_url: str,
+) -> None:
+    engine = make_engine(postgres_url, pool_size=3, max_overflow=0)
+    assert warm(engine, 4) == 3  # no more than the pool keeps
+    assert engine.pool.checkedin() == 3  # type: ignore[attr-defined]
+    engine.dispose()
+    away = make_engine("postgresql://postgres@127.0.0.1:1/baton")
+    assert warm(away, 4) == 0
+    away.dispose()

@@ -86,3 +86,50 @@ def test_at_most_the_given_number_of_items_go_in_one_batch_and_a_caller_that_wen
 
     assert asyncio.run(main()) == list(range(10))
     assert sizes[0] == 1 and max(sizes) == 4 and sum(sizes) == 11
+
+
+def test_with_two_at_once_requests_arriving_while_a_batch_runs_start_the_next_and_a_third_waits() -> None:
+    seen: list[list[int]] = []
+    started = [threading.Event() for _ in range(3)]
+    release = threading.Event()
+
+    def work(items: list[int]) -> list[int]:
+        seen.append(list(items))
+        started[len(seen) - 1].set()
+        release.wait(10)  # held until the test has seen the batches that overlap
+        return [item * 10 for item in items]
+
+    async def main() -> list[int]:
+        batches: Batches[int, int] = Batches(work, at_once=2)
+        first = asyncio.ensure_future(batches.run(0))
+        assert await asyncio.to_thread(started[0].wait, 10)
+        second = [asyncio.ensure_future(batches.run(n)) for n in (1, 2)]
+        assert await asyncio.to_thread(started[1].wait, 10)  # under way while the first still runs
+        third = [asyncio.ensure_future(batches.run(n)) for n in (3, 4)]
+        await asyncio.sleep(0.05)
+        assert not started[2].is_set()  # two are under way: these wait for one of them
+        release.set()
+        return [await first, *[await one for one in second + third]]
+
+    assert asyncio.run(main()) == [0, 10, 20, 30, 40]
+    assert seen == [[0], [1, 2], [3, 4]]
+
+
+def test_a_burst_waits_while_it_goes_on_and_a_lone_item_does_not_wait() -> None:
+    seen: list[list[int]] = []
+
+    def work(items: list[int]) -> list[int]:
+        seen.append(list(items))
+        return items
+
+    async def main() -> list[int]:
+        lone: Batches[int, int] = Batches(work, gather=60)
+        alone = await asyncio.wait_for(lone.run(0), 10)  # nothing else waiting: not held for `gather`
+        batches: Batches[int, int] = Batches(work, gather=0.5)
+        burst = [asyncio.ensure_future(batches.run(n)) for n in (1, 2)]
+        await asyncio.sleep(0.05)  # the burst goes on: the next arrives within `gather`
+        burst.append(asyncio.ensure_future(batches.run(3)))
+        return [alone, *[await one for one in burst]]
+
+    assert asyncio.run(main()) == [0, 1, 2, 3]
+    assert seen == [[0], [1, 2, 3]]

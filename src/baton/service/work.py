@@ -45,7 +45,7 @@ from baton.reading.commands import help_text, ignored_text
 from baton.service.activity import Activity, record_activity
 from baton.service.evidence import EvidenceService
 from baton.store import Conflict, StoredTicket, dependencies, ready
-from baton.store.work import WorkTx
+from baton.store.work import Found, WorkTx
 
 from . import briefs, readiness
 from .resolver import Notice
@@ -197,6 +197,13 @@ class WorkService:
         # Lists an issue's blockers and sub-issues on GitHub (None: never asked; `learn_links`).
         self.issue_links: readiness.IssueLinks | None = None
 
+    @property
+    def claims_overlap(self) -> bool:
+        """Whether claim-next batches may be decided at the same time in one process: on PostgreSQL, where each
+        takes tasks no other transaction holds and none waits for another (`store/ready.py`); not on SQLite, which
+        has one writer at a time."""
+        return self.units.engine.dialect.name == "postgresql"
+
     def learn_links(self, issues: Sequence[Issue], *, always: bool = False) -> int:
         """Learn the links (blockers, sub-issues) of those `issues` whose GitHub summary (`Issue.links`) disagrees
         with the links Baton keeps, links made before Baton was installed or while it was down: listed by GitHub,
@@ -325,10 +332,10 @@ class WorkService:
     def _close(self, uow: UnitOfWork, batch: _Batch, results: Sequence[Result]) -> None:
         """After a batch's decisions: the runners' activity, each changed ticket's compare-and-swap, the operations,
         and the answers queued with their issues' due times."""
-        if batch.appends is not None and not uow.work.count_all(batch.counts):  # claim-next's counts, together
-            raise Conflict("a claim count moved")
         with uow.work.together():  # what follows reads nothing back, but a touch that is not quiet
-            if batch.appends is not None:
+            counted: Callable[[], bool] = _always
+            if batch.appends is not None:  # claim-next's counts, together; its writes follow without waiting
+                counted = uow.work.count_all(batch.counts)
                 uow.work.append_all(batch.appends)
             quiet = {touch.stored.id: touch.source for touch in batch.touches if touch.quiet} if batch.appends else {}
             uow.activity.restart_all(quiet)
@@ -340,6 +347,8 @@ class WorkService:
             said = answer_all(results, self.answer_delay)
             uow.outbox.queue_all(said.queued, self.answer_delay)
             uow.outbox.due_all(said.due)
+        if not counted():  # a claim limit held: what was sent after it is rolled back with it
+            raise Conflict("a claim count moved")
         if not swapped():
             raise Conflict("lost")  # not reached while the rows are locked; a lost swap never passes silently
 
@@ -365,16 +374,16 @@ class WorkService:
         return handed
 
     def _hand_out(self, uow: UnitOfWork, asks: Sequence[NextAsk]) -> list[Handed]:
-        firsts = uow.work.firsts([ask.operation_id for ask in asks])
-        held: dict[tuple[RepositoryKey, str], int] = {}
         logins: dict[RepositoryKey, set[str]] = {}
         for ask in asks:
             for place in ask.places:
                 logins.setdefault(place.key, set()).add(place.actor.login.lower())
-        for repository, names in logins.items():
-            held.update({(repository, name): count for name, count in uow.work.held(repository, names).items()})
-        batch = _Batch({}, {}, {}, held, {}, appends=[])
         upcoming = _Upcoming(Counter((tuple(place.key for place in ask.places), ask.labels) for ask in asks))
+        wanted = [(places, labels, max(1, n)) for (places, labels), n in upcoming.asks.items()]
+        opened = uow.work.opening([ask.operation_id for ask in asks], logins, wanted)  # one round trip
+        firsts = opened.firsts
+        upcoming.read = {where: (found, len(found) == upcoming.asks[where]) for where, found in opened.tasks.items()}
+        batch = _Batch({}, {}, {}, opened.held, {}, appends=[])
         taken: set[int] = set()  # the tickets this transaction claimed
         handed: dict[str, Handed] = {}  # by operation id: the same id twice in one call is a retry
         results: list[Result] = []
@@ -722,14 +731,12 @@ class _Touch:
         record_activity(uow, before.key, self.source, by=self.by, quietly=not same_claim, known=known)
 
 
-Found = tuple[StoredTicket, str | None, int]  # a ready task, its issue's title and its priority (`next_ready`)
-
-
 @dataclass
 class _Upcoming:
     """Claim-next's tasks read ahead: for each set of places and labels a batch asks about, the tasks `next_ready`
-    would give one after the other, read with one statement for all the asks of that set (`ready_tasks`, as many
-    as there are asks), and read again only when they run out."""
+    would give one after the other, read with one statement for all the asks of that set (as many as there are
+    asks; first with the batch's other opening reads, `WorkTx.opening`), and read again only when they run out
+    (`ready_tasks`)."""
 
     asks: Counter[tuple[tuple[RepositoryKey, ...], tuple[str, ...]]]  # how many asks of each
     read: dict[tuple[tuple[RepositoryKey, ...], tuple[str, ...]], tuple[list[Found], bool]] = field(
@@ -819,6 +826,10 @@ class _Batch:
             if after.ticket.revision != expected:
                 swaps.append((after.id, expected, after.ticket))
         return tx.swap_all(swaps)
+
+
+def _always() -> bool:
+    return True
 
 
 def _misspelt(request: Request, stored: StoredTicket | None) -> tuple[Outcome, Result]:

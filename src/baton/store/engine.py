@@ -82,6 +82,25 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     return create_engine(url, **kwargs)
 
 
+def warm(engine: Engine, connections: int) -> int:
+    """Open `connections` of the pool's connections now (no more than the pool keeps), so that the first burst of
+    work holding several at once does not wait for them to be made: a new PostgreSQL connection costs a process
+    on the server and a few round trips, several milliseconds. A database that cannot be reached is left for the
+    work to meet. How many were opened."""
+    keeps = getattr(engine.pool, "size", None)
+    wanted = min(connections, keeps()) if callable(keeps) else connections
+    opened: list[Connection] = []
+    try:
+        for _ in range(wanted):
+            opened.append(engine.connect())
+    except Exception:  # unreachable, or refused: the work finds out and says so
+        pass
+    finally:
+        for connection in opened:
+            connection.close()
+    return len(opened)
+
+
 def unreachable(error: BaseException) -> bool:
     """The database cannot be reached (refused, closed, restarting, timed out), as opposed to a statement
     it refused: what is tried again later rather than reported as a fault of the data."""

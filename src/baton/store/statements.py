@@ -11,7 +11,7 @@ a test compares.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -101,6 +101,27 @@ class RawTx:
         except self._integrity_error as error:
             raise Conflict(str(error)) from error
 
+    def _all(self, queries: Sequence[tuple[str, Sequence[Any]]]) -> list[Sequence[Any]]:
+        """The rows of each of `queries` (SQL in the driver's form, its parameters): on PostgreSQL sent together,
+        each on a cursor of its own, and their answers read after one sync (one round trip, where the transaction
+        has begun); on SQLite one after the other."""
+        if not self._postgres or len(queries) < 2:
+            found: list[Sequence[Any]] = []
+            for sql, params in queries:
+                self._cursor.execute(sql, params)
+                found.append(self._cursor.fetchall())
+            return found
+        connection = self._cursor.connection
+        cursors = [connection.cursor() for _ in queries]
+        try:
+            with connection.pipeline():
+                for cursor, (sql, params) in zip(cursors, queries, strict=True):
+                    cursor.execute(sql, params)
+            return [cursor.fetchall() for cursor in cursors]
+        finally:
+            for cursor in cursors:
+                cursor.close()
+
     def _now(self, after: float = 0.0) -> Any:
         moment = self.clock.now() + timedelta(seconds=after)
         # SQLite keeps timestamps as text, in the form SQLAlchemy's DateTime reads back.
@@ -115,14 +136,15 @@ class RawTx:
             raise Conflict(str(error)) from error
         return self._cursor
 
-    def _many(self, name: str, rows: list[dict[str, Any]], **shared: Any) -> Any:
-        """One multi-row INSERT for many rows of the statement `name` (one statement, one round trip); `shared`:
-        the parameters of what follows the rows (an ON CONFLICT clause)."""
+    def _many(self, name: str, rows: list[dict[str, Any]], cursor: Any = None, **shared: Any) -> Any:
+        """One multi-row INSERT for many rows of the statement `name` (one statement, one round trip), on `cursor`
+        (else the transaction's); `shared`: the parameters of what follows the rows (an ON CONFLICT clause)."""
         head, row, tail = self._statements.many[name][self._postgres]
         sql = head + ", ".join(row.format(index) for index in range(len(rows))) + tail
         params = {f"{key}_{index}": value for index, values in enumerate(rows) for key, value in values.items()}
+        cursor = self._cursor if cursor is None else cursor
         try:
-            self._cursor.execute(sql, {**params, **shared})
+            cursor.execute(sql, {**params, **shared})
         except self._integrity_error as error:
             raise Conflict(str(error)) from error
-        return self._cursor
+        return cursor

@@ -8,7 +8,7 @@ driver's cursor (`statements.py` says why).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,19 @@ class Snapshot:
     first: dict[str, Any] | None  # the operation's first result, when it was seen before
     stored: StoredTicket | None
     held: int  # tickets the actor holds as `claimed` in this repository
+
+
+Found = tuple[StoredTicket, str | None, int]  # a ready task, its issue's title and its priority (`ready_tasks`)
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What a claim-next batch reads first (`WorkTx.opening`)."""
+
+    firsts: dict[str, tuple[dict[str, Any], StoredTicket | None]]  # by operation id: its first result, its ticket
+    held: dict[tuple[RepositoryKey, str], int]  # the claims each (lower-case) login holds, by repository
+    # By places and labels asked for: the first ready tasks there, in the order they are handed out.
+    tasks: dict[tuple[tuple[RepositoryKey, ...], tuple[str, ...]], list[Found]]
 
 
 _TICKET_COLUMNS = (
@@ -178,6 +191,18 @@ def stored(row: Sequence[Any]) -> StoredTicket:
     )
 
 
+def _ready_rows(rows: Sequence[Sequence[Any]]) -> list[Found]:
+    return [(stored(row[:-2]), row[-2], int(row[-1])) for row in rows]
+
+
+def _firsts_rows(rows: Sequence[Sequence[Any]]) -> dict[str, tuple[dict[str, Any], StoredTicket | None]]:
+    return {row[0]: (_json(row[1]), None if row[2] is None else stored(row[2:])) for row in rows}
+
+
+def _held_rows(rows: Sequence[Sequence[Any]]) -> dict[str, int]:
+    return {login: int(active) for login, active in rows}
+
+
 def _key(key: TicketKey) -> dict[str, int]:
     return {"installation_id": key.installation_id, "repository_id": key.repository_id, "number": key.number}
 
@@ -199,10 +224,13 @@ class WorkTx(RawTx):
     def __init__(self, connection: Connection, clock: Clock) -> None:
         super().__init__(connection, _STATEMENTS, clock)
         self._swaps: Any = None
+        self._gains: list[Any] = []  # `count_all`'s cursors
 
     def close(self) -> None:
         if self._swaps is not None:
             self._swaps.close()
+        for cursor in self._gains:
+            cursor.close()
         super().close()
 
     def read(self, key: TicketKey, operation_id: str, login: str) -> Snapshot:
@@ -266,11 +294,17 @@ class WorkTx(RawTx):
 
     def ready_tasks(
         self, places: Sequence[RepositoryKey], labels: Sequence[str], passed: Collection[int], most: int
-    ) -> list[tuple[StoredTicket, str | None, int]]:
+    ) -> list[Found]:
         """The first `most` tasks `next_ready` would give one after the other, in that order, in one statement
         (each locked as it is read, on PostgreSQL); fewer when no more are ready."""
         if not places or most < 1:
             return []
+        self._cursor.execute(*self._ready_sql(places, labels, passed, most))
+        return _ready_rows(self._cursor.fetchall())
+
+    def _ready_sql(
+        self, places: Sequence[RepositoryKey], labels: Sequence[str], passed: Collection[int], most: int
+    ) -> tuple[str, list[Any]]:
         mark = "%s" if self._postgres else "?"
         where = " OR ".join([f"(t.installation_id = {mark} AND t.repository_id = {mark})"] * len(places))
         params: list[Any] = [part for place in places for part in (place.installation_id, place.repository_id)]
@@ -287,31 +321,57 @@ class WorkTx(RawTx):
         sql += f" ORDER BY {priority}, t.created_at, t.number, t.id LIMIT {int(most)}"
         if self._postgres:
             sql += " FOR NO KEY UPDATE SKIP LOCKED"
-        self._cursor.execute(sql, params)
-        return [(stored(row[:-2]), row[-2], int(row[-1])) for row in self._cursor.fetchall()]
+        return sql, params
 
     def firsts(self, operation_ids: list[str]) -> dict[str, tuple[dict[str, Any], StoredTicket | None]]:
         """The first results of those operations that were seen before, each with the ticket it was about."""
         if not operation_ids:
             return {}
+        self._cursor.execute(*self._firsts_sql(operation_ids))
+        return _firsts_rows(self._cursor.fetchall())
+
+    def _firsts_sql(self, operation_ids: list[str]) -> tuple[str, list[Any]]:
         marks = ", ".join(["%s" if self._postgres else "?"] * len(operation_ids))
-        self._cursor.execute(f"SELECT o.id, o.result, {_TICKET_COLUMNS} FROM operations AS o "
-                             f"LEFT JOIN tickets AS t ON t.id = o.ticket_id WHERE o.id IN ({marks})",
-                             operation_ids)  # fmt: skip
-        return {row[0]: (_json(row[1]), None if row[2] is None else stored(row[2:])) for row in self._cursor.fetchall()}
+        return (f"SELECT o.id, o.result, {_TICKET_COLUMNS} FROM operations AS o "
+                f"LEFT JOIN tickets AS t ON t.id = o.ticket_id WHERE o.id IN ({marks})", operation_ids)  # fmt: skip
 
     def held(self, repository: RepositoryKey, logins: set[str]) -> dict[str, int]:
         """How many tickets each (lower-case) login holds as `claimed` in the repository."""
         if not logins:
             return {}
+        self._cursor.execute(*self._held_sql(repository, logins))
+        return _held_rows(self._cursor.fetchall())
+
+    def _held_sql(self, repository: RepositoryKey, logins: set[str]) -> tuple[str, list[Any]]:
         mark = "%s" if self._postgres else "?"
         marks = ", ".join([mark] * len(logins))
-        self._cursor.execute(
+        return (
             f"SELECT login, active FROM runner_claims WHERE installation_id = {mark} AND repository_id = {mark} "
             f"AND login IN ({marks})",
             [repository.installation_id, repository.repository_id, *sorted(logins)],
         )
-        return {login: int(active) for login, active in self._cursor.fetchall()}
+
+    def opening(
+        self, operation_ids: list[str], logins: Mapping[RepositoryKey, set[str]],
+        wanted: Sequence[tuple[tuple[RepositoryKey, ...], tuple[str, ...], int]],
+    ) -> Opening:  # fmt: skip
+        """What a claim-next batch reads first, in one round trip on PostgreSQL (the statements pipelined, after
+        the transaction's BEGIN): the `firsts` of `operation_ids`, what each login `held` in each repository, and
+        for each of `wanted` (places, labels, most) its `ready_tasks`, none passed."""
+        queries: list[tuple[str, list[Any]]] = []
+        if operation_ids:
+            queries.append(self._firsts_sql(operation_ids))
+        held_at = [(repository, names) for repository, names in logins.items() if names]
+        queries += [self._held_sql(repository, names) for repository, names in held_at]
+        ready_at = [(places, labels, most) for places, labels, most in wanted if places and most >= 1]
+        queries += [self._ready_sql(places, labels, (), most) for places, labels, most in ready_at]
+        rows = self._all(queries)
+        firsts = _firsts_rows(rows.pop(0)) if operation_ids else {}
+        held = {(repository, name): count for (repository, _), found in zip(held_at, rows, strict=False)
+                for name, count in _held_rows(found).items()}  # fmt: skip
+        tasks = {(places, labels): _ready_rows(found)
+                 for (places, labels, _), found in zip(ready_at, rows[len(held_at):], strict=True)}  # fmt: skip
+        return Opening(firsts, held, tasks)
 
     def record_operations(self, records: list[tuple[str, int | None, dict[str, Any]]]) -> None:
         """Many first results at once (operation id, ticket id, result); `Conflict` as `record_operation`."""
@@ -424,23 +484,33 @@ class WorkTx(RawTx):
         # No row back means the conflict's WHERE failed: the runner is at the limit.
         return cursor.fetchone() is not None
 
-    def count_all(self, moves: Sequence[tuple[Ticket, Ticket, int | None]]) -> bool:
+    def count_all(self, moves: Sequence[tuple[Ticket, Ticket, int | None]]) -> Callable[[], bool]:
         """`count_claims` for many moves (before, after, limit) at once: one statement for claims gained by those
         who held none of the tickets before (claim-next's), each runner's count moved by as many as it gains;
-        else one move after the other. False means a limit held."""
+        else one move after the other. What it gives says whether every count moved (False: a limit held), once
+        their answers came: on PostgreSQL the statement may be sent inside `together`, with the writes that follow
+        it, and its rows are read on a cursor of its own after."""
         gains: dict[tuple[int, int, str, int], int] = {}
         for before, after, limit in moves:
             if before.state is WorkState.CLAIMED or after.state is not WorkState.CLAIMED or after.runner is None:
-                return all([self.count_claims(before, after, limit) for before, after, limit in moves])
+                moved = all([self.count_claims(before, after, limit) for before, after, limit in moves])
+                return lambda: moved
             where = (after.key.installation_id, after.key.repository_id, after.runner.lower(),
                      _NO_LIMIT if limit is None else limit)  # fmt: skip
             gains[where] = gains.get(where, 0) + 1
+        sent: list[tuple[Any, int]] = []  # each statement's cursor, and the rows it must give back
         for limit in sorted({where[3] for where in gains}):  # in the order of their keys, as the rows are locked
             rows = [{"installation_id": i, "repository_id": r, "login": login, "active": n}
                     for (i, r, login, most), n in sorted(gains.items()) if most == limit]  # fmt: skip
-            if len(self._many("gain_claims", rows, limit=limit).fetchall()) != len(rows):
-                return False
-        return True
+            if not self._postgres:
+                if len(self._many("gain_claims", rows, limit=limit).fetchall()) != len(rows):
+                    return lambda: False
+                continue
+            cursor = self._cursor.connection.cursor()
+            self._gains.append(cursor)
+            self._many("gain_claims", rows, cursor=cursor, limit=limit)
+            sent.append((cursor, len(rows)))
+        return lambda: all(len(cursor.fetchall()) == n for cursor, n in sent)
 
     def append_all(self, events: Sequence[tuple[int, Event, str | None]]) -> None:
         """`append` for many events (ticket id, event, operation id), in that order: one statement for the events
@@ -513,4 +583,4 @@ class WorkTx(RawTx):
         ]
 
 
-__all__ = ["Snapshot", "StoredTicket", "WorkTx", "stored"]
+__all__ = ["Found", "Opening", "Snapshot", "StoredTicket", "WorkTx", "stored"]

@@ -461,6 +461,14 @@ class _NextCall:
         return f"{self.owner}/{named.rpartition('/')[2]}" if named else f"the repositories of {self.owner}"
 
 
+# A burst of claim-next calls reaches a process as a few clumps a millisecond or two apart (each read in one turn
+# of the event loop). On PostgreSQL, where a batch costs a few round trips, the first batch of a burst waits while
+# calls keep coming within `NEXTS_GATHER` seconds (a lone call never waits), and calls that arrive while batches
+# are decided start another at once, up to `NEXTS_AT_ONCE` under way per process, each holding a connection of
+# the pool. On SQLite a batch costs no round trip and takes a millisecond or two: the next starts when it ends.
+NEXTS_AT_ONCE = 4
+NEXTS_GATHER = 0.001
+
 # The `action` of a `PlainRequest` for claim-next: on one repository, and on an organisation's (`repo` empty).
 NEXT, ORG_NEXT = "tasks/claim", "orgs/tasks/claim"
 
@@ -573,7 +581,13 @@ class AgentApi:
         self.listing = listing
         self.read_token = settings.api_token.get_secret_value() if settings.api_token else ""
         self._calls: Batches[_Call, JSONResponse] = Batches(self.decide_calls, most=100)
-        self._nexts: Batches[_NextCall, JSONResponse] = Batches(self.decide_nexts, most=100)
+        # Claim-next batches overlap, and a burst is gathered, on PostgreSQL (`WorkService.claims_overlap`).
+        self._nexts: Batches[_NextCall, JSONResponse] = Batches(
+            self.decide_nexts,
+            most=100,
+            at_once=NEXTS_AT_ONCE if work.claims_overlap else 1,
+            gather=NEXTS_GATHER if work.claims_overlap else 0.0,
+        )
 
     def caller(self, authorization: str | None) -> Identity:
         """Who sends `authorization`, asking GitHub when the token is not known; raises `Refusal`."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -22,10 +23,11 @@ from baton.process.runtime import Lane, Outage, Runtime
 from baton.process.wiring import assemble
 from baton.service.resolver import Configs, Directory, DirectoryUnavailable, Resolver
 from baton.store.api_requests import ApiRequests
+from baton.store.engine import warm
 from baton.store.reads import Reads
 from baton.store.spool import Spool
 
-from .agent_api import AgentApi, Refusal, agents_router, invalid_request, no_route, readers
+from .agent_api import NEXTS_AT_ONCE, AgentApi, Refusal, agents_router, invalid_request, no_route, readers
 from .board import Board, board_router
 from .gate import DatabaseGate
 from .mcp_http import McpEndpoint
@@ -80,6 +82,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if engine.dialect.name == "postgresql":  # the connections a burst of claim-next batches holds, made now
+            threading.Thread(target=warm, args=(engine, NEXTS_AT_ONCE), name="baton-warm", daemon=True).start()
         if runtime is not None:
             runtime.start()
         for lane in (spooling, redelivering, sweeping):
