@@ -4,6 +4,7 @@ as written, and on PostgreSQL a task another transaction holds is passed over wi
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 from baton.domain import Policy, RepositoryKey, TicketKey, WorkState
 from baton.process.wiring import work_service
@@ -118,6 +119,27 @@ def test_label_changes_decided_in_either_order_leave_the_issue_s_labels(database
     service.relabeled(key, [], ("docs", False))
     with service.units.read() as uow:
         assert ready.counts(uow.connection, [PLACE], ["docs"])["ready"] == 0
+    engine.dispose()
+
+
+def test_one_label_added_then_removed_decided_in_the_other_order_ends_removed(database_url: str) -> None:
+    """GitHub's hooks about one label: added, then removed a moment later. Decided last first, the removal is
+    applied and the older addition is not: the label stays off, as on GitHub; a later addition still counts."""
+    engine = make_engine(database_url)
+    service = work_service(engine)
+    key = TicketKey(1, 77, 11)
+    service.open_ticket(Issue(key, "octo/ready", "owner", labels=("ui",)), "open-11")
+    added, removed = datetime(2026, 12, 6, 9, 0, 0, 1000, UTC), datetime(2026, 12, 6, 9, 0, 0, 2000, UTC)
+    service.relabeled(key, ["ui"], ("Docs", False), at=removed)
+    service.relabeled(key, ["ui", "Docs"], ("Docs", True), at=added)  # arrived first, decided last: not applied
+    with service.units.read() as uow:
+        assert ready.counts(uow.connection, [PLACE], ["docs"])["ready"] == 0
+        assert ready.counts(uow.connection, [PLACE], ["ui"])["ready"] == 1
+    service.relabeled(key, ["ui", "docs"], ("docs", True), at=removed + timedelta(seconds=1))
+    service.relabeled(key, ["ui"], ("ui", False), at=added)  # another label's older hook: applied
+    with service.units.read() as uow:
+        assert ready.counts(uow.connection, [PLACE], ["docs"])["ready"] == 1
+        assert ready.counts(uow.connection, [PLACE], ["ui"])["ready"] == 0
     engine.dispose()
 
 

@@ -107,7 +107,8 @@ def labels(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     policy = None if closed else _policy(intake, envelope, issue)
     mapped = policy is not None and policy.label_priority([label]) is not None  # a label that gives a priority
     change = (label, envelope.action == "labeled")
-    intake.work.relabeled(issue.key, issue.labels, change, policy if mapped else None)  # a ticket's, where there is one
+    at = envelope.hook.received_at
+    intake.work.relabeled(issue.key, issue.labels, change, policy if mapped else None, at)  # a ticket's, if any
     if policy is None:
         return ()
     if policy.offer != "labeled" or label.lower() != policy.offer_label.lower():

@@ -11,6 +11,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from datetime import datetime
 from typing import Any
 
 from baton.domain import (
@@ -589,16 +590,21 @@ class WorkService:
         labels: Sequence[str],
         change: tuple[str, bool] | None = None,
         policy: Policy | None = None,
+        at: datetime | None = None,
     ) -> None:
         """The issue's labels changed on GitHub: the ticket keeps them, for claim-next's `labels`, and with `policy`
         the priority they give under its `priority_labels`, kept beside the brief's (no event: a label is not
-        work). `change`: the one label added (True) or removed (False): only it is changed where the labels are
-        known already, since GitHub's hooks about two labels may be decided in either order, each listing
-        the labels of its own moment; the priority is then the one the labels kept give."""
+        work). `change`: the one label added (True) or removed (False), by a hook that arrived `at` (default:
+        now): only it is changed where the labels are known already, since GitHub's hooks about two labels may be
+        decided in either order, each listing the labels of its own moment, and only if no change of it that
+        arrived later was applied already (one label added, then removed); the priority is then the one the
+        labels kept give."""
         name = ready.label_name(change[0]) if change is not None else None
         with self.units.begin() as uow:
             uow.work.relabel(key, ready.labels_text(labels), only_unknown=name is not None)
-            kept = uow.work.relabel_one(key, name, change[1]) if change is not None and name is not None else None
+            kept = None
+            if change is not None and name is not None:
+                kept = uow.work.relabel_one(key, name, change[1], at or self.units.clock.now())
             if policy is not None:  # the priority the labels kept give, whichever hook came first
                 uow.work.label_priority(key, policy.label_priority(labels if kept is None else kept))
 

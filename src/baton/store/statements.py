@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection
@@ -123,8 +123,12 @@ class RawTx:
                 cursor.close()
 
     def _now(self, after: float = 0.0) -> Any:
-        moment = self.clock.now() + timedelta(seconds=after)
-        # SQLite keeps timestamps as text, in the form SQLAlchemy's DateTime reads back.
+        return self._moment(self.clock.now() + timedelta(seconds=after))
+
+    def _moment(self, moment: datetime) -> Any:
+        """`moment` (aware, or naive in UTC) as the driver takes it: SQLite keeps timestamps as text, in UTC, in the
+        form SQLAlchemy's DateTime reads back."""
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
         return moment if self._postgres else moment.strftime("%Y-%m-%d %H:%M:%S.%f")
 
     def _run(self, name: str, **params: Any) -> Any:

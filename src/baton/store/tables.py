@@ -84,6 +84,18 @@ dependencies = Table(
     Index("ix_dependencies_blocker", "blocker"),
 )
 
+# When each label of a ticket last changed (`ready.label_name`'s form), as the hook that said so arrived: a
+# change about the label that arrived before it is not applied (hooks may be decided in another order).
+label_changes = Table(
+    "label_changes",
+    metadata,
+    Column("installation_id", BigInteger, primary_key=True),
+    Column("repository_id", BigInteger, primary_key=True),
+    Column("number", Integer, primary_key=True),
+    Column("label", Text, primary_key=True),
+    Column("changed_at", DateTime(timezone=True), nullable=False),
+)
+
 attempts = Table(
     "attempts",
     metadata,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection
@@ -106,6 +107,18 @@ _SQL = {
         UPDATE tickets SET labels = REPLACE(labels, :token, :nl)
         WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number
         RETURNING labels""",
+    # The moment a label's change arrived, kept unless a later one's is: no row back means a change of the label
+    # that arrived later was applied already (or there is no ticket), and this one is not.
+    "label_changed": """
+        INSERT INTO label_changes (installation_id, repository_id, number, label, changed_at)
+        SELECT installation_id, repository_id, number, :label, :at FROM tickets
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number
+        ON CONFLICT (installation_id, repository_id, number, label) DO UPDATE SET changed_at = excluded.changed_at
+            WHERE label_changes.changed_at <= excluded.changed_at
+        RETURNING changed_at""",
+    "labels_kept": """
+        SELECT labels FROM tickets
+        WHERE installation_id = :installation_id AND repository_id = :repository_id AND number = :number""",
     # `state_since` moves with the state or the runner; on the right of SET, columns are the row's old values.
     # (`new_state` and `new_runner` repeat `state` and `runner`: PostgreSQL gives one parameter one type.)
     "swap": """
@@ -414,13 +427,15 @@ class WorkTx(RawTx):
         (a ticket made before its labels were kept)."""
         self._run("relabel_unknown" if only_unknown else "relabel", **_key(key), labels=labels)
 
-    def relabel_one(self, key: TicketKey, name: str, added: bool) -> list[str] | None:
-        """The label `name` (`ready.label_name`'s) was added to the issue or removed from it; the others stay as
-        they are kept. The labels kept now (None: no ticket)."""
-        token = f"\n{name}\n"
-        row = self._run(
-            "label_added" if added else "label_removed", **_key(key), label=name, token=token, nl="\n"
-        ).fetchone()
+    def relabel_one(self, key: TicketKey, name: str, added: bool, at: datetime) -> list[str] | None:
+        """The label `name` (`ready.label_name`'s) was added to the issue or removed from it, as a hook that arrived
+        `at` said; the others stay as they are kept, and so does this one when a change of it that arrived later
+        was applied already. The labels kept now (None: no ticket)."""
+        if self._run("label_changed", **_key(key), label=name, at=self._moment(at)).fetchone() is None:
+            row = self._run("labels_kept", **_key(key)).fetchone()
+        else:
+            changed = "label_added" if added else "label_removed"
+            row = self._run(changed, **_key(key), label=name, token=f"\n{name}\n", nl="\n").fetchone()
         return None if row is None else [one for one in (row[0] or "").split("\n") if one]
 
     def label_priority(self, key: TicketKey, priority: int | None) -> None:
