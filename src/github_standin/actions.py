@@ -60,9 +60,11 @@ class Issuer:
         self, issuer: str, repository: str, actor: str, *, audience: str, workflow: str = "agent.yml",
         ref: str = "refs/heads/main", run_id: int | None = None, expires_in: int = LIFETIME,
         signed_with: rsa.RSAPrivateKey | None = None, kid: str | None = None, actor_id: int = 0,
+        not_before: int = -5,
     ) -> str:  # fmt: skip
         """A run's token, as GitHub's runner hands one to a job with `id-token: write` that asks for `audience`.
-        `workflow` is the workflow file under `.github/workflows/`; `expires_in` may be negative (expired).
+        `workflow` is the workflow file under `.github/workflows/`; `expires_in` may be negative (expired), and
+        `not_before` (seconds from now to its `nbf` and `iat`) positive (not valid yet).
         `signed_with` and `kid` make a token GitHub did not sign (another key) or names a key it never published."""
         now = int(time.time())
         owner = repository.split("/")[0]
@@ -74,7 +76,7 @@ class Issuer:
             "run_id": str(run), "run_number": "1", "run_attempt": "1", "actor": actor, "actor_id": str(actor_id),
             "workflow": workflow.rsplit(".", 1)[0], "event_name": "workflow_dispatch", "ref_type": "branch",
             "workflow_ref": workflow_ref, "job_workflow_ref": workflow_ref, "runner_environment": "github-hosted",
-            "iss": issuer, "nbf": now - 5, "iat": now - 5, "exp": now + expires_in,
+            "iss": issuer, "nbf": now + not_before, "iat": now + not_before, "exp": now + expires_in,
         }  # fmt: skip
         return jwt.encode(claims, signed_with or self.key, algorithm="RS256", headers={"kid": kid or self.kid})
 

@@ -255,7 +255,7 @@ class Person:
     def actions_token(self, full_name: str, *, audience: str, **options: Any) -> str:
         """The OIDC token of a GitHub Actions run in `full_name` that this person started (its `actor`), as the
         runner hands it to a job with `id-token: write` asking for `audience`. `options`: `Issuer.token`'s
-        (`workflow`, `run_id`, `expires_in`, `signed_with`, `kid`)."""
+        (`workflow`, `run_id`, `expires_in`, `not_before`, `signed_with`, `kid`)."""
         issuer = f"{self.hub.api_url.rstrip('/')}{ISSUER_PATH}"
         return self.hub.world.issuer.token(issuer, full_name, self.login, audience=audience,
                                            actor_id=self.account.id, **options)  # fmt: skip

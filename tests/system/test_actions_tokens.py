@@ -9,12 +9,15 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import jwt
 import pytest
 
+from baton.environment.clock import ManualClock
+from baton.github.actions_oidc import LEEWAY
 from support.keys import app_private_key
 from support.local_http import HTTP
 from support.standin_scene import Scene, opened
@@ -240,3 +243,55 @@ def test_an_issuer_that_cannot_be_reached_is_503_not_a_refusal(sqlite_url: str) 
             assert answer.status_code == 503 and answer.json()["error"] == "unavailable", answer.text
             assert f"{nowhere}/.well-known/jwks" in answer.json()["message"]
         assert scene.app.state.work.ticket(scene.key).state.value == "open"
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def timed(database_url: str, clock: ManualClock) -> Iterator[Scene]:
+    """The scene, with Baton's time a `ManualClock` the test moves."""
+    with opened(database_url, oidc_audience=AUDIENCE, clock=clock) as made:
+        made.settle()
+        yield made
+
+
+def _until(clock: ManualClock, claim: Any, *, then: timedelta = timedelta(0)) -> None:
+    """Move `clock` to the instant `claim` (seconds since the epoch) names, moved by `then`."""
+    clock.advance(datetime.fromtimestamp(int(claim), UTC) + then - clock.now())
+
+
+def test_a_token_whose_exp_passes_while_its_identity_is_kept_is_refused_once_baton_s_clock_is_past_it(
+    timed: Scene, clock: ManualClock
+) -> None:  # fmt: skip
+    token = _token(timed, "agent-a")
+    assert _post(timed, token, "claim").status_code == 200  # checked, and its identity kept
+    expires = _claims(token)["exp"]
+    _until(clock, expires, then=timedelta(seconds=LEEWAY - 1))  # within the leeway: still taken
+    assert _post(timed, token, "release").status_code == 200
+    _until(clock, expires, then=timedelta(seconds=LEEWAY))  # the wall clock has not moved: Baton's has
+    expired = _post(timed, token, "claim")
+    assert expired.status_code == 401, expired.text
+    assert expired.json()["message"] == ("Baton does not take this GitHub Actions token: the token has expired: ask "
+                                         "the runner for a new one.")  # fmt: skip
+    assert timed.app.state.work.ticket(timed.key).state.value == "open"
+    # A new token from the runner is taken.
+    fresh = _post(timed, _token(timed, "agent-a", expires_in=600), "claim")
+    assert fresh.status_code == 200, fresh.text
+
+
+def test_a_token_not_valid_yet_is_refused_until_baton_s_clock_reaches_its_nbf(timed: Scene, clock: ManualClock) -> None:
+    token = _token(timed, "agent-a", not_before=600, expires_in=900)
+    starts = _claims(token)["nbf"]
+    for step in range(2):  # now, then just before its `nbf`, but for the leeway
+        if step:
+            _until(clock, starts, then=-timedelta(seconds=LEEWAY + 1))
+        early = _post(timed, token, "claim")
+        assert early.status_code == 401, early.text
+        said = "Baton does not take this GitHub Actions token: the token is not valid yet (`nbf`)."
+        assert early.json()["message"] == said
+    _until(clock, starts)
+    assert _post(timed, token, "claim").status_code == 200
+    assert timed.app.state.work.ticket(timed.key).state.value == "claimed"

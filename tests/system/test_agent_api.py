@@ -11,12 +11,15 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import func, select, text
 
+from baton.environment.clock import ManualClock
+from baton.github.identity import TTL
 from baton.process import logs
 from baton.store import tables as t
 from github_standin.server import Fault
@@ -282,6 +285,54 @@ def test_known_identities_keep_working_while_github_cannot_say_whose_a_token_is(
     unavailable = new.post("claim")
     assert unavailable.status_code == 503 and unavailable.json()["error"] == "unavailable"
     assert new.token not in unavailable.text
+
+
+def _asked_whose(scene: Scene, login: str | None = None) -> int:
+    """How many times Baton asked GitHub whose `login`'s token is (None: whose any token is)."""
+    with scene.hub.world.lock:
+        return sum(1 for call in scene.rest.calls if call.path == "/user" and login in (None, call.person))
+
+
+def test_a_kept_identity_expires_and_the_token_is_checked_again(database_url: str) -> None:
+    clock = ManualClock()
+    with opened(database_url, clock=clock) as scene:
+        scene.settle()
+        agent = Agent(scene, "agent-a")
+        assert agent.post("claim").status_code == 200
+        assert _asked_whose(scene) == 1
+        with scene.hub.world.lock:
+            del scene.hub.world.user_tokens[agent.token]  # revoked on GitHub
+        clock.advance(timedelta(seconds=TTL - 1))
+        assert agent.post("release").status_code == 200  # its identity is still kept: GitHub is not asked
+        assert _asked_whose(scene) == 1
+        clock.advance(timedelta(seconds=1))
+        refused = agent.post("claim")
+        assert refused.status_code == 401 and "GitHub does not accept this token" in refused.json()["message"]
+        assert _asked_whose(scene) == 2
+        assert scene.app.state.work.ticket(scene.key).state.value == "open"
+        assert len(scene.app.state.agent_api.identities) == 0  # a refused token is not kept
+
+
+def test_baton_keeps_the_identities_of_the_tokens_used_last_and_no_more(scene: Scene) -> None:
+    identities = scene.app.state.agent_api.identities
+    identities.most = 3
+    agents = [Agent(scene, f"agent-{n}") for n in range(5)]
+    for agent in agents[:3]:
+        assert agent.post("release").status_code == 409
+    assert len(identities) == 3
+    assert agents[0].post("release").status_code == 409  # used again: now the last one to go
+    for agent in agents[3:]:
+        assert agent.post("release").status_code == 409
+        assert len(identities) == 3
+    assert [_asked_whose(scene, agent.login) for agent in agents] == [1, 1, 1, 1, 1]
+    # agent-1 and agent-2 were put out, agent-0 kept.
+    for agent in agents[:3]:
+        assert agent.post("release").status_code == 409
+    assert [_asked_whose(scene, agent.login) for agent in agents] == [1, 2, 2, 1, 1]
+    # Many more tokens than that: never more kept.
+    for n in range(20):
+        assert Agent(scene, f"reader-{n}").post("release").status_code == 409
+        assert len(identities) == 3
 
 
 def test_the_tasks_open_for_claiming_oldest_first_and_a_tickets_status_with_an_agents_token(scene: Scene) -> None:

@@ -2,9 +2,10 @@
 JWT whose audience is Baton's URL, and calls Baton with it instead of a person's token (docs/agents.md).
 
 The token is checked here, without asking GitHub anything but its issuer's published keys: an RS256 signature by
-one of them, the issuer, the audience, `exp` and `nbf` (with a little leeway for clocks), and that its
-`repository` is one an installation of Baton serves. The caller is then the token's `actor`, acting through the
-run (`Run`): its workflow, its run id and its installation, whose repositories alone it may act on.
+one of them, the issuer, the audience, `exp`, `nbf` and `iat` (with a little leeway for clocks, and the time
+read from the Clock, not the wall clock), and that its `repository` is one an installation of Baton serves. The
+caller is then the token's `actor`, acting through the run (`Run`): its workflow, its run id and its installation,
+whose repositories alone it may act on.
 
 The keys are fetched once and kept; a token signed with a key not among them has them fetched again, but at most
 once per `refetch_after` seconds, so tokens made up with random key ids cannot make Baton hammer the issuer.
@@ -22,9 +23,10 @@ import jwt
 
 from baton.domain import Run
 from baton.environment import tls
+from baton.environment.clock import SYSTEM, Clock
 
 GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
-LEEWAY = 30  # seconds a token's `exp` and `nbf` may be off, for clocks that disagree
+LEEWAY = 30  # seconds a token's `exp`, `nbf` and `iat` may be off, for clocks that disagree
 REFETCH_AFTER = 60.0  # seconds between two fetches of the issuer's keys for tokens signed with an unknown key
 _CLAIMS = ("actor", "repository", "workflow_ref", "run_id")
 
@@ -42,6 +44,23 @@ def looks_like_jwt(token: str) -> bool:
     return token.count(".") == 2
 
 
+def _in_time(claims: dict[str, Any], now: float) -> None:
+    """Refuse a token not valid at `now` (seconds since the epoch, by the Clock), with `LEEWAY`: its `iat` and `nbf`
+    after it, or its `exp` not after it. PyJWT would read the wall clock instead, so it is told not to check these;
+    what is raised is what PyJWT raises for the same claims, in the same order, so a refusal reads the same."""
+    for name, wrong in (("iat", jwt.InvalidIssuedAtError), ("nbf", jwt.DecodeError), ("exp", jwt.DecodeError)):
+        if name not in claims:
+            continue
+        try:
+            instant = int(claims[name])
+        except (ValueError, TypeError, OverflowError):
+            raise wrong(f"the `{name}` claim must be an integer") from None
+        if name == "exp" and instant <= now - LEEWAY:
+            raise jwt.ExpiredSignatureError("Signature has expired")
+        if name != "exp" and instant > now + LEEWAY:
+            raise jwt.ImmatureSignatureError(f"The token is not yet valid ({name})")
+
+
 def _said(value: Any) -> str:
     """A claim's value for a refusal: short, whatever the token holds."""
     text = repr(value)
@@ -50,16 +69,18 @@ def _said(value: Any) -> str:
 
 class ActionsTokens:
     """The checker of one issuer's tokens for one audience. `installation_of(repository)` says which installation
-    of Baton serves a repository (None: none does), raising `Unreachable` when that cannot be told now."""
+    of Baton serves a repository (None: none does), raising `Unreachable` when that cannot be told now. `clock`
+    says what time it is for a token's `exp`, `nbf` and `iat`."""
 
     def __init__(
         self, issuer: str, audience: str, installation_of: Callable[[str], int | None], *, timeout: float = 10.0,
-        refetch_after: float = REFETCH_AFTER,
+        refetch_after: float = REFETCH_AFTER, clock: Clock = SYSTEM,
     ) -> None:  # fmt: skip
         self.issuer = issuer.rstrip("/")
         self.audience = audience
         self.installation_of = installation_of
         self.refetch_after = refetch_after
+        self.clock = clock
         self._http = httpx.Client(timeout=timeout, verify=tls.context())
         self._keys: dict[str, jwt.PyJWK] = {}
         self._fetched: float | None = None  # when the keys were last asked for (monotonic)
@@ -82,7 +103,9 @@ class ActionsTokens:
         key = self._key(header.get("kid"))
         try:
             claims = jwt.decode(token, key.key, algorithms=["RS256"], audience=self.audience, issuer=self.issuer,
-                                leeway=LEEWAY, options={"require": ["exp", "iss", "aud"]})  # fmt: skip
+                                options={"require": ["exp", "iss", "aud"], "verify_exp": False, "verify_nbf": False,
+                                         "verify_iat": False})  # fmt: skip
+            _in_time(claims, self.clock.now().timestamp())
         except jwt.ExpiredSignatureError:
             raise NotTaken("the token has expired: ask the runner for a new one") from None
         except jwt.ImmatureSignatureError:

@@ -115,7 +115,7 @@ def create_app(
     app.state.parts = parts
     app.state.spool = spool
     identities = Identities(settings.github_api_url, timeout=settings.github_timeout,
-                            actions=_actions_tokens(settings, parts.resolver), clock=clock)  # fmt: skip
+                            actions=_actions_tokens(settings, parts.resolver, clock), clock=clock)  # fmt: skip
     # Only with an App: who a token belongs to, and what it may read, is asked of GitHub.
     app.state.read_api = ReadApi(engine, settings, clock, readers(parts.resolver, identities) if parts.writer else None)
     app.state.board = Board(settings, app.state.read_api, clock)
@@ -158,7 +158,7 @@ def create_app(
     return app
 
 
-def _actions_tokens(settings: Settings, resolver: Resolver) -> ActionsTokens | None:
+def _actions_tokens(settings: Settings, resolver: Resolver, clock: Clock) -> ActionsTokens | None:
     """The checker of GitHub Actions OIDC tokens, where Baton takes them (`BATON_OIDC_AUDIENCE`)."""
     if not settings.oidc_audience:
         return None
@@ -170,7 +170,8 @@ def _actions_tokens(settings: Settings, resolver: Resolver) -> ActionsTokens | N
             raise Unreachable(f"{error}") from None
         return None if found is None else found[0]
 
-    return ActionsTokens(settings.oidc_issuer, settings.oidc_audience, installation_of, timeout=settings.github_timeout)
+    return ActionsTokens(settings.oidc_issuer, settings.oidc_audience, installation_of, timeout=settings.github_timeout,
+                         clock=clock)  # fmt: skip
 
 
 def _adopt(app: FastAPI, router: APIRouter) -> None:
