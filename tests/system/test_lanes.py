@@ -84,7 +84,7 @@ def test_the_thumbs_up_goes_first_then_the_reply_then_label_assignee_and_status(
         # round, as a race usually is (on a loaded machine they could otherwise be split across rounds).
         inbox, arrived = stage.app.state.inbox, threading.Event()
         take_pending = inbox.take_pending
-        inbox.take_pending = lambda limit: take_pending(limit) if arrived.wait(30) else []
+        inbox.take_pending = lambda limit, **look: take_pending(limit, **look) if arrived.wait(30) else []
         together = threading.Barrier(len(agents))
         threads = [threading.Thread(target=a.comment, args=(SHOP, number, "/claim"), kwargs={"together": together})
                    for a in agents]  # fmt: skip

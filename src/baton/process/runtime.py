@@ -77,6 +77,11 @@ class Lane:
     def wake(self) -> None:
         self._wake.set()
 
+    def looking(self) -> None:
+        """`step` is about to look for work: the wakes until now are answered by this round, so the lane does not
+        run again at once for them."""
+        self._wake.clear()
+
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
@@ -127,6 +132,7 @@ class Runtime:
         self.before_batch = before_batch
         self._stopping = threading.Event()
         self._next_writer = 0
+        self._stored = False  # a hook was stored (`wake`) since the decide lane last looked
         self.outage = Outage()
         self.decider = Lane("baton-decide", self._decide, self.outage)
         self.writers = [
@@ -151,6 +157,7 @@ class Runtime:
 
     def wake(self) -> None:
         """A hook was stored."""
+        self._stored = True
         self.decider.wake()
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -170,14 +177,17 @@ class Runtime:
         inbox = self.parts.inbox
         if self.before_batch is not None:
             self.before_batch()
-        hooks = inbox.take_pending(BATCH)
+        # The hooks stored until now are all taken below: a wake before this point needs no round of its own.
+        self.decider.looking()
+        stored, self._stored = self._stored, False
+        hooks = inbox.take_pending(BATCH, look=not stored)
         if not hooks:
             return self.poll
         decide(inbox, self.parts.intake, hooks)
         if self.writers:  # one writer is enough to look; it wakes the next when there is more to do
             self._next_writer = (self._next_writer + 1) % len(self.writers)
             self.writers[self._next_writer].wake()
-        return 0.0
+        return 0.0 if len(hooks) >= BATCH else self.poll
 
     def _write(self, index: int) -> float:
         """Write lane `index`'s round: every installation due that no other lane holds, one after another."""

@@ -83,6 +83,23 @@ _FINISH_ALL = (
 _LOOK = select(_c.id).where(_ready(bindparam("now"), bindparam("cutoff"))).limit(1)
 
 
+def _take_pending(postgresql: bool) -> Any:
+    """Take up to `limit` ready hooks, oldest first: built once per dialect, as the decide lane runs it each round."""
+    ready = _ready(bindparam("now"), bindparam("cutoff"))
+    chosen = select(_c.id).where(ready).order_by(_c.received_at).limit(bindparam("limit"))
+    if postgresql:
+        chosen = chosen.with_for_update(skip_locked=True)
+    return (
+        update(_inbox)
+        .where(_c.id.in_(chosen.scalar_subquery()), ready)
+        .values(status="processing", attempts=_c.attempts + 1, processed_at=bindparam("now"), next_attempt_at=None)
+        .returning(*_RETURNED)
+    )
+
+
+_TAKE_PENDING = {False: _take_pending(False), True: _take_pending(True)}
+
+
 def _hook(row: Any) -> Hook:
     received = row.received_at if row.received_at.tzinfo else row.received_at.replace(tzinfo=UTC)
     return Hook(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts, received)
@@ -241,22 +258,19 @@ class Inbox:
             row = connection.execute(_TAKE, {"hook": hook_id, "now": self.clock.now()}).first()
         return None if row is None else _hook(row)
 
-    def take_pending(self, limit: int = 200) -> list[Hook]:
-        """Take up to `limit` hooks that are ready (or whose lease ran out), oldest first, in one statement."""
+    def take_pending(self, limit: int = 200, *, look: bool = True) -> list[Hook]:
+        """Take up to `limit` hooks that are ready (or whose lease ran out), oldest first, in one statement.
+        Unless told not to `look` (a hook was just stored), it first looks whether any is ready, which takes
+        no lock, and takes only then."""
         now = self.clock.now()
-        with one_statement(self.engine, reads=True) as connection:  # looking takes no lock; taking does
-            if connection.execute(_LOOK, {"now": now, "cutoff": now - LEASE}).first() is None:
-                return []
-        chosen = select(_c.id).where(_ready(now, now - LEASE)).order_by(_c.received_at).limit(limit)
-        if self.engine.dialect.name == "postgresql":
-            chosen = chosen.with_for_update(skip_locked=True)
+        values = {"now": now, "cutoff": now - LEASE}
+        if look:
+            with one_statement(self.engine, reads=True) as connection:  # looking takes no lock; taking does
+                if connection.execute(_LOOK, values).first() is None:
+                    return []
         with one_statement(self.engine) as connection:
-            rows = connection.execute(
-                update(_inbox)
-                .where(_c.id.in_(chosen.scalar_subquery()), _ready(now, now - LEASE))
-                .values(status="processing", attempts=_c.attempts + 1, processed_at=now, next_attempt_at=None)
-                .returning(*_RETURNED)
-            ).all()
+            statement = _TAKE_PENDING[self.engine.dialect.name == "postgresql"]
+            rows = connection.execute(statement, {**values, "limit": limit}).all()
         return sorted((_hook(row) for row in rows), key=lambda d: (d.received_at, d.id))
 
     def pending(self, limit: int = 100) -> list[str]:
