@@ -187,7 +187,7 @@ class Runtime:
         if self.writers:  # one writer is enough to look; it wakes the next when there is more to do
             self._next_writer = (self._next_writer + 1) % len(self.writers)
             self.writers[self._next_writer].wake()
-        return 0.0 if len(hooks) >= BATCH else self.poll
+        return 0.0  # at once again: hooks another process stored meanwhile wake nothing here
 
     def _write(self, index: int) -> float:
         """Write lane `index`'s round: every installation due that no other lane holds, one after another."""
