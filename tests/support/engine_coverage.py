@@ -8,34 +8,23 @@ reach every line that any test reaches there.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections import defaultdict
 
-DEFAULT_BOTH = re.compile(r"^tests/store/")
 
-
-def _runs_on_postgresql_by_default(test: str, marked: set[str]) -> bool:
-    """`test` is a node id; `marked` the functions (path::name) marked both_engines or in a marked module."""
-    path, _, rest = test.partition("::")
-    name, _, params = rest.partition("[")
-    if not params.startswith("postgresql"):
-        return True  # a test on PostgreSQL whatever the run (it takes postgres_url itself)
-    return bool(DEFAULT_BOTH.match(path)) or f"{path}::{name}" in marked or path in marked
-
-
-def _marked() -> set[str]:
-    """The tests and modules marked both_engines, as collected by pytest (path::name, or path for a module)."""
+def _left_out() -> set[str]:
+    """The PostgreSQL runs the default run leaves out: the node ids pytest collects with `--engines
+    postgresql-rest`, as tests/conftest.py chooses them."""
     import pytest
 
     found: set[str] = set()
 
     class Collect:
-        def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-            found.update(item.nodeid.split("[")[0] for item in items if item.get_closest_marker("both_engines"))
+        def pytest_collection_finish(self, session: pytest.Session) -> None:
+            found.update(item.nodeid for item in session.items)
 
     quiet = ["-o", "addopts=", "-p", "no:cacheprovider", "-p", "no:terminal"]
-    pytest.main(["--collect-only", *quiet], plugins=[Collect()])
+    pytest.main(["--collect-only", "--engines", "postgresql-rest", *quiet], plugins=[Collect()])
     return found
 
 
@@ -45,12 +34,12 @@ def main(path: str) -> int:
     data = coverage.Coverage(data_file=path)
     data.load()
     recorded = data.get_data()
-    marked = _marked()
+    left_out = _left_out()
     left: dict[tuple[str, int], list[str]] = {}
     for file in recorded.measured_files():
         for line, contexts in recorded.contexts_by_lineno(file).items():
             tests = [context.split("|")[0] for context in contexts if "::" in context]
-            if tests and not any(_runs_on_postgresql_by_default(test, marked) for test in tests):
+            if tests and all(test in left_out for test in tests):
                 left[(file.split("src/")[-1], line)] = tests
     by_test: defaultdict[str, set[tuple[str, int]]] = defaultdict(set)
     for place, tests in left.items():

@@ -21,6 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
+from support import processes
+
 AGENTS_MD = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
 
 
@@ -98,10 +100,7 @@ def shell_tools() -> None:
 @pytest.fixture
 def demo(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], dict[str, dict[str, str]]]]:
     """`baton demo` running, and the variables of the line it printed for each person (by login)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "baton.cli", "demo", "--port", "0", "--database", f"sqlite:///{tmp_path / 'demo.db'}"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    process = processes.demo(tmp_path)
     try:
         assert process.stdout is not None
         said, people = [], {}

@@ -25,6 +25,7 @@ from baton.demo.story import offered, play, showing, wait_for, work_line
 from github_standin.contract import Contract, ContractUnavailable
 from github_standin.people import Person
 from github_standin.server import Fault
+from support import processes
 from support.corpus import missing
 from support.keys import app_key, app_public_key
 from support.local_http import HTTP
@@ -267,10 +268,7 @@ def test_baton_demo_keeps_serving_and_prints_a_link_that_opens_the_board(tmp_pat
         Contract.load()
     except ContractUnavailable as error:
         missing(str(error))
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "baton.cli", "demo", "--port", "0", "--database", f"sqlite:///{tmp_path / 'demo.db'}"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    demo = processes.demo(tmp_path)
     try:
         assert demo.stdout is not None
         said = []
