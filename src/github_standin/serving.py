@@ -39,7 +39,8 @@ class _Server(uvicorn.Server):
 class Served:
     """`with Served(app) as served:` serves `app` at `served.url` until the block ends."""
 
-    def __init__(self, app: Any, *, port: int = 0, log_level: str = "warning") -> None:
+    def __init__(self, app: Any, *, port: int = 0, log_level: str = "warning", http: Any = "auto") -> None:
+        """`http`: uvicorn's HTTP protocol (its name, or a protocol class)."""
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", port))
@@ -47,7 +48,9 @@ class Served:
         self.url = f"http://127.0.0.1:{self.port}"
         # On stop, requests still running get a moment to finish, then are cancelled: a stand-in GitHub told to
         # hang (a fault with a long delay) must not hold up the end of a test or of `baton demo`.
-        config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False, timeout_graceful_shutdown=1)
+        config = uvicorn.Config(
+            app, log_level=log_level, lifespan="on", access_log=False, timeout_graceful_shutdown=1, http=http
+        )
         self._server = _Server(config)
         self._thread = threading.Thread(target=self._run, name=f"serve-{self.port}", daemon=True)
 

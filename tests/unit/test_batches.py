@@ -133,3 +133,52 @@ def test_a_burst_waits_while_it_goes_on_and_a_lone_item_does_not_wait() -> None:
 
     assert asyncio.run(main()) == [0, 1, 2, 3]
     assert seen == [[0], [1, 2, 3]]
+
+
+def test_while_calls_keep_coming_a_lone_first_call_waits_for_the_burst_and_no_longer_than_it_lasts() -> None:
+    seen: list[list[int]] = []
+
+    def work(items: list[int]) -> list[int]:
+        seen.append(list(items))
+        return items
+
+    async def main() -> tuple[float, float]:
+        loop = asyncio.get_running_loop()
+        batches: Batches[int, int] = Batches(work, gather=0.2, busy=30)
+        quiet = loop.time()
+        await asyncio.wait_for(batches.run(0), 10)  # a quiet process: the lone call does not wait
+        quiet = loop.time() - quiet
+        await asyncio.gather(*(batches.run(n) for n in (1, 2, 3)))  # a burst of three
+        # The next burst's first call is alone when its batch starts, but calls came lately: it waits for the
+        # others, and no longer than it takes the burst to be as large as the last one.
+        began = loop.time()
+        first = asyncio.ensure_future(batches.run(4))
+        await asyncio.sleep(0.05)
+        rest = [asyncio.ensure_future(batches.run(n)) for n in (5, 6)]
+        await asyncio.gather(first, *rest)
+        return quiet, loop.time() - began
+
+    quiet, burst = asyncio.run(main())
+    assert seen == [[0], [1, 2, 3], [4, 5, 6]]
+    assert quiet < 0.15  # not held for `gather` (0.2 s)
+    assert burst < 0.2  # the third call made it as large as the last: it went at once, not after `gather`
+
+
+def test_while_calls_keep_coming_a_lone_call_waits_at_most_a_gather_for_others() -> None:
+    seen: list[list[int]] = []
+
+    def work(items: list[int]) -> list[int]:
+        seen.append(list(items))
+        return items
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        batches: Batches[int, int] = Batches(work, gather=0.1, busy=30)
+        await asyncio.gather(*(batches.run(n) for n in (1, 2, 3)))
+        began = loop.time()
+        await batches.run(4)  # calls came lately, but no other comes now
+        return loop.time() - began
+
+    waited = asyncio.run(main())
+    assert seen == [[1, 2, 3], [4]]
+    assert 0.09 <= waited < 1.0  # one `gather`, then it went alone

@@ -23,6 +23,7 @@ from pydantic import SecretStr
 from baton.environment.clock import SYSTEM, Clock
 from baton.environment.settings import Settings
 from baton.web import create_app
+from baton.web.wire import protocol
 from github_standin import shapes
 from github_standin.actions import ISSUER_PATH
 from github_standin.people import Hub, Person
@@ -119,7 +120,7 @@ class Stage:
                 private_key=SecretStr(private), github_api_url=github.url, **options,
             )  # fmt: skip
             app = create_app(baton_settings, lanes=lanes, clock=clock)
-            baton = stack.enter_context(Served(app, port=baton_port))
+            baton = stack.enter_context(Served(app, port=baton_port, http=protocol()))  # as `baton serve` serves
             hub.hook_url = f"{baton.url}/webhooks/github"
             if client is not None:
                 with world.lock:

@@ -29,9 +29,9 @@ from baton.store.spool import Spool
 
 from .agent_api import NEXTS_AT_ONCE, AgentApi, Refusal, agents_router, invalid_request, no_route, readers
 from .board import Board, board_router
-from .gate import DatabaseGate
+from .gate import DatabaseGate, DatabaseOutage
 from .mcp_http import McpEndpoint
-from .plain import PlainRoutes
+from .plain import PlainLane, PlainRoutes
 from .read_api import ReadApi, api_router
 from .webhooks import AcksFirst, WebhookEndpoint
 
@@ -135,7 +135,10 @@ def create_app(
     # The hot routes, served without FastAPI's per-request machinery (plain.py).
     app.add_middleware(PlainRoutes, agents=app.state.agent_api, webhooks=webhooks)
     # Outermost of Baton's own: a database outage met anywhere below answers 503 (docs/operations.md).
-    app.add_middleware(DatabaseGate, engine=engine)
+    outage = DatabaseOutage()
+    app.add_middleware(DatabaseGate, engine=engine, outage=outage)
+    # The command routes, served by `baton serve`'s protocol before any of the above (wire.py, plain.py).
+    app.state.lane = PlainLane(app.state.agent_api, outage)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:

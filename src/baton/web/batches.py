@@ -6,11 +6,14 @@ done. One hop to a thread per batch instead of per request: twenty agents claimi
 transaction or two, not twenty, and the event loop never waits on the database.
 
 A burst of requests reaches the loop as a few clumps a millisecond or so apart. With `gather`, a batch that would
-start with several requests waiting (a burst; a lone request never waits) waits while more keep arriving within
-`gather` seconds, so that the burst is one batch rather than one after the other. With `at_once` above one, that
-many batches may be under way together: requests that arrive while one runs start the next at once instead of
-waiting for it to end, on a database where transactions do not wait for each other (claim-next on PostgreSQL:
-each batch takes rows no other holds).
+start with several requests waiting (a burst) waits while more keep arriving within `gather` seconds, so that the
+burst is one batch rather than one after the other. With `busy` too, a batch that would start with one request
+waits the same way when the batch before ended less than `busy` seconds ago: requests are coming together, and the
+first of a burst is most often alone when its batch starts. A lone request, on a quiet process, never waits.
+
+With `at_once` above one, that many batches may be under way together: requests that arrive while one runs start
+the next at once instead of waiting for it to end, on a database where transactions do not wait for each other
+(claim-next on PostgreSQL: each batch takes rows no other holds).
 """
 
 from __future__ import annotations
@@ -26,41 +29,52 @@ R = TypeVar("R")
 
 
 class Batches(Generic[T, R]):
-    """`await run(item)` is `work([..., item, ...])`'s result for `item`, `work` taking the items that arrived
-    while the batch before ran (all of them, or at most `most`), with at most `at_once` batches under way, a burst
-    gathered for `gather` seconds after its last arrival. A result that is an exception is raised to its own
-    caller; an exception from `work` itself, to every caller of that batch."""
+    """`await run(item)` (or the future `submit(item)` gives) is `work([..., item, ...])`'s result for `item`,
+    `work` taking the items that arrived while the batch before ran (all of them, or at most `most`), with at most
+    `at_once` batches under way, a burst gathered for `gather` seconds after its last arrival (`busy`: the module's
+    description). A result that is an
+    exception is raised to its own caller; an exception from `work` itself, to every caller of that batch."""
 
     def __init__(
         self, work: Callable[[list[T]], Sequence[R | Exception]], most: int | None = None, at_once: int = 1,
-        gather: float = 0.0,
+        gather: float = 0.0, busy: float = 0.0,
     ) -> None:  # fmt: skip
         self._work = work
         self._most = most
         self._at_once = max(1, at_once)
         self._gather = gather
+        self._busy = busy
+        self._ended = -busy  # when the last batch ended (the event loop's clock)
         self._waiting: list[tuple[T, asyncio.Future[R]]] = []
+        self._last = 0  # how many items the last batch took
+        self._full: asyncio.Future[None] | None = None  # set once a burst being gathered is as large as the last
         self._running = 0  # the tasks taking batches
         self._starting = 0  # those of them that have not taken their first batch yet
         self._tasks: set[asyncio.Task[None]] = set()  # kept until done
 
     async def run(self, item: T) -> R:
+        return await self.submit(item)
+
+    def submit(self, item: T) -> asyncio.Future[R]:
+        """`item` put in the next batch, from the event loop's thread: the future of its result."""
         result: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         self._waiting.append((item, result))
+        if self._full is not None and len(self._waiting) >= self._last:
+            _wake(self._full)
         if self._running < self._at_once and not self._starting:  # one not under way yet takes this one too
             self._running += 1
             self._starting += 1
             task = asyncio.create_task(self._batches())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        return await result
+        return result
 
     async def _batches(self) -> None:
         starting = True
         try:
             while self._waiting:
                 if starting:  # the first batch of a burst: while the burst goes on, the others join it
-                    if self._gather and len(self._waiting) > 1:
+                    if self._gather and (len(self._waiting) > 1 or self._loop_time() - self._ended < self._busy):
                         await self._burst()
                     self._starting -= 1
                     starting = False
@@ -68,10 +82,12 @@ class Batches(Generic[T, R]):
                         break
                 most = len(self._waiting) if self._most is None else self._most
                 batch, self._waiting = self._waiting[:most], self._waiting[most:]
+                self._last = len(batch)
                 try:
                     results: Sequence[R | Exception] = await run_in_threadpool(self._work, [item for item, _ in batch])
                 except Exception as error:
                     results = [error] * len(batch)
+                self._ended = self._loop_time()
                 for (_, result), outcome in zip(batch, results, strict=True):
                     if result.done():  # its client went away
                         continue
@@ -84,14 +100,32 @@ class Batches(Generic[T, R]):
             if starting:
                 self._starting -= 1
 
+    @staticmethod
+    def _loop_time() -> float:
+        return asyncio.get_running_loop().time()
+
     async def _burst(self) -> None:
-        """Several items waiting at once are a burst: wait while it goes on (more arrive within `gather` seconds,
-        for at most four of those), so that it is one batch rather than a few one after the other."""
+        """Wait while the burst goes on: until no more items arrive within `gather` seconds (at most four times
+        that), or it is as large as the last batch was."""
+        loop = asyncio.get_running_loop()
         for _ in range(4):
             seen = len(self._waiting)
-            await asyncio.sleep(self._gather)
-            if len(self._waiting) == seen or (self._most is not None and len(self._waiting) >= self._most):
+            if seen >= self._last > 1 or (self._most is not None and seen >= self._most):
                 return
+            self._full = loop.create_future()
+            timer = loop.call_later(self._gather, _wake, self._full)
+            try:
+                await self._full
+            finally:
+                timer.cancel()
+                self._full = None
+            if len(self._waiting) == seen:
+                return
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 __all__ = ["Batches"]

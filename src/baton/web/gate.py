@@ -44,18 +44,30 @@ def _unreachable_in(error: BaseException) -> BaseException | None:
     return None
 
 
+class DatabaseOutage:
+    """Whether the database is thought unreachable: shared by the gate and the requests `baton serve`'s protocol
+    answers itself (`plain.PlainLane`), which go through the gate while it is."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None  # when the outage began (monotonic); None while the database answers
+
+    @property
+    def down(self) -> bool:
+        return self.since is not None
+
+
 class DatabaseGate:
     """The ASGI middleware that answers 503 while the database is unreachable."""
 
-    def __init__(self, app: ASGIApp, engine: Engine) -> None:
+    def __init__(self, app: ASGIApp, engine: Engine, outage: DatabaseOutage | None = None) -> None:
         self.app = app
         self.engine = engine
-        self._since: float | None = None  # when the outage began (monotonic); None while the database answers
+        self.outage = outage or DatabaseOutage()
         self._probed = 0.0
 
     @property
     def down(self) -> bool:
-        return self._since is not None
+        return self.outage.down
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
@@ -105,20 +117,20 @@ class DatabaseGate:
             connection.execute(text("SELECT 1"))
 
     def _failed(self, error: BaseException) -> None:
-        if self._since is None:
-            self._since = self._probed = time.monotonic()
+        if self.outage.since is None:
+            self.outage.since = self._probed = time.monotonic()
             log.warning(
                 "the database cannot be reached (%s): the API, MCP and board answer 503 until it answers again",
                 describe(error),
             )
 
     def _succeeded(self) -> None:
-        if self._since is not None:
+        if self.outage.since is not None:
             log.warning(
                 "the database answers again after %.1f s: so do the API, MCP and board",
-                time.monotonic() - self._since,
+                time.monotonic() - self.outage.since,
             )
-            self._since = None
+            self.outage.since = None
 
 
 async def _unavailable(scope: Scope, receive: Receive, send: Send) -> None:
@@ -126,4 +138,4 @@ async def _unavailable(scope: Scope, receive: Receive, send: Send) -> None:
     await JSONResponse(body, 503, {"Retry-After": str(RETRY_AFTER)})(scope, receive, send)
 
 
-__all__ = ["RETRY_AFTER", "DatabaseGate"]
+__all__ = ["RETRY_AFTER", "DatabaseGate", "DatabaseOutage"]

@@ -10,18 +10,29 @@ answers. A command request that is not valid as sent (a path, a body or a conten
 refuses) goes on to that declaration, body and all, which answers it as it answers any: the 422 and its words come
 from one place. Every other request goes on to FastAPI untouched, and the declarations keep describing the routes
 in /openapi.json.
+
+In `baton serve`, the agent API's command routes are answered even before that: `PlainLane` is the lane its HTTP
+protocol serves without any ASGI machinery (`wire.py`), calling `AgentApi.at_once` on what `PlainRoutes` would
+read, and handing to the application what it declines (a token to ask GitHub about, a body not valid as sent, a
+create-and-claim) or what failed (raised again here, `FAILED`, where the database gate and the error handlers meet
+it as they meet any failure). While the database is thought unreachable (`gate.DatabaseOutage`), the lane takes nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections.abc import Iterable
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from baton.client.verbs import VERBS
 
 from .agent_api import NEXT, ORG_NEXT, AgentApi, PlainRequest
+from .gate import DatabaseOutage
 from .webhooks import WebhookEndpoint
+from .wire import FAILED, Answer, route_path
 
 _COMMAND = re.compile(
     rf"/api/v1/repos/([^/]+)/([^/]+)/issues(?:/([^/]+)/({'|'.join(re.escape(verb.name) for verb in VERBS)}))?"
@@ -30,13 +41,49 @@ _NEXT = re.compile(r"/api/v1/(?:repos/([^/]+)/([^/]+)|orgs/([^/]+))/tasks/claim"
 _HEADERS = (b"authorization", b"if-match", b"idempotency-key", b"content-type")
 
 
-def _route_path(scope: Scope) -> str:
-    """The path as Starlette's router matches it: without the app's `root_path`."""
-    path: str = scope["path"]
-    root = scope.get("root_path", "")
-    if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
-        return path[len(root) :]
-    return path
+def _route(path: str) -> tuple[str, str, str | None, str | None] | None:
+    """Owner, repository, issue number and action of the command route `path` names (POST; action None:
+    create-and-claim), None for a path that is none of theirs."""
+    found = _COMMAND.fullmatch(path) if path.startswith("/api/v1/repos/") else None
+    if found is not None:
+        owner, repo, number, action = found.groups()
+        return owner, repo, number, action
+    nexts = _NEXT.fullmatch(path) if path.endswith("/tasks/claim") else None
+    if nexts is None:
+        return None
+    owner, repo, org = nexts.groups()
+    return (owner, repo, None, NEXT) if org is None else (org, "", None, ORG_NEXT)
+
+
+def _request(
+    route: tuple[str, str, str | None, str | None], headers: Iterable[tuple[bytes, bytes]], body: bytes
+) -> PlainRequest | None:
+    """The request to the command route `route`; None where its FastAPI declaration reads the path otherwise or
+    refuses it."""
+    read: dict[bytes, str] = {}
+    for name, value in headers:
+        if name in _HEADERS and name not in read:  # a header's first value, as FastAPI reads one
+            read[name] = value.decode("latin-1")
+    return PlainRequest.of(*route, read, body)
+
+
+class PlainLane:
+    """The command routes on issues and claim-next, answered by `baton serve`'s protocol (the module's
+    description)."""
+
+    def __init__(self, agents: AgentApi, outage: DatabaseOutage) -> None:
+        self.agents = agents
+        self.outage = outage
+
+    def takes(self, method: str, path: str) -> bool:
+        return method == "POST" and path.startswith("/api/v1/") and not self.outage.down
+
+    def answer(
+        self, path: str, headers: Iterable[tuple[bytes, bytes]], body: bytes
+    ) -> Answer | asyncio.Future[Any] | None:
+        route = _route(path)
+        request = None if route is None or route[3] is None else _request(route, headers, body)
+        return None if request is None else self.agents.at_once(request)
 
 
 class PlainRoutes:
@@ -51,27 +98,20 @@ class PlainRoutes:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        path = _route_path(scope)
+        failed = scope.get(FAILED)
+        if failed is not None:  # the lane's answer failed: as if it had failed here
+            raise failed
+        path = route_path(scope)
         if path == "/webhooks/github":
             await self.webhooks(scope, receive, send)
             return
-        found = _COMMAND.fullmatch(path) if path.startswith("/api/v1/repos/") else None
-        nexts = _NEXT.fullmatch(path) if found is None and path.endswith("/tasks/claim") else None
-        if found is not None:
-            owner, repo, number, action = found.groups()
-        elif nexts is not None:
-            owner, repo, org = nexts.groups()
-            owner, repo, number, action = (owner, repo, None, NEXT) if org is None else (org, "", None, ORG_NEXT)
-        else:
+        route = _route(path)
+        if route is None:
             await self.app(scope, receive, send)
             return
-        headers: dict[bytes, str] = {}
-        for name, value in scope["headers"]:
-            if name in _HEADERS and name not in headers:  # a header's first value, as FastAPI reads one
-                headers[name] = value.decode("latin-1")
         read: list[Message] = []  # given again to FastAPI, when it answers
         body = await _body(receive, read)
-        request = None if body is None else PlainRequest.of(owner, repo, number, action, headers, body)
+        request = None if body is None else _request(route, scope["headers"], body)
         answer = None if request is None else await self.agents.plainly(request)
         if answer is None:
             await self.app(scope, _again(read, receive), send)
@@ -104,4 +144,4 @@ def _again(read: list[Message], receive: Receive) -> Receive:
     return again
 
 
-__all__ = ["PlainRoutes"]
+__all__ = ["PlainLane", "PlainRoutes"]
