@@ -853,7 +853,8 @@ def _answered(said: Result, source: Source | None, outcome: Outcome, reply: str 
     note of the commands it held past the limit, and whether the ticket's view changes."""
     shown = said.shown or (outcome.state is not None and outcome.kind != "refused" and outcome.code is None)
     note = ignored_text(source.ignored) if source is not None and source.ignored else None
-    return replace(said, source=source, reply=reply, thumb=thumb, note=note, shown=shown)
+    # Made directly: `dataclasses.replace` looks up the fields on every call, a good part of a loser's decision.
+    return Result(said.key, said.repository, said.author, source, reply, thumb, said.misspelt, note, shown)
 
 
 def _evidence(uow: UnitOfWork, stored: StoredTicket, command: Command) -> dict[str, tuple[str, ...]]:

@@ -223,6 +223,18 @@ class Next(Body):
 
 def command_of(action: str, body: BaseModel | None) -> tuple[Command, dict[str, Any]]:
     """The command a command route's body makes, and the body as a retry with the same Idempotency-Key sends it."""
+    if body is None:  # most calls (a claim, a release): the same command every time
+        command, sent = _bodiless(action)
+        return command, dict(sent)
+    return _command_of(action, body)
+
+
+@functools.cache
+def _bodiless(action: str) -> tuple[Command, dict[str, Any]]:
+    return _command_of(action, None)
+
+
+def _command_of(action: str, body: BaseModel | None) -> tuple[Command, dict[str, Any]]:
     verb = BY_NAME[action]
     values: dict[str, Any] = {argument.name: argument.unset() if body is None else getattr(body, argument.name)
                               for argument in verb.arguments}  # fmt: skip
