@@ -191,9 +191,15 @@ def test_each_decision_of_a_race_is_a_line_that_the_listener_thread_writes(
     assert listener is not None
     logs._stop_listening()  # what is queued is written
     lines = [(thread, line) for thread, line in configured if "decided /claim" in line]
-    assert sorted(line.split(" by ")[1].split(" ")[0] for _, line in lines) == sorted(answers)  # one per call
+    named = [name for _, line in lines for name in line.split(" by ")[1].split(" on ")[0].split(", ")]
+    assert sorted(named) == sorted(answers)  # every call, once
     won = [line for _, line in lines if ": applied (claimed)" in line]
     assert len(won) == 1 and f"on {scene.full_name}#{scene.number}" in won[0] and "(api)" in won[0]
+    # The losers refused alike share lines: one for each batch they were decided in, naming each of them.
+    refused = [line for _, line in lines if ": refused (" in line]
+    assert 1 <= len(refused) < len(agents) - 1
+    assert all(line.endswith(f"(api, {line.split(' by ')[1].split(' on ')[0].count(', ') + 1} calls)")
+               for line in refused if ", " in line.split(" on ")[0])  # fmt: skip
     assert {thread for thread, _ in lines} == {listener.name}
     assert not any(agent.token in line for agent in agents for _, line in configured)
 

@@ -315,8 +315,7 @@ class WorkService:
         if self.decided is not None:
             self.decided([r for r, _ in decided], [o for _, o in decided])
         if log.isEnabledFor(logging.INFO):
-            for request, outcome in decided:
-                _log_decision(request, outcome)
+            _log_decisions(decided)
         return outcomes
 
     def _decide_all(self, uow: UnitOfWork, requests: Sequence[Request], known: dict[str, bool]) -> list[Outcome]:
@@ -370,8 +369,7 @@ class WorkService:
         if self.decided is not None and decided:
             self.decided([r for r, _ in decided], [o for _, o in decided])
         if log.isEnabledFor(logging.INFO):
-            for request, outcome in decided:
-                _log_decision(request, outcome)
+            _log_decisions(decided)
         return handed
 
     def _hand_out(self, uow: UnitOfWork, asks: Sequence[NextAsk]) -> list[Handed]:
@@ -882,20 +880,37 @@ def _count(held: dict[tuple[RepositoryKey, str], int], place: RepositoryKey, bef
         held[(place, gained)] = held.get((place, gained), 0) + 1
 
 
-def _log_decision(request: Request, outcome: Outcome) -> None:
-    """One line per command decided: which hook (or the agent API) brought it, on which issue, by whom,
-    what became of it, and the ticket's revision after it."""
+def _log_decisions(decided: Sequence[tuple[Request, Outcome]]) -> None:
+    """One line per command decided: which hook (or the agent API) brought it, on which issue, by whom, what became
+    of it, and the ticket's revision after it. Agent API calls decided together with the same result on the same
+    ticket (a race's losers, refused alike) share one line that names each caller, in the order they came."""
+    alike: dict[tuple[Any, ...], list[tuple[Request, Outcome]]] = {}
+    for request, outcome in decided:
+        same = (request.issue.key, outcome.command, outcome.duplicate, outcome.kind, outcome.event, outcome.code,
+                outcome.revision, request.via) if request.hook is None else (id(request),)  # fmt: skip
+        alike.setdefault(same, []).append((request, outcome))
+    for group in alike.values():
+        _log_decision(group)
+
+
+def _log_decision(group: Sequence[tuple[Request, Outcome]]) -> None:
+    request, outcome = group[0]
     repository, number = request.issue.repository, request.issue.key.number
     result = "duplicate" if outcome.duplicate else outcome.kind
     detail = outcome.event or outcome.code
     where = f"delivery {request.hook}" if request.hook else (request.via or "a call")
-    log.info(
-        "decided /%s by %s on %s#%d: %s%s, revision %d (%s)", outcome.command, request.actor.login, repository, number,
-        result, f" ({detail})" if detail else "", outcome.revision, where,
-        extra={"delivery": request.hook, "repository": repository, "number": number, "command": outcome.command,
-               "actor": request.actor.login, "outcome": result, "code": outcome.code, "event": outcome.event,
-               "revision": outcome.revision, "source": request.via or "webhook"},
-    )  # fmt: skip
+    fields: dict[str, Any] = {
+        "delivery": request.hook, "repository": repository, "number": number, "command": outcome.command,
+        "actor": request.actor.login, "outcome": result, "code": outcome.code, "event": outcome.event,
+        "revision": outcome.revision, "source": request.via or "webhook",
+    }  # fmt: skip
+    by = request.actor.login
+    if len(group) > 1:
+        actors = [one.actor.login for one, _ in group]
+        by, where = ", ".join(actors), f"{where}, {len(group)} calls"
+        fields["actor"], fields["actors"] = None, actors
+    log.info("decided /%s by %s on %s#%d: %s%s, revision %d (%s)", outcome.command, by, repository, number, result,
+             f" ({detail})" if detail else "", outcome.revision, where, extra=fields)  # fmt: skip
 
 
 def _refusal(command: str, ticket: Ticket | None, refusal: Refused) -> Outcome:
