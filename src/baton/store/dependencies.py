@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from sqlalchemy import Connection, and_, delete, exists, func, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, exists, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -139,20 +139,25 @@ def parents(connection: Connection, issues: Mapping[TicketKey, str]) -> dict[Tic
     named = {ref(repository, key.number): key for key, repository in issues.items()}
     if not named:
         return {}
-    tk = t.tickets.c
-    where = (
-        select(tk.repository)
-        .where(tk.installation_id == _C.installation_id, tk.repository_id == _C.repository_id)
-        .order_by(tk.id.desc())
+    rows = connection.execute(_PARENTS, {"refs": sorted(named)})
+    return {named[row.blocker]: ref(row.repository, row.number) for row in rows if row.repository is not None}
+
+
+# Built once: building it for each read cost more than running it (a ticket's read asks it every time).
+_PARENTS = (
+    select(
+        _C.blocker,
+        _C.number,
+        select(t.tickets.c.repository)
+        .where(t.tickets.c.installation_id == _C.installation_id, t.tickets.c.repository_id == _C.repository_id)
+        .order_by(t.tickets.c.id.desc())
         .limit(1)
         .scalar_subquery()
+        .label("repository"),
     )
-    rows = connection.execute(
-        select(_C.blocker, _C.number, where.label("repository"))
-        .where(_C.source == SUB_ISSUE, _C.blocker.in_(sorted(named)))
-        .order_by(_C.seen_at)
-    )
-    return {named[row.blocker]: ref(row.repository, row.number) for row in rows if row.repository is not None}
+    .where(_C.source == SUB_ISSUE, _C.blocker.in_(bindparam("refs", expanding=True)))
+    .order_by(_C.seen_at)
+)
 
 
 def unblocked() -> ColumnElement[bool]:

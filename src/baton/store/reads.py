@@ -246,6 +246,7 @@ _REVIEWS = select(reviews).where(reviews.c.ticket_id == bindparam("ticket")).ord
 _RAIL = select(evidence_rails.c.rail, evidence_rails.c.updated_at).where(
     evidence_rails.c.ticket_id == bindparam("ticket")
 )
+_ISSUE = select(issue_states).where(issue_states.c.ticket_id == bindparam("ticket"))
 
 
 _R = TypeVar("_R", bound="DataclassInstance")
@@ -297,7 +298,7 @@ class Reads:
             delivery_rows = connection.execute(_DELIVERIES, {"ticket": ticket_id})
             review_rows = connection.execute(_REVIEWS, {"ticket": ticket_id})
             rail = connection.execute(_RAIL, {"ticket": ticket_id}).first()
-            issue = connection.execute(select(issue_states).where(issue_states.c.ticket_id == ticket_id)).first()
+            issue = connection.execute(_ISSUE, {"ticket": ticket_id}).first()
             blockers = dependencies.open_blockers(connection, [summary.key]).get(summary.key, [])
             parent = dependencies.parents(connection, {summary.key: summary.repository}).get(summary.key)
             return TicketDetail(
