@@ -9,20 +9,16 @@ import json
 import logging
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from support.standin_scene import Scene, opened
+from support import standin_scene
+from support.standin_scene import Scene
 
-
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url) as made:
-        made.settle()
-        yield made
+scene = standin_scene.scene  # Baton and the stand-in GitHub, wired to each other
+github_timeout = standin_scene.github_timeout
 
 
 class Lane:

@@ -483,9 +483,10 @@ class _NextCall:
 NEXTS_AT_ONCE = 4
 NEXTS_GATHER = 0.001
 # Commands on issues, on either database: while calls keep coming (a batch ended less than `CALLS_BUSY` seconds
-# ago), the first batch of a burst waits while more arrive within `CALLS_GATHER` seconds. Twenty agents racing for
-# an issue are then decided in one transaction instead of two or three (the first batch used to start with the
-# first one to three calls), which halves the database work of a race; an agent calling now and then never waits.
+# ago), the first batch of a burst waits while more arrive within `CALLS_GATHER` seconds, until it is as large as
+# the last batch was (`web/batches.py`). Twenty agents racing for an issue are then decided in one transaction
+# instead of two or three (the first batch used to start with the first one to three calls), which halves the
+# database work of a race; an agent calling now and then never waits.
 CALLS_GATHER = 0.001
 CALLS_BUSY = 0.05
 

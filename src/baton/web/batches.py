@@ -32,8 +32,8 @@ class Batches(Generic[T, R]):
     """`await run(item)` (or the future `submit(item)` gives) is `work([..., item, ...])`'s result for `item`,
     `work` taking the items that arrived while the batch before ran (all of them, or at most `most`), with at most
     `at_once` batches under way, a burst gathered for `gather` seconds after its last arrival (`busy`: the module's
-    description). A result that is an
-    exception is raised to its own caller; an exception from `work` itself, to every caller of that batch."""
+    description). A result that is an exception is raised to its own caller; an exception from `work` itself, to
+    every caller of that batch."""
 
     def __init__(
         self, work: Callable[[list[T]], Sequence[R | Exception]], most: int | None = None, at_once: int = 1,

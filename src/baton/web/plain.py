@@ -82,7 +82,7 @@ class PlainLane:
         self, path: str, headers: Iterable[tuple[bytes, bytes]], body: bytes
     ) -> Answer | asyncio.Future[Any] | None:
         route = _route(path)
-        request = None if route is None or route[3] is None else _request(route, headers, body)
+        request = None if route is None else _request(route, headers, body)
         return None if request is None else self.agents.at_once(request)
 
 

@@ -126,8 +126,8 @@ def protocol() -> type[asyncio.Protocol] | str:
             # From `on_headers_complete`, for a request started at once; one pipelined behind another is queued,
             # and started later from `on_response_complete`: not the lane's.
             if (self._fresh and self._lane is not None and self._held is None and app is self.app
-                    and cycle.scope["method"] == "POST" and not cycle.waiting_for_100_continue
-                    and self._lane.takes("POST", route_path(cycle.scope))):  # fmt: skip
+                    and not cycle.waiting_for_100_continue
+                    and self._lane.takes(cycle.scope["method"], route_path(cycle.scope))):  # fmt: skip
                 self._held = cycle
                 return
             super()._start_asgi_task(cycle, app)
