@@ -1,7 +1,8 @@
-"""The agent API's commands answered by `baton serve`'s HTTP protocol itself (`web/wire.py`, `web/plain.py`), over
-real sockets: the answer and its headers are those the application gives; a request the lane declines, one behind
-another on the same connection, one asking `100-continue` or with a large body, and one whose decision failed are
-all answered as before, in order; a client that goes away leaves the server answering the others."""
+"""The agent API's commands and GitHub's deliveries answered by `baton serve`'s HTTP protocol itself (`web/wire.py`,
+`web/plain.py`), over real sockets: the answer and its headers are those the application gives; a request the lane
+declines, one behind another on the same connection, one asking `100-continue` or with a large body, and one whose
+decision failed are all answered as before, in order; a client that goes away leaves the server answering the
+others."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy.exc import OperationalError
 
+from baton.github.webhooks import signature
 from support import standin_scene
 from support.standin_scene import Scene
 
@@ -22,16 +24,18 @@ github_timeout = standin_scene.github_timeout
 
 
 class Lane:
-    """The app's lane, watched: what it answered itself (True) or left to the application (False)."""
+    """The app's lane, watched: of the requests to paths starting with `prefix`, what it answered itself (True) or
+    left to the application (False)."""
 
-    def __init__(self, scene: Scene) -> None:
+    def __init__(self, scene: Scene, prefix: str = "/api/v1/") -> None:
         self.lane = scene.app.state.lane
         self.took: list[bool] = []
         answer = self.lane.answer
 
-        def watched(*args: Any) -> Any:
-            given = answer(*args)
-            self.took.append(given is not None)
+        def watched(path: str, *args: Any) -> Any:
+            given = answer(path, *args)
+            if path.startswith(prefix):
+                self.took.append(given is not None)
             return given
 
         self.lane.answer = watched
@@ -94,6 +98,54 @@ def test_a_command_is_answered_by_the_lane_with_the_headers_the_application_give
         assert set(given) == set(invalid_headers) == {"date", "server", "content-length", "content-type"}
         assert given["content-type"] == invalid_headers["content-type"] == "application/json"
     assert int(headers["content-length"]) == len(body)
+
+
+
+def delivery(scene: Scene, body: bytes, delivery_id: str, sign: bytes | None = None, **headers: str) -> bytes:
+    """A delivery of `body` as GitHub posts it, signed with the App's webhook secret (or `sign`)."""
+    secret = scene.stage.settings.webhook_secret
+    assert secret is not None
+    return raw(scene, "POST", "/webhooks/github", None, body, X_GitHub_Event="issue_comment",
+               X_GitHub_Delivery=delivery_id, X_Hub_Signature_256=signature(sign or secret.get_secret_value().encode(),
+                                                                            body), **headers)  # fmt: skip
+
+
+def test_a_delivery_is_answered_by_the_lane_as_the_application_answers_it(database_url: str) -> None:
+    with standin_scene.opened(database_url, lanes=True) as scene:  # a decide lane to wake, as in `baton serve`
+        a_delivery_answered_by_the_lane(scene)
+
+
+def a_delivery_answered_by_the_lane(scene: Scene) -> None:
+    lane = Lane(scene, prefix="/webhooks/")
+    scene.comment("agent-a", "/claim")  # GitHub delivers the comment to Baton, which decides it
+    assert lane.took and all(lane.took)
+    ticket = scene.app.state.work.ticket(scene.key)
+    assert ticket is not None and ticket.runner == "agent-a"
+
+    made = len(lane.took)
+    body = json.dumps({"action": "created", "installation": {"id": scene.repository.installation_id},
+                       "issue": {"number": scene.number}, "comment": {"id": 9, "body": "hello"},
+                       "sender": {"login": "olivia"}}).encode()  # fmt: skip
+    with connect(scene) as connection:
+        connection.sendall(delivery(scene, body, "lane-1") + delivery(scene, body, "lane-1"))  # pipelined
+        first, again = answers(connection, 2)
+        connection.sendall(delivery(scene, body, "lane-2", sign=b"not the secret"))
+        [forged] = answers(connection, 1)
+        # The same forged delivery, asking 100-continue: the application answers it.
+        head = delivery(scene, body, "lane-2", sign=b"not the secret", Expect="100-continue")
+        connection.sendall(head[: -len(body)])
+        reader = connection.makefile("rb")
+        assert reader.readline().startswith(b"HTTP/1.1 100")
+        assert reader.readline() == b"\r\n"
+        connection.sendall(body)
+        [forged_by_app] = answers(connection, 1)
+    assert (first[0], json.loads(first[2])) == (202, {"delivery": "lane-1", "received": "new"})
+    assert (again[0], json.loads(again[2])) == (202, {"delivery": "lane-1", "received": "duplicate"})
+    assert forged[0] == forged_by_app[0] == 401
+    assert forged[2] == forged_by_app[2]
+    assert set(forged[1]) == set(forged_by_app[1]) == set(first[1]) == {"date", "server", "content-length",
+                                                                          "content-type"}  # fmt: skip
+    assert lane.took[made:] == [True, True]  # the pipelined second and the 100-continue one were the application's
 
 
 def test_requests_behind_a_command_on_one_connection_are_answered_in_order(scene: Scene) -> None:

@@ -11,11 +11,12 @@ refuses) goes on to that declaration, body and all, which answers it as it answe
 from one place. Every other request goes on to FastAPI untouched, and the declarations keep describing the routes
 in /openapi.json.
 
-In `baton serve`, the agent API's command routes are answered even before that: `PlainLane` is the lane its HTTP
-protocol serves without any ASGI machinery (`wire.py`), calling `AgentApi.at_once` on what `PlainRoutes` would
-read, and handing to the application what it declines (a token to ask GitHub about, a body not valid as sent, a
-create-and-claim) or what failed (raised again here, `FAILED`, where the database gate and the error handlers meet
-it as they meet any failure). While the database is thought unreachable (`gate.DatabaseOutage`), the lane takes nothing.
+In `baton serve`, the agent API's command routes and the webhook route are answered even before that: `PlainLane` is
+the lane its HTTP protocol serves without any ASGI machinery (`wire.py`), calling `AgentApi.at_once` or
+`WebhookEndpoint.at_once` on what `PlainRoutes` would read, and handing to the application what they decline (a token
+to ask GitHub about, a body not valid as sent, a create-and-claim, a hook with no decide lane to wake) or what failed
+(raised again here, `FAILED`, where the database gate and the error handlers meet it as they meet any failure). While
+the database is thought unreachable (`gate.DatabaseOutage`), the lane takes nothing.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ _COMMAND = re.compile(
     rf"/api/v1/repos/([^/]+)/([^/]+)/issues(?:/([^/]+)/({'|'.join(re.escape(verb.name) for verb in VERBS)}))?"
 )
 _NEXT = re.compile(r"/api/v1/(?:repos/([^/]+)/([^/]+)|orgs/([^/]+))/tasks/claim")
+_WEBHOOKS = "/webhooks/github"
 _HEADERS = (b"authorization", b"if-match", b"idempotency-key", b"content-type")
 
 
@@ -68,19 +70,22 @@ def _request(
 
 
 class PlainLane:
-    """The command routes on issues and claim-next, answered by `baton serve`'s protocol (the module's
-    description)."""
+    """The command routes on issues, claim-next and the webhook route, answered by `baton serve`'s protocol (the
+    module's description)."""
 
-    def __init__(self, agents: AgentApi, outage: DatabaseOutage) -> None:
+    def __init__(self, agents: AgentApi, webhooks: WebhookEndpoint, outage: DatabaseOutage) -> None:
         self.agents = agents
+        self.webhooks = webhooks
         self.outage = outage
 
     def takes(self, method: str, path: str) -> bool:
-        return method == "POST" and path.startswith("/api/v1/") and not self.outage.down
+        return method == "POST" and (path.startswith("/api/v1/") or path == _WEBHOOKS) and not self.outage.down
 
     def answer(
         self, path: str, headers: Iterable[tuple[bytes, bytes]], body: bytes
     ) -> Answer | asyncio.Future[Any] | None:
+        if path == _WEBHOOKS:
+            return self.webhooks.at_once(headers, body)
         route = _route(path)
         request = None if route is None else _request(route, headers, body)
         return None if request is None else self.agents.at_once(request)
@@ -102,7 +107,7 @@ class PlainRoutes:
         if failed is not None:  # the lane's answer failed: as if it had failed here
             raise failed
         path = route_path(scope)
-        if path == "/webhooks/github":
+        if path == _WEBHOOKS:
             await self.webhooks(scope, receive, send)
             return
         route = _route(path)

@@ -17,11 +17,12 @@ While the database cannot be reached, a hook is kept in the spool (`baton.store.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from baton.process.metrics import Metrics
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub's own cap on a hook
+_HEADERS = (b"x-hub-signature-256", b"x-github-event", b"x-github-delivery")  # what a delivery's checks read
 UNVERIFIED = "unverified"  # the event of a hook refused before its signature was checked: not GitHub's word
 # What a stored hook counts as, in `baton_webhook_deliveries_total`.
 _COUNTED = {Received.NEW: "stored", Received.RETRY: "retried", Received.DUPLICATE: "duplicate",
@@ -126,10 +128,14 @@ class GroupCommit:
     def __init__(self, inbox: Inbox, spool: Spool | None = None) -> None:
         self.inbox = inbox
         self.spool = spool
-        self._batches: Batches[Incoming, Received] = Batches(self._store)
+        self._batches: Batches[Incoming, Received] = Batches(self._store, gather=0.001, busy=0.05)
 
     async def receive(self, incoming: Incoming) -> Received:
         return await self._batches.run(incoming)
+
+    def submit(self, incoming: Incoming) -> asyncio.Future[Received]:
+        """`receive`'s future, from the event loop's thread."""
+        return self._batches.submit(incoming)
 
     def _store(self, batch: list[Incoming]) -> list[Received | Exception]:
         """In a pool thread: each hook's answer, or the error its request answers 500 with."""
@@ -196,58 +202,110 @@ class WebhookEndpoint:
         self.pacing.acking(+1)
         event, outcome = UNVERIFIED, "error"
         try:
-            answer, event, outcome = await self._receive(request, background)
+            body = await _body(request)
+            read = self._read(body, request.headers.get)
+            if isinstance(read, _Refused):
+                event, outcome = read.event, read.outcome
+                return read.answer
+            event = read.incoming.event
+            received = await self.storing.receive(read.incoming)
+            answer, outcome = self._stored(read, received, background)
             return answer
         finally:
             self.pacing.acking(-1)
-            if self.metrics is not None:
-                stored = outcome in _COUNTED.values()
-                self.metrics.hook(event, outcome, time.perf_counter() - began if stored else None)
+            self._count(event, outcome, began)
 
-    async def _receive(self, request: Request, background: BackgroundTasks) -> tuple[JSONResponse, str, str]:
-        """The answer, the hook's event (`UNVERIFIED` before the signature is checked) and what became of it."""
+    def at_once(self, headers: Iterable[tuple[bytes, bytes]], body: bytes) -> JSONResponse | asyncio.Future[Any] | None:
+        """`POST /webhooks/github`'s answer to a request whose whole body was read, given without leaving the event
+        loop (`PlainLane`): now (a refusal), or the future of the transaction that stores the hook. None where the
+        application must answer: with no decide lane to wake, it processes the hook after the answer, in the
+        request's task."""
+        if self.hand_off is None and self.settings.worker == "inprocess":
+            return None
+        began = time.perf_counter()
+        named: dict[str, str] = {}
+        for name, value in headers:
+            if name in _HEADERS and (key := name.decode()) not in named:  # a header's first value, as Starlette reads
+                named[key] = value.decode("latin-1")
+        read = self._read(body if len(body) <= MAX_BODY else None, named.get)
+        if isinstance(read, _Refused):
+            self._count(read.event, read.outcome, began)
+            return read.answer
+        self.pacing.acking(+1)
+        stored = self.storing.submit(read.incoming)
+        answered: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def done(stored: asyncio.Future[Received]) -> None:
+            self.pacing.acking(-1)
+            error = asyncio.CancelledError() if stored.cancelled() else stored.exception()
+            if error is not None:  # the application answers it, as it answers any failure (`wire.FAILED`)
+                self._count(read.incoming.event, "error", began)
+                answered.set_exception(error)
+                return
+            answer, outcome = self._stored(read, stored.result(), None)
+            self._count(read.incoming.event, outcome, began)
+            answered.set_result(answer)
+
+        stored.add_done_callback(done)
+        return answered
+
+    def _count(self, event: str, outcome: str, began: float) -> None:
+        """The hook counted by its event and what became of it, and a stored one's time to its answer."""
+        if self.metrics is not None:
+            stored = outcome in _COUNTED.values()
+            self.metrics.hook(event, outcome, time.perf_counter() - began if stored else None)
+
+    def _read(self, body: bytes | None, header: Callable[[str], str | None]) -> _Hook | _Refused:
+        """The hook to store, or the answer refusing it (`body` None: larger than `MAX_BODY`)."""
         if self.secret is None:
             disabled = "Webhooks are disabled: set BATON_WEBHOOK_SECRET to the App's webhook secret."
-            return _refuse(503, disabled), UNVERIFIED, "disabled"
-        body = await _body(request)
+            return _Refused(_refuse(503, disabled), UNVERIFIED, "disabled")
         if body is None:
-            return _refuse(413, f"The body is larger than {MAX_BODY} bytes."), UNVERIFIED, "too_large"
-        if not verify(self.secret, body, request.headers.get("x-hub-signature-256")):
+            return _Refused(_refuse(413, f"The body is larger than {MAX_BODY} bytes."), UNVERIFIED, "too_large")
+        if not verify(self.secret, body, header("x-hub-signature-256")):
             unsigned = "X-Hub-Signature-256 is missing, not sha256=, or does not match the body."
-            return _refuse(401, unsigned), UNVERIFIED, "bad_signature"
-        event = request.headers.get("x-github-event")
-        hook_id = request.headers.get("x-github-delivery")
+            return _Refused(_refuse(401, unsigned), UNVERIFIED, "bad_signature")
+        event = header("x-github-event")
+        hook_id = header("x-github-delivery")
         if not event or not hook_id:
-            return _refuse(400, "X-GitHub-Event and X-GitHub-Delivery are required."), event or "", "bad_body"
+            return _Refused(_refuse(400, "X-GitHub-Event and X-GitHub-Delivery are required."), event or "", "bad_body")
         event = event[:60]
         try:
             decoded = body.decode("utf-8").removeprefix("\ufeff")
         except UnicodeDecodeError as error:
-            return _refuse(400, f"The body is not UTF-8, as GitHub sends it: {error}"), event, "bad_body"
+            return _Refused(_refuse(400, f"The body is not UTF-8, as GitHub sends it: {error}"), event, "bad_body")
         payload = _json(decoded)
         if isinstance(payload, JSONResponse):
-            return payload, event, "bad_body"
+            return _Refused(payload, event, "bad_body")
         action = dig(payload, "action")
         if isinstance(action, str) and (len(action) > 60 or not action.isprintable()):
-            return _refuse(400, "The body's `action` is not one GitHub sends."), event, "bad_body"
+            return _Refused(_refuse(400, "The body's `action` is not one GitHub sends."), event, "bad_body")
         try:
             installation_id = number(payload, "installation", "id")
         except Unreadable as error:
-            refused = _refuse(400, f"The body's installation id is not one GitHub sends: {error}.")
-            return refused, event, "bad_body"
-        received = await self.storing.receive(
-            Incoming(
-                hook_id[:100],
-                event,
-                action if isinstance(action, str) else None,
-                installation_id,
-                decoded,
-            )
-        )
+            return _Refused(_refuse(400, f"The body's installation id is not one GitHub sends: {error}."), event,
+                            "bad_body")  # fmt: skip
+        action = action if isinstance(action, str) else None
+        return _Hook(Incoming(hook_id[:100], event, action, installation_id, decoded), hook_id)
+
+    def _stored(self, hook: _Hook, received: Received, background: BackgroundTasks | None) -> tuple[JSONResponse, str]:
+        """The 202 for a hook the inbox took, and what became of it. A new hook, or one to try again, wakes the
+        decide lane, or without one is processed after the answer (`background`)."""
         if received in (Received.NEW, Received.RETRY) and self.settings.worker == "inprocess":
             if self.hand_off is not None:
                 self.hand_off()
-            else:
-                background.add_task(process, self.inbox, self.intake, hook_id[:100])
-        answer = JSONResponse({"delivery": hook_id, "received": received.value}, status_code=202)
-        return answer, event, _COUNTED[received]
+            elif background is not None:
+                background.add_task(process, self.inbox, self.intake, hook.incoming.id)
+        answer = JSONResponse({"delivery": hook.delivery, "received": received.value}, status_code=202)
+        return answer, _COUNTED[received]
+
+
+class _Hook(NamedTuple):
+    incoming: Incoming
+    delivery: str  # its X-GitHub-Delivery, as sent (stored as its first 100 characters)
+
+
+class _Refused(NamedTuple):
+    answer: JSONResponse
+    event: str  # the hook's event (`UNVERIFIED` before its signature is checked)
+    outcome: str  # what became of it, as `baton_webhook_deliveries_total` counts it

@@ -9,14 +9,14 @@ event loop (a streamed answer) is written at the loop's next turn, as it would h
 anything else uvicorn writes (an error it answers itself, before closing, goes out before the close).
 
 The protocol also serves the hot routes itself, before any ASGI machinery: a request the app's `Lane` takes (the
-agent API's commands, `web/plain.py`) is read by uvicorn's parser as any other, but instead of a task running the
-application for it, the lane is given its path, headers and body and answers at once or later (a decision batch's
-future), and the answer is written whole: the status line, uvicorn's default headers (date, server), the answer's
-own, and its body, as uvicorn would have written them. A request the lane declines (it needs a thread, or is not
-valid as sent), or whose answer failed, goes to the application as usual, which answers it as it answers every
-request (its failure raised there: `FAILED`). A request is taken only where uvicorn would start the application
-for it at once, with nothing else in flight on the connection; with the access log on, its line is written as
-uvicorn writes it.
+agent API's commands and GitHub's deliveries, `web/plain.py`) is read by uvicorn's parser as any other, but instead
+of a task running the application for it, the lane is given its path, headers and body and answers at once or later
+(the future of a decision batch, or of the transaction storing a hook), and the answer is written whole: the status
+line, uvicorn's default headers (date, server), the answer's own, and its body, as uvicorn would have written them.
+A request the lane declines (it needs a thread, or is not valid as sent), or whose answer failed, goes to the
+application as usual, which answers it as it answers every request (its failure raised there: `FAILED`). A request
+is taken only where uvicorn would start the application for it at once, with nothing else in flight on the
+connection; with the access log on, its line is written as uvicorn writes it.
 """
 
 from __future__ import annotations
