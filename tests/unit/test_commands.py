@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from baton.domain.model import Command, Evidence
 from baton.domain.transitions import RULES
-from baton.reading.commands import MAX_COMMANDS, commands_markdown, help_text, ignored_text, parse, read
+from baton.reading.commands import MAX_COMMANDS, commands_markdown, help_text, ignored_text, misspelt, parse, read
 
 C = Command
 E = Evidence
@@ -465,3 +465,19 @@ def test_commands_markdown_has_a_row_per_rule() -> None:
 def test_docs_commands_md_is_current() -> None:
     path = Path(__file__).resolve().parents[2] / "docs" / "commands.md"
     assert path.read_text(encoding="utf-8") == commands_markdown()
+
+
+def test_a_short_text_read_again_gives_the_same_commands_in_lists_of_its_own() -> None:
+    # A race's comments are the same few words: a short text is read once and kept, but no caller sees another's
+    # lists (one that changes its list changes nothing for the next).
+    text = "/claim rev=2"
+    first, again = read(text), read(text)
+    assert first == again == ([C("claim", rev=2)], 0)
+    first.commands.clear()
+    assert read(text).commands == [C("claim", rev=2)]
+    typos = misspelt("/claimm")
+    assert typos == ["claimm"]
+    typos.append("other")
+    assert misspelt("/claimm") == ["claimm"]
+    long = "/claim rev=2\n" + "x" * 300  # a longer one is read each time, as before
+    assert read(long) == read(long) == ([C("claim", rev=2, text="x" * 300)], 0)

@@ -11,6 +11,7 @@ lines are classified in one pass, searches only move forward, and no pattern can
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections.abc import Iterable
@@ -256,7 +257,21 @@ class Reading(NamedTuple):
 def read(text: str) -> Reading:
     """The commands of a comment body that are run: at most `MAX_COMMANDS`. The ones after them are
     only counted, not read."""
-    return _read(text, MAX_COMMANDS)
+    if len(text) > _SHORT:
+        return _read(text, MAX_COMMANDS)
+    commands, ignored = _read_short(text)
+    return Reading(list(commands), ignored)
+
+
+# A race is many comments of the same few words (`/claim`, one per agent): a short text is read once while it keeps
+# coming. What is kept is immutable (commands are frozen); each caller gets lists of its own.
+_SHORT = 200
+
+
+@functools.lru_cache(maxsize=256)
+def _read_short(text: str) -> tuple[tuple[Command, ...], int]:
+    commands, ignored = _read(text, MAX_COMMANDS)
+    return tuple(commands), ignored
 
 
 def parse(text: str) -> list[Command]:
@@ -295,6 +310,15 @@ def misspelt(text: str) -> list[str]:
     once, in order, at most `MAX_COMMANDS`."""
     if "/" not in text:
         return []
+    return list(_misspelt_short(text)) if len(text) <= _SHORT else _misspelt(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _misspelt_short(text: str) -> tuple[str, ...]:
+    return tuple(_misspelt(text))
+
+
+def _misspelt(text: str) -> list[str]:
     found: dict[str, None] = {}
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     for line in _classify(lines):
