@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Engine, and_, insert, select, text, update
+from sqlalchemy import ColumnElement, Connection, Engine, and_, bindparam, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from baton.domain.evidence import EvidenceRail, Fact, Subject, instant
@@ -63,6 +63,35 @@ def _ticket_is(key: TicketKey) -> ColumnElement[bool]:
     )
 
 
+# Statements a ticket's first sight runs, built once (building one cost more than running it).
+_TICKET = select(_t.id, _t.repository).where(
+    _t.installation_id == bindparam("installation_id"), _t.repository_id == bindparam("repository_id"),
+    _t.number == bindparam("number"),
+)  # fmt: skip
+
+
+def _key(key: TicketKey) -> dict[str, int]:
+    return {"installation_id": key.installation_id, "repository_id": key.repository_id, "number": key.number}
+
+
+def _linking(links: str) -> Any:
+    """The pull requests and branches whose facts' `links` hold `:link` (`links`: the dialect's test of that)."""
+    return (
+        select(_f.subject)
+        .where(_f.installation_id == bindparam("installation_id"), _f.repository_id == bindparam("repository_id"),
+               _f.kind.in_(("pull_request", "branch")), text(links))
+        .distinct()
+    )  # fmt: skip
+
+
+_LINKING_POSTGRES = _linking(
+    "EXISTS (SELECT 1 FROM json_array_elements_text(evidence_facts.fact -> 'links') AS link WHERE link = :link)"
+)
+_LINKING_SQLITE = _linking(
+    "EXISTS (SELECT 1 FROM json_each(evidence_facts.fact, '$.links') AS link WHERE link.value = :link)"
+)
+
+
 def _lock_key(place: RepositoryKey) -> int:
     raw = hashlib.sha256(f"baton-evidence:{place.installation_id}:{place.repository_id}".encode()).digest()
     return int.from_bytes(raw[:8], "big", signed=True)
@@ -103,7 +132,7 @@ class EvidenceTx:
 
     def ticket(self, key: TicketKey) -> tuple[int, str] | None:
         """A tracked ticket's id and repository name."""
-        row = self.connection.execute(select(_t.id, _t.repository).where(_ticket_is(key))).first()
+        row = self.connection.execute(_TICKET, _key(key)).first()
         return None if row is None else (int(row.id), str(row.repository))
 
     def holding(self, place: RepositoryKey, subjects: Iterable[Subject]) -> dict[int, int]:
@@ -222,20 +251,10 @@ class EvidenceTx:
     def linking(self, place: RepositoryKey, number: int) -> set[Subject]:
         """The pull requests and branches whose logged facts link issue `number` (the facts' own `links`: closing
         keywords, a branch name): what a ticket made after them catches up on."""
-        if self._postgres:
-            links = text(
-                "EXISTS (SELECT 1 FROM json_array_elements_text(evidence_facts.fact -> 'links') AS link "
-                "WHERE link = :link)"
-            ).bindparams(link=str(number))
-        else:
-            links = text(
-                "EXISTS (SELECT 1 FROM json_each(evidence_facts.fact, '$.links') AS link WHERE link.value = :link)"
-            ).bindparams(link=number)
-        rows = self.connection.execute(
-            select(_f.subject)
-            .where(_in(t.evidence_facts, place), _f.kind.in_(("pull_request", "branch")), links)
-            .distinct()
-        )
+        statement = _LINKING_POSTGRES if self._postgres else _LINKING_SQLITE
+        link = str(number) if self._postgres else number
+        rows = self.connection.execute(statement, {"installation_id": place.installation_id,
+                                                   "repository_id": place.repository_id, "link": link})  # fmt: skip
         return {Subject(str(row.subject)) for row in rows}
 
     def deployments_since(self, place: RepositoryKey, since: datetime) -> list[Fact]:
