@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 from sqlalchemy import Engine
+from starlette.concurrency import run_in_threadpool
 
 from baton.domain import EVIDENCE_KINDS, Brief, DeploymentState, RepositoryState, WorkState
 from baton.domain.brief import evidence_line
@@ -476,13 +477,21 @@ class ReadApi:
         self.readers = readers
 
 
-def _read_api(request: Request) -> ReadApi:
+# The two dependencies are coroutines: FastAPI runs a plain function's in a thread, and the hop there and back cost
+# more than what they do. Only a person's token, which GitHub may be asked about, goes to a thread.
+async def _read_api(request: Request) -> ReadApi:
+    return _the_read_api(request)
+
+
+def _the_read_api(request: Request) -> ReadApi:
     api: ReadApi = request.app.state.read_api
     return api
 
 
-def _authorize(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
-    api = _read_api(request)
+async def _authorize(
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> None:
+    api = _the_read_api(request)
     # Never logged and never put into a response.
     expected, readers = api.token, api.readers
     owner, repo = request.path_params.get("owner"), request.path_params.get("repo")
@@ -499,7 +508,7 @@ def _authorize(request: Request, credentials: Annotated[HTTPAuthorizationCredent
         # answered as for a repository Baton does not serve.
         may: bool | None = None
         with suppress(Exception):  # not a person's token, or GitHub cannot say: the read token's rules
-            may = readers(presented_token, f"{owner}/{repo}")
+            may = await run_in_threadpool(readers, presented_token, f"{owner}/{repo}")
         if may:
             request.app.state.agent_api.limit_reader(presented_token)
             return
