@@ -154,6 +154,26 @@ def test_a_delivery_failing_for_a_passing_reason_is_tried_again_until_decided(st
     assert (status, error) == ("done", None) and attempts in (2, 3), (status, attempts, error)
 
 
+
+def test_a_command_s_delivery_is_finished_in_the_transaction_of_its_decision(stage: Stage) -> None:
+    # The lane finishes what else it took after deciding: were that to fail (the process dying there), the
+    # claim's delivery is done already, and is never taken again to be decided a second time.
+    owner, agent = stage.person("olivia", "admin"), stage.person("agent-a", "write")
+    number = owner.open_issue(SHOP, "Finished together")
+    inbox: Inbox = stage.app.state.inbox
+    until(lambda: any(d.event == "issues" for d in inbox.listed("done")), 30, "the opening decided")
+
+    def dying(finished: list[tuple[str, str]]) -> None:
+        raise RuntimeError("the process died before finishing the rest")
+
+    inbox.finish_all = dying  # type: ignore[method-assign]
+    agent.comment(SHOP, number, "/claim")
+    until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
+    claim = next(d.id for d in stage.hub.deliveries if d.event == "issue_comment" and b'"/claim"' in d.body)
+    status, attempts, error = inbox.status(claim) or ("", 0, None)
+    assert (status, attempts, error) == ("done", 1, None)
+
+
 @pytest.mark.long
 def test_a_delivery_failing_for_good_is_listed_and_baton_replay_processes_it_again(stage: Stage) -> None:
     owner, agent = stage.person("olivia", "admin"), stage.person("agent-a", "write")

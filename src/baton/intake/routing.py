@@ -137,7 +137,7 @@ class Interrupted(Exception):
 
 def _decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook]) -> None:
     finished: list[tuple[str, str]] = []
-    decided: list[Hook] = []  # finished without finish_all (ignored as unreadable)
+    decided: list[Hook] = []  # finished without finish_all (with their commands' decisions, or ignored as unreadable)
     waiting: list[tuple[Hook, list[Request]]] = []
 
     def failed(hook: Hook, error: BaseException) -> None:
@@ -156,13 +156,15 @@ def _decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook]) -> None:
     def flush() -> None:
         if not waiting:
             return
+        with_commands = [hook.id for hook, requests in waiting if requests]  # finished with their decisions
         try:
-            intake.work.apply_all([request for _, requests in waiting for request in requests])
+            intake.work.apply_all([request for _, requests in waiting for request in requests], done=with_commands)
         except Exception as error:  # every one is tried again: operation ids keep what was decided
             for hook, _ in waiting:
                 failed(hook, error)
         else:  # each outcome has its log line (`baton.decisions`)
-            finished.extend((hook.id, "done") for hook, _ in waiting)
+            finished.extend((hook.id, "done") for hook, requests in waiting if not requests)
+            decided.extend(hook for hook, requests in waiting if requests)
         waiting.clear()
 
     opened: list[tuple[Hook, Envelope | BaseException | None]] = []

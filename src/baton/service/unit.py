@@ -2,7 +2,8 @@
 
 `uow.work` reads and writes the work rail (tickets, events, operations, claim counts), `uow.evidence` the
 evidence rails and their log, `uow.activity` runners' activity and stale flags (at the units' `clock`),
-`uow.outbox` marks issues due and queues answers. A use case opens one unit,
+`uow.outbox` marks issues due and queues answers, `uow.inbox` finishes the hooks a decision came in. A use case
+opens one unit,
 and everything it writes commits together or not at all: a `/deliver` records its report on the evidence
 rail in the same transaction as the delivery, and every change marks its issue due in that transaction too.
 
@@ -25,6 +26,7 @@ from baton.store import WorkTx
 from baton.store.activity import ActivityTx
 from baton.store.engine import READ_ONLY
 from baton.store.evidence import EvidenceTx
+from baton.store.inbox import InboxTx
 from baton.store.outbox.marking import OutboxTx
 from baton.store.statements import settle
 
@@ -40,6 +42,7 @@ class UnitOfWork:
         self.evidence = EvidenceTx(connection, clock)
         self.activity = ActivityTx(connection, clock)
         self.outbox = OutboxTx(connection, clock)
+        self.inbox = InboxTx(connection, clock)
 
     def close(self) -> None:
         self.work.close()

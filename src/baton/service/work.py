@@ -293,13 +293,14 @@ class WorkService:
         """
         return self.apply_all([Request(issue, command, actor, operation_id, policy or Policy(), source)])[0]
 
-    def apply_all(self, requests: Sequence[Request]) -> list[Outcome]:
+    def apply_all(self, requests: Sequence[Request], *, done: Sequence[str] = ()) -> list[Outcome]:
         """Decide many commands in one transaction, in the order they came, each exactly as if it had been
         decided alone: its own event, operation id and answer, and the claim counts every earlier command
         left (a property test holds batch and one-by-one deciding to the same rows and answers). Only the
         commands of one comment share answers: one 👍 at most, and one note of the commands it ignored. Each
         ticket's final state is written with one compare-and-swap. Tickets are locked first, in the order
-        of their keys, so two processes deciding overlapping batches never wait on each other in a circle."""
+        of their keys, so two processes deciding overlapping batches never wait on each other in a circle.
+        The hooks `done` (those the commands came in) are finished in the same transaction."""
         # A lost claim-limit increment, or a concurrent first write of the same ticket or operation id, rolls
         # everything back; the next round reads what won.
         what = f"operation {requests[0].operation_id}" if requests else "nothing"
@@ -308,7 +309,9 @@ class WorkService:
 
         def attempt(uow: UnitOfWork) -> list[Outcome]:
             self._notify(uow, requests)
-            return self._decide_all(uow, requests, known)
+            outcomes = self._decide_all(uow, requests, known)
+            uow.inbox.finish(done)
+            return outcomes
 
         outcomes = self.units.settle(what, attempt)
         decided = [(r, o) for r, o in zip(requests, outcomes, strict=True) if o.kind != UNREAD]

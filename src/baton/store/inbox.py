@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ColumnElement, Engine, and_, bindparam, insert, or_, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, and_, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from baton.environment.clock import Clock
@@ -152,6 +152,19 @@ class Hook:
     payload: str  # the JSON text exactly as GitHub sent it
     attempts: int
     received_at: datetime  # when it first arrived (a redelivery keeps it)
+
+
+class InboxTx:
+    """Hooks inside one open transaction, at `clock`'s time: those a decision's transaction finishes with it (a crash
+    can then never leave a decided hook to be decided again). Methods never commit."""
+
+    def __init__(self, connection: Connection, clock: Clock) -> None:
+        self.connection = connection
+        self.clock = clock
+
+    def finish(self, ids: Sequence[str], status: str = "done") -> None:
+        if ids:
+            self.connection.execute(_FINISH_ALL, {"ids": list(ids), "finished": status, "now": self.clock.now()})
 
 
 class Inbox:
@@ -287,13 +300,12 @@ class Inbox:
         """`done` or `ignored`, many at once: one statement per status."""
         if not finished:
             return
-        now = self.clock.now()
         by_status: dict[str, list[str]] = {}
         for id_, status in finished:
             by_status.setdefault(status, []).append(id_)
         with self.engine.begin() as connection:
             for status, ids in by_status.items():
-                connection.execute(_FINISH_ALL, {"ids": ids, "finished": status, "now": now})
+                InboxTx(connection, self.clock).finish(ids, status)
 
     def retry(self, hook_id: str, after: float, error: str) -> None:
         """Processing failed for a passing reason: try again in `after` seconds."""
