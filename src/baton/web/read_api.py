@@ -619,8 +619,10 @@ def api_router() -> APIRouter:
         responses={404: {"model": Problem, "description": "Baton does not track this issue."}},
         summary="One ticket: work state, attempts, deliveries, reviews and both evidence rails",
     )
-    def get_ticket(api: Api, owner: Owner, repo: Repo, number: Number) -> TicketOut:
-        detail = api.reads.ticket(f"{owner}/{repo}", number)
+    async def get_ticket(api: Api, owner: Owner, repo: Repo, number: Number) -> TicketOut:
+        # A coroutine reading in a thread of its own: FastAPI would run a plain function in one, then check its
+        # answer in another.
+        detail = await run_in_threadpool(api.reads.ticket, f"{owner}/{repo}", number)
         if detail is None:
             raise _unknown(owner, repo, number)
         return _ticket(detail)
