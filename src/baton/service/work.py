@@ -790,19 +790,14 @@ class _Batch:
     def read(cls, uow: UnitOfWork, requests: Sequence[Request]) -> _Batch:
         """Lock the tickets in the order of their keys, so two processes deciding overlapping batches never wait
         on each other in a circle; then read the first results, the claims held and the blockers of the issues
-        claimed: a few statements for the batch, however many requests it holds."""
-        tx = uow.work
+        claimed: a few statements for the batch, however many requests it holds, sent together on PostgreSQL."""
         keys = sorted({r.issue.key for r in requests}, key=lambda k: (k.installation_id, k.repository_id, k.number))
-        tickets = tx.tickets(keys, lock=True)
-        firsts = tx.results([request.operation_id for request in requests if request.kept])
         logins: dict[RepositoryKey, set[str]] = {}
         for request in requests:
             logins.setdefault(request.issue.key.repository_key, set()).add(request.actor.login.lower())
-        held = {(repository, name): count for repository, names in logins.items()
-                for name, count in tx.held(repository, names).items()}  # fmt: skip
         claimed = {request.issue.key for request in requests if request.command.name == "claim"}
-        blockers = dependencies.open_blockers(uow.connection, claimed) if claimed else {}
-        return cls(tickets, dict(tickets), firsts, held, blockers)
+        read = uow.work.deciding(keys, [request.operation_id for request in requests if request.kept], logins, claimed)
+        return cls(read.tickets, dict(read.tickets), read.firsts, read.held, read.blockers)
 
     def record(self, request: Request, stored: StoredTicket | None, outcome: Outcome) -> None:
         if request.kept:

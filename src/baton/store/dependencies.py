@@ -4,8 +4,9 @@ closed or reopened; read inside the caller's transaction by the claim's guard, a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, exists, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -125,19 +126,35 @@ def open_blockers(connection: Connection, keys: Iterable[TicketKey]) -> dict[Tic
     """Each of `keys` that something open blocks, with those blockers (sorted): one statement per repository,
     written as the driver takes it (every claim's decision runs it, and SQLAlchemy's building and compiling of a
     statement cost more than the database's running it)."""
+    queries = open_blockers_sql(keys, connection.dialect.name == "postgresql")
+    return open_blockers_rows(queries, [list(connection.exec_driver_sql(sql, params)) for _, sql, params in queries])
+
+
+def open_blockers_sql(keys: Iterable[TicketKey], postgres: bool) -> list[tuple[tuple[int, int], str, tuple[Any, ...]]]:
+    """`open_blockers`' statements, one per repository (installation id and repository id), in the driver's form."""
     numbers: dict[tuple[int, int], list[int]] = {}
     for key in keys:
         numbers.setdefault((key.installation_id, key.repository_id), []).append(key.number)
-    mark = "%s" if connection.dialect.name == "postgresql" else "?"
-    found: dict[TicketKey, list[str]] = {}
-    for (installation_id, repository_id), wanted in numbers.items():
-        rows = connection.exec_driver_sql(  # DISTINCT: a blocker GitHub links and the brief names too, once
+    mark = "%s" if postgres else "?"
+    return [
+        (
+            where,  # DISTINCT: a blocker GitHub links and the brief names too, once
             f"SELECT DISTINCT number, blocker FROM dependencies WHERE installation_id = {mark} "
             f"AND repository_id = {mark} AND number IN ({', '.join([mark] * len(wanted))}) AND open = {mark} "
             "ORDER BY number, blocker",
-            (installation_id, repository_id, *wanted, True),
+            (*where, *wanted, True),
         )
-        for number, blocker in rows:
+        for where, wanted in numbers.items()
+    ]
+
+
+def open_blockers_rows(
+    queries: list[tuple[tuple[int, int], str, tuple[Any, ...]]], rows: Sequence[Iterable[Sequence[Any]]]
+) -> dict[TicketKey, list[str]]:
+    """`open_blockers`' answer from the rows of its statements (`open_blockers_sql`), in their order."""
+    found: dict[TicketKey, list[str]] = {}
+    for ((installation_id, repository_id), _, _), answered in zip(queries, rows, strict=True):
+        for number, blocker in answered:
             found.setdefault(TicketKey(installation_id, repository_id, number), []).append(blocker)
     return found
 

@@ -19,6 +19,7 @@ from baton.domain import Brief, Event, RepositoryKey, Role, Ticket, TicketKey, W
 from baton.domain.brief import UNSAID_PRIORITY
 from baton.environment.clock import Clock
 
+from . import dependencies
 from .statements import Conflict, RawTx, Statements
 
 
@@ -48,6 +49,16 @@ class Opening:
     held: dict[tuple[RepositoryKey, str], int]  # the claims each (lower-case) login holds, by repository
     # By places and labels asked for: the first ready tasks there, in the order they are handed out.
     tasks: dict[tuple[tuple[RepositoryKey, ...], tuple[str, ...]], list[Found]]
+
+
+@dataclass(frozen=True)
+class Deciding:
+    """What a batch of commands reads first (`WorkTx.deciding`)."""
+
+    tickets: dict[TicketKey, StoredTicket | None]  # locked, in the order of their keys
+    firsts: dict[str, dict[str, Any]]  # by operation id: its first result
+    held: dict[tuple[RepositoryKey, str], int]  # the claims each (lower-case) login holds, by repository
+    blockers: dict[TicketKey, list[str]]  # what open blocks each issue claimed
 
 
 _TICKET_COLUMNS = (
@@ -216,6 +227,18 @@ def _held_rows(rows: Sequence[Sequence[Any]]) -> dict[str, int]:
     return {login: int(active) for login, active in rows}
 
 
+def _tickets_rows(keys: list[TicketKey], rows: Sequence[Sequence[Any]]) -> dict[TicketKey, StoredTicket | None]:
+    found: dict[TicketKey, StoredTicket | None] = dict.fromkeys(keys)
+    for row in rows:
+        one = stored(row)
+        found[one.ticket.key] = one
+    return found
+
+
+def _results_rows(rows: Sequence[Sequence[Any]]) -> dict[str, dict[str, Any]]:
+    return {id_: _json(result) for id_, result in rows}
+
+
 def _key(key: TicketKey) -> dict[str, int]:
     return {"installation_id": key.installation_id, "repository_id": key.repository_id, "number": key.number}
 
@@ -270,6 +293,10 @@ class WorkTx(RawTx):
         compare-and-swap that records each cannot lose."""
         if not keys:
             return {}
+        self._cursor.execute(*self._tickets_sql(keys, lock))
+        return _tickets_rows(keys, self._cursor.fetchall())
+
+    def _tickets_sql(self, keys: list[TicketKey], lock: bool) -> tuple[str, list[Any]]:
         mark = "%s" if self._postgres else "?"
         where = " OR ".join(
             [f"(t.installation_id = {mark} AND t.repository_id = {mark} AND t.number = {mark})"] * len(keys)
@@ -278,21 +305,41 @@ class WorkTx(RawTx):
                "ORDER BY t.installation_id, t.repository_id, t.number")  # fmt: skip
         if lock and self._postgres:
             sql += " FOR NO KEY UPDATE"
-        self._cursor.execute(sql, [part for key in keys for part in (key.installation_id, key.repository_id,
-                                                                      key.number)])  # fmt: skip
-        found: dict[TicketKey, StoredTicket | None] = dict.fromkeys(keys)
-        for row in self._cursor.fetchall():
-            one = stored(row)
-            found[one.ticket.key] = one
-        return found
+        return sql, [part for key in keys for part in (key.installation_id, key.repository_id, key.number)]
 
     def results(self, operation_ids: list[str]) -> dict[str, dict[str, Any]]:
         """The first results of those operations that were seen before."""
         if not operation_ids:
             return {}
+        self._cursor.execute(*self._results_sql(operation_ids))
+        return _results_rows(self._cursor.fetchall())
+
+    def _results_sql(self, operation_ids: list[str]) -> tuple[str, list[Any]]:
         marks = ", ".join(["%s" if self._postgres else "?"] * len(operation_ids))
-        self._cursor.execute(f"SELECT id, result FROM operations WHERE id IN ({marks})", operation_ids)
-        return {id_: _json(result) for id_, result in self._cursor.fetchall()}
+        return f"SELECT id, result FROM operations WHERE id IN ({marks})", operation_ids
+
+    def deciding(
+        self, keys: list[TicketKey], operation_ids: list[str], logins: Mapping[RepositoryKey, set[str]],
+        claimed: Collection[TicketKey],
+    ) -> Deciding:  # fmt: skip
+        """What a batch of commands reads first, in one round trip on PostgreSQL (the statements pipelined, after
+        the transaction's BEGIN): the `tickets` at `keys`, locked in the order of their keys (`tickets`), the
+        first results of `operation_ids` (`results`), what each login `held` in each repository, and the open
+        blockers of the issues `claimed` (`dependencies.open_blockers`)."""
+        queries: list[tuple[str, Sequence[Any]]] = [self._tickets_sql(keys, True)] if keys else []
+        if operation_ids:
+            queries.append(self._results_sql(operation_ids))
+        held_at = [(repository, names) for repository, names in logins.items() if names]
+        queries += [self._held_sql(repository, names) for repository, names in held_at]
+        blocking = dependencies.open_blockers_sql(claimed, self._postgres)
+        queries += [(sql, params) for _, sql, params in blocking]
+        rows = self._all(queries)
+        tickets = _tickets_rows(keys, rows.pop(0)) if keys else {}
+        firsts = _results_rows(rows.pop(0)) if operation_ids else {}
+        held = {(repository, name): count for (repository, _), found in zip(held_at, rows, strict=False)
+                for name, count in _held_rows(found).items()}  # fmt: skip
+        blockers = dependencies.open_blockers_rows(blocking, rows[len(held_at) :])
+        return Deciding(tickets, firsts, held, blockers)
 
     def next_ready(
         self, places: Sequence[RepositoryKey], labels: Sequence[str], passed: Collection[int]
