@@ -11,7 +11,8 @@ second apart. Printed per run:
 
 - rounds with exactly one winner (the stored runner, one `claimed` event, one 👍 on GitHub),
 - claims decided per second: every claim sent, from the first send until every round's winner shows in
-  the read API,
+  the read API; and the same after the first round, which also pays for the process's first GitHub token,
+  settings file and permission lookups (the round's time is printed too),
 - ack p50/p99 (the HTTP round trip of the 202),
 - last ack -> decision p50/p99 per round (until the round's deliveries are all decided; the first race after
   start, which also pays for the process's first token, settings and permission lookups, is printed apart),
@@ -365,6 +366,8 @@ def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: 
 
     return {
         "one_winner": one_winner, "rounds": rounds, "claims_per_s": len(acks) / (finished - began),
+        "after_first": (len(acks) - claimers) / (finished - visible[0]) if rounds > 1 else float("nan"),
+        "first_round": 1000 * (visible[0] - began),
         "ack_p50": pct(ack, 0.5), "ack_p99": pct(ack, 0.99),
         "decision_p50": pct(to_decision, 0.5), "decision_p99": pct(to_decision, 0.99),
         "thumb_p50": pct(to_thumb, 0.5), "thumb_p99": pct(to_thumb, 0.99), "thumbs": len(to_thumb),
@@ -434,8 +437,9 @@ def main(argv: list[str] | None = None) -> int:
               + (f"  ({r['outbox_left']} issues still to write)" if r["outbox_left"] else ""), flush=True)  # fmt: skip
         print("    a round's median ms: send -> last ack {:.1f}, -> decided {:.1f}, -> in the read API {:.1f}; "
               "Baton's CPU per claim until the last winner showed {:.2f} ms; the first race (not in the dec "
-              "columns) decided {:.0f} ms after its last ack".format(
-                  *r["phases"], r["cpu_ms_per_claim"], r["first_decision"]), flush=True)  # fmt: skip
+              "columns) decided {:.0f} ms after its last ack; the first round took {:.0f} ms, the others {:,.0f} "
+              "claims/s".format(*r["phases"], r["cpu_ms_per_claim"], r["first_decision"], r["first_round"],
+                                r["after_first"]), flush=True)  # fmt: skip
         failures += r["rounds"] - r["one_winner"]
     print("times in ms; claims/s: every claim sent / (first send -> every round's winner in the read API)")
     return 1 if failures else 0
