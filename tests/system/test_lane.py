@@ -100,7 +100,6 @@ def test_a_command_is_answered_by_the_lane_with_the_headers_the_application_give
     assert int(headers["content-length"]) == len(body)
 
 
-
 def delivery(scene: Scene, body: bytes, delivery_id: str, sign: bytes | None = None, **headers: str) -> bytes:
     """A delivery of `body` as GitHub posts it, signed with the App's webhook secret (or `sign`)."""
     secret = scene.stage.settings.webhook_secret

@@ -154,7 +154,6 @@ def test_a_delivery_failing_for_a_passing_reason_is_tried_again_until_decided(st
     assert (status, error) == ("done", None) and attempts in (2, 3), (status, attempts, error)
 
 
-
 def test_a_command_s_delivery_is_finished_in_the_transaction_of_its_decision(stage: Stage) -> None:
     # The lane finishes what else it took after deciding: were that to fail (the process dying there), the
     # claim's delivery is done already, and is never taken again to be decided a second time.
