@@ -108,6 +108,40 @@ def test_the_thumbs_up_goes_first_then_the_reply_then_label_assignee_and_status(
     stage.app.state.work.units.engine.dispose()
 
 
+def test_comments_refused_alike_in_one_round_share_a_decision_line_naming_each_delivery(
+    database_url: str, configured: list[tuple[str, str]]
+) -> None:
+    with open_stage(database_url) as stage:
+        owner = stage.person("olivia", "admin")
+        agents = [stage.person(f"agent-{n}", "write") for n in "abcde"]
+        number = owner.open_issue(SHOP, "Raced, and logged")
+        wait_for(stage, number, offered, "the issue offered")
+        # The decide lane waits until GitHub has delivered all five claims: one round decides them.
+        inbox, arrived = stage.app.state.inbox, threading.Event()
+        take_pending = inbox.take_pending
+        inbox.take_pending = lambda limit, **look: take_pending(limit, **look) if arrived.wait(30) else []
+        together = threading.Barrier(len(agents))
+        threads = [threading.Thread(target=a.comment, args=(SHOP, number, "/claim"), kwargs={"together": together})
+                   for a in agents]  # fmt: skip
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        until(lambda: all(d.status == 202 for d in stage.hub.deliveries), 10, "GitHub to deliver the claims")
+        arrived.set()
+        until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
+        claims = {d.id for d in stage.hub.deliveries if d.event == "issue_comment" and b'"/claim"' in d.body}
+        until(lambda: all((inbox.status(c) or ("",))[0] == "done" for c in claims), 10, "the claims decided")
+    lines = [line.split("baton.decisions: ", 1)[1] for _, line in configured if "decided /claim" in line]
+    assert len(lines) == 2, lines  # the winner's, and one for the four refused alike
+    won, refused = sorted(lines, key=lambda line: ": refused" in line)
+    assert ": applied (claimed)" in won and won.split(" by ")[1].split(" on ")[0] in [a.login for a in agents]
+    named = refused.split(" by ")[1].split(" on ")[0].split(", ")
+    assert sorted([*named, won.split(" by ")[1].split(" on ")[0]]) == sorted(a.login for a in agents)
+    said = refused.rsplit("(deliveries ", 1)[1].rstrip(")").split(", ")
+    assert len(said) == 4 and set(said) <= claims and won.rsplit("(delivery ", 1)[1].rstrip(")") in claims - set(said)
+
+
 @pytest.mark.long
 def test_a_thumbs_up_on_another_issue_goes_before_what_is_left_of_the_first(database_url: str) -> None:
     with open_stage(database_url, write_interval=0.4) as stage:

@@ -880,12 +880,13 @@ def _count(held: dict[tuple[RepositoryKey, str], int], place: RepositoryKey, bef
 
 def _log_decisions(decided: Sequence[tuple[Request, Outcome]]) -> None:
     """One line per command decided: which hook (or the agent API) brought it, on which issue, by whom, what became
-    of it, and the ticket's revision after it. Agent API calls decided together with the same result on the same
-    ticket (a race's losers, refused alike) share one line that names each caller, in the order they came."""
+    of it, and the ticket's revision after it. Commands decided together with the same result on the same ticket,
+    coming the same way (a race's losers, refused alike), share one line that names each caller, in the order they
+    came, and for commands from comments each delivery."""
     alike: dict[tuple[Any, ...], list[tuple[Request, Outcome]]] = {}
     for request, outcome in decided:
         same = (request.issue.key, outcome.command, outcome.duplicate, outcome.kind, outcome.event, outcome.code,
-                outcome.revision, request.via) if request.hook is None else (id(request),)  # fmt: skip
+                outcome.revision, request.via, request.hook is None)  # fmt: skip
         alike.setdefault(same, []).append((request, outcome))
     for group in alike.values():
         _log_decision(group)
@@ -905,8 +906,12 @@ def _log_decision(group: Sequence[tuple[Request, Outcome]]) -> None:
     by = request.actor.login
     if len(group) > 1:
         actors = [one.actor.login for one, _ in group]
-        by, where = ", ".join(actors), f"{where}, {len(group)} calls"
+        by, where = ", ".join(actors), f"{where}, {len(group)} {'calls' if request.hook is None else 'commands'}"
         fields["actor"], fields["actors"] = None, actors
+        hooks = list(dict.fromkeys(one.hook for one, _ in group if one.hook is not None))
+        if len(hooks) > 1:  # from comments: each delivery named, once
+            where = f"deliveries {', '.join(hooks)}"
+            fields["delivery"], fields["deliveries"] = None, hooks
     log.info("decided /%s by %s on %s#%d: %s%s, revision %d (%s)", outcome.command, by, repository, number, result,
              f" ({detail})" if detail else "", outcome.revision, where, extra=fields)  # fmt: skip
 
