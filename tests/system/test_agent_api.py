@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -23,15 +22,12 @@ from baton.github.identity import TTL
 from baton.process import logs
 from baton.store import tables as t
 from github_standin.server import Fault
+from support import standin_scene
 from support.local_http import HTTP
 from support.standin_scene import BOT, Scene, opened
 
-
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url) as made:
-        made.settle()
-        yield made
+scene = standin_scene.scene  # Baton and the stand-in GitHub, wired to each other
+github_timeout = standin_scene.github_timeout
 
 
 class Agent:

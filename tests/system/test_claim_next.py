@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -19,17 +18,15 @@ from sqlalchemy import func, select
 from baton.domain import TicketKey
 from baton.store import tables as t
 from bench.claim_next import run as race
+from support import standin_scene
 from support.local_http import HTTP
 from support.standin_scene import Scene, opened
 
 pytestmark = pytest.mark.both_engines  # by default on both databases: claim-next racing (SKIP LOCKED)
 
 
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url) as made:
-        made.settle()
-        yield made
+scene = standin_scene.scene  # Baton and the stand-in GitHub, wired to each other
+github_timeout = standin_scene.github_timeout
 
 
 class Agent:

@@ -7,7 +7,6 @@ stored is 422 with Baton's error body naming the field, before anything is decid
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -16,15 +15,12 @@ import pytest
 from sqlalchemy import select
 
 from baton.store import tables as t
+from support import standin_scene
 from support.local_http import HTTP
 from support.standin_scene import Scene, opened
 
-
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url) as made:
-        made.settle()
-        yield made
+scene = standin_scene.scene  # Baton and the stand-in GitHub, wired to each other
+github_timeout = standin_scene.github_timeout
 
 
 def _url(scene: Scene, path: str) -> str:

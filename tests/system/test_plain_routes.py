@@ -5,7 +5,6 @@ its documented body schema takes a valid body, and a body that schema refuses, t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -13,8 +12,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from baton.github.webhooks import signature
+from support import standin_scene
 from support.local_http import HTTP
-from support.standin_scene import Scene, opened
+from support.standin_scene import Scene
 
 ISSUE = "/api/v1/repos/{owner}/{repo}/issues/{number}"
 CREATE = "/api/v1/repos/{owner}/{repo}/issues"
@@ -46,11 +46,8 @@ INVALID: dict[str, list[Any]] = {
 }  # fmt: skip
 
 
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url) as made:
-        made.settle()
-        yield made
+scene = standin_scene.scene  # Baton and the stand-in GitHub, wired to each other
+github_timeout = standin_scene.github_timeout
 
 
 def _spec(scene: Scene) -> dict[str, Any]:
