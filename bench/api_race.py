@@ -45,7 +45,7 @@ from baton.github.webhooks import signature
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `bench` is a package here
 from bench.claim_race import scratch_postgres
-from bench.webhook_race import APP_ID, HTTP, REPOSITORY, REPOSITORY_ID, SECRET, TOKEN, baton, stand_in
+from bench.webhook_race import APP_ID, HTTP, REPOSITORY, REPOSITORY_ID, SECRET, TOKEN, answered, baton, stand_in
 
 POSTGRES = os.environ.get("BATON_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -75,17 +75,6 @@ def offered(port: int, count: int, timeout: float = 120.0) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"Baton offered {answer.text[:200]} after {timeout} s")
         time.sleep(0.2)
-
-
-def exchange(connection: socket.socket, answers: Any, raw: bytes) -> tuple[int, bytes]:
-    """One request on a kept-alive socket: its status and body."""
-    connection.sendall(raw)
-    status = int(answers.readline().split()[1])
-    length = 0
-    while (line := answers.readline()) not in (b"\r\n", b""):
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    return status, answers.read(length)
 
 
 def claim_request(port: int, token: str, number: int) -> bytes:
@@ -143,7 +132,7 @@ def run(kind: str, *, agents: int, rounds: int, serves: int) -> dict[str, Any]:
                         raw = claim_request(port, tokens[login], r + 1)
                         go.wait()
                         start = time.perf_counter()
-                        status, body = exchange(connection, reader, raw)
+                        status, body = answered(connection, reader, raw)
                         answers.append((r, login, status, body, time.perf_counter() - start))
                         done.wait()
             except BaseException as error:

@@ -49,8 +49,8 @@ from baton.store import make_engine
 from baton.store import tables as t
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `bench` is a package here
-from bench.api_race import database, exchange, install, offered
-from bench.webhook_race import HTTP, INSTALLATION, REPOSITORY, REPOSITORY_ID, SECRET, TOKEN, baton, stand_in
+from bench.api_race import database, install, offered
+from bench.webhook_race import HTTP, INSTALLATION, REPOSITORY, REPOSITORY_ID, SECRET, TOKEN, answered, baton, stand_in
 
 CLAIM_NEXT, LIST_THEN_CLAIM = "claim-next", "list, then claim"
 
@@ -133,15 +133,15 @@ def one_task(way: str, connection: socket.socket, reader: Any, port: int, token:
     ready tasks, then claim each at the revision listed until one is won). Its last answer's status and body, the
     requests it made and the conflicts it met."""
     if way == CLAIM_NEXT:
-        status, body = exchange(connection, reader, post(port, token, f"/api/v1/repos/{REPOSITORY}/tasks/claim"))
+        status, body = answered(connection, reader, post(port, token, f"/api/v1/repos/{REPOSITORY}/tasks/claim"))
         return status, body, 1, int(status == 409)
     listing = (f"GET /api/v1/tasks?repo={REPOSITORY} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
                f"Authorization: Bearer {token}\r\n\r\n").encode()  # fmt: skip
-    status, body = exchange(connection, reader, listing)
+    status, body = answered(connection, reader, listing)
     requests, conflicts = 1, 0
     for task in json.loads(body)["tasks"]:
         path = f"/api/v1/repos/{REPOSITORY}/issues/{task['issue']}/claim"
-        status, body = exchange(connection, reader, post(port, token, path, f'If-Match: "{task["revision"]}"\r\n'))
+        status, body = answered(connection, reader, post(port, token, path, f'If-Match: "{task["revision"]}"\r\n'))
         requests += 1
         if status not in (409, 412):
             break
