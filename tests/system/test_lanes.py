@@ -52,6 +52,24 @@ def writes(stage: Stage) -> list[str]:
         return [f"{c.method} {c.path}" for c in stage.hub.rest.writes()]
 
 
+def race_in_one_round(stage: Stage, number: int, agents: list[Any]) -> None:
+    """`agents` comment `/claim` on `number` at once; the decide lane waits until GitHub has delivered them all, so
+    they are decided in one round, as a race usually is (on a loaded machine they could otherwise be split across
+    rounds)."""
+    inbox, arrived = stage.app.state.inbox, threading.Event()
+    take_pending = inbox.take_pending
+    inbox.take_pending = lambda limit, **look: take_pending(limit, **look) if arrived.wait(30) else []
+    together = threading.Barrier(len(agents))
+    threads = [threading.Thread(target=a.comment, args=(SHOP, number, "/claim"), kwargs={"together": together})
+               for a in agents]  # fmt: skip
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    until(lambda: all(d.status == 202 for d in stage.hub.deliveries), 10, "GitHub to deliver the claims")
+    arrived.set()
+
+
 def test_decisions_show_in_the_read_api_while_the_writer_is_stuck_on_a_slow_github(database_url: str) -> None:
     # Baton gives up on a GitHub call after 2 s (instead of 10): the end of the test waits that out.
     with open_stage(database_url, github_timeout=2) as stage:
@@ -80,20 +98,7 @@ def test_the_thumbs_up_goes_first_then_the_reply_then_label_assignee_and_status(
         # the offering's writes: `baton:open` created and added (the status comment comes with the first command)
         until(lambda: len(writes(stage)) >= 2, 5, "the stand-in to record the offering's writes")
         before = len(writes(stage))
-        # The decide lane waits until GitHub has delivered all three claims, so they are decided in one
-        # round, as a race usually is (on a loaded machine they could otherwise be split across rounds).
-        inbox, arrived = stage.app.state.inbox, threading.Event()
-        take_pending = inbox.take_pending
-        inbox.take_pending = lambda limit, **look: take_pending(limit, **look) if arrived.wait(30) else []
-        together = threading.Barrier(len(agents))
-        threads = [threading.Thread(target=a.comment, args=(SHOP, number, "/claim"), kwargs={"together": together})
-                   for a in agents]  # fmt: skip
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        until(lambda: all(d.status == 202 for d in stage.hub.deliveries), 10, "GitHub to deliver the claims")
-        arrived.set()
+        race_in_one_round(stage, number, agents)
         wait_for(stage, number, lambda s: s.status is not None and s.assignees != (), "the race shown")
         until(lambda: len(writes(stage)) >= before + 7, 5, "the stand-in to record the writes")
         kinds = []
@@ -116,19 +121,8 @@ def test_comments_refused_alike_in_one_round_share_a_decision_line_naming_each_d
         agents = [stage.person(f"agent-{n}", "write") for n in "abcde"]
         number = owner.open_issue(SHOP, "Raced, and logged")
         wait_for(stage, number, offered, "the issue offered")
-        # The decide lane waits until GitHub has delivered all five claims: one round decides them.
-        inbox, arrived = stage.app.state.inbox, threading.Event()
-        take_pending = inbox.take_pending
-        inbox.take_pending = lambda limit, **look: take_pending(limit, **look) if arrived.wait(30) else []
-        together = threading.Barrier(len(agents))
-        threads = [threading.Thread(target=a.comment, args=(SHOP, number, "/claim"), kwargs={"together": together})
-                   for a in agents]  # fmt: skip
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        until(lambda: all(d.status == 202 for d in stage.hub.deliveries), 10, "GitHub to deliver the claims")
-        arrived.set()
+        race_in_one_round(stage, number, agents)
+        inbox = stage.app.state.inbox
         until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
         claims = {d.id for d in stage.hub.deliveries if d.event == "issue_comment" and b'"/claim"' in d.body}
         until(lambda: all((inbox.status(c) or ("",))[0] == "done" for c in claims), 10, "the claims decided")
