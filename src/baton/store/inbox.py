@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -228,7 +228,8 @@ class Inbox:
             for incoming in batch:
                 if incoming.id not in known:
                     known.add(incoming.id)
-                    new.append({**asdict(incoming), "status": "pending", "attempts": 0,
+                    # its fields as they are (`asdict` copied each value deeply: most of storing a hook's time)
+                    new.append({**vars(incoming), "status": "pending", "attempts": 0,
                                 "received_at": incoming.received_at or now})  # fmt: skip
                     results.append(Received.NEW)
                     continue
