@@ -255,3 +255,16 @@ def scene(database_url: str, github_timeout: float) -> Iterator[Scene]:
     with opened(database_url, github_timeout=github_timeout) as made:
         made.settle()
         yield made
+
+
+def scene_with(**settings: Any) -> Any:
+    """A module's `scene` fixture whose Baton runs with `settings` (as `opened` takes them), settled, on each
+    database: `scene = scene_with(api_token=TOKEN)`."""
+
+    @pytest.fixture
+    def scene(database_url: str) -> Iterator[Scene]:
+        with opened(database_url, **settings) as made:
+            made.settle()
+            yield made
+
+    return scene

@@ -20,17 +20,13 @@ from baton.environment.clock import ManualClock
 from baton.github.actions_oidc import LEEWAY
 from support.keys import app_private_key
 from support.local_http import HTTP
-from support.standin_scene import Scene, opened
+from support.standin_scene import Scene, opened, scene_with
 
 AUDIENCE = "https://baton.example.test"
 KEYS = "/_services/token/.well-known/jwks"
 
 
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url, oidc_audience=AUDIENCE) as made:
-        made.settle()
-        yield made
+scene = scene_with(oidc_audience=AUDIENCE)
 
 
 def _token(scene: Scene, login: str, permission: str = "write", **options: Any) -> str:

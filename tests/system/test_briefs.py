@@ -5,13 +5,9 @@ task has no evidence rails. People act on the stand-in; the test reads what GitH
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from baton.domain import Brief, WorkState, replay
 from support.local_http import HTTP
-from support.standin_scene import Scene, opened
+from support.standin_scene import Scene, scene_with
 
 TOKEN = "brief-read-token"
 
@@ -36,11 +32,7 @@ acceptance:
 """
 
 
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url, api_token=TOKEN) as made:
-        made.settle()
-        yield made
+scene = scene_with(api_token=TOKEN)
 
 
 def configure(scene: Scene, text: str) -> None:

@@ -8,7 +8,6 @@ evidence only."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,14 +17,9 @@ from baton.domain.issue import IssueState, newer
 from baton.domain.offering import CLOSED, reoffer, withdrawal, withdrawn_state
 from support.board_scene import TOKEN, call, session
 from support.local_http import HTTP
-from support.standin_scene import Scene, opened
+from support.standin_scene import Scene, scene_with
 
-
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url, api_token=TOKEN) as made:
-        made.settle()
-        yield made
+scene = scene_with(api_token=TOKEN)
 
 
 def tasks(scene: Scene) -> list[int]:

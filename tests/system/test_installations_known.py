@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
@@ -26,16 +25,12 @@ from baton.store.sweeps import Sweeps
 from support.keys import app_key, app_public_key
 from support.local_http import HTTP
 from support.processes import stop
-from support.standin_scene import Scene, opened
+from support.standin_scene import Scene, scene_with
 
 NOT_SERVED = "Baton is not installed on {}, or you cannot read it."
 
 
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url, announce=False, hidden=("secret",)) as made:
-        made.settle()
-        yield made
+scene = scene_with(announce=False, hidden=("secret",))
 
 
 def _claim(scene: Scene, login: str, repository: str, number: int) -> httpx.Response:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import redirect_stdout
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -36,16 +36,12 @@ from github_standin.server import Fault
 from support.lanes import SHOP, open_stage, until
 from support.lanes import ticket as lanes_ticket
 from support.local_http import HTTP
-from support.standin_scene import Scene, opened
+from support.standin_scene import Scene, opened, scene_with
 
 FOREVER = 10**9
 
 
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url) as made:
-        made.settle()
-        yield made
+scene = scene_with()
 
 
 def dropped(scene: Scene) -> list[tuple[str, str]]:

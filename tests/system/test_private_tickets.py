@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -19,7 +18,7 @@ from sqlalchemy import func, select
 
 from baton.store import tables as t
 from support.local_http import HTTP
-from support.standin_scene import Scene, opened
+from support.standin_scene import Scene, scene_with
 
 SECRET, NOWHERE = "octo/secret", "octo/nowhere"
 NOT_SERVED = "Baton is not installed on {}, or you cannot read it."
@@ -38,11 +37,7 @@ ROUTES: dict[str, tuple[str, str, Any]] = {
 }
 
 
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url, hidden=("secret",)) as made:
-        made.settle()
-        yield made
+scene = scene_with(hidden=("secret",))
 
 
 def _token(scene: Scene, login: str, permission: str | None) -> str:

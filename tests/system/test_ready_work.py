@@ -7,7 +7,6 @@ into Baton over HTTP on 127.0.0.1, on both engines."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,16 +15,12 @@ from baton.domain import TicketKey
 from github_standin.server import Fault
 from support.board_scene import TOKEN, call, session
 from support.local_http import HTTP
-from support.standin_scene import Scene, opened
+from support.standin_scene import Scene, scene_with
 
 OTHER = "lib"  # another repository of the installation
 
 
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url, hidden=(OTHER,), api_token=TOKEN) as made:
-        made.settle()
-        yield made
+scene = scene_with(hidden=(OTHER,), api_token=TOKEN)
 
 
 def _key(scene: Scene, number: int) -> TicketKey:

@@ -15,7 +15,7 @@ from support import read_api
 from support.local_http import HTTP
 from support.payloads import MERGE
 from support.read_api import TIMELINE_42, Rail, full_life
-from support.standin_scene import Scene, opened
+from support.standin_scene import Scene, scene_with
 
 # the read API's app, client and store, as tests/web/test_api.py makes them
 make_app, app, client, clock, rail = read_api.make_app, read_api.app, read_api.client, read_api.clock, read_api.rail
@@ -100,11 +100,7 @@ def test_the_openapi_description_names_the_parameters(client: TestClient) -> Non
 TOKEN = "timeline-token"
 
 
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url, api_token=TOKEN) as made:
-        made.settle()
-        yield made
+scene = scene_with(api_token=TOKEN)
 
 
 def test_the_timeline_after_a_claim_a_pull_request_merged_and_a_deployment(scene: Scene) -> None:

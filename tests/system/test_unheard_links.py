@@ -6,24 +6,16 @@ GitHub into Baton over HTTP on 127.0.0.1, on both engines."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from github_standin.server import Fault
 from github_standin.world import Issue
 from support.board_scene import TOKEN
 from support.local_http import HTTP
-from support.standin_scene import Scene, opened
+from support.standin_scene import Scene, scene_with
 
 OTHER = "lib"  # another repository of the installation, whose deliveries Baton does not hear
 
 
-@pytest.fixture
-def scene(database_url: str) -> Iterator[Scene]:
-    with opened(database_url, hidden=(OTHER,), api_token=TOKEN) as made:
-        made.settle()
-        yield made
+scene = scene_with(hidden=(OTHER,), api_token=TOKEN)
 
 
 def _unheard(scene: Scene, title: str, where: str = "") -> Issue:
