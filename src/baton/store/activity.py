@@ -20,7 +20,7 @@ from sqlalchemy import Connection
 from baton.domain.model import APP_ACTOR, Event, Role, TicketKey
 from baton.environment.clock import Clock
 
-from .statements import RawTx, Statements
+from .statements import RawTx, Statements, key_params
 
 
 class Touching(TypedDict, total=False):
@@ -142,7 +142,7 @@ class ActivityTx(RawTx):
         if quietly and known is not None and not runner_only:
             self._run("restart", ticket_id=known[0], at=self._stamp(self.clock.now()), source=source)
             return Touched(known[0], known[1])
-        row = self._run("ticket", **_key(key)).fetchone()
+        row = self._run("ticket", **key_params(key)).fetchone()
         if row is None:
             return None
         ticket_id, repository, state, runner, revision, attempt, _ = row
@@ -198,12 +198,8 @@ class ActivityTx(RawTx):
 
     def quiet(self, key: TicketKey) -> tuple[datetime, datetime | None] | None:
         """The ticket's last activity and stale flag; None before its first activity."""
-        row = self._run("quiet", **_key(key)).fetchone()
+        row = self._run("quiet", **key_params(key)).fetchone()
         return None if row is None else (when(row[0]), None if row[1] is None else when(row[1]))
-
-
-def _key(key: TicketKey) -> dict[str, int]:
-    return {"installation_id": key.installation_id, "repository_id": key.repository_id, "number": key.number}
 
 
 __all__ = ["ActivityTx", "QuietClaim", "Touched", "Touching", "when"]

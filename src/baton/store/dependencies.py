@@ -16,7 +16,7 @@ from baton.domain.issue import LinkCounts
 from baton.domain.model import TicketKey
 
 from . import tables as t
-from .statements import Conflict
+from .statements import Conflict, key_params
 
 _C = t.dependencies.c
 BLOCKED_BY = "blocked_by"
@@ -64,8 +64,7 @@ def counts(connection: Connection, key: TicketKey) -> LinkCounts:
 
 def declared(connection: Connection, key: TicketKey) -> list[str]:
     """The blockers the brief of the issue at `key` names, as recorded."""
-    rows = connection.execute(_DECLARED, {"installation_id": key.installation_id,
-                                          "repository_id": key.repository_id, "number": key.number})  # fmt: skip
+    rows = connection.execute(_DECLARED, key_params(key))
     return [row.blocker for row in rows]
 
 

@@ -25,6 +25,7 @@ from baton.environment.clock import Clock
 
 from . import tables as t
 from .evidence_codec import fact_from_dict, fact_to_dict, from_dict, to_dict
+from .statements import key_params
 
 _r = t.evidence_rails.c
 _l = t.evidence_links.c
@@ -68,10 +69,6 @@ _TICKET = select(_t.id, _t.repository).where(
     _t.installation_id == bindparam("installation_id"), _t.repository_id == bindparam("repository_id"),
     _t.number == bindparam("number"),
 )  # fmt: skip
-
-
-def _key(key: TicketKey) -> dict[str, int]:
-    return {"installation_id": key.installation_id, "repository_id": key.repository_id, "number": key.number}
 
 
 def _linking(links: str) -> Any:
@@ -132,7 +129,7 @@ class EvidenceTx:
 
     def ticket(self, key: TicketKey) -> tuple[int, str] | None:
         """A tracked ticket's id and repository name."""
-        row = self.connection.execute(_TICKET, _key(key)).first()
+        row = self.connection.execute(_TICKET, key_params(key)).first()
         return None if row is None else (int(row.id), str(row.repository))
 
     def holding(self, place: RepositoryKey, subjects: Iterable[Subject]) -> dict[int, int]:

@@ -305,8 +305,9 @@ class Inbox:
         for id_, status in finished:
             by_status.setdefault(status, []).append(id_)
         with self.engine.begin() as connection:
+            finishing = InboxTx(connection, self.clock)
             for status, ids in by_status.items():
-                InboxTx(connection, self.clock).finish(ids, status)
+                finishing.finish(ids, status)
 
     def retry(self, hook_id: str, after: float, error: str) -> None:
         """Processing failed for a passing reason: try again in `after` seconds."""

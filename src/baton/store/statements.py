@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 
+from baton.domain.model import TicketKey
 from baton.environment.clock import Clock
 
 # The bound only stops a pathological livelock; a lost swap is made again at once, usually to a refusal.
@@ -25,6 +26,11 @@ MAX_ROUNDS = 50
 _DEADLOCK = ("40P01", "40001")  # deadlock detected, serialization failure
 
 T = TypeVar("T")
+
+
+def key_params(key: TicketKey) -> dict[str, int]:
+    """A ticket's key as the parameters `installation_id`, `repository_id` and `number` of a statement."""
+    return {"installation_id": key.installation_id, "repository_id": key.repository_id, "number": key.number}
 
 
 class Conflict(Exception):

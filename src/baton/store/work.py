@@ -20,7 +20,7 @@ from baton.domain.brief import UNSAID_PRIORITY
 from baton.environment.clock import Clock
 
 from . import dependencies
-from .statements import Conflict, RawTx, Statements
+from .statements import Conflict, RawTx, Statements, key_params
 
 
 @dataclass(frozen=True)
@@ -239,10 +239,6 @@ def _results_rows(rows: Sequence[Sequence[Any]]) -> dict[str, dict[str, Any]]:
     return {id_: _json(result) for id_, result in rows}
 
 
-def _key(key: TicketKey) -> dict[str, int]:
-    return {"installation_id": key.installation_id, "repository_id": key.repository_id, "number": key.number}
-
-
 def _changes(ticket: Ticket) -> dict[str, Any]:
     return {
         "state": ticket.state.value,
@@ -271,7 +267,7 @@ class WorkTx(RawTx):
 
     def read(self, key: TicketKey, operation_id: str, login: str) -> Snapshot:
         """The operation's first result, the ticket and the actor's claim count, in one round trip."""
-        row = self._run("read", **_key(key), operation_id=operation_id, login=login.lower()).fetchone()
+        row = self._run("read", **key_params(key), operation_id=operation_id, login=login.lower()).fetchone()
         return Snapshot(
             first=_json(row[12]),
             stored=None if row[0] is None else stored(row),
@@ -283,7 +279,7 @@ class WorkTx(RawTx):
         self._run("insert_operation", operation_id=operation_id, ticket_id=ticket_id, result=json.dumps(result))
 
     def ticket(self, key: TicketKey) -> StoredTicket | None:
-        row = self._run("ticket", **_key(key)).fetchone()
+        row = self._run("ticket", **key_params(key)).fetchone()
         return None if row is None else stored(row)
 
     def tickets(self, keys: list[TicketKey], *, lock: bool = False) -> dict[TicketKey, StoredTicket | None]:
@@ -395,14 +391,8 @@ class WorkTx(RawTx):
         return (f"SELECT o.id, o.result, {_TICKET_COLUMNS} FROM operations AS o "
                 f"LEFT JOIN tickets AS t ON t.id = o.ticket_id WHERE o.id IN ({marks})", operation_ids)  # fmt: skip
 
-    def held(self, repository: RepositoryKey, logins: set[str]) -> dict[str, int]:
-        """How many tickets each (lower-case) login holds as `claimed` in the repository."""
-        if not logins:
-            return {}
-        self._cursor.execute(*self._held_sql(repository, logins))
-        return _held_rows(self._cursor.fetchall())
-
     def _held_sql(self, repository: RepositoryKey, logins: set[str]) -> tuple[str, list[Any]]:
+        """How many tickets each (lower-case) login holds as `claimed` in the repository (`_held_rows`)."""
         mark = "%s" if self._postgres else "?"
         marks = ", ".join([mark] * len(logins))
         return (
@@ -453,7 +443,7 @@ class WorkTx(RawTx):
         ticket_id = int(
             self._run(
                 "insert_ticket",
-                **_key(ticket.key),
+                **key_params(ticket.key),
                 **_changes(ticket),
                 repository=ticket.repository,
                 owner=ticket.owner,
@@ -467,27 +457,27 @@ class WorkTx(RawTx):
 
     def retitle(self, key: TicketKey, title: str) -> None:
         """The issue's title changed on GitHub (or was first told)."""
-        self._run("retitle", **_key(key), title=title[:TITLE_LENGTH])
+        self._run("retitle", **key_params(key), title=title[:TITLE_LENGTH])
 
     def relabel(self, key: TicketKey, labels: str, *, only_unknown: bool = False) -> None:
         """The issue's labels changed on GitHub (`ready.labels_text`); `only_unknown`: only where none are kept yet
         (a ticket made before its labels were kept)."""
-        self._run("relabel_unknown" if only_unknown else "relabel", **_key(key), labels=labels)
+        self._run("relabel_unknown" if only_unknown else "relabel", **key_params(key), labels=labels)
 
     def relabel_one(self, key: TicketKey, name: str, added: bool, at: datetime) -> list[str] | None:
         """The label `name` (`ready.label_name`'s) was added to the issue or removed from it, as a hook that arrived
         `at` said; the others stay as they are kept, and so does this one when a change of it that arrived later
         was applied already. The labels kept now (None: no ticket)."""
-        if self._run("label_changed", **_key(key), label=name, at=self._moment(at)).fetchone() is None:
-            row = self._run("labels_kept", **_key(key)).fetchone()
+        if self._run("label_changed", **key_params(key), label=name, at=self._moment(at)).fetchone() is None:
+            row = self._run("labels_kept", **key_params(key)).fetchone()
         else:
             changed = "label_added" if added else "label_removed"
-            row = self._run(changed, **_key(key), label=name, token=f"\n{name}\n", nl="\n").fetchone()
+            row = self._run(changed, **key_params(key), label=name, token=f"\n{name}\n", nl="\n").fetchone()
         return None if row is None else [one for one in (row[0] or "").split("\n") if one]
 
     def label_priority(self, key: TicketKey, priority: int | None) -> None:
         """The priority the issue's labels give it now (`Policy.label_priority`)."""
-        self._run("label_priority", **_key(key), label_priority=priority)
+        self._run("label_priority", **key_params(key), label_priority=priority)
 
     def clear_label_priorities(self, place: RepositoryKey) -> None:
         """No ticket of the repository has a priority from its labels (its settings changed)."""

@@ -480,10 +480,6 @@ class ReadApi:
 # The two dependencies are coroutines: FastAPI runs a plain function's in a thread, and the hop there and back cost
 # more than what they do. Only a person's token, which GitHub may be asked about, goes to a thread.
 async def _read_api(request: Request) -> ReadApi:
-    return _the_read_api(request)
-
-
-def _the_read_api(request: Request) -> ReadApi:
     api: ReadApi = request.app.state.read_api
     return api
 
@@ -491,7 +487,7 @@ def _the_read_api(request: Request) -> ReadApi:
 async def _authorize(
     request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> None:
-    api = _the_read_api(request)
+    api = await _read_api(request)
     # Never logged and never put into a response.
     expected, readers = api.token, api.readers
     owner, repo = request.path_params.get("owner"), request.path_params.get("repo")

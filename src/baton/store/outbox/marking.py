@@ -12,7 +12,7 @@ from sqlalchemy import Connection
 from baton.domain.model import Answer, TicketKey
 from baton.environment.clock import Clock
 
-from ..statements import RawTx, Statements
+from ..statements import RawTx, Statements, key_params
 
 _STATEMENTS = Statements({
     # Due for reconciling: an existing row becomes due at the earlier of its time and the new one, and as
@@ -37,10 +37,6 @@ _STATEMENTS = Statements({
 URGENT, ORDINARY, OFFERING = 0, 1, 2
 
 
-def _key(key: TicketKey) -> dict[str, int]:
-    return {"installation_id": key.installation_id, "repository_id": key.repository_id, "number": key.number}
-
-
 class OutboxTx(RawTx):
     """Marking issues due and queueing answers, inside the caller's open transaction. Methods never commit."""
 
@@ -53,7 +49,7 @@ class OutboxTx(RawTx):
         """Mark the issue due for reconciling on GitHub in `after` seconds (`urgent`: a 👍 waits on it;
         `offering`: it is only being offered, the lowest tier)."""
         if offering and not urgent:
-            self._many("mark_due", [{**_key(key), "repository": repository, "due_at": self._now(after),
+            self._many("mark_due", [{**key_params(key), "repository": repository, "due_at": self._now(after),
                                      "urgency": OFFERING}])  # fmt: skip
         else:
             self.due_all({key: (repository, after, urgent)})
@@ -62,7 +58,7 @@ class OutboxTx(RawTx):
         """`due` for many issues in one statement: each key's (repository, after, urgent)."""
         if wanted:
             self._many("mark_due", [
-                {**_key(key), "repository": repository, "due_at": self._now(after),
+                {**key_params(key), "repository": repository, "due_at": self._now(after),
                  "urgency": URGENT if urgent else ORDINARY}
                 for key, (repository, after, urgent) in wanted.items()
             ])  # fmt: skip
@@ -72,7 +68,7 @@ class OutboxTx(RawTx):
         `reply_delay`, so the replies of one race share a comment. The caller marks the issues due."""
         now, later = self._now(), self._now(reply_delay)
         rows = [
-            {**_key(key), "kind": kind, "comment_id": comment_id, "author": author, "message": message,
+            {**key_params(key), "kind": kind, "comment_id": comment_id, "author": author, "message": message,
              "now": now, "due_at": now if kind == "reaction" else later}
             for key, items in answers.items() for kind, comment_id, author, message in items
         ]  # fmt: skip
