@@ -258,6 +258,20 @@ def test_permissions_are_cached_briefly(github: respx.MockRouter, pem: str) -> N
     assert route.call_count == 2
 
 
+def test_every_read_asks_github_and_no_answer_is_kept_for_later(github: respx.MockRouter, pem: str) -> None:
+    # GitHub marks its answers cacheable for a minute, with a validator: an HTTP cache would keep each one (for the
+    # life of the process, githubkit's) and send the validator back on the next read.
+    cacheable = {"Cache-Control": "private, max-age=60, s-maxage=60", "ETag": 'W/"first"',
+                 "Vary": "Accept, Authorization, Cookie, X-GitHub-OTP"}  # fmt: skip
+    route = permission_route(github, "maria").respond(200, json=answer("write", "write"), headers=cacheable)
+    people = directory(pem)
+    people.ttl = 0  # Baton's own cache of permissions out of the way
+    for _ in range(3):
+        assert people.permission(INSTALLATION, "octo/shop", "maria") is Permission.WRITE
+    assert route.call_count == 3
+    assert [call.request.headers.get("if-none-match") for call in route.calls] == [None, None, None]
+
+
 def test_unknown_permissions_are_looked_up_side_by_side_and_kept(github: respx.MockRouter, pem: str) -> None:
     import threading
     import time

@@ -180,6 +180,10 @@ class GitHubApp:
             AppAuthStrategy(str(credentials.app_id), cast(str, credentials.private_key)),
             base_url=base_url.rstrip("/") + "/",
             cache_strategy=MemCacheStrategy(),
+            # No HTTP cache of GitHub's answers: githubkit's (hishel, an SQLite database in memory) keeps every
+            # answer to a GET for the life of the process, a new copy each time, and its bookkeeping cost more
+            # CPU than the rest of the call. Baton keeps what it needs to (permissions, settings files) itself.
+            http_cache=False,
             auto_retry=False,
             timeout=timeout,
             # githubkit opens a client per request; built each time, the TLS context (loading the CA
