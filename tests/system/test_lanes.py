@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -111,6 +112,29 @@ def test_the_thumbs_up_goes_first_then_the_reply_then_label_assignee_and_status(
         assert kinds == ["reactions", "reply", "labels", "labels", "labels", "assignees", "status"]
         assert stage.hub.all_problems() == []
     stage.app.state.work.units.engine.dispose()
+
+
+def test_a_race_asks_for_the_repositorys_settings_while_it_looks_up_the_claimers(stage: Stage) -> None:
+    # Baton keeps a repository's settings five minutes (here: not at all, as if they had just run out). When the
+    # next command is a race of agents it has not looked up yet, `.github/baton.yml` is asked for beside their
+    # permissions, not after them: GitHub is slow to say each agent's permission here (half a second), and the file
+    # is asked for before any of them is answered (a read-role agent's permission is followed by the collaborator
+    # check, asked once it is answered).
+    owner = stage.person("olivia", "admin")
+    agents = [stage.person(f"agent-{n}", "read") for n in "abc"]
+    number = owner.open_issue(SHOP, "Raced, the settings run out")
+    wait_for(stage, number, offered, "the issue offered")
+    stage.app.state.parts.resolver.configs.ttl = 0
+    stage.hub.rest.inject(Fault("GET", r"/collaborators/agent-[abc]/permission$", status=None, delay=0.5, times=3))
+    began = time.time()
+    race_in_one_round(stage, number, agents)
+    until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
+    with stage.hub.world.lock:
+        calls = [call for call in stage.hub.rest.calls if call.at >= began and call.method == "GET"]
+    settings = [call.at for call in calls if call.path == f"/repos/{SHOP}/contents/.github/baton.yml"]
+    checks = [call.at for call in calls if re.fullmatch(rf"/repos/{SHOP}/collaborators/agent-[abc]", call.path)]
+    assert len(checks) == 3, [call.path for call in calls]
+    assert settings and settings[0] < min(checks), [(round(call.at - began, 3), call.path) for call in calls]
 
 
 def test_comments_refused_alike_in_one_round_share_a_decision_line_naming_each_delivery(

@@ -46,6 +46,12 @@ class GitHubConfigs:
         self._forgotten = 0  # how many times `forget` ran: a read begun before it is not cached
         self._lock = threading.Lock()
 
+    def fresh(self, installation_id: int, repository: str) -> bool:
+        """Whether `load` answers from what it keeps, without asking GitHub."""
+        with self._lock:
+            cached = self._cache.get((installation_id, repository.lower()))
+        return cached is not None and time.monotonic() - cached[0] < self.ttl
+
     def load(self, installation_id: int, repository: str) -> Loaded:
         key = (installation_id, repository.lower())
         now = time.monotonic()

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -20,6 +22,8 @@ from baton.github.client import TeamsHidden
 from baton.github.configs import DefaultConfigs, Loaded
 from baton.service.installations import LookupFailed
 from baton.store.installations import Installations
+
+SETTINGS_AT_ONCE = 4  # settings files read side by side by one `warm` (an organisation's claim-next asks about many)
 
 
 class Directory(Protocol):
@@ -137,11 +141,28 @@ class Resolver:
         return found
 
     def warm(self, people: set[tuple[int, str, str]]) -> None:
-        """Find out, all at once, who these (installation, repository, login) are where the directory can:
-        GitHub's answers arrive side by side instead of one after another."""
+        """Find out, all at once, who these (installation, repository, login) are where the directory can, and
+        read the settings of their repositories not known yet beside those lookups: GitHub's answers arrive side
+        by side instead of one after another. A read that fails here is made again, and fails properly, when the
+        settings are asked for."""
         warm = getattr(self.directory, "warm", None)
-        if warm is not None and people:
-            warm(people)
+        fresh = getattr(self.configs, "fresh", None)
+        places = {(installation_id, repository.lower()): (installation_id, repository)
+                  for installation_id, repository, _ in people}  # fmt: skip
+        cold = [place for place in places.values() if fresh is not None and not fresh(*place)]
+        if not cold:
+            if warm is not None and people:
+                warm(people)
+            return
+        with ThreadPoolExecutor(
+            max_workers=min(SETTINGS_AT_ONCE, len(cold)), thread_name_prefix="baton-settings"
+        ) as pool:
+            reads = [pool.submit(self.configs.load, *place) for place in cold]
+            if warm is not None:
+                warm(people)
+            for read in reads:
+                with suppress(Exception):
+                    read.result()
 
     def resolve(
         self,
