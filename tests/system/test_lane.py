@@ -1,4 +1,5 @@
-"""The agent API's commands and GitHub's deliveries answered by `baton serve`'s HTTP protocol itself (`web/wire.py`,
+"""The agent API's commands, GitHub's deliveries and a ticket read with the read token answered by `baton serve`'s
+HTTP protocol itself (`web/wire.py`,
 `web/plain.py`), over real sockets: the answer and its headers are those the application gives; a request the lane
 declines, one behind another on the same connection, one asking `100-continue` or with a large body, and one whose
 decision failed are all answered as before, in order; a client that goes away leaves the server answering the
@@ -19,8 +20,8 @@ from baton.github.webhooks import signature
 from support import standin_scene
 from support.standin_scene import Scene
 
-scene = standin_scene.scene  # Baton and the stand-in GitHub, wired to each other
-github_timeout = standin_scene.github_timeout
+READ_TOKEN = "lane-read-token"
+scene = standin_scene.scene_with(api_token=READ_TOKEN)  # Baton and the stand-in GitHub, wired to each other
 
 
 class Lane:
@@ -32,8 +33,8 @@ class Lane:
         self.took: list[bool] = []
         answer = self.lane.answer
 
-        def watched(path: str, *args: Any) -> Any:
-            given = answer(path, *args)
+        def watched(method: str, path: str, *args: Any) -> Any:
+            given = answer(method, path, *args)
             if path.startswith(prefix):
                 self.took.append(given is not None)
             return given
@@ -98,6 +99,32 @@ def test_a_command_is_answered_by_the_lane_with_the_headers_the_application_give
         assert set(given) == set(invalid_headers) == {"date", "server", "content-length", "content-type"}
         assert given["content-type"] == invalid_headers["content-type"] == "application/json"
     assert int(headers["content-length"]) == len(body)
+
+
+def test_a_ticket_read_with_the_read_token_is_answered_by_the_lane_as_the_application_answers_it(scene: Scene) -> None:
+    lane = Lane(scene)
+    scene.comment("agent-a", "/claim")
+    ticket = f"/api/v1/repos/{scene.full_name}/issues/{scene.number}"
+    unknown = f"/api/v1/repos/{scene.full_name}/issues/9999"
+    person = scene.stage.person("agent-b", "read").token()
+    given: dict[str | None, list[tuple[int, dict[str, str], bytes]]] = {}
+    with connect(scene) as connection:
+        for path in (ticket, unknown):  # of two sent at once, the second is the application's
+            connection.sendall(raw(scene, "GET", path, READ_TOKEN) * 2)
+            given[path] = answers(connection, 2)
+        # A person's own token (GitHub is asked whether they may read), a wrong token, none: the application's.
+        for credential in (person, "not-the-token", None):
+            connection.sendall(raw(scene, "GET", ticket, credential))
+            given[credential] = answers(connection, 1)
+    assert given[ticket][0][0] == 200 and json.loads(given[ticket][0][2])["runner"] == "agent-a"
+    assert given[unknown][0][0] == 404
+    for by_lane, by_app in (given[ticket], given[unknown]):
+        assert (by_lane[0], by_lane[2]) == (by_app[0], by_app[2])
+        assert set(by_lane[1]) == set(by_app[1]) == {"date", "server", "content-length", "content-type"}
+        assert by_lane[1]["content-type"] == by_app[1]["content-type"]
+    assert [given[credential][0][0] for credential in (person, "not-the-token", None)] == [200, 401, 401]
+    assert given[person][0][2] == given[ticket][0][2]
+    assert lane.took == [True, True, False, False, False]
 
 
 def delivery(scene: Scene, body: bytes, delivery_id: str, sign: bytes | None = None, **headers: str) -> bytes:

@@ -504,6 +504,18 @@ _NUMBER = re.compile(r"[1-9][0-9]{0,18}")
 _INVALID = object()  # a body that is not valid as sent
 
 
+def plain_number(number: str) -> int | None:
+    """An issue number in a path, as the routes read it; None for one they read otherwise or refuse."""
+    if _NUMBER.fullmatch(number) and (parsed := int(number)) <= MAX_NUMBER:
+        return parsed
+    return None
+
+
+def plain_repository(owner: str, repo: str) -> bool:
+    """Whether a path's owner and repository are as the routes read them (a name GitHub gives)."""
+    return bool(_OWNER.fullmatch(owner) and _REPO.fullmatch(repo))
+
+
 @functools.cache
 def _adapter(model: Any) -> TypeAdapter[Any]:
     return TypeAdapter(model)
@@ -530,11 +542,8 @@ class PlainRequest:
         """None for a path FastAPI's declaration reads otherwise or refuses (it answers those)."""
         if not (_OWNER.fullmatch(owner) and (action == ORG_NEXT or _REPO.fullmatch(repo))):
             return None
-        if number is None:
-            parsed = 0
-        elif _NUMBER.fullmatch(number) and (parsed := int(number)) <= MAX_NUMBER:
-            pass
-        else:
+        parsed = 0 if number is None else plain_number(number)
+        if parsed is None:
             return None
         return cls(owner, repo, parsed, action, headers.get(b"authorization"), headers.get(b"if-match"),
                    headers.get(b"idempotency-key"), headers.get(b"content-type"), body)  # fmt: skip

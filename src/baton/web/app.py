@@ -138,7 +138,7 @@ def create_app(
     outage = DatabaseOutage()
     app.add_middleware(DatabaseGate, engine=engine, outage=outage)
     # The command routes, served by `baton serve`'s protocol before any of the above (wire.py, plain.py).
-    app.state.lane = PlainLane(app.state.agent_api, webhooks, outage)
+    app.state.lane = PlainLane(app.state.agent_api, webhooks, app.state.read_api, outage)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:

@@ -15,8 +15,11 @@ In `baton serve`, the agent API's command routes and the webhook route are answe
 the lane its HTTP protocol serves without any ASGI machinery (`wire.py`), calling `AgentApi.at_once` or
 `WebhookEndpoint.at_once` on what `PlainRoutes` would read, and handing to the application what they decline (a token
 to ask GitHub about, a body not valid as sent, a create-and-claim, a hook with no decide lane to wake) or what failed
-(raised again here, `FAILED`, where the database gate and the error handlers meet it as they meet any failure). While
-the database is thought unreachable (`gate.DatabaseOutage`), the lane takes nothing.
+(raised again here, `FAILED`, where the database gate and the error handlers meet it as they meet any failure). The
+lane also answers the read API's one-ticket route when it is asked with the read token (`ReadApi.ticket_at_once`,
+what a dashboard or a bench polling a ticket sends); a person's token, which GitHub may be asked about, and every other
+read go to the application. While the database is thought unreachable (`gate.DatabaseOutage`), the lane takes
+nothing.
 """
 
 from __future__ import annotations
@@ -30,14 +33,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from baton.client.verbs import VERBS
 
-from .agent_api import NEXT, ORG_NEXT, AgentApi, PlainRequest
+from .agent_api import NEXT, ORG_NEXT, AgentApi, PlainRequest, plain_number, plain_repository
 from .gate import DatabaseOutage
+from .read_api import ReadApi
 from .webhooks import WebhookEndpoint
 from .wire import FAILED, Answer, route_path
 
 _COMMAND = re.compile(
     rf"/api/v1/repos/([^/]+)/([^/]+)/issues(?:/([^/]+)/({'|'.join(re.escape(verb.name) for verb in VERBS)}))?"
 )
+_TICKET = re.compile(r"/api/v1/repos/([^/]+)/([^/]+)/issues/([^/]+)")
 _NEXT = re.compile(r"/api/v1/(?:repos/([^/]+)/([^/]+)|orgs/([^/]+))/tasks/claim")
 _WEBHOOKS = "/webhooks/github"
 _HEADERS = (b"authorization", b"if-match", b"idempotency-key", b"content-type")
@@ -70,25 +75,43 @@ def _request(
 
 
 class PlainLane:
-    """The command routes on issues, claim-next and the webhook route, answered by `baton serve`'s protocol (the
-    module's description)."""
+    """The command routes on issues, claim-next, the webhook route and one ticket read with the read token,
+    answered by `baton serve`'s protocol (the module's description)."""
 
-    def __init__(self, agents: AgentApi, webhooks: WebhookEndpoint, outage: DatabaseOutage) -> None:
+    def __init__(self, agents: AgentApi, webhooks: WebhookEndpoint, reads: ReadApi, outage: DatabaseOutage) -> None:
         self.agents = agents
         self.webhooks = webhooks
+        self.reads = reads
         self.outage = outage
 
     def takes(self, method: str, path: str) -> bool:
-        return method == "POST" and (path.startswith("/api/v1/") or path == _WEBHOOKS) and not self.outage.down
+        if self.outage.down:
+            return False
+        if method == "GET":
+            return path.startswith("/api/v1/repos/")
+        return method == "POST" and (path.startswith("/api/v1/") or path == _WEBHOOKS)
 
     def answer(
-        self, path: str, headers: Iterable[tuple[bytes, bytes]], body: bytes
+        self, method: str, path: str, headers: Iterable[tuple[bytes, bytes]], body: bytes
     ) -> Answer | asyncio.Future[Any] | None:
+        if method == "GET":
+            return self._ticket(path, headers)
         if path == _WEBHOOKS:
             return self.webhooks.at_once(headers, body)
         route = _route(path)
         request = None if route is None else _request(route, headers, body)
         return None if request is None else self.agents.at_once(request)
+
+    def _ticket(self, path: str, headers: Iterable[tuple[bytes, bytes]]) -> asyncio.Future[Any] | None:
+        found = _TICKET.fullmatch(path)
+        if found is None:
+            return None
+        owner, repo, number = found.groups()
+        parsed = plain_number(number)
+        if parsed is None or not plain_repository(owner, repo):
+            return None
+        authorization = next((value.decode("latin-1") for name, value in headers if name == b"authorization"), None)
+        return self.reads.ticket_at_once(owner, repo, parsed, authorization)
 
 
 class PlainRoutes:

@@ -8,6 +8,7 @@ history are also read with a person's own GitHub token, where that person may re
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hmac
 from collections.abc import Callable, Sequence
@@ -18,9 +19,10 @@ from typing import Annotated, Any, Literal, get_args
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import AfterValidator, BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field, TypeAdapter, field_validator
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse, Response
 
 from baton.domain import EVIDENCE_KINDS, Brief, DeploymentState, RepositoryState, WorkState
 from baton.domain.brief import evidence_line
@@ -476,6 +478,42 @@ class ReadApi:
         self.token = settings.api_token.get_secret_value() if settings.api_token else ""
         self.readers = readers
 
+    async def ticket(self, owner: str, repo: str, number: int) -> TicketOut:
+        """One ticket, read in a thread (the route is a coroutine: FastAPI would run a plain function in one, then
+        check its answer in another); raises the route's 404 for an issue Baton does not track."""
+        detail = await run_in_threadpool(self.reads.ticket, f"{owner}/{repo}", number)
+        if detail is None:
+            raise _unknown(owner, repo, number)
+        return _ticket(detail)
+
+    def ticket_at_once(
+        self, owner: str, repo: str, number: int, authorization: str | None
+    ) -> asyncio.Future[Response] | None:
+        """The answer `GET /api/v1/repos/{owner}/{repo}/issues/{number}` gets with the read token, as its route
+        gives it, for `baton serve`'s lane (`web/plain.py`); None for any other caller (a person's token, a wrong
+        token or none), whom the route answers."""
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not read_token(self.token, token):
+            return None
+        return asyncio.ensure_future(self._ticket_answer(owner, repo, number))
+
+    async def _ticket_answer(self, owner: str, repo: str, number: int) -> Response:
+        try:
+            found = await self.ticket(owner, repo, number)
+        except HTTPException as error:  # as FastAPI's handler answers it
+            return JSONResponse({"detail": error.detail}, status_code=error.status_code, headers=error.headers)
+        return Response(_TICKET_JSON.dump_json(found, by_alias=True), media_type="application/json")
+
+
+_TICKET_JSON = TypeAdapter(TicketOut)  # as FastAPI writes the route's answer
+
+
+def read_token(expected: str, presented: str) -> bool:
+    """Whether `presented` (a header's value as Starlette decodes it, latin-1) is the read token `expected`. Never
+    logged and never put into a response."""
+    # Starlette decodes header bytes as latin-1: encoding back gives the bytes the client sent.
+    return bool(expected) and hmac.compare_digest(presented.encode("latin-1"), expected.encode("utf-8"))
+
 
 # The two dependencies are coroutines: FastAPI runs a plain function's in a thread, and the hop there and back cost
 # more than what they do. Only a person's token, which GitHub may be asked about, goes to a thread.
@@ -492,8 +530,7 @@ async def _authorize(
     expected, readers = api.token, api.readers
     owner, repo = request.path_params.get("owner"), request.path_params.get("repo")
     presented_token = credentials.credentials if credentials is not None else ""
-    # Starlette decodes header bytes as latin-1: encoding back gives the bytes the client sent.
-    configured = bool(expected) and hmac.compare_digest(presented_token.encode("latin-1"), expected.encode("utf-8"))
+    configured = read_token(expected, presented_token)
     if credentials is not None and not configured and not is_token68(presented_token):
         # Bytes outside ASCII, or characters no bearer token holds (RFC 6750): no token of anyone's, and never
         # sent on to GitHub.
@@ -616,12 +653,7 @@ def api_router() -> APIRouter:
         summary="One ticket: work state, attempts, deliveries, reviews and both evidence rails",
     )
     async def get_ticket(api: Api, owner: Owner, repo: Repo, number: Number) -> TicketOut:
-        # A coroutine reading in a thread of its own: FastAPI would run a plain function in one, then check its
-        # answer in another.
-        detail = await run_in_threadpool(api.reads.ticket, f"{owner}/{repo}", number)
-        if detail is None:
-            raise _unknown(owner, repo, number)
-        return _ticket(detail)
+        return await api.ticket(owner, repo, number)
 
     @router.get(
         "/tickets",

@@ -47,7 +47,7 @@ class Lane(Protocol):
         request line alone."""
 
     def answer(
-        self, path: str, headers: Iterable[tuple[bytes, bytes]], body: bytes
+        self, method: str, path: str, headers: Iterable[tuple[bytes, bytes]], body: bytes
     ) -> Answer | asyncio.Future[Any] | None:
         """The answer to the whole request: now, later (a future), or None for the application to give."""
 
@@ -144,8 +144,8 @@ def protocol() -> type[asyncio.Protocol] | str:
             if cycle is None or cycle is not self.cycle or cycle.more_body:
                 return
             try:
-                answer = cast(Lane, self._lane).answer(route_path(cycle.scope), cycle.scope["headers"],
-                                                       bytes(cycle.body))  # fmt: skip
+                answer = cast(Lane, self._lane).answer(cycle.scope["method"], route_path(cycle.scope),
+                                                       cycle.scope["headers"], bytes(cycle.body))  # fmt: skip
             except Exception as error:  # raised again by the application, which answers as it answers a failure
                 _fail(cycle, error)
                 answer = None
