@@ -272,6 +272,19 @@ def test_every_read_asks_github_and_no_answer_is_kept_for_later(github: respx.Mo
     assert [call.request.headers.get("if-none-match") for call in route.calls] == [None, None, None]
 
 
+def test_a_process_keeps_so_many_answers_and_forgets_the_oldest_first(github: respx.MockRouter, pem: str) -> None:
+    routes = {login: permission_route(github, login).respond(200, json=answer("write", "write"))
+              for login in ("ana", "ben", "cy", "dee", "eve")}  # fmt: skip
+    people = directory(pem)
+    people.most = 4
+    for login in ("ana", "ben", "cy", "dee", "eve"):  # a fifth answer: the two oldest go, to keep three
+        people.permission(INSTALLATION, "octo/shop", login)
+    for login in ("cy", "dee", "eve", "ana", "ben"):  # kept, kept, kept, asked again, asked again
+        people.permission(INSTALLATION, "octo/shop", login)
+    assert {login: route.call_count for login, route in routes.items()} == {"ana": 2, "ben": 2, "cy": 1, "dee": 1,
+                                                                             "eve": 1}  # fmt: skip
+
+
 def test_unknown_permissions_are_looked_up_side_by_side_and_kept(github: respx.MockRouter, pem: str) -> None:
     import threading
     import time

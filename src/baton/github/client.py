@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import logging
 import threading
 import time
@@ -257,16 +258,30 @@ class TeamsHidden(RuntimeError):
         self.org = org
 
 
+KEPT = 20_000  # permissions (and, apart, team memberships) a process keeps at once
+
+
 class GitHubDirectory:
     """Repository permissions from the collaborator-permission API (with, for read access, the collaborator
     check) and team memberships from the team-membership API, each cached for `ttl` seconds."""
 
-    def __init__(self, github: GitHubApp, ttl: float = 120.0) -> None:
+    def __init__(self, github: GitHubApp, ttl: float = 120.0, most: int = KEPT) -> None:
         self.github = github
         self.ttl = ttl
+        self.most = most  # answers of each kind kept at once: a process that runs for months meets many people
+        # Oldest first: an answer is put at the end each time it is kept (`_keep`).
         self._cache: dict[tuple[int, str, str], tuple[float, Access]] = {}
         self._teams: dict[tuple[int, str, str], tuple[float, bool | None]] = {}  # None: hidden from the App
         self._lock = threading.Lock()
+
+    def _keep(self, kept: dict[tuple[int, str, str], Any], key: tuple[int, str, str], answer: Any) -> None:
+        """`answer` kept under `key` (with the lock held); past `most`, the oldest quarter is forgotten (those
+        out of date first, as they are the oldest), to be asked again when needed."""
+        kept.pop(key, None)
+        kept[key] = answer
+        if len(kept) > self.most:
+            for old in list(itertools.islice(kept, len(kept) - self.most * 3 // 4)):
+                del kept[old]
 
     def warm(self, wanted: set[tuple[int, str, str]], at_once: int = 8) -> None:
         """Look up, side by side, the permissions not known yet among `wanted` (installation, repository,
@@ -314,7 +329,7 @@ class GitHubDirectory:
         elif access.permission is not Permission.NONE:
             access = dataclasses.replace(access, collaborator=True)  # triage or more is given, never public
         with self._lock:
-            self._cache[key] = (now, access)
+            self._keep(self._cache, key, (now, access))
         return access
 
     def _collaborator(self, installation_id: int, owner: str, name: str, login: str) -> bool:
@@ -350,7 +365,7 @@ class GitHubDirectory:
                 found = isinstance(data, dict) and data.get("state") == "active"
             cached = (now, found)
             with self._lock:
-                self._teams[key] = cached
+                self._keep(self._teams, key, cached)
         if cached[1] is None:
             raise TeamsHidden(org)
         return cached[1]
