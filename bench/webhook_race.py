@@ -235,6 +235,9 @@ def baton(
 
 def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: int, gap: float,
         overrides: dict[str, str], settle: float) -> dict[str, Any]:  # fmt: skip
+    if rounds > CLAIM_LIMIT * claimers:  # every claimer at the limit: a round nobody wins, polled for ever
+        raise ValueError(f"{rounds} rounds need more than {claimers} claimers: each may hold {CLAIM_LIMIT} claims "
+                         "in a repository (the default max_active_claims), and the bench never delivers")  # fmt: skip
     key, public_key = key_pair()
     with ExitStack() as stack:
         api = stack.enter_context(stand_in(public_key, issues=rounds))
