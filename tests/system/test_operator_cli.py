@@ -293,6 +293,22 @@ def test_baton_serve_on_an_address_that_is_not_this_machines_says_so_in_one_line
     assert said.startswith("baton: cannot serve on 192.0.2.1:0: ") and "--host or BATON_HOST" in said, said
 
 
+@pytest.mark.parametrize("busy", [False, True], ids=["played", "port-taken"])
+def test_baton_demo_leaves_no_database_behind(tmp_path: Path, taken_port: int, busy: bool) -> None:
+    # Without --database its SQLite file is temporary: gone when the demo stops (docs/agents.md), also when it cannot
+    # start.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {name: value for name, value in os.environ.items() if not name.startswith("BATON_")}
+    env["TMPDIR"] = str(scratch)
+    port = str(taken_port) if busy else "0"
+    done = subprocess.run([sys.executable, "-m", "baton.cli", "demo", "--once", "--port", port], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == (2 if busy else 0), done.stderr
+    assert f"database sqlite:///{scratch}/baton-demo-" in done.stdout
+    assert list(scratch.iterdir()) == []
+
+
 def test_baton_demo_and_a_workers_metrics_on_a_busy_port_say_so_the_same_way(tmp_path: Path, taken_port: int) -> None:
     said = _one_line(_baton(tmp_path, "demo", "--once", "--port", str(taken_port)))
     assert said == f"baton: cannot serve on 127.0.0.1:{taken_port}: Address already in use; choose another --port\n"

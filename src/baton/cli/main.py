@@ -288,10 +288,12 @@ def _demo(args: argparse.Namespace) -> int:
     from baton.demo.stage import Stage
     from baton.demo.story import leave_open, play
 
-    database = args.database or f"sqlite:///{tempfile.mkdtemp(prefix='baton-demo-')}/baton.db"
-    token = secrets.token_urlsafe(12)
-    print(f"Baton demo: a stand-in GitHub and Baton on 127.0.0.1, database {database}", flush=True)
     with ExitStack() as stack:
+        database = args.database
+        if not database:  # a temporary file, gone when the demo stops (the last thing the stack undoes)
+            database = f"sqlite:///{stack.enter_context(tempfile.TemporaryDirectory(prefix='baton-demo-'))}/baton.db"
+        token = secrets.token_urlsafe(12)
+        print(f"Baton demo: a stand-in GitHub and Baton on 127.0.0.1, database {database}", flush=True)
         try:
             stage = stack.enter_context(Stage.open(database, api_token=token, baton_port=args.port, oauth=True))
         except OSError as error:
