@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from baton.cli import main
 from baton.domain import Access, Permission
 from baton.environment.settings import Settings, SettingsError
 from baton.github.client import GitHubApp, GitHubDirectory, TeamsHidden, app_credentials
+from baton.github.configs import GitHubConfigs
 from support.keys import app_key, app_private_key
 
 API = "https://github.example.test/api/v3"
@@ -260,14 +262,15 @@ def test_permissions_are_cached_briefly(github: respx.MockRouter, pem: str) -> N
 
 def test_every_read_asks_github_and_no_answer_is_kept_for_later(github: respx.MockRouter, pem: str) -> None:
     # GitHub marks its answers cacheable for a minute, with a validator: an HTTP cache would keep each one (for the
-    # life of the process, githubkit's) and send the validator back on the next read.
+    # life of the process, githubkit's) and send the validator back on the next read. Here: the settings file, read
+    # again each time its five minutes (here: none) have run out.
     cacheable = {"Cache-Control": "private, max-age=60, s-maxage=60", "ETag": 'W/"first"',
                  "Vary": "Accept, Authorization, Cookie, X-GitHub-OTP"}  # fmt: skip
-    route = permission_route(github, "maria").respond(200, json=answer("write", "write"), headers=cacheable)
-    people = directory(pem)
-    people.ttl = 0  # Baton's own cache of permissions out of the way
+    file = {"type": "file", "encoding": "base64", "content": base64.b64encode(b"max_active_claims: 2\n").decode()}
+    route = github.get("/repos/octo/shop/contents/.github/baton.yml").respond(200, json=file, headers=cacheable)
+    settings = GitHubConfigs(directory(pem).github, ttl=0)
     for _ in range(3):
-        assert people.permission(INSTALLATION, "octo/shop", "maria") is Permission.WRITE
+        assert settings.load(INSTALLATION, "octo/shop").policy.max_active_claims == 2
     assert route.call_count == 3
     assert [call.request.headers.get("if-none-match") for call in route.calls] == [None, None, None]
 
@@ -283,6 +286,29 @@ def test_a_process_keeps_so_many_answers_and_forgets_the_oldest_first(github: re
         people.permission(INSTALLATION, "octo/shop", login)
     assert {login: route.call_count for login, route in routes.items()} == {"ana": 2, "ben": 2, "cy": 1, "dee": 1,
                                                                              "eve": 1}  # fmt: skip
+
+
+def test_a_permission_asked_again_carries_the_tag_github_gave_and_a_304_keeps_the_answer(
+    github: respx.MockRouter, pem: str
+) -> None:
+    # GitHub answers a conditional request with 304 while nothing changed; its rate limit does not count those.
+    given = {"tag": 'W/"one"', "answer": answer("write", "maintain")}
+
+    def permission(request: httpx.Request) -> httpx.Response:
+        if request.headers.get("if-none-match") == given["tag"]:
+            return httpx.Response(304, headers={"ETag": given["tag"]})
+        return httpx.Response(200, json=given["answer"], headers={"ETag": given["tag"]})
+
+    route = permission_route(github, "maria").mock(side_effect=permission)
+    people = directory(pem)
+    people.ttl = 0  # every ask goes to GitHub
+    assert people.permission(INSTALLATION, "octo/shop", "maria") is Permission.MAINTAIN
+    assert people.permission(INSTALLATION, "octo/shop", "maria") is Permission.MAINTAIN  # 304: the answer kept
+    given.update(tag='W/"two"', answer=answer("read", "read"))  # a maintainer took maria's role away
+    github.get("/repos/octo/shop/collaborators/maria").respond(204)
+    assert people.permission(INSTALLATION, "octo/shop", "maria") is Permission.READ
+    assert [call.request.headers.get("if-none-match") for call in route.calls] == [None, 'W/"one"', 'W/"one"']
+    assert [call.response.status_code for call in route.calls] == [200, 304, 200]
 
 
 def test_unknown_permissions_are_looked_up_side_by_side_and_kept(github: respx.MockRouter, pem: str) -> None:

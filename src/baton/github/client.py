@@ -270,7 +270,7 @@ class GitHubDirectory:
         self.ttl = ttl
         self.most = most  # answers of each kind kept at once: a process that runs for months meets many people
         # Oldest first: an answer is put at the end each time it is kept (`_keep`).
-        self._cache: dict[tuple[int, str, str], tuple[float, Access]] = {}
+        self._cache: dict[tuple[int, str, str], tuple[float, Access, str | None]] = {}  # when, what, GitHub's tag
         self._teams: dict[tuple[int, str, str], tuple[float, bool | None]] = {}  # None: hidden from the App
         self._lock = threading.Lock()
 
@@ -312,16 +312,22 @@ class GitHubDirectory:
         if cached is not None and now - cached[0] < self.ttl:
             return cached[1]
         owner, _, name = repository.partition("/")
+        # Asked again with the tag of the answer kept: while the permission has not changed GitHub answers 304,
+        # which its rate limit does not count (Baton keeps no HTTP cache, `GitHubApp`).
+        tag = cached[2] if cached is not None else None
         try:
             response = self.github.installation(installation_id).rest.repos.get_collaborator_permission_level(
-                owner, name, login
+                owner, name, login, headers={"If-None-Match": tag} if tag else None
             )
         except RequestFailed as error:
             if error.response.status_code != 404:
                 raise
-            access = Access(Permission.NONE, "")  # not a collaborator, or no such user
+            access, tag = Access(Permission.NONE, ""), None  # not a collaborator, or no such user
         else:
-            access = access_of(response.json())
+            if response.status_code == 304 and cached is not None:
+                access = cached[1]
+            else:
+                access, tag = access_of(response.json()), response.headers.get("etag")
         if access.permission is Permission.READ:
             # everybody reads a public repository: only the collaborator check tells a collaborator with the read
             # role (or an organisation member reading through a team) from an outsider
@@ -329,7 +335,7 @@ class GitHubDirectory:
         elif access.permission is not Permission.NONE:
             access = dataclasses.replace(access, collaborator=True)  # triage or more is given, never public
         with self._lock:
-            self._keep(self._cache, key, (now, access))
+            self._keep(self._cache, key, (now, access, tag))
         return access
 
     def _collaborator(self, installation_id: int, owner: str, name: str, login: str) -> bool:
