@@ -540,7 +540,7 @@ class PlainRequest:
     def of(cls, owner: str, repo: str, number: str | None, action: str | None, headers: dict[bytes, str],
            body: bytes) -> "PlainRequest | None":  # fmt: skip
         """None for a path FastAPI's declaration reads otherwise or refuses (it answers those)."""
-        if not (_OWNER.fullmatch(owner) and (action == ORG_NEXT or _REPO.fullmatch(repo))):
+        if not (plain_repository(owner, repo) or (action == ORG_NEXT and _OWNER.fullmatch(owner))):
             return None
         parsed = 0 if number is None else plain_number(number)
         if parsed is None:

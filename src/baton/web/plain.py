@@ -67,11 +67,16 @@ def _request(
 ) -> PlainRequest | None:
     """The request to the command route `route`; None where its FastAPI declaration reads the path otherwise or
     refuses it."""
+    return PlainRequest.of(*route, _headers(headers), body)
+
+
+def _headers(headers: Iterable[tuple[bytes, bytes]]) -> dict[bytes, str]:
+    """The headers the routes read, each its first value, as FastAPI reads one."""
     read: dict[bytes, str] = {}
     for name, value in headers:
-        if name in _HEADERS and name not in read:  # a header's first value, as FastAPI reads one
+        if name in _HEADERS and name not in read:
             read[name] = value.decode("latin-1")
-    return PlainRequest.of(*route, read, body)
+    return read
 
 
 class PlainLane:
@@ -110,8 +115,7 @@ class PlainLane:
         parsed = plain_number(number)
         if parsed is None or not plain_repository(owner, repo):
             return None
-        authorization = next((value.decode("latin-1") for name, value in headers if name == b"authorization"), None)
-        return self.reads.ticket_at_once(owner, repo, parsed, authorization)
+        return self.reads.ticket_at_once(owner, repo, parsed, _headers(headers).get(b"authorization"))
 
 
 class PlainRoutes:
