@@ -342,6 +342,55 @@ def test_unknown_permissions_are_looked_up_side_by_side_and_kept(github: respx.M
     assert [route.call_count for route in routes] == [1] * 6
 
 
+def _minting(github: respx.MockRouter, *answers: int) -> tuple[respx.Route, list[str]]:
+    """The installation's token route answering slowly, with `answers`' statuses in turn (then 201): what each
+    token minted was."""
+    import threading
+    import time
+
+    statuses, minted, lock = list(answers), [], threading.Lock()
+
+    def mint(request: httpx.Request) -> httpx.Response:
+        with lock:
+            status = statuses.pop(0) if statuses else 201
+            token = f"ghs_token_{len(minted)}"
+            minted.append(token)
+        time.sleep(0.2)  # long enough for every lookup to need it meanwhile
+        if status != 201:
+            return httpx.Response(status, json={"message": "oops"})
+        expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return httpx.Response(201, json={"token": token, "expires_at": expires, "permissions": {},
+                                         "repository_selection": "all"})  # fmt: skip
+
+    return github.post(f"/app/installations/{INSTALLATION}/access_tokens").mock(side_effect=mint), minted
+
+
+def test_calls_side_by_side_share_one_minted_installation_token(github: respx.MockRouter, pem: str) -> None:
+    mint, minted = _minting(github)
+    logins = [f"agent-{n}" for n in range(6)]
+    routes = [permission_route(github, login).respond(200, json=answer("write", "write")) for login in logins]
+    people = directory(pem)
+    people.warm({(INSTALLATION, "octo/shop", login) for login in logins})  # six lookups at once, no token yet
+    assert mint.call_count == 1
+    assert [route.call_count for route in routes] == [1] * 6
+    assert {route.calls[0].request.headers["authorization"] for route in routes} == {f"token {minted[0]}"}
+
+
+def test_a_minting_that_fails_is_not_shared_the_others_mint_their_own(github: respx.MockRouter, pem: str) -> None:
+    mint, minted = _minting(github, 502)
+    logins = [f"agent-{n}" for n in range(4)]
+    routes = [permission_route(github, login).respond(200, json=answer("write", "write")) for login in logins]
+    people = directory(pem)
+    people.warm({(INSTALLATION, "octo/shop", login) for login in logins})
+    assert mint.call_count >= 2  # the first answered 502: the calls that waited on it asked again
+    asked = [route.call_count for route in routes]
+    assert sorted(asked) == [0, 1, 1, 1]  # the lookup whose minting failed was not made (it fails when asked again)
+    assert all(route.calls[0].request.headers["authorization"] != f"token {minted[0]}" for route in routes
+               if route.call_count)  # fmt: skip
+    for login in logins:
+        assert people.permission(INSTALLATION, "octo/shop", login) is Permission.WRITE
+
+
 def test_someone_who_is_not_a_collaborator_has_no_permission(github: respx.MockRouter, pem: str) -> None:
     permission_route(github, "stranger").respond(404, json={"message": "Not Found"})
     assert directory(pem).permission(INSTALLATION, "octo/shop", "stranger") is Permission.NONE

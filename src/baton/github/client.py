@@ -127,19 +127,61 @@ class Watch(Protocol):
         "error" when no answer came; `limit`: (x-ratelimit-remaining, x-ratelimit-reset) as GitHub sent them."""
 
 
+_MINT = "POST /app/installations/{installation_id}/access_tokens"
+
+
+class _Minted:
+    """A token minting under way, and GitHub's answer to it once it came (None: it failed)."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.answer: tuple[int, str, bytes] | None = None  # status, content type, body
+
+
 class _Watched(httpx.BaseTransport):
     """One installation's (or the App's) view of the shared transport: each call is named by its route
-    (`baton.github.routes`), counted, and logged at DEBUG with its status and duration, never its headers."""
+    (`baton.github.routes`), counted, and logged at DEBUG with its status and duration, never its headers.
+
+    An installation's token is minted once at a time: githubkit mints one in each call that finds none kept, and
+    calls made side by side (the permission lookups of a race, the settings file beside them, the writers) would
+    each mint their own when the token runs out, every hour. A call that needs a token while another mints one
+    waits for that answer and takes the same token; if that minting fails, it mints its own."""
 
     def __init__(self, shared: httpx.BaseTransport, base_path: str, account: str, watch: Watch | None) -> None:
         self._shared = shared
         self._base = base_path.rstrip("/")
         self._account = account
         self._watch = watch
+        self._lock = threading.Lock()
+        self._minting: _Minted | None = None
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path.removeprefix(self._base) or "/"
         name = operation(request.method, path)
+        if name != _MINT:
+            return self._send(request, path, name)
+        with self._lock:
+            minted, mine = self._minting, self._minting is None
+            if minted is None:
+                minted = self._minting = _Minted()
+        if not mine:
+            minted.done.wait()
+            if minted.answer is None:  # that one failed: this call tries for itself
+                return self._send(request, path, name)
+            status, kind, body = minted.answer
+            return httpx.Response(status, headers={"content-type": kind}, content=body, request=request)
+        try:
+            response = self._send(request, path, name)
+            body = response.read()
+            if response.status_code == 201:
+                minted.answer = (201, response.headers.get("content-type", "application/json"), body)
+            return response
+        finally:
+            with self._lock:
+                self._minting = None
+            minted.done.set()
+
+    def _send(self, request: httpx.Request, path: str, name: str) -> httpx.Response:
         # The token minting of an installation's client is the App's call, on the App's rate limit.
         account = "app" if path.startswith("/app/") else self._account
         began = time.perf_counter()
