@@ -137,6 +137,28 @@ def test_a_race_asks_for_the_repositorys_settings_while_it_looks_up_the_claimers
     assert settings and settings[0] < min(checks), [(round(call.at - began, 3), call.path) for call in calls]
 
 
+def test_lookups_that_find_the_installation_token_run_out_share_one_new_token(stage: Stage) -> None:
+    # An installation token lasts an hour. When it has run out and a race of agents Baton has not looked up yet
+    # comes in, their permissions are asked side by side, each call needing a token: GitHub is slow to mint one
+    # here (0.3 s), and the lookups that need it meanwhile wait for that one instead of minting their own.
+    owner = stage.person("olivia", "admin")
+    agents = [stage.person(f"agent-{n}", "write") for n in "abcd"]
+    number = owner.open_issue(SHOP, "Raced as the token runs out")
+    wait_for(stage, number, offered, "the issue offered")
+    stage.app.state.parts.resolver.directory.github.app.config.cache_strategy.cleanup()  # the hour is up
+    stage.hub.rest.inject(Fault("POST", r"/app/installations/[0-9]+/access_tokens$", status=None, delay=0.3, times=5))
+    began = time.time()
+    race_in_one_round(stage, number, agents)
+    until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
+    with stage.hub.world.lock:
+        calls = [call for call in stage.hub.rest.calls if call.at >= began]
+    asked = rf"/repos/{SHOP}/collaborators/agent-[a-d]/permission"
+    lookups = [call for call in calls if re.fullmatch(asked, call.path)]
+    mints = [call for call in calls if call.path.endswith("/access_tokens")]
+    assert len(lookups) == 4, [call.path for call in calls]
+    assert len(mints) == 1, [(round(call.at - began, 3), call.method, call.path) for call in calls]
+
+
 def test_comments_refused_alike_in_one_round_share_a_decision_line_naming_each_delivery(
     database_url: str, configured: list[tuple[str, str]]
 ) -> None:
