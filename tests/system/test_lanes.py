@@ -34,6 +34,7 @@ from bench.webhook_race import writes as written
 from github_standin.server import Fault
 from support.keys import app_key, app_public_key
 from support.lanes import SHOP, open_stage, ticket, until
+from support.local_http import HTTP
 from support.processes import stop
 
 pytestmark = pytest.mark.both_engines  # by default on both databases: lanes sharing one database
@@ -157,6 +158,43 @@ def test_lookups_that_find_the_installation_token_run_out_share_one_new_token(st
     mints = [call for call in calls if call.path.endswith("/access_tokens")]
     assert len(lookups) == 4, [call.path for call in calls]
     assert len(mints) == 1, [(round(call.at - began, 3), call.method, call.path) for call in calls]
+
+
+def test_a_permission_used_near_the_end_of_its_time_is_asked_again_without_the_call_waiting(stage: Stage) -> None:
+    # Baton keeps a permission two minutes (here two seconds); one used late in its time (here after 1.2 s) is
+    # asked again in the background, while the call goes on with the answer kept. An agent that keeps calling
+    # does not wait for GitHub when the first answer runs out: the call after it finds the new one.
+    directory = stage.app.state.parts.resolver.directory
+    directory.ttl, directory.again_after = 2.0, 0.6
+    owner, agent = stage.person("olivia", "admin"), stage.person("agent-a", "write")
+    number = owner.open_issue(SHOP, "Claimed, and claimed again")
+    wait_for(stage, number, offered, "the issue offered")
+    token = agent.token()
+
+    def claim() -> int:
+        answer = HTTP.post(f"{stage.baton_url}/api/v1/repos/{SHOP}/issues/{number}/claim",
+                           headers={"Authorization": f"Bearer {token}"}, timeout=10)  # fmt: skip
+        return answer.status_code
+
+    def lookups() -> list[float]:
+        with stage.hub.world.lock:
+            return [
+                call.at
+                for call in stage.hub.rest.calls
+                if call.method == "GET" and call.path == f"/repos/{SHOP}/collaborators/agent-a/permission"
+            ]
+
+    assert claim() == 200
+    first = lookups()
+    assert len(first) == 1
+    time.sleep(max(0.0, first[0] + 1.4 - time.time()))  # late in its time, within it
+    said = time.time()
+    assert claim() == 200  # the runner's claim again: nothing changes
+    until(lambda: len(lookups()) == 2, 5, "the permission asked again")
+    assert lookups()[1] >= said
+    time.sleep(max(0.0, first[0] + 2.3 - time.time()))  # the first answer's time is up; the second is not late
+    assert claim() == 200
+    assert len(lookups()) == 2, lookups()  # the answer asked again served it
 
 
 def test_comments_refused_alike_in_one_round_share_a_decision_line_naming_each_delivery(

@@ -391,6 +391,36 @@ def test_a_minting_that_fails_is_not_shared_the_others_mint_their_own(github: re
         assert people.permission(INSTALLATION, "octo/shop", login) is Permission.WRITE
 
 
+def test_a_permission_asked_again_in_the_background_that_fails_leaves_the_answer_kept_until_its_time_is_up(
+    github: respx.MockRouter, pem: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    import time
+
+    asked_before: list[httpx.Request] = []
+
+    def permission(request: httpx.Request) -> httpx.Response:  # the first answer, then GitHub fails
+        asked_before.append(request)
+        return httpx.Response(200, json=answer("write", "write")) if len(asked_before) == 1 else httpx.Response(502)
+
+    route = permission_route(github, "maria").mock(side_effect=permission)
+    people = directory(pem)
+    people.ttl, people.again_after = 1.0, 0.5
+    assert people.permission(INSTALLATION, "octo/shop", "maria") is Permission.WRITE
+    time.sleep(0.6)
+    assert people.permission(INSTALLATION, "octo/shop", "maria") is Permission.WRITE  # kept; asked again meanwhile
+    deadline = time.monotonic() + 5
+    while route.call_count < 2 or "asking GitHub again" not in caplog.text:
+        assert time.monotonic() < deadline, "not asked again"
+        time.sleep(0.01)
+    assert "asking GitHub again for maria's permission on octo/shop failed: RequestFailed" in caplog.text
+    assert people.permission(INSTALLATION, "octo/shop", "maria") is Permission.WRITE  # still within its time
+    time.sleep(0.45)
+    asked = route.call_count
+    with pytest.raises(RequestFailed):  # its time is up: the call asks, and GitHub's failure is the caller's
+        people.permission(INSTALLATION, "octo/shop", "maria")
+    assert route.call_count == asked + 1
+
+
 def test_someone_who_is_not_a_collaborator_has_no_permission(github: respx.MockRouter, pem: str) -> None:
     permission_route(github, "stranger").respond(404, json={"message": "Not Found"})
     assert directory(pem).permission(INSTALLATION, "octo/shop", "stranger") is Permission.NONE

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import itertools
 import logging
+import queue
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -301,20 +302,29 @@ class TeamsHidden(RuntimeError):
 
 
 KEPT = 20_000  # permissions (and, apart, team memberships) a process keeps at once
+AGAIN_AFTER = 0.75  # of its `ttl`: a permission used after this share of its time is asked again, in the background
 
 
 class GitHubDirectory:
     """Repository permissions from the collaborator-permission API (with, for read access, the collaborator
-    check) and team memberships from the team-membership API, each cached for `ttl` seconds."""
+    check) and team memberships from the team-membership API, each cached for `ttl` seconds.
+
+    A permission used in the last quarter of its time (`again_after`) is asked again at once, in a thread of the
+    directory's own, while the call that used it goes on with the answer kept: someone who keeps calling never
+    waits for GitHub once known, and no answer used is older than `ttl`."""
 
     def __init__(self, github: GitHubApp, ttl: float = 120.0, most: int = KEPT) -> None:
         self.github = github
         self.ttl = ttl
+        self.again_after = AGAIN_AFTER
         self.most = most  # answers of each kind kept at once: a process that runs for months meets many people
         # Oldest first: an answer is put at the end each time it is kept (`_keep`).
         self._cache: dict[tuple[int, str, str], tuple[float, Access, str | None]] = {}  # when, what, GitHub's tag
         self._teams: dict[tuple[int, str, str], tuple[float, bool | None]] = {}  # None: hidden from the App
         self._lock = threading.Lock()
+        self._again: queue.SimpleQueue[tuple[int, str, str]] = queue.SimpleQueue()  # to ask again, in the thread
+        self._asking_again: set[tuple[int, str, str]] = set()  # keys on the queue or being asked
+        self._thread: threading.Thread | None = None
 
     def _keep(self, kept: dict[tuple[int, str, str], Any], key: tuple[int, str, str], answer: Any) -> None:
         """`answer` kept under `key` (with the lock held); past `most`, the oldest quarter is forgotten (those
@@ -352,7 +362,42 @@ class GitHubDirectory:
         with self._lock:
             cached = self._cache.get(key)
         if cached is not None and now - cached[0] < self.ttl:
+            if now - cached[0] >= self.ttl * self.again_after:
+                self._ask_again(installation_id, repository, login, key)
             return cached[1]
+        return self._ask(installation_id, repository, login, key, cached, now)
+
+    def _ask_again(self, installation_id: int, repository: str, login: str, key: tuple[int, str, str]) -> None:
+        """`login`'s permission asked again in the directory's thread (started the first time), once at a time."""
+        with self._lock:
+            if key in self._asking_again:
+                return
+            self._asking_again.add(key)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._asking, name="baton-who-again", daemon=True)
+                self._thread.start()
+        self._again.put((installation_id, repository, login))
+
+    def _asking(self) -> None:
+        while True:
+            installation_id, repository, login = self._again.get()
+            key = (installation_id, repository.lower(), login.lower())
+            try:
+                with self._lock:
+                    cached = self._cache.get(key)
+                self._ask(installation_id, repository, login, key, cached, time.monotonic())
+            except Exception as error:  # the answer kept holds until its time is up; a call then asks, and fails
+                log.warning("asking GitHub again for %s's permission on %s failed: %s", login, repository,
+                            type(error).__name__)  # fmt: skip
+            finally:
+                with self._lock:
+                    self._asking_again.discard(key)
+
+    def _ask(
+        self, installation_id: int, repository: str, login: str, key: tuple[int, str, str],
+        cached: tuple[float, Access, str | None] | None, now: float,
+    ) -> Access:  # fmt: skip
+        """`login`'s permission as GitHub says it now, kept from `now` on."""
         owner, _, name = repository.partition("/")
         # Asked again with the tag of the answer kept: while the permission has not changed GitHub answers 304,
         # which its rate limit does not count (Baton keeps no HTTP cache, `GitHubApp`).
