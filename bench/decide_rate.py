@@ -2,7 +2,8 @@
 
 The part of Baton's work that comes after the 202: take the delivery from the inbox, find who the
 actor is, decide the command, record it and its answer for GitHub, finish the delivery. Per run:
-`--issues` issues with `--claimers` `/claim` comments each are stored in the inbox, then one process
+`--issues` issues with `--claimers` `/claim` comments each are stored in the inbox (each delivery the whole
+payload GitHub sends, about 9.5 KB, as the stand-in shapes it), then one process
 decides them all with the code the decide lane of `baton serve` and `baton worker` runs: it takes the
 pending deliveries in batches (`Inbox.take_pending`) and decides them (`baton.intake.decide`: the
 commands on one ticket in one transaction). GitHub is the stand-in GitHub in a process of its own
@@ -37,7 +38,7 @@ from baton.store.inbox import Incoming
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `bench` is a package here
 from bench.claim_race import scratch_postgres, scratch_sqlite
-from bench.webhook_race import INSTALLATION, claims, payload, stand_in
+from bench.webhook_race import INSTALLATION, deliveries, stand_in
 
 
 def run(database_url: str, api: str, key: str, *, issues: int, claimers: int) -> tuple[float, float]:
@@ -46,11 +47,11 @@ def run(database_url: str, api: str, key: str, *, issues: int, claimers: int) ->
         database_url=database_url, webhook_secret=SecretStr("bench"), app_id=1, private_key=SecretStr(key),
         github_api_url=api,
     )  # fmt: skip
-    said = claims(api, [(r, c) for r in range(issues + 1) for c in range(claimers)])
+    said = deliveries(api, [(r, c) for r in range(issues + 1) for c in range(claimers)])
     parts = assemble(settings)
     try:
         stored = [
-            Incoming(f"r{r}-c{c}", "issue_comment", "created", INSTALLATION, payload(r, c, said[r, c]).decode())
+            Incoming(f"r{r}-c{c}", "issue_comment", "created", INSTALLATION, said[r, c].decode())
             for r in range(issues + 1)
             for c in range(claimers)
         ]

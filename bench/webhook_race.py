@@ -4,7 +4,8 @@ Starts `baton serve` with the settings a user gets by default (SQLite, one proce
 `baton serve` and two `baton worker` processes), with GitHub replaced by the stand-in GitHub in a process of
 its own (`python -m github_standin`, unchecked, with its inspection endpoints), all on 127.0.0.1. Each round
 is an issue of its own; the claimers' comments are made on the stand-in first, then the claimers (threads, one
-kept-alive socket each) wait on one barrier and post their signed `issue_comment` deliveries together.
+kept-alive socket each) wait on one barrier and post their signed `issue_comment` deliveries together, each the
+whole payload GitHub sends for the comment (about 9.5 KB, shaped by the stand-in).
 Without `--gap`, each round starts as soon as the previous round's winner shows in the read API (asked
 every 2 ms once the round's acks are in, on a kept-alive socket of its own); with `--gap 1`, rounds start a
 second apart. Printed per run:
@@ -113,6 +114,16 @@ def claims(api: str, who: list[tuple[int, int]], installation: int = INSTALLATIO
                                                           "comments": comments}, timeout=60)  # fmt: skip
     answer.raise_for_status()
     return dict(zip(who, answer.json()["ids"], strict=True))
+
+
+def deliveries(api: str, who: list[tuple[int, int]], installation: int = INSTALLATION) -> dict[tuple[int, int], bytes]:
+    """`claims`, and the `issue_comment` delivery GitHub makes of each comment, whole (about 9.5 KB, as the
+    stand-in shapes it: the issue, the comment, the repository and the sender with every field GitHub sends)."""
+    comments = [{"issue": r + 1, "login": f"agent-{c:02d}", "body": "/claim"} for r, c in who]
+    asked = {"repository": repository_of(installation), "comments": comments, "payloads": True}
+    answer = HTTP.post(f"{api}/_standin/comments", json=asked, timeout=60)
+    answer.raise_for_status()
+    return {one: json.dumps(made).encode() for one, made in zip(who, answer.json()["payloads"], strict=True)}
 
 
 def writes(api: str) -> list[dict[str, Any]]:
@@ -244,8 +255,8 @@ def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: 
         ports, processes = stack.enter_context(
             baton(database_url, api, key, serves=serves, workers=workers, overrides=overrides)
         )
-        # the claimers' comments are on GitHub before their webhooks leave
-        comment_ids = claims(api, [(r, index) for r in range(rounds) for index in range(claimers)])
+        # the claimers' comments are on GitHub before their webhooks leave, which carry them as GitHub's do
+        bodies = deliveries(api, [(r, index) for r in range(rounds) for index in range(claimers)])
         go, done = threading.Barrier(claimers + 1), threading.Barrier(claimers + 1)
         acks: list[tuple[int, str, float, float]] = []  # round, delivery, ack seconds, ack wall time
         failures: list[BaseException] = []
@@ -260,7 +271,7 @@ def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: 
                     answers = connection.makefile("rb")
                     for r in range(rounds):
                         delivery = f"r{r}-c{index}"
-                        raw = request(port, delivery, payload(r, index, comment_ids[r, index]))
+                        raw = request(port, delivery, bodies[r, index])
                         go.wait()
                         start = time.perf_counter()
                         status = exchange(connection, answers, raw)

@@ -10,7 +10,8 @@ people's comments on GitHub without a webhook (it delivers its own). Off unless 
   issue itself, the reacting login and the content).
 - `POST /_standin/comments` with `{"repository": "owner/name", "comments": [{"issue": 1, "login":
   "agent-a", "body": "/claim"}, ...]}`: the comments, as those people wrote them; answers their ids in
-  order.
+  order, and with `"payloads": true` beside them the `issue_comment` webhook payload GitHub makes of each (as
+  the issue was then), for a caller that delivers them itself.
 - `POST /_standin/tokens` with `{"logins": ["agent-a", ...]}`: a new token of each person's own (as a personal
   access token is), for Baton's agent API; answers `{"tokens": {"agent-a": "ghp_…"}}`.
 """
@@ -26,6 +27,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from . import shapes
+from .rendering import render_issue
 from .server import Call, StandIn
 from .world import World
 
@@ -87,13 +90,24 @@ def inspection_app(stand_in: StandIn) -> Starlette:
             repository = world.repository(str(data["repository"]))
             if repository is None:
                 return JSONResponse({"message": f"no repository {data['repository']}"}, status_code=404)
-            ids = []
+            ids, payloads = [], []
+            repo = repository.shape(str(request.base_url).rstrip("/"))
             for comment in data["comments"]:
-                if int(comment["issue"]) not in repository.issues:
+                number = int(comment["issue"])
+                if number not in repository.issues:
                     return JSONResponse({"message": f"no issue {comment['issue']}"}, status_code=404)
                 author = world.account(str(comment["login"]))
-                ids.append(world.add_comment(repository, int(comment["issue"]), author, str(comment["body"])).id)
-        return JSONResponse({"ids": ids}, status_code=201)
+                made = world.add_comment(repository, number, author, str(comment["body"]))
+                ids.append(made.id)
+                if data.get("payloads"):
+                    issue = repository.issues[number]
+                    said = shapes.issue_comment(repo, number, made.id, made.body, author,
+                                                created_at=shapes.timestamp(made.created_at),
+                                                on_pull_request=issue.pull_request)  # fmt: skip
+                    shown = render_issue(world, repository, repo, issue)
+                    payloads.append(shapes.issue_comment_event(repo, shown, said, author,
+                                                               installation_id=repository.installation_id))  # fmt: skip
+        return JSONResponse({"ids": ids, **({"payloads": payloads} if data.get("payloads") else {})}, status_code=201)
 
     async def tokens(request: Request) -> JSONResponse:
         data: Any = await request.json()

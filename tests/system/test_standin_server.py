@@ -334,6 +334,23 @@ def test_a_prepared_world_with_inspection_shows_each_write_with_its_time_install
     assert hidden.status_code == 404 and hidden.json()["message"] == "Not Found"  # off unless asked for
 
 
+def test_comments_made_through_inspection_come_with_the_whole_payload_github_delivers(contract: Contract) -> None:
+    world = prepared(APP_ID, app_public_key(), ["5:4242:octo/race"], 2, ["baton:open"])
+    with TestClient(with_inspection(StandIn(world, contract)), base_url="http://github.test") as http:
+        asked = {"repository": "octo/race", "comments": [{"issue": 2, "login": "agent-a", "body": "/claim"}]}
+        made = http.post("/_standin/comments", json={**asked, "payloads": True})
+        plain = http.post("/_standin/comments", json=asked)
+    assert made.status_code == 201 and sorted(made.json()) == ["ids", "payloads"]
+    assert sorted(plain.json()) == ["ids"]  # only when asked: a caller of many comments takes ids
+    ((said,), (payload,)) = made.json()["ids"], made.json()["payloads"]
+    assert webhook_problems("issue_comment", payload) == []  # as GitHub's schema for the event says
+    assert (payload["action"], payload["issue"]["number"], payload["comment"]["id"]) == ("created", 2, said)
+    assert (payload["comment"]["body"], payload["sender"]["login"], payload["installation"]["id"]) == (
+        "/claim", "agent-a", 5,
+    )  # fmt: skip
+    assert payload["repository"]["full_name"] == "octo/race" and len(json.dumps(payload)) > 8_000  # whole
+
+
 def test_python_m_github_standin_serves_the_prepared_world_on_127_0_0_1(tmp_path: Path) -> None:
     key = tmp_path / "app.pub.pem"
     key.write_text(app_public_key())
