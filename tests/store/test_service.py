@@ -662,6 +662,43 @@ def test_the_migration_dates_each_ticket_s_state_from_its_last_move(tmp_path: Pa
         engine.dispose()
 
 
+def test_the_migration_moves_each_hooks_payload_to_a_row_of_its_own_and_back(tmp_path: Path) -> None:
+    """Hooks stored before `webhook_payloads` existed keep their payloads, taken as before; one emptied by the
+    retention has none; going back down puts them in their rows again."""
+    from alembic import command
+
+    from baton.environment.clock import SYSTEM
+    from baton.store.inbox import Inbox
+    from baton.store.migrate import alembic_config
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+    try:
+        upgrade(engine, "0023")
+        insert = ("INSERT INTO webhook_deliveries (id, event, action, installation_id, payload, status, attempts, "
+                  "received_at) VALUES (?, 'issue_comment', 'created', 7, ?, 'pending', 0, ?)")  # fmt: skip
+        with engine.begin() as connection:
+            connection.exec_driver_sql(insert, [("kept", '{"a": 1}', "2026-12-01 09:00:00.000000"),
+                                                ("emptied", "", "2026-12-01 09:00:01.000000")])  # fmt: skip
+        upgrade(engine)
+        with engine.connect() as connection:
+            moved = dict(
+                connection.execute(select(tables.webhook_payloads.c.id, tables.webhook_payloads.c.payload)).all()
+            )
+        assert moved == {"kept": '{"a": 1}'}
+        taken = {hook.id: hook.payload for hook in Inbox(engine, SYSTEM).take_pending()}
+        assert taken == {"kept": '{"a": 1}', "emptied": ""}
+        config = alembic_config()
+        with engine.connect() as connection:
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0023")
+            connection.commit()
+        with engine.connect() as connection:
+            back = dict(connection.exec_driver_sql("SELECT id, payload FROM webhook_deliveries").all())
+        assert back == {"kept": '{"a": 1}', "emptied": ""}
+    finally:
+        engine.dispose()
+
+
 # ---------------------------------------------------------------------------------------------- the schema
 
 
@@ -693,7 +730,7 @@ def test_the_comparison_would_notice_a_table_the_migrations_lack(store: Units) -
 
 def test_upgrade_is_idempotent(store: Units) -> None:
     rail = Rail(store)
-    assert current(store.engine) == head() == "0023"
+    assert current(store.engine) == head() == "0024"
     rail.do(1, Command("claim"), AGENT_A)
     upgrade(store.engine)
     upgrade(store.engine)

@@ -209,7 +209,7 @@ def test_nul_outside_the_commands_breaks_nothing_stored(hub: Hub) -> None:
     assert hub.inbox("d-1") == ("done", 1, None)
     assert hub.ticket(42).runner == "agent-a"
     with hub.app.state.work.units.engine.connect() as connection:
-        stored = connection.execute(select(t.webhook_deliveries.c.payload)).scalar_one()
+        stored = connection.execute(select(t.webhook_payloads.c.payload)).scalar_one()
     assert "\\u0000" in stored  # the raw JSON keeps the escape, which PostgreSQL's text can hold
     assert json.loads(stored)["comment"]["body"] == body
 

@@ -51,8 +51,9 @@ def _seed(engine: Engine, now: datetime) -> None:
         for delivery, (status, days) in DELIVERIES.items():
             at = now - timedelta(days=days)
             connection.execute(insert(t.webhook_deliveries).values(
-                id=delivery, event="ping", action=None, installation_id=None, payload=PAYLOAD, status=status,
+                id=delivery, event="ping", action=None, installation_id=None, status=status,
                 attempts=1, error=None, received_at=at, processed_at=at, next_attempt_at=None))  # fmt: skip
+            connection.execute(insert(t.webhook_payloads).values(id=delivery, payload=PAYLOAD))
         for key, hours in (("old-key", 30), ("new-key", 1)):
             connection.execute(insert(t.api_requests).values(
                 login="agent-a", key=key, fingerprint="f" * 64, status=200, body="{}",
@@ -68,9 +69,11 @@ def _seed(engine: Engine, now: datetime) -> None:
 
 
 def _deliveries(engine: Engine) -> dict[str, tuple[str, str]]:
-    c = t.webhook_deliveries.c
+    """Each delivery's status and payload ("" where it has none)."""
+    c, p = t.webhook_deliveries.c, t.webhook_payloads.c
+    query = select(c.id, c.status, p.payload).outerjoin(t.webhook_payloads, p.id == c.id)
     with engine.connect() as connection:
-        return {row.id: (row.status, row.payload) for row in connection.execute(select(c.id, c.status, c.payload))}
+        return {row.id: (row.status, row.payload or "") for row in connection.execute(query)}
 
 
 def _pruned(engine: Engine) -> bool:

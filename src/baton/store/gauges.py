@@ -41,8 +41,8 @@ class Readings:
 
 # The tables that grow with use, whose rows the metrics show (`baton.store.retention` prunes some of them).
 COUNTED = (
-    t.webhook_deliveries, t.redeliveries, t.api_requests, t.board_sessions, t.events, t.evidence_events,
-    t.operations, t.outbox_items, t.tickets,
+    t.webhook_deliveries, t.webhook_payloads, t.redeliveries, t.api_requests, t.board_sessions, t.events,
+    t.evidence_events, t.operations, t.outbox_items, t.tickets,
 )  # fmt: skip
 
 

@@ -30,6 +30,7 @@ from .leases import LEASE, Heartbeat
 
 _inbox = t.webhook_deliveries
 _c = _inbox.c
+_payloads = t.webhook_payloads
 
 
 # On PostgreSQL, storing hooks notifies this channel, so the decide lanes of other processes need
@@ -50,7 +51,9 @@ def _abandoned(now: datetime) -> ColumnElement[bool]:
     return or_(_c.status == "failed", _lapsed(now - LEASE))
 
 
-_RETURNED = (_c.id, _c.event, _c.action, _c.installation_id, _c.payload, _c.attempts, _c.received_at)
+_RETURNED = (_c.id, _c.event, _c.action, _c.installation_id, _c.attempts, _c.received_at)
+# The payloads of the hooks taken, read after taking them (a row of its own each: `tables.webhook_payloads`).
+_PAYLOADS = select(_payloads.c.id, _payloads.c.payload).where(_payloads.c.id.in_(bindparam("ids", expanding=True)))
 
 # Built once: each hook is taken and finished, and building the statements cost more than running them.
 _TAKE = (
@@ -100,9 +103,14 @@ def _take_pending(postgresql: bool) -> Any:
 _TAKE_PENDING = {False: _take_pending(False), True: _take_pending(True)}
 
 
-def _hook(row: Any) -> Hook:
-    received = row.received_at if row.received_at.tzinfo else row.received_at.replace(tzinfo=UTC)
-    return Hook(row.id, row.event, row.action, row.installation_id, row.payload, row.attempts, received)
+def _hooks(connection: Connection, rows: Sequence[Any]) -> list[Hook]:
+    """The hooks of `rows` (as `_RETURNED` reads them) with their payloads, in the order of the rows."""
+    payloads = dict(connection.execute(_PAYLOADS, {"ids": [row.id for row in rows]}).all()) if rows else {}
+    return [
+        Hook(row.id, row.event, row.action, row.installation_id, payloads.get(row.id, ""), row.attempts,
+             row.received_at if row.received_at.tzinfo else row.received_at.replace(tzinfo=UTC))
+        for row in rows
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -149,7 +157,7 @@ class Hook:
     event: str
     action: str | None
     installation_id: int | None
-    payload: str  # the JSON text exactly as GitHub sent it
+    payload: str  # the JSON text exactly as GitHub sent it ("" once pruned: `baton.store.retention`)
     attempts: int
     received_at: datetime  # when it first arrived (a redelivery keeps it)
 
@@ -225,12 +233,15 @@ class Inbox:
         with self.engine.begin() as connection:
             known = set(connection.execute(_KNOWN, {"ids": list(ids)}).scalars())
             new: list[dict[str, object]] = []
+            payloads: list[dict[str, object]] = []
             for incoming in batch:
                 if incoming.id not in known:
                     known.add(incoming.id)
                     # its fields as they are (`asdict` copied each value deeply: most of storing a hook's time)
-                    new.append({**vars(incoming), "status": "pending", "attempts": 0,
+                    new.append({"id": incoming.id, "event": incoming.event, "action": incoming.action,
+                                "installation_id": incoming.installation_id, "status": "pending", "attempts": 0,
                                 "received_at": incoming.received_at or now})  # fmt: skip
+                    payloads.append({"id": incoming.id, "payload": incoming.payload})
                     results.append(Received.NEW)
                     continue
                 # Only a failed hook (or one whose lease ran out with its process, or one waiting
@@ -244,6 +255,7 @@ class Inbox:
                 results.append(Received.RETRY if retried == 1 else Received.DUPLICATE)
             if new:
                 connection.execute(insert(_inbox), new)
+                connection.execute(insert(_payloads), payloads)
             if connection.dialect.name == "postgresql" and any(r is not Received.DUPLICATE for r in results):
                 connection.exec_driver_sql(f"NOTIFY {CHANNEL}")  # wakes the decide lanes, sent at commit
         return results
@@ -268,9 +280,9 @@ class Inbox:
 
     def take(self, hook_id: str) -> Hook | None:
         """Mark a pending hook as being processed and return it; None if someone else took it."""
-        with one_statement(self.engine) as connection:
+        with one_statement(self.engine) as connection:  # the payload, written once, is read after the taking
             row = connection.execute(_TAKE, {"hook": hook_id, "now": self.clock.now()}).first()
-        return None if row is None else _hook(row)
+            return None if row is None else _hooks(connection, [row])[0]
 
     def take_pending(self, limit: int = 200, *, look: bool = True) -> list[Hook]:
         """Take up to `limit` hooks that are ready (or whose lease ran out), oldest first, in one statement.
@@ -282,10 +294,10 @@ class Inbox:
             with one_statement(self.engine, reads=True) as connection:  # looking takes no lock; taking does
                 if connection.execute(_LOOK, values).first() is None:
                     return []
-        with one_statement(self.engine) as connection:
+        with one_statement(self.engine) as connection:  # the payloads, written once, are read after the taking
             statement = _TAKE_PENDING[self.engine.dialect.name == "postgresql"]
-            rows = connection.execute(statement, {**values, "limit": limit}).all()
-        return sorted((_hook(row) for row in rows), key=lambda d: (d.received_at, d.id))
+            taken = _hooks(connection, connection.execute(statement, {**values, "limit": limit}).all())
+        return sorted(taken, key=lambda d: (d.received_at, d.id))
 
     def pending(self, limit: int = 100) -> list[str]:
         """Hooks waiting to be processed (or whose lease ran out), oldest first."""
@@ -327,7 +339,7 @@ class Inbox:
             changed = connection.execute(
                 update(_inbox)
                 .where(_c.id == hook_id, or_(_c.status != "processing", _lapsed(self.clock.now() - LEASE)))
-                .where(_c.payload != "")
+                .where(_c.id.in_(select(_payloads.c.id).where(_payloads.c.id == hook_id)))
                 .values(status="pending", attempts=0, error=None, next_attempt_at=None)
             ).rowcount
         return bool(changed)

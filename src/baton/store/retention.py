@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Delete, Engine, Executable, Select, delete, select, update
+from sqlalchemy import Delete, Engine, Executable, Select, delete, select
 
 from baton.environment import settings
 from baton.environment.clock import Clock
@@ -25,6 +25,7 @@ from . import tables as t
 from .engine import one_statement
 
 _w = t.webhook_deliveries.c
+_p = t.webhook_payloads.c
 PROCESSED = ("done", "ignored")
 # GitHub redelivers a hook for up to three days: a hook's row is never pruned sooner, or a redelivery
 # of it would be decided again.
@@ -79,14 +80,19 @@ class Retention:
         processed = _w.status.in_(PROCESSED)
         hooks_before = now - max(keep.hooks, REDELIVERY_WINDOW)
         return Pruned(
-            # rows first: a payload about to go with its row is not emptied first
+            # rows first, with their payloads: a payload about to go with its row is not counted apart
             hooks=self._batches(
-                lambda ids: delete(t.webhook_deliveries).where(_w.id.in_(ids)),
+                lambda ids: (
+                    delete(t.webhook_payloads).where(_p.id.in_(ids)),
+                    delete(t.webhook_deliveries).where(_w.id.in_(ids)),
+                ),
                 select(_w.id).where(processed, _w.processed_at < hooks_before),
             ),
             payloads=self._batches(
-                lambda ids: update(t.webhook_deliveries).where(_w.id.in_(ids)).values(payload=""),
-                select(_w.id).where(processed, _w.processed_at < now - keep.payloads, _w.payload != ""),
+                lambda ids: delete(t.webhook_payloads).where(_p.id.in_(ids)),
+                select(_p.id)
+                .join(t.webhook_deliveries, _w.id == _p.id)
+                .where(processed, _w.processed_at < now - keep.payloads),
             ),
             redeliveries=self._batches(
                 lambda ids: delete(t.redeliveries).where(t.redeliveries.c.delivery_id.in_(ids)),
@@ -98,14 +104,20 @@ class Retention:
             sessions=self._delete(delete(t.board_sessions).where(t.board_sessions.c.expires_at < now)),
         )
 
-    def _batches(self, change: Callable[[Sequence[Any]], Executable], chosen: Select[Any]) -> int:
+    def _batches(
+        self, change: Callable[[Sequence[Any]], Executable | tuple[Executable, ...]], chosen: Select[Any]
+    ) -> int:
+        """`change` made to the rows `chosen` picks, `BATCH` at a time, each batch in a transaction: its statement,
+        or its statements in order."""
         done = 0
         while True:
             with self.engine.begin() as connection:
                 ids = connection.execute(chosen.limit(BATCH)).scalars().all()
                 if not ids:
                     return done
-                connection.execute(change(ids))
+                made = change(ids)
+                for statement in made if isinstance(made, tuple) else (made,):
+                    connection.execute(statement)
             done += len(ids)
 
     def _delete(self, statement: Delete) -> int:

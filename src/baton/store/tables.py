@@ -215,7 +215,6 @@ webhook_deliveries = Table(
     Column("event", String(60), nullable=False),
     Column("action", String(60)),
     Column("installation_id", BigInteger),
-    Column("payload", Text, nullable=False),
     Column("status", String(20), nullable=False),  # pending | processing | done | ignored | failed
     Column("attempts", Integer, nullable=False),
     Column("error", Text),
@@ -223,6 +222,16 @@ webhook_deliveries = Table(
     Column("processed_at", DateTime(timezone=True)),
     Column("next_attempt_at", DateTime(timezone=True)),  # a hook that failed for a passing reason waits
     Index(None, "status", "received_at"),
+)
+
+# Each hook's payload, the JSON text exactly as GitHub sent it, apart from the row whose status changes: written once,
+# never again (SQLite rewrites a whole row, payload and all, on every update, and a hook's status changes twice).
+# A hook processed long ago has no row here (`baton.store.retention`).
+webhook_payloads = Table(
+    "webhook_payloads",
+    metadata,
+    Column("id", String(100), primary_key=True),  # the hook's (`webhook_deliveries.id`)
+    Column("payload", Text, nullable=False),
 )
 
 # The outbox: what GitHub must be told, written in the same transaction as the change it reports.
