@@ -235,7 +235,7 @@ def _same_name(column: Any, value: str) -> ColumnElement[bool]:
 # repository now. A repository deleted and made again under the same name has a new id: the newest ticket
 # under the name is the one its URL means.
 _FIND = (
-    select(*_SUMMARY_COLUMNS, tickets.c.brief)
+    select(*_SUMMARY_COLUMNS, tickets.c.brief, tickets.c.deliveries)
     .where(func.lower(tickets.c.repository) == func.lower(bindparam("repository")), tickets.c.number == bindparam("n"))
     .order_by(tickets.c.id.desc())
     .limit(1)
@@ -283,9 +283,14 @@ class Reads:
             # Leaving without a commit rolls back: there is nothing to keep, and it ends the snapshot.
 
     @staticmethod
-    def _find(connection: Connection, repository: str, number: int) -> tuple[int, TicketSummary, Brief | None] | None:
+    def _find(
+        connection: Connection, repository: str, number: int
+    ) -> tuple[int, TicketSummary, Brief | None, int] | None:
+        """The ticket's id, summary, brief and how many deliveries it had."""
         row = connection.execute(_FIND, {"repository": repository, "n": number}).mappings().first()
-        return None if row is None else (int(row["id"]), _summary(row), Brief.from_dict(row["brief"]))
+        if row is None:
+            return None
+        return int(row["id"]), _summary(row), Brief.from_dict(row["brief"]), int(row["deliveries"])
 
     def ticket(self, repository: str, number: int) -> TicketDetail | None:
         """A ticket by repository ("owner/name", any case) and issue number, with its history rows."""
@@ -293,10 +298,12 @@ class Reads:
             found = self._find(connection, repository, number)
             if found is None:
                 return None
-            ticket_id, summary, brief = found
-            attempt_rows = connection.execute(_ATTEMPTS, {"ticket": ticket_id})
-            delivery_rows = connection.execute(_DELIVERIES, {"ticket": ticket_id})
-            review_rows = connection.execute(_REVIEWS, {"ticket": ticket_id})
+            ticket_id, summary, brief, delivered = found
+            # A ticket's attempt and delivery counts only rise, with the rows written beside them (`WorkTx.append`):
+            # one never claimed has no attempts, one never delivered no deliveries and no reviews, unasked.
+            attempt_rows = connection.execute(_ATTEMPTS, {"ticket": ticket_id}).mappings() if summary.attempt else ()
+            delivery_rows = connection.execute(_DELIVERIES, {"ticket": ticket_id}).mappings() if delivered else ()
+            review_rows = connection.execute(_REVIEWS, {"ticket": ticket_id}) if delivered else ()
             rail = connection.execute(_RAIL, {"ticket": ticket_id}).first()
             issue = connection.execute(_ISSUE, {"ticket": ticket_id}).first()
             blockers = dependencies.open_blockers(connection, [summary.key]).get(summary.key, [])
@@ -305,11 +312,11 @@ class Reads:
                 ticket=summary,
                 attempts=tuple(
                     _record(AttemptRecord, a, started_at=utc(a.started_at), ended_at=_maybe_utc(a.ended_at))
-                    for a in attempt_rows.mappings()
+                    for a in attempt_rows
                 ),
                 deliveries=tuple(
                     _record(DeliveryRecord, d, evidence=dict(d.evidence), created_at=utc(d.created_at))
-                    for d in delivery_rows.mappings()
+                    for d in delivery_rows
                 ),
                 reviews=tuple(review for r in review_rows if (review := _review(r._mapping))),
                 evidence=None if rail is None else dict(rail.rail),
