@@ -197,6 +197,36 @@ def test_a_permission_used_near_the_end_of_its_time_is_asked_again_without_the_c
     assert len(lookups()) == 2, lookups()  # the answer asked again served it
 
 
+def test_the_decide_lane_takes_each_payload_the_webhook_route_parsed_and_parses_none_again(
+    stage: Stage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The webhook route parses each delivery to check it; the decide lane of the same process takes that parse
+    # instead of parsing the stored text again (a GitHub payload is some 10 KB).
+    from baton.intake import envelope
+
+    owner = stage.person("olivia", "admin")
+    agents = [stage.person(f"agent-{n}", "write") for n in "abcd"]
+    number = owner.open_issue(SHOP, "Raced, each payload parsed once")
+    wait_for(stage, number, offered, "the issue offered")
+    parsed_again: list[str] = []  # the JSON texts the decide lane parses meanwhile
+    loads = json.loads
+
+    def counted(text: str | bytes, **options: Any) -> Any:
+        if threading.current_thread().name == "baton-decide":
+            parsed_again.append(text if isinstance(text, str) else text.decode("utf-8", "replace"))
+        return loads(text, **options)
+
+    monkeypatch.setattr(envelope.json, "loads", counted)
+    race_in_one_round(stage, number, agents)
+    until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
+    claims = {d.id for d in stage.hub.deliveries if d.event == "issue_comment" and b'"/claim"' in d.body}
+    inbox = stage.app.state.inbox
+    until(lambda: all((inbox.status(c) or ("",))[0] == "done" for c in claims), 10, "the claims decided")
+    assert len(claims) == 4
+    assert [text for text in parsed_again if '"/claim"' in text] == []
+    assert len(stage.app.state.parts.intake.parsed) == 0  # each taken, none left behind
+
+
 def test_comments_refused_alike_in_one_round_share_a_decision_line_naming_each_delivery(
     database_url: str, configured: list[tuple[str, str]]
 ) -> None:

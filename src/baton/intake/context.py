@@ -19,7 +19,7 @@ from baton.service.work import WorkService
 from baton.store.inbox import Hook, Inbox
 from baton.store.installations import Installations
 
-from .envelope import Envelope
+from .envelope import Envelope, Parsed
 
 log = logging.getLogger("baton.intake")
 
@@ -61,6 +61,8 @@ class Intake:
     inbox: Inbox | None = None  # where an installation stores the backfill of its repositories
     metrics: Decisions | None = None  # hears of each hook decided (how long after its acknowledgement)
     app_login: Callable[[], str] | None = None  # asks GitHub for the App's own login (`GitHubApp.login`)
+    # what this process's webhook route parsed, for its decide lane (`Envelope.open`)
+    parsed: Parsed = field(default_factory=Parsed, repr=False)
     _own: str | None = field(default=None, init=False, repr=False)
     _own_asked: float = field(default=float("-inf"), init=False, repr=False)
 

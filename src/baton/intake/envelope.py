@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,11 +28,13 @@ class Envelope:
     sender_is_bot: bool
 
     @classmethod
-    def open(cls, hook: Hook) -> Envelope | None:
+    def open(cls, hook: Hook, parsed: Parsed | None = None) -> Envelope | None:
         """The hook's envelope; None when its payload is not a JSON object. `Unreadable` when the payload
-        is not JSON Baton reads, or its installation, repository or sender is none GitHub can send."""
+        is not JSON Baton reads, or its installation, repository or sender is none GitHub can send. `parsed`:
+        what the webhook route of this process parsed already."""
+        kept = parsed.take(hook.id, hook.payload) if parsed is not None else None
         try:
-            payload = json.loads(hook.payload)
+            payload = json.loads(hook.payload) if kept is None else kept
         except (ValueError, RecursionError) as error:  # stored before the webhook endpoint checked as it does now
             raise Unreadable(f"the payload is not JSON Baton reads: {type(error).__name__}") from None
         if not isinstance(payload, dict):
@@ -65,3 +69,30 @@ class Envelope:
         """The id of the `index`-th command of `what` (a comment, an issue body, a review): the same on every
         redelivery, so a command is never applied twice."""
         return f"{self.installation_id}:{what}:{index}"
+
+
+class Parsed:
+    """Payloads the webhook route parsed (to check them) kept a moment for the decide lane of the same process,
+    which would parse each again: a GitHub payload is some 10 KB, about 30 µs to parse. A payload is given once,
+    and only for the very text it was parsed from; at most `most` are kept, the oldest forgotten first (parsed
+    again when their turn comes)."""
+
+    def __init__(self, most: int = 256) -> None:
+        self.most = most
+        self._kept: OrderedDict[str, tuple[str, dict[str, Any]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def keep(self, hook_id: str, text: str, payload: dict[str, Any]) -> None:
+        with self._lock:
+            self._kept[hook_id] = (text, payload)
+            while len(self._kept) > self.most:
+                self._kept.popitem(last=False)
+
+    def take(self, hook_id: str, text: str) -> dict[str, Any] | None:
+        with self._lock:
+            kept = self._kept.pop(hook_id, None)
+        return kept[1] if kept is not None and kept[0] == text else None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._kept)

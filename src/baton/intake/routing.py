@@ -176,7 +176,7 @@ def _decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook]) -> None:
             opened.append((hook, None))
             continue
         try:
-            opened.append((hook, Envelope.open(hook)))
+            opened.append((hook, Envelope.open(hook, intake.parsed)))
         except Exception as error:
             opened.append((hook, error))
     if len(hooks) > 1:

@@ -286,13 +286,14 @@ class WebhookEndpoint:
             return _Refused(_refuse(400, f"The body's installation id is not one GitHub sends: {error}."), event,
                             "bad_body")  # fmt: skip
         action = action if isinstance(action, str) else None
-        return _Hook(Incoming(hook_id[:100], event, action, installation_id, decoded), hook_id)
+        return _Hook(Incoming(hook_id[:100], event, action, installation_id, decoded), hook_id, payload)
 
     def _stored(self, hook: _Hook, received: Received, background: BackgroundTasks | None) -> tuple[JSONResponse, str]:
         """The 202 for a hook the inbox took, and what became of it. A new hook, or one to try again, wakes the
         decide lane, or without one is processed after the answer (`background`)."""
         if received in (Received.NEW, Received.RETRY) and self.settings.worker == "inprocess":
-            if self.hand_off is not None:
+            if self.hand_off is not None:  # its decide lane takes the payload parsed here (`Envelope.open`)
+                self.intake.parsed.keep(hook.incoming.id, hook.incoming.payload, hook.payload)
                 self.hand_off()
             elif background is not None:
                 background.add_task(process, self.inbox, self.intake, hook.incoming.id)
@@ -303,6 +304,7 @@ class WebhookEndpoint:
 class _Hook(NamedTuple):
     incoming: Incoming
     delivery: str  # its X-GitHub-Delivery, as sent (stored as its first 100 characters)
+    payload: dict[str, Any]  # its body, parsed
 
 
 class _Refused(NamedTuple):
