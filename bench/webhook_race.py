@@ -106,24 +106,28 @@ def stand_in(public_key: str, *, installations: int = 1, issues: int = 100) -> I
             process.wait(10)
 
 
-def claims(api: str, who: list[tuple[int, int]], installation: int = INSTALLATION) -> dict[tuple[int, int], int]:
+def _commented(api: str, who: list[tuple[int, int]], installation: int, *, payloads: bool = False) -> Any:
     """`/claim` comments on the stand-in, as people wrote them before their webhooks leave: for each
-    (round, claimer), agent-<claimer> on issue round + 1 of the installation's repository. Their ids."""
+    (round, claimer), agent-<claimer> on issue round + 1 of the installation's repository. The stand-in's answer:
+    their ids, and with `payloads` the `issue_comment` delivery of each."""
     comments = [{"issue": r + 1, "login": f"agent-{c:02d}", "body": "/claim"} for r, c in who]
-    answer = HTTP.post(f"{api}/_standin/comments", json={"repository": repository_of(installation),
-                                                          "comments": comments}, timeout=60)  # fmt: skip
+    asked = {"repository": repository_of(installation), "comments": comments, "payloads": payloads}
+    answer = HTTP.post(f"{api}/_standin/comments", json=asked, timeout=60)
     answer.raise_for_status()
-    return dict(zip(who, answer.json()["ids"], strict=True))
+    return answer.json()
+
+
+def claims(api: str, who: list[tuple[int, int]], installation: int = INSTALLATION) -> dict[tuple[int, int], int]:
+    """The ids of the `/claim` comments made for `who` (`_commented`)."""
+    return dict(zip(who, _commented(api, who, installation)["ids"], strict=True))
 
 
 def deliveries(api: str, who: list[tuple[int, int]], installation: int = INSTALLATION) -> dict[tuple[int, int], bytes]:
-    """`claims`, and the `issue_comment` delivery GitHub makes of each comment, whole (about 9.5 KB, as the
-    stand-in shapes it: the issue, the comment, the repository and the sender with every field GitHub sends)."""
-    comments = [{"issue": r + 1, "login": f"agent-{c:02d}", "body": "/claim"} for r, c in who]
-    asked = {"repository": repository_of(installation), "comments": comments, "payloads": True}
-    answer = HTTP.post(f"{api}/_standin/comments", json=asked, timeout=60)
-    answer.raise_for_status()
-    return {one: json.dumps(made).encode() for one, made in zip(who, answer.json()["payloads"], strict=True)}
+    """The `issue_comment` delivery GitHub makes of each `/claim` comment made for `who` (`_commented`), whole
+    (about 9.5 KB, as the stand-in shapes it: the issue, the comment, the repository and the sender with every field
+    GitHub sends)."""
+    made = _commented(api, who, installation, payloads=True)["payloads"]
+    return {one: json.dumps(payload).encode() for one, payload in zip(who, made, strict=True)}
 
 
 def writes(api: str) -> list[dict[str, Any]]:

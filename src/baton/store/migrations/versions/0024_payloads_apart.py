@@ -5,17 +5,23 @@ update, and a hook's row changes twice (taken, then finished), a GitHub payload 
 import sqlalchemy as sa
 from alembic import op
 
+from baton.store.migration_steps import table
+
 revision = "0024"
 down_revision = "0023"
 
-
-def upgrade() -> None:
-    op.create_table(
-        "webhook_payloads",
+create_payloads, drop_payloads = table(
+    "webhook_payloads",
+    lambda: (
         sa.Column("id", sa.String(100), nullable=False),
         sa.Column("payload", sa.Text(), nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_webhook_payloads"),
-    )
+    ),
+)
+
+
+def upgrade() -> None:
+    create_payloads()
     op.execute(
         "INSERT INTO webhook_payloads (id, payload) SELECT id, payload FROM webhook_deliveries WHERE payload <> ''"
     )
@@ -32,4 +38,4 @@ def downgrade() -> None:
     )
     with op.batch_alter_table("webhook_deliveries") as batch:
         batch.alter_column("payload", server_default=None)
-    op.drop_table("webhook_payloads")
+    drop_payloads()
