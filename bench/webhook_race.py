@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -75,6 +76,20 @@ def repository_of(installation: int) -> str:
 
 
 def free_port() -> int:
+    """A free port on 127.0.0.1 below the kernel's ephemeral range: a port the kernel hands out for port 0 or
+    for an outgoing connection could be taken by another process between this answer and the server binding
+    it (which may be much later, or again after a restart)."""
+    try:
+        first = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first = 32768
+    for port in random.sample(range(10_000, max(first, 20_000)), 200):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -136,15 +151,20 @@ def writes(api: str) -> list[dict[str, Any]]:
     return list(HTTP.get(f"{api}/_standin/writes").json()["writes"])
 
 
-def wait_for(url: str) -> None:
+def wait_for(url: str, process: subprocess.Popen[Any] | None = None, log: Path | None = None) -> None:
+    """Waits until `url` answers 200, at most 30 s; fails at once if `process` (the server) has ended, with the
+    end of its `log`."""
     deadline = time.monotonic() + 30
     while True:
         try:
             if HTTP.get(url, timeout=5).status_code == 200:
                 return
         except httpx.HTTPError:
-            if time.monotonic() > deadline:
-                raise
+            ended = process is not None and process.poll() is not None
+            if ended or time.monotonic() > deadline:
+                said = log.read_text(errors="replace")[-4000:] if log is not None and log.exists() else ""
+                state = f"ended with {process.returncode}" if ended and process is not None else "not answering"
+                raise AssertionError(f"{url}: the server {state}\n{said}") from None
         time.sleep(0.1)
 
 

@@ -78,10 +78,11 @@ class Fleet:
 
     def __enter__(self) -> Fleet:
         self.processes.append(self.start(0))
-        wait_for(f"http://127.0.0.1:{self.ports[0]}/healthz")  # the first one migrates the database
+        first = self.logs / "process-0-1.log"
+        wait_for(f"http://127.0.0.1:{self.ports[0]}/healthz", self.processes[0], first)  # it migrates the database
         self.processes += [self.start(index) for index in range(1, len(self.commands))]
-        for port in self.ports:
-            wait_for(f"http://127.0.0.1:{port}/healthz")
+        for index, port in enumerate(self.ports):
+            wait_for(f"http://127.0.0.1:{port}/healthz", self.processes[index], self.logs / f"process-{index}-1.log")
         return self
 
     def kill_and_restart(self, index: int) -> None:

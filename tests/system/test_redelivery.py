@@ -335,7 +335,7 @@ class Baton:
         log = open(self.folder / f"serve-{self.starts}.log", "wb")  # noqa: SIM115
         command = [sys.executable, "-m", "baton.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
         self.process = subprocess.Popen(command, env=self.env, cwd=self.folder, stdout=log, stderr=subprocess.STDOUT)
-        wait_for(f"{self.url}/healthz")
+        wait_for(f"{self.url}/healthz", self.process, self.folder / f"serve-{self.starts}.log")
 
     def stop(self) -> None:
         if self.process is not None:

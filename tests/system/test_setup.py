@@ -203,7 +203,7 @@ def test_the_whole_flow_registers_an_app_whose_credentials_a_baton_serve_then_us
     serving = subprocess.Popen([sys.executable, "-m", "baton.cli", "serve", "--port", str(port)], cwd=folder,
                                env=_environment(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     try:
-        wait_for(f"{baton_url}/readyz")
+        wait_for(f"{baton_url}/readyz", serving, tmp_path / "serve.log")
         home = HTTP.get(f"{baton_url}/")
         # no read token: the board offers only signing in with GitHub, the App's OAuth client, and says what
         # this Baton is
