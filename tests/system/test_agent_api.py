@@ -3,11 +3,14 @@ Baton with tokens of their own, which the stand-in's `GET /user` tells apart (do
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from dataclasses import replace
 from datetime import timedelta
@@ -17,10 +20,13 @@ import httpx
 import pytest
 from sqlalchemy import func, select, text
 
+from baton.domain import Command
 from baton.environment.clock import ManualClock
 from baton.github.identity import TTL
 from baton.process import logs
 from baton.store import tables as t
+from baton.web.agent_api import _Call
+from baton.web.batches import LATER
 from github_standin.server import Fault
 from support import standin_scene
 from support.local_http import HTTP
@@ -176,6 +182,121 @@ def test_twenty_agents_at_once_one_wins_and_nineteen_are_told_who(scene: Scene) 
     winner = next(login for login, answer in answers.items() if answer.status_code == 200)
     assert all(f"@{winner}" in a.json()["message"] for a in answers.values() if a.status_code == 409)
     assert kept_results(scene) == before  # no Idempotency-Key: no retry can ask for a result, none is kept
+
+
+def decided_where(scene: Scene) -> dict[str, float]:
+    """`baton_api_commands_total` by `where`, as `GET /metrics` shows it."""
+    shown = HTTP.get(f"{scene.stage.baton_url}/metrics").text
+    return {found[0]: float(found[1]) for found in re.findall(r'^baton_api_commands_total\{where="(\w+)"\} (\S+)$',
+                                                                 shown, re.MULTILINE)}  # fmt: skip
+
+
+def permission_lookups(scene: Scene) -> int:
+    with scene.hub.world.lock:
+        return sum(1 for call in scene.rest.calls if call.method == "GET" and call.path.endswith("/permission"))
+
+
+def test_on_sqlite_a_race_of_agents_baton_knows_is_decided_on_the_event_loop_and_one_github_must_tell_in_a_thread(
+    scene: Scene,
+) -> None:
+    """Calls whose every answer is in the process and the database are decided where they arrive (SQLite); a call
+    that needs GitHub (who a new agent is, an issue Baton has no ticket for) goes to a thread with those after it,
+    and is answered as it always was. On PostgreSQL every batch is decided in a thread."""
+    sqlite = scene.app.state.work.units.engine.dialect.name == "sqlite"
+    agents = [Agent(scene, f"agent-{n:02d}", "write") for n in range(20)]
+    answers = dict(race(agents))  # nobody known yet: GitHub is asked who each is
+    assert Counter(answer.status_code for answer in answers.values()) == Counter({200: 1, 409: 19})
+    winners = {login for login, answer in answers.items() if answer.status_code == 200}
+    assert decided_where(scene) == {"event_loop": 0, "thread": 20}
+    asked = permission_lookups(scene)
+    assert asked >= 20
+
+    for _ in range(2):  # known now: a race on another issue needs nothing from GitHub
+        scene.number = scene.person("olivia").open_issue(scene.full_name, "Another task")
+        scene.settle()
+        answers = dict(race(agents))
+        assert Counter(answer.status_code for answer in answers.values()) == Counter({200: 1, 409: 19})
+        winner = next(login for login, answer in answers.items() if answer.status_code == 200)
+        assert all(f"@{winner}" in a.json()["message"] for a in answers.values() if a.status_code == 409)
+        winners.add(winner)
+    assert decided_where(scene) == ({"event_loop": 40, "thread": 20} if sqlite else {"event_loop": 0, "thread": 60})
+    assert permission_lookups(scene) == asked
+
+    # An issue opened while no webhook reached Baton: its ticket is made from GitHub's answer, in a thread.
+    with scene.hub.world.lock:
+        unseen = scene.hub.world.add_issue(scene.repository, "Unseen", scene.hub.world.account("olivia")).number
+    agent = next(agent for agent in agents if agent.login not in winners)  # below the claim limit
+    claimed = agent.post("claim", unseen)
+    assert claimed.status_code == 200 and claimed.json()["runner"] == agent.login, claimed.text
+    assert decided_where(scene) == ({"event_loop": 40, "thread": 21} if sqlite else {"event_loop": 0, "thread": 61})
+    scene.drain()
+    with scene.hub.world.lock:
+        assert scene.repository.issues[unseen].assignees == [agent.login]
+
+
+def test_while_another_thread_writes_a_call_waits_for_it_in_a_thread_and_the_event_loop_goes_on_answering(
+    sqlite_url: str,
+) -> None:
+    """On SQLite, a write transaction is held open in the process (as its lanes hold theirs): a call of an agent
+    Baton knows is not decided on the event loop, which would wait for it; it waits in a thread, and the loop
+    answers others meanwhile, a metrics scrape (which reads the database) included."""
+    with opened(sqlite_url) as scene:
+        scene.settle()
+        _decided_in_a_thread_while_a_write_is_held(scene)
+
+
+def _decided_in_a_thread_while_a_write_is_held(scene: Scene) -> None:
+    agent, other = Agent(scene, "agent-a", "write"), Agent(scene, "agent-b", "write")
+    assert agent.post("claim").status_code == 200 and other.post("claim").status_code == 409  # known now
+    assert agent.post("release").status_code == 200
+    before = decided_where(scene)
+    engine = scene.app.state.work.units.engine
+    answers: list[httpx.Response] = []
+    with engine.begin() as connection:  # the process's writer
+        connection.execute(text("SELECT 1"))
+        claiming = threading.Thread(target=lambda: answers.append(agent.post("claim")))
+        claiming.start()
+        deadline = time.monotonic() + 10
+        while decided_where(scene)["thread"] == before["thread"]:  # its batch went to a thread
+            assert time.monotonic() < deadline, decided_where(scene)
+            time.sleep(0.01)
+        for _ in range(3):  # the loop is free
+            assert HTTP.get(f"{scene.stage.baton_url}/healthz", timeout=5).status_code == 200
+            assert HTTP.get(f"{scene.stage.baton_url}/api/v1", timeout=5).status_code == 200
+        assert not answers
+    claiming.join(10)
+    assert [answer.status_code for answer in answers] == [200]
+    assert decided_where(scene) == {**before, "thread": before["thread"] + 1}
+
+
+def test_a_call_that_needs_github_is_left_to_a_thread_with_every_call_after_it_and_those_before_are_decided(
+    scene: Scene,
+) -> None:
+    """`calls_at_hand` keeps the order calls came in: behind a call whose caller GitHub must be asked about, nothing
+    is decided on the event loop (on SQLite; on PostgreSQL nothing is ever)."""
+    known, new, also_known = (Agent(scene, login, "write") for login in ("agent-a", "agent-n", "agent-b"))
+    for agent in (known, also_known):
+        assert agent.post("claim").status_code in (200, 409)
+    api = scene.app.state.agent_api
+    caller = {a.login: api.known_caller(f"Bearer {a.token}") for a in (known, new, also_known)}
+    assert caller[new.login] is None  # GitHub is asked who holds a new token on the way in; do that here
+    caller[new.login] = api.caller(f"Bearer {new.token}")
+    calls = [_Call(Command("claim"), scene.full_name, scene.number, caller[a.login], None, {})
+             for a in (known, new, also_known)]  # fmt: skip
+    answered = asyncio.run(_at_hand(api, calls))
+    if scene.app.state.work.units.engine.dialect.name != "sqlite":
+        assert answered is None
+        return
+    assert answered is not None and answered[1:] == [LATER, LATER]
+    holder = scene.app.state.work.ticket(scene.key).runner
+    assert answered[0].status_code == (200 if holder == known.login else 409)
+    later = api.decide_calls(calls[1:])  # in a thread: GitHub is asked who agent-n is
+    assert [answer.status_code for answer in later] == [409, 200 if holder == also_known.login else 409]
+    assert f"@{holder}" in bytes(later[0].body).decode()
+
+
+async def _at_hand(api: Any, calls: list[Any]) -> Any:
+    return api.calls_at_hand(calls)  # on the event loop's thread, as `Batches` calls it
 
 
 def test_each_decision_of_a_race_is_a_line_that_the_listener_thread_writes(

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from baton.web.batches import Batches
+from baton.web.batches import LATER, Batches, Later
 
 
 def test_requests_arriving_together_share_batches_and_each_gets_its_own_result() -> None:
@@ -182,3 +182,59 @@ def test_while_calls_keep_coming_a_lone_call_waits_at_most_a_gather_for_others()
     waited = asyncio.run(main())
     assert seen == [[1, 2, 3], [4]]
     assert 0.09 <= waited < 1.0  # one `gather`, then it went alone
+
+
+def test_at_hand_answers_what_it_can_on_the_loop_and_leaves_the_rest_to_a_thread_in_order() -> None:
+    """`at_hand` runs on the event loop's thread; the items it leaves `LATER` go to `work` in a thread, in the order
+    they came, and its own answers are given without waiting for that thread."""
+    seen: list[tuple[str, list[int]]] = []
+    loop_thread: list[str] = []
+    released = threading.Event()
+
+    def at_hand(items: list[int]) -> list[int | Exception | Later]:
+        seen.append((threading.current_thread().name, list(items)))
+        return [LATER if item % 3 == 0 else ValueError("odd") if item == 7 else item + 100 for item in items]
+
+    def work(items: list[int]) -> list[int]:
+        seen.append((threading.current_thread().name, list(items)))
+        released.wait(10)
+        return [item + 1000 for item in items]
+
+    async def main() -> list[int | BaseException]:
+        loop_thread.append(threading.current_thread().name)
+        batches: Batches[int, int] = Batches(work, gather=0.01, at_hand=at_hand)
+        futures = [batches.submit(n) for n in range(1, 10)]
+        await asyncio.wait_for(futures[0], 5)  # answered at hand while the thread still holds 3, 6 and 9
+        assert not futures[2].done()
+        released.set()
+        return list(await asyncio.gather(*futures, return_exceptions=True))
+
+    results = asyncio.run(main())
+    assert [str(r) if isinstance(r, ValueError) else r for r in results] == [
+        101, 102, 1003, 104, 105, 1006, "odd", 108, 1009]  # fmt: skip
+    assert seen == [(loop_thread[0], list(range(1, 10))), (seen[1][0], [3, 6, 9])] and seen[1][0] != loop_thread[0]
+
+
+def test_at_hand_answering_none_sends_the_whole_batch_to_a_thread_and_its_failure_fails_the_batch() -> None:
+    declined: list[list[int]] = []
+    done_in: list[list[int]] = []
+
+    def at_hand(items: list[int]) -> list[int | Exception | Later] | None:
+        if items[0] == 0:
+            declined.append(items)
+            return None
+        raise RuntimeError("at hand failed")
+
+    def work(items: list[int]) -> list[int]:
+        done_in.append(items)
+        return [-item for item in items]
+
+    async def main() -> tuple[int, BaseException | int]:
+        batches: Batches[int, int] = Batches(work, at_hand=at_hand)
+        first = await batches.run(0)
+        second = (await asyncio.gather(batches.run(5), return_exceptions=True))[0]
+        return first, second
+
+    first, second = asyncio.run(main())
+    assert first == 0 and declined == [[0]] and done_in == [[0]]
+    assert isinstance(second, RuntimeError) and str(second) == "at hand failed" and done_in == [[0]]

@@ -21,7 +21,14 @@ from pydantic import SecretStr
 from baton.cli import main
 from baton.domain import Access, Permission
 from baton.environment.settings import Settings, SettingsError
-from baton.github.client import GitHubApp, GitHubDirectory, TeamsHidden, app_credentials
+from baton.github.client import (
+    GitHubApp,
+    GitHubDirectory,
+    TeamsHidden,
+    WouldWait,
+    app_credentials,
+    not_waiting,
+)
 from baton.github.configs import GitHubConfigs
 from support.keys import app_key, app_private_key
 
@@ -419,6 +426,27 @@ def test_a_permission_asked_again_in_the_background_that_fails_leaves_the_answer
     with pytest.raises(RequestFailed):  # its time is up: the call asks, and GitHub's failure is the caller's
         people.permission(INSTALLATION, "octo/shop", "maria")
     assert route.call_count == asked + 1
+
+
+def test_a_thread_that_must_not_wait_gets_would_wait_instead_of_a_call_and_the_answers_kept_still_serve(
+    github: respx.MockRouter, pem: str
+) -> None:
+    """`not_waiting`: no request leaves (not even the token's minting); what is kept answers; outside, calls go."""
+    route = permission_route(github, "maria").respond(200, json=answer("write", "write"))
+    people = directory(pem)
+    with not_waiting(), pytest.raises(WouldWait):
+        people.permission(INSTALLATION, "octo/shop", "maria")
+    assert github.calls.call_count == 0
+    assert people.permission(INSTALLATION, "octo/shop", "maria") is Permission.WRITE  # minted, then asked
+    with not_waiting():
+        assert people.permission(INSTALLATION, "octo/shop", "maria") is Permission.WRITE  # kept: no call
+        try:
+            people.permission(INSTALLATION, "octo/shop", "someone-else")
+        except Exception:  # what an `except Exception` on the way would do
+            pytest.fail("WouldWait was taken for GitHub failing")
+        except WouldWait:
+            pass
+    assert route.call_count == 1 and github.calls.call_count == 2
 
 
 def test_someone_who_is_not_a_collaborator_has_no_permission(github: respx.MockRouter, pem: str) -> None:

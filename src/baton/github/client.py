@@ -15,8 +15,9 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -99,6 +100,32 @@ def _loaded(pem: str) -> RSAPrivateKey:
 TIMEOUT = 10.0  # seconds a call to GitHub may take (setting `BATON_GITHUB_TIMEOUT`)
 
 
+class WouldWait(BaseException):
+    """Raised in place of a call to GitHub on a thread that must not wait for one (`not_waiting`), before anything
+    is sent. A BaseException, as asyncio's CancelledError is, so that no `except Exception` on the way takes it for
+    GitHub failing: it reaches the code that said not to wait, which does the work in a thread instead."""
+
+
+_HERE = threading.local()
+
+
+@contextmanager
+def not_waiting() -> Iterator[None]:
+    """While inside, a call to GitHub from this thread raises `WouldWait` instead of being made (a permission,
+    settings file or token not known yet): the event loop deciding agent calls at hand (`web/agent_api.py`)."""
+    before = getattr(_HERE, "not_waiting", False)
+    _HERE.not_waiting = True
+    try:
+        yield
+    finally:
+        _HERE.not_waiting = before
+
+
+def _may_wait(name: str) -> None:
+    if getattr(_HERE, "not_waiting", False):
+        raise WouldWait(name)
+
+
 class _Timed(httpx.HTTPTransport):
     """The one transport of every githubkit client of the process: its connections are kept for the next
     request (githubkit opens and closes a client per request, and closing one must not close the connections
@@ -110,6 +137,7 @@ class _Timed(httpx.HTTPTransport):
         self._timeout = httpx.Timeout(timeout).as_dict()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        _may_wait(request.url.path)
         request.extensions.setdefault("timeout", self._timeout)
         return super().handle_request(request)
 
@@ -159,6 +187,7 @@ class _Watched(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path.removeprefix(self._base) or "/"
         name = operation(request.method, path)
+        _may_wait(name)  # before waiting on another thread's minting, too
         if name != _MINT:
             return self._send(request, path, name)
         with self._lock:
@@ -348,6 +377,7 @@ class GitHubDirectory:
             ]  # fmt: skip
         if len(missing) < 2:
             return
+        _may_wait("warm")  # its threads would ask GitHub while this one waits for them
         with ThreadPoolExecutor(max_workers=min(at_once, len(missing)), thread_name_prefix="baton-who") as pool:
             for future in [pool.submit(self.access, *key) for key in missing]:
                 with suppress(Exception):

@@ -54,11 +54,16 @@ def as_run(resolved: Resolved, run: Run | None) -> Resolved:
     return resolved if run is None else replace(resolved, actor=replace(resolved.actor, workflow=run.workflow))
 
 
-def decide_all(work: WorkService, issues: IssueSource | None, requests: Sequence[Request]) -> list[Outcome | Exception]:
+def decide_all(
+    work: WorkService, issues: IssueSource | None, requests: Sequence[Request], *, unknown: bool = True
+) -> list[Outcome | Exception]:
     """Decide prepared requests together (`WorkService.apply_all`), each as if alone. An issue Baton has no
     ticket for yet is read from GitHub first, as a first comment on it would carry it: where it is not open
-    there, its request gets `Missing`."""
+    there, its request gets `Missing`. Without `unknown`, its request is left `UNREAD` (nothing was decided), for the
+    caller to decide again where it may wait for GitHub."""
     outcomes: list[Outcome | Exception] = list(work.apply_all(requests))
+    if not unknown:
+        return outcomes
     again: list[tuple[int, Request]] = []
     for n, (request, outcome) in enumerate(zip(requests, outcomes, strict=True)):
         if isinstance(outcome, Outcome) and outcome.kind == UNREAD:

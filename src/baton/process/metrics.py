@@ -64,6 +64,11 @@ class Metrics:
             "baton_decisions", "Commands decided, by command, result (applied, refused, noted, duplicate) and "
             "where they came from (webhook, api).", ["command", "result", "source"], registry=r,
         )  # fmt: skip
+        self.api_commands = Counter(
+            "baton_api_commands", "Agent API commands on issues, by where their batch was decided: event_loop (at "
+            "once, on SQLite, with nothing to ask GitHub) or thread.", ["where"], registry=r,
+        )  # fmt: skip
+        self._api_children = {where: self.api_commands.labels(where) for where in ("event_loop", "thread")}
         self.github_requests = Counter(
             "baton_github_requests", "Calls to GitHub, by operation (method and route template) and HTTP status "
             "(error: no answer).", ["operation", "status"], registry=r,
@@ -119,6 +124,10 @@ class Metrics:
             if child is None:
                 child = self._decision_children[key] = self.decisions.labels(*key)
             child.inc()
+
+    def api_batch(self, where: str, commands: int) -> None:
+        """Agent API commands decided together, `where`: event_loop or thread (`web/agent_api.py`)."""
+        self._api_children[where].inc(commands)
 
     # -- GitHub ----------------------------------------------------------------------------------------
 

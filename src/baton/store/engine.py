@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -14,6 +15,9 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 READ_ONLY = "baton_read_only"  # execution option: this connection only reads (SQLite then takes no write lock)
+# Each SQLite engine's writer lock, by its pool (which the engine's option-bearing copies share).
+_WRITERS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+_HERE = threading.local()  # `held`: the writer lock this thread holds for all it writes (`writing_at_hand`)
 
 
 def normalise_url(url: str) -> str:
@@ -147,13 +151,16 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
-    writer = threading.Lock()
+    writer = _WRITERS[engine.pool] = threading.Lock()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         if connection.get_execution_options().get(READ_ONLY):
             # A reader: WAL gives it a snapshot beside the one writer, so it takes neither lock.
             connection.exec_driver_sql("BEGIN")
+            return
+        if getattr(_HERE, "held", None) is writer:  # this thread holds it for all it writes now
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
             return
         writer.acquire()
         connection.info["baton_writer"] = True
@@ -171,6 +178,27 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
     event.listen(engine, "rollback", _release)
 
     return engine
+
+
+@contextmanager
+def writing_at_hand(engine: Engine) -> Iterator[bool]:
+    """On SQLite, whether this thread may write now without waiting for another thread of the process: the
+    process's writer lock, if free, taken for every transaction this thread begins inside (True), and a connection
+    of the pool free for them. False where another thread writes, the pool's connections are all out, or the
+    database is not SQLite (a round trip away: never written without leaving the event loop). Another process
+    writing to the same file is still waited for, at BEGIN, as any writer waits."""
+    writer = _WRITERS.get(engine.pool)
+    pool: Any = engine.pool
+    spare = not callable(getattr(pool, "checkedout", None)) or pool.checkedout() < pool.size()
+    if writer is None or not spare or getattr(_HERE, "held", None) is not None or not writer.acquire(blocking=False):
+        yield False
+        return
+    _HERE.held = writer
+    try:
+        yield True
+    finally:
+        _HERE.held = None
+        writer.release()
 
 
 @contextmanager

@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
@@ -52,6 +52,7 @@ from baton.domain.brief import UNSAID_PRIORITY
 from baton.domain.refusals import status_of
 from baton.domain.roles import may_run
 from baton.environment.settings import Settings
+from baton.github.client import WouldWait, not_waiting
 from baton.github.identity import BadToken, Identities, Identity, IdentityUnavailable
 from baton.github.issues import NotOpened
 from baton.github.refusals import rate_limit
@@ -63,9 +64,13 @@ from baton.service.resolver import DirectoryUnavailable, Missing, Resolver, not_
 from baton.service.work import Handed, NextAsk, Outcome, Place, WorkService
 from baton.store import dependencies, ready
 from baton.store.api_requests import ApiRequests, Remembered
+from baton.store.engine import writing_at_hand
 from baton.store.reads import Reads
 
-from .batches import Batches
+from .batches import LATER, Batches, Later
+
+if TYPE_CHECKING:
+    from baton.process.metrics import Metrics
 
 log = logging.getLogger("baton.api")
 
@@ -601,10 +606,12 @@ class AgentApi:
 
     def __init__(
         self, resolver: Resolver, work: WorkService, issues: IssueSource | None, listing: Reads,
-        identities: Identities, requests: ApiRequests, settings: Settings,
+        identities: Identities, requests: ApiRequests, settings: Settings, metrics: "Metrics | None" = None,
     ) -> None:  # fmt: skip
         """`resolver` says who a caller is, `work` decides their commands, `issues` reads and opens issues on
-        GitHub (None: without a GitHub App), `listing` reads the tasks a repository offers."""
+        GitHub (None: without a GitHub App), `listing` reads the tasks a repository offers, `metrics` counts where
+        commands were decided."""
+        self.metrics = metrics
         self.resolver = resolver
         self.work = work
         self.issues = issues
@@ -615,8 +622,11 @@ class AgentApi:
         self.may_read = readers(resolver, identities)
         self.listing = listing
         self.read_token = settings.api_token.get_secret_value() if settings.api_token else ""
+        # On SQLite, with no worker process writing beside this one, a batch is decided on the event loop when it
+        # needs nothing from GitHub (`calls_at_hand`).
+        self.decides_at_hand = work.units.engine.dialect.name == "sqlite" and settings.worker == "inprocess"
         self._calls: Batches[_Call, JSONResponse] = Batches(self.decide_calls, most=100, gather=CALLS_GATHER,
-                                                            busy=CALLS_BUSY)  # fmt: skip
+                                                            busy=CALLS_BUSY, at_hand=self.calls_at_hand)  # fmt: skip
         # Claim-next batches overlap, and a burst is gathered, on PostgreSQL (`WorkService.claims_overlap`).
         self._nexts: Batches[_NextCall, JSONResponse] = Batches(
             self.decide_nexts,
@@ -809,14 +819,43 @@ class AgentApi:
     def decide_calls(self, calls: list[_Call]) -> list[JSONResponse | Exception]:
         """In a pool thread: the answers to calls that arrived together, their commands decided in one
         transaction, each as if alone (`decide_all`)."""
-        answers: dict[int, JSONResponse | Exception] = {}  # by the call's place in `calls`
+        if self.metrics is not None:
+            self.metrics.api_batch("thread", len(calls))
+        return cast(list[JSONResponse | Exception], self._decide_calls(calls, wait=True))
+
+    def calls_at_hand(self, calls: list[_Call]) -> list[JSONResponse | Exception | Later] | None:
+        """On the event loop (`Batches.at_hand`), on SQLite with no other process deciding (`BATON_WORKER`
+        inprocess): `decide_calls`'s answers to the calls it can decide without waiting, `LATER` for the others;
+        None (all go to a thread) while another thread of the process writes. A call is left `LATER`, with every
+        call after it (they are decided in the order they came), where GitHub would be asked who its caller is or
+        what its repository's settings are (not known yet, or known too long: `not_waiting`); one on an issue Baton
+        has no ticket for yet is left `LATER` too, to be read from GitHub."""
+        if not self.decides_at_hand:
+            return None
+        with writing_at_hand(self.work.units.engine) as free:
+            if not free:
+                return None
+            with not_waiting():
+                try:
+                    answers = self._decide_calls(calls, wait=False)
+                except WouldWait as error:  # never: each place that may ask GitHub leaves its calls `LATER`
+                    log.error("agent calls decided at hand would have asked GitHub (%s)", error)
+                    return [RuntimeError(f"asked GitHub at hand: {error}")] * len(calls)
+        if self.metrics is not None and (done := sum(1 for answer in answers if answer is not LATER)):
+            self.metrics.api_batch("event_loop", done)
+        return answers
+
+    def _decide_calls(self, calls: list[_Call], *, wait: bool) -> list[JSONResponse | Exception | Later]:
+        """`decide_calls`, or without `wait` `calls_at_hand`'s part: no GitHub, its calls left `LATER` instead."""
+        answers: dict[int, JSONResponse | Exception | Later] = {}  # by the call's place in `calls`
         ready: list[tuple[int, work.Request]] = []
-        found: dict[str, tuple[int, int] | None] = {}
-        for name in {call.repository for call in calls}:
-            with suppress(Exception):  # `prepare` finds it again, and answers for it
-                found[name] = self.resolver.locate(name)
-        self.resolver.warm({(where[0], call.repository, call.identity.login) for call in calls
-                          if (where := found.get(call.repository)) is not None})  # fmt: skip
+        if wait:  # at hand, who the callers are is known, or asked in a thread
+            found: dict[str, tuple[int, int] | None] = {}
+            for name in {call.repository for call in calls}:
+                with suppress(Exception):  # `prepare` finds it again, and answers for it
+                    found[name] = self.resolver.locate(name)
+            self.resolver.warm({(where[0], call.repository, call.identity.login) for call in calls
+                              if (where := found.get(call.repository)) is not None})  # fmt: skip
         closed: list[int] = []  # the calls whose answers are kept for their keys (all those decided or failed)
         try:
             openings = self.openings([(call.identity, call.key, call.fingerprint) for call in calls])
@@ -830,14 +869,26 @@ class AgentApi:
                 ready.append((n, prepare(self.resolver, self.work, call.repository, call.number, call.command,
                                          call.identity.login, call.identity.is_bot, opened.operation,
                                          call.identity.run, kept=call.key is not None)))  # fmt: skip
+            except WouldWait:  # this call and those after it, in a thread (a key recorded is met again as a retry)
+                for later in range(n, len(calls)):
+                    answers[later] = LATER
+                break
             except Exception as error:  # this call answers 404, 503 or 500; the others go on
                 answers[n], kept = _call_failed(error)
                 if kept:
                     closed.append(n)
-        outcomes = decide_all(self.work, self.issues, [request for _, request in ready]) if ready else []
+        try:
+            requests = [request for _, request in ready]
+            outcomes = decide_all(self.work, self.issues, requests, unknown=wait) if ready else []
+        except WouldWait:  # nothing was decided (the transaction had not begun, or rolled back): in a thread
+            answers.update((n, LATER) for n, _ in ready)
+            ready, outcomes = [], []
         refusals: dict[tuple[str, int, Outcome], JSONResponse] = {}  # a race's losers share one answer's bytes
         for (n, request), outcome in zip(ready, outcomes, strict=True):
             call = calls[n]
+            if isinstance(outcome, Outcome) and outcome.kind == work.UNREAD:  # not read from GitHub at hand
+                answers[n] = LATER
+                continue
             closed.append(n)
             if isinstance(outcome, Missing):
                 answers[n] = _unavailable(outcome)

@@ -120,7 +120,7 @@ def create_app(
     app.state.read_api = ReadApi(engine, settings, clock, readers(parts.resolver, identities) if parts.writer else None)
     app.state.board = Board(settings, app.state.read_api, clock)
     app.state.agent_api = AgentApi(parts.resolver, parts.work, parts.intake.issues, Reads(engine), identities,
-                                   ApiRequests(engine, clock), settings)  # fmt: skip
+                                   ApiRequests(engine, clock), settings, parts.metrics)  # fmt: skip
     webhooks = WebhookEndpoint(
         parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing, spool, parts.metrics
     )

@@ -14,12 +14,19 @@ first of a burst is most often alone when its batch starts. A lone request, on a
 With `at_once` above one, that many batches may be under way together: requests that arrive while one runs start
 the next at once instead of waiting for it to end, on a database where transactions do not wait for each other
 (claim-next on PostgreSQL: each batch takes rows no other holds).
+
+With `at_hand`, a batch is first offered to it on the event loop itself: what it can do there without waiting (on
+SQLite, a batch whose every answer is in the process and the database file) it answers at once, and it leaves the
+rest (`LATER`), or all (None), to `work` in a thread. Going to a thread and back, while the loop keeps taking
+requests beside it, costs more than a SQLite transaction of a few hundred microseconds: both threads want the one
+interpreter, and each waits for the other's turn to end.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from enum import Enum
 from typing import Generic, TypeVar
 
 from starlette.concurrency import run_in_threadpool
@@ -28,18 +35,27 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+class Later(Enum):
+    LATER = "later"
+
+
+LATER = Later.LATER  # an item `at_hand` left for `work`
+
+
 class Batches(Generic[T, R]):
     """`await run(item)` (or the future `submit(item)` gives) is `work([..., item, ...])`'s result for `item`,
     `work` taking the items that arrived while the batch before ran (all of them, or at most `most`), with at most
     `at_once` batches under way, a burst gathered for `gather` seconds after its last arrival (`busy`: the module's
-    description). A result that is an exception is raised to its own caller; an exception from `work` itself, to
-    every caller of that batch."""
+    description), each offered to `at_hand` first. A result that is an exception is raised to its own caller; an
+    exception from `work` or `at_hand` itself, to every caller of that batch (of its part of it)."""
 
     def __init__(
         self, work: Callable[[list[T]], Sequence[R | Exception]], most: int | None = None, at_once: int = 1,
         gather: float = 0.0, busy: float = 0.0,
+        at_hand: Callable[[list[T]], Sequence[R | Exception | Later] | None] | None = None,
     ) -> None:  # fmt: skip
         self._work = work
+        self._at_hand = at_hand
         self._most = most
         self._at_once = max(1, at_once)
         self._gather = gather
@@ -83,18 +99,23 @@ class Batches(Generic[T, R]):
                 most = len(self._waiting) if self._most is None else self._most
                 batch, self._waiting = self._waiting[:most], self._waiting[most:]
                 self._last = len(batch)
-                try:
-                    results: Sequence[R | Exception] = await run_in_threadpool(self._work, [item for item, _ in batch])
-                except Exception as error:
-                    results = [error] * len(batch)
+                if self._at_hand is not None:
+                    try:
+                        done = self._at_hand([item for item, _ in batch])
+                    except Exception as error:
+                        done = [error] * len(batch)
+                    if done is not None:
+                        _settle(batch, done)
+                        batch = [waiting for waiting, result in zip(batch, done, strict=True) if result is LATER]
+                if batch:
+                    try:
+                        results: Sequence[R | Exception] = await run_in_threadpool(
+                            self._work, [item for item, _ in batch]
+                        )
+                    except Exception as error:
+                        results = [error] * len(batch)
+                    _settle(batch, results)
                 self._ended = self._loop_time()
-                for (_, result), outcome in zip(batch, results, strict=True):
-                    if result.done():  # its client went away
-                        continue
-                    if isinstance(outcome, Exception):
-                        result.set_exception(outcome)
-                    else:
-                        result.set_result(outcome)
         finally:
             self._running -= 1
             if starting:
@@ -123,9 +144,20 @@ class Batches(Generic[T, R]):
                 return
 
 
+def _settle(batch: list[tuple[T, asyncio.Future[R]]], results: Sequence[R | Exception | Later]) -> None:
+    """Each item's result given to its caller (an exception raised to it); those left `LATER` wait on."""
+    for (_, result), outcome in zip(batch, results, strict=True):
+        if result.done() or outcome is LATER:  # its client went away, or `work` does it
+            continue
+        if isinstance(outcome, Exception):
+            result.set_exception(outcome)
+        else:
+            result.set_result(outcome)
+
+
 def _wake(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
 
 
-__all__ = ["Batches"]
+__all__ = ["LATER", "Batches", "Later"]
