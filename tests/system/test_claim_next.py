@@ -5,6 +5,7 @@ transaction (docs/agents.md, "Claim the next task")."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -190,6 +191,42 @@ def test_twenty_callers_at_once_get_twenty_different_tasks(scene: Scene) -> None
         claimed = connection.execute(select(t.tickets.c.number, t.tickets.c.runner)
                                      .where(t.tickets.c.state == "claimed")).all()  # fmt: skip
     assert {number: runner for number, runner in claimed} == {a.json()["issue"]: login for login, a in answers.items()}
+
+
+def test_on_sqlite_claim_next_for_agents_baton_knows_is_decided_on_the_event_loop(scene: Scene) -> None:
+    """Each agent takes two tasks, the twenty at once each time: the first time GitHub is asked who they are (in a
+    thread), the second time nothing is (on the event loop, on SQLite; on PostgreSQL in a thread again); on an
+    organisation's route too. Twenty different tasks each time, each claimed once."""
+    sqlite = scene.app.state.work.units.engine.dialect.name == "sqlite"
+    olivia = scene.person("olivia")
+    for n in range(60):
+        olivia.open_issue(scene.full_name, f"Task {n}", brief())
+    scene.settle()
+    agents = [Agent(scene, f"agent-{n:02d}", "write") for n in range(20)]
+    handed: list[int] = []
+    for org in (None, None, "octo"):
+        together = threading.Barrier(len(agents))
+        answers: dict[str, httpx.Response] = {}
+
+        def ask(agent: Agent, org: str | None = org, together: threading.Barrier = together,
+                answers: dict[str, httpx.Response] = answers) -> None:  # fmt: skip
+            together.wait()
+            answers[agent.login] = agent.next(org=org)
+
+        threads = [threading.Thread(target=ask, args=(agent,)) for agent in agents]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert Counter(answer.status_code for answer in answers.values()) == Counter({200: 20}), [
+            answer.text for answer in answers.values() if answer.status_code != 200]  # fmt: skip
+        handed += [answer.json()["issue"] for answer in answers.values()]
+    assert len(set(handed)) == 60
+    shown = HTTP.get(f"{scene.stage.baton_url}/metrics").text
+    where = dict(re.findall(r'^baton_api_commands_total\{where="(\w+)"\} (\S+)$', shown, re.MULTILINE))
+    assert {k: float(v) for k, v in where.items()} == (
+        {"event_loop": 40.0, "thread": 20.0} if sqlite else {"event_loop": 0.0, "thread": 60.0}
+    )
 
 
 def test_twenty_agents_on_baton_serve_with_its_defaults(database_url: str) -> None:

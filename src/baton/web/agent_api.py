@@ -633,6 +633,7 @@ class AgentApi:
             most=100,
             at_once=NEXTS_AT_ONCE if work.claims_overlap else 1,
             gather=NEXTS_GATHER if work.claims_overlap else 0.0,
+            at_hand=self.nexts_at_hand,
         )
 
     def caller(self, authorization: str | None) -> Identity:
@@ -830,6 +831,13 @@ class AgentApi:
         call after it (they are decided in the order they came), where GitHub would be asked who its caller is or
         what its repository's settings are (not known yet, or known too long: `not_waiting`); one on an issue Baton
         has no ticket for yet is left `LATER` too, to be read from GitHub."""
+        return self._at_hand(calls, self._decide_calls)
+
+    def _at_hand(
+        self, calls: list[Any], decide: Callable[..., list[JSONResponse | Exception | Later]]
+    ) -> list[JSONResponse | Exception | Later] | None:
+        """`decide(calls, wait=False)` on the event loop, where this process decides at hand and no other thread
+        of it writes now; None otherwise."""
         if not self.decides_at_hand:
             return None
         with writing_at_hand(self.work.units.engine) as free:
@@ -837,7 +845,7 @@ class AgentApi:
                 return None
             with not_waiting():
                 try:
-                    answers = self._decide_calls(calls, wait=False)
+                    answers = decide(calls, wait=False)
                 except WouldWait as error:  # never: each place that may ask GitHub leaves its calls `LATER`
                     log.error("agent calls decided at hand would have asked GitHub (%s)", error)
                     return [RuntimeError(f"asked GitHub at hand: {error}")] * len(calls)
@@ -920,7 +928,18 @@ class AgentApi:
         """In a pool thread: the answers to claim-next calls that arrived together, decided in one transaction in
         the order they came, each taking the next task (`WorkService.claim_next`); their Idempotency-Keys recorded
         together and their answers kept together, as `decide_calls` does."""
-        answers: dict[int, JSONResponse | Exception] = {}
+        if self.metrics is not None:
+            self.metrics.api_batch("thread", len(calls))
+        return cast(list[JSONResponse | Exception], self._decide_nexts(calls, wait=True))
+
+    def nexts_at_hand(self, calls: list[_NextCall]) -> list[JSONResponse | Exception | Later] | None:
+        """`decide_nexts` on the event loop, as `calls_at_hand` decides commands on issues: a call whose caller or
+        repositories GitHub would be asked about is left `LATER`, with every call after it."""
+        return self._at_hand(calls, self._decide_nexts)
+
+    def _decide_nexts(self, calls: list[_NextCall], *, wait: bool) -> list[JSONResponse | Exception | Later]:
+        """`decide_nexts`, or without `wait` `nexts_at_hand`'s part."""
+        answers: dict[int, JSONResponse | Exception | Later] = {}
         asks: list[tuple[int, NextAsk]] = []
         try:
             openings = self.openings([(call.identity, call.key, call.fingerprint) for call in calls])
@@ -932,18 +951,25 @@ class AgentApi:
                 answers[n] = opened
                 continue
             try:
-                places = self._places(call)
+                places = self._places(call, wait=wait)
                 if isinstance(places, JSONResponse):
                     answers[n] = places
                     closed.append(n)
                     continue
                 labels = tuple(sorted({name for one in call.body.labels if (name := ready.label_name(one))}))
                 asks.append((n, NextAsk(places, labels, opened.operation, call.identity.run)))
+            except WouldWait:  # this call and those after it, in a thread (a key recorded is met again as a retry)
+                answers.update((later, LATER) for later in range(n, len(calls)))
+                break
             except Exception as error:  # this call answers 404, 503 or 500; the others go on
                 answers[n], kept = _call_failed(error)
                 if kept:
                     closed.append(n)
-        handed = self.work.claim_next([ask for _, ask in asks]) if asks else []
+        try:
+            handed = self.work.claim_next([ask for _, ask in asks]) if asks else []
+        except WouldWait:  # nothing was handed out (the transaction had not begun, or rolled back): in a thread
+            answers.update((n, LATER) for n, _ in asks)
+            asks, handed = [], []
         for (n, _), one in zip(asks, handed, strict=True):
             answers[n] = self._handed(calls[n], one)
             closed.append(n)
@@ -951,9 +977,10 @@ class AgentApi:
                        if isinstance(answer := answers[n], JSONResponse)])  # fmt: skip
         return [answers[n] for n in range(len(calls))]
 
-    def _places(self, call: _NextCall) -> tuple[Place, ...] | JSONResponse:
+    def _places(self, call: _NextCall, *, wait: bool = True) -> tuple[Place, ...] | JSONResponse:
         """The repositories a claim-next may take a task from, with the caller as the guards see them there; or
-        the answer when there are none. Raises `Missing` where the caller cannot read what was asked about."""
+        the answer when there are none. Raises `Missing` where the caller cannot read what was asked about;
+        without `wait`, asks nothing of GitHub side by side (`WouldWait` where it would ask)."""
         login, bot, named, run = call.identity.login, call.identity.is_bot, call.body.repo, call.identity.run
         owner_named, _, name = (named or "").rpartition("/")
         if (owner_named and owner_named.lower() != call.owner.lower()) or (
@@ -967,7 +994,8 @@ class AgentApi:
             resolved = as_run(self.resolver.resolve(installation_id, repository, login, bot, None), run)
             return (Place(RepositoryKey(installation_id, repository_id), repository, resolved.actor, resolved.policy),)
         owned = self.resolver.installations.owned_by(call.owner) if self.resolver.installations is not None else []
-        self.resolver.warm({(installation_id, repository, login) for installation_id, _, repository in owned})
+        if wait:  # its threads would ask GitHub while this one waits for them
+            self.resolver.warm({(installation_id, repository, login) for installation_id, _, repository in owned})
         places, readable = [], False
         for installation_id, repository_id, repository in owned:
             if run is not None and installation_id != run.installation_id:
