@@ -14,7 +14,9 @@ post `POST /api/v1/repos/octo/race/issues/N/claim` together. Printed per run:
   the rest),
 - claim latency p50/p99 (the HTTP round trip, every claim of every round),
 - claims answered per second: every claim sent, from the first round's start to the last round's end,
-- the per-login rate Baton allowed (its default, which the race stays under).
+- the per-login rate Baton allowed (its default, which the race stays under),
+- where Baton decided the claims (`baton_api_commands_total`): on the event loop (SQLite, nothing to ask GitHub)
+  or in a thread.
 
 Usage (from the repository root):
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import statistics
 import sys
@@ -103,10 +106,11 @@ def database(kind: str) -> Iterator[str]:
             yield url
 
 
-def run(kind: str, *, agents: int, rounds: int, serves: int) -> dict[str, Any]:
+def run(kind: str, *, agents: int, rounds: int, serves: int, url: str | None = None) -> dict[str, Any]:
+    """The race on a scratch database of engine `kind` (sqlite, postgresql), or on the database `url` names."""
     key, public_key = key_pair()
     with ExitStack() as stack:
-        url = stack.enter_context(database(kind))
+        url = url or stack.enter_context(database(kind))
         api = stack.enter_context(stand_in(public_key, issues=rounds))
         ports, _ = stack.enter_context(baton(url, api, key, serves=serves, workers=0, overrides={}))
         install(ports[0], api)
@@ -152,6 +156,7 @@ def run(kind: str, *, agents: int, rounds: int, serves: int) -> dict[str, Any]:
             thread.join()
         if failures:
             raise failures[0]
+        where = decided_where(ports)
 
     right, wrong = 0, []
     for r in range(rounds):
@@ -170,8 +175,19 @@ def run(kind: str, *, agents: int, rounds: int, serves: int) -> dict[str, Any]:
     return {
         "engine": kind, "serve": serves, "rounds": rounds, "right": right,
         "p50": statistics.median(latencies) * 1000, "p99": latencies[int(len(latencies) * 0.99) - 1] * 1000,
-        "claims/s": len(answers) / elapsed, "wrong": wrong,
+        "claims/s": len(answers) / elapsed, "wrong": wrong, "where": where,
     }  # fmt: skip
+
+
+def decided_where(ports: list[int]) -> dict[str, float]:
+    """The agent API commands Baton's processes decided, by where (`baton_api_commands_total`: event_loop, thread),
+    as their `/metrics` show them; the warming calls list tasks and are not among them."""
+    where: dict[str, float] = {}
+    for port in ports:
+        shown = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+        for found in re.finditer(r'^baton_api_commands_total\{where="(\w+)"\} (\S+)$', shown, re.MULTILINE):
+            where[found[1]] = where.get(found[1], 0.0) + float(found[2])
+    return where
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     for result in results:
         print(f"{result['engine']:<11} {result['serve']:>5} {result['right']:>18}/{result['rounds']:<6} "
               f"{result['p50']:>8.1f}ms {result['p99']:>8.1f}ms {result['claims/s']:>9.0f}")  # fmt: skip
+    for result in results:
+        where = result["where"]
+        print(f"{result['engine']}: commands decided on the event loop {where.get('event_loop', 0):.0f}, in a thread "
+              f"{where.get('thread', 0):.0f}")  # fmt: skip
     for result in results:
         for line in result["wrong"][:5]:
             print(f"{result['engine']}: {line}")

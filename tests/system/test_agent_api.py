@@ -27,6 +27,7 @@ from baton.process import logs
 from baton.store import tables as t
 from baton.web.agent_api import _Call
 from baton.web.batches import LATER
+from bench.api_race import run as api_race
 from github_standin.server import Fault
 from support import standin_scene
 from support.local_http import HTTP
@@ -297,6 +298,17 @@ def test_a_call_that_needs_github_is_left_to_a_thread_with_every_call_after_it_a
 
 async def _at_hand(api: Any, calls: list[Any]) -> Any:
     return api.calls_at_hand(calls)  # on the event loop's thread, as `Batches` calls it
+
+
+def test_twenty_agents_racing_on_baton_serve_with_its_defaults(database_url: str) -> None:
+    """The race of `bench/api_race.py`: real `baton serve` processes (two sharing PostgreSQL), agents Baton knows
+    (each listed the tasks first): on SQLite every claim is decided on the event loop, on PostgreSQL in threads."""
+    serves = 2 if database_url.startswith("postgresql") else 1
+    kind = "postgresql" if serves == 2 else "sqlite"
+    report = api_race(kind, agents=20, rounds=6, serves=serves, url=database_url)
+    assert report["right"] == 6, report["wrong"]
+    assert report["where"] == ({"event_loop": 120.0, "thread": 0.0} if serves == 1 else
+                               {"event_loop": 0.0, "thread": 120.0})  # fmt: skip
 
 
 def test_each_decision_of_a_race_is_a_line_that_the_listener_thread_writes(
