@@ -3,7 +3,8 @@
 While one batch runs in a thread of the pool, the requests that arrive wait on the loop; the next batch takes all
 of them, in the order they came. Each request awaits its own result, and is answered as soon as its batch is
 done. One hop to a thread per batch instead of per request: twenty agents claiming one issue at once cost a
-transaction or two, not twenty, and the event loop never waits on the database.
+transaction or two, not twenty, and the event loop never waits for a lock or a round trip (`at_hand` below does
+only what needs neither).
 
 A burst of requests reaches the loop as a few clumps a millisecond or so apart. With `gather`, a batch that would
 start with several requests waiting (a burst) waits while more keep arriving within `gather` seconds, so that the
