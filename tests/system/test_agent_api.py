@@ -302,13 +302,16 @@ async def _at_hand(api: Any, calls: list[Any]) -> Any:
 
 def test_twenty_agents_racing_on_baton_serve_with_its_defaults(database_url: str) -> None:
     """The race of `bench/api_race.py`: real `baton serve` processes (two sharing PostgreSQL), agents Baton knows
-    (each listed the tasks first): on SQLite every claim is decided on the event loop, on PostgreSQL in threads."""
+    (each listed the tasks first): on SQLite the claims are decided on the event loop (a batch that finds the
+    process's writer lock taken, by its lanes showing the claims on GitHub, goes to a thread), on PostgreSQL in
+    threads."""
     serves = 2 if database_url.startswith("postgresql") else 1
     kind = "postgresql" if serves == 2 else "sqlite"
     report = api_race(kind, agents=20, rounds=6, serves=serves, url=database_url)
     assert report["right"] == 6, report["wrong"]
-    assert report["where"] == ({"event_loop": 120.0, "thread": 0.0} if serves == 1 else
-                               {"event_loop": 0.0, "thread": 120.0})  # fmt: skip
+    where = report["where"]
+    assert where["event_loop"] + where["thread"] == 120
+    assert where["event_loop"] >= 60 if serves == 1 else where["event_loop"] == 0, where
 
 
 def test_each_decision_of_a_race_is_a_line_that_the_listener_thread_writes(

@@ -414,6 +414,40 @@ def test_a_failed_delivery_is_listed_with_its_reason_and_replayed(shell: Shell, 
     assert inbox.status("c-1") == ("pending", 0, None)  # replaying one touches no other
 
 
+def test_a_replay_that_a_running_baton_takes_first_waits_for_its_result(
+    sqlite_url: str, inbox: Inbox, clock: Clock, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On PostgreSQL a running Baton's lane is woken as the delivery turns pending, and may take it before `baton
+    replay` does: replay then waits for that result instead of reporting `processing` and exiting 1."""
+    import baton.intake
+
+    store(inbox, clock, [("s-1", "star", "created")])
+    inbox.finish("s-1", "failed", "some reason")
+    finishing: list[threading.Thread] = []
+
+    def taken_by_the_running_baton(*_: Any) -> None:
+        [hook] = inbox.take_pending()  # the running process's lane, first
+        assert hook.id == "s-1" and inbox.status("s-1")[0] == "processing"
+
+        def decide() -> None:
+            time.sleep(0.5)
+            inbox.finish("s-1", "done")
+
+        finishing.append(threading.Thread(target=decide))
+        finishing[0].start()
+
+    monkeypatch.setattr(baton.intake, "process", taken_by_the_running_baton)
+    monkeypatch.setenv("BATON_DATABASE_URL", sqlite_url)
+    for name in [name for name in os.environ if name.startswith("BATON_") and name != "BATON_DATABASE_URL"]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(sqlite_url.removeprefix("sqlite:///").rpartition("/")[0])
+    from baton.cli import main
+
+    assert main(["replay", "s-1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"delivery": "s-1", "status": "done", "reason": None}
+    finishing[0].join(5)
+
+
 def test_replaying_an_unknown_delivery_exits_2_and_says_why(shell: Shell, inbox: Inbox, clock: Clock) -> None:
     store(inbox, clock, [("s-1", "star", "created")])
     replayed = shell.run("replay", "no-such-delivery")

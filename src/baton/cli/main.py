@@ -256,7 +256,10 @@ def _refused(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    import time
+
     from baton.intake import process
+    from baton.store.leases import LEASE
 
     parts = _assembled(Settings())
     if parts is None:
@@ -268,6 +271,12 @@ def _replay(args: argparse.Namespace) -> int:
             return 2
         process(parts.inbox, parts.intake, args.hook)
         found = parts.inbox.status(args.hook)
+        # A running Baton may have taken it first (on PostgreSQL its lane is woken as it turns pending): its result
+        # is waited for, as long as a lease lasts, rather than reported as still being processed.
+        deadline = time.monotonic() + LEASE.total_seconds()
+        while found is not None and found[0] in ("pending", "processing") and time.monotonic() < deadline:
+            time.sleep(0.1)
+            found = parts.inbox.status(args.hook)
     finally:
         parts.engine.dispose()
     status, _, reason = found or ("unknown", 0, None)
