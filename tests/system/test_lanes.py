@@ -9,6 +9,7 @@ runs four `baton worker` processes against the stand-in GitHub in a process of i
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import subprocess
@@ -17,10 +18,11 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import func, insert, select
 
 from baton.demo.stage import Stage
 from baton.demo.story import offered, wait_for
@@ -55,12 +57,12 @@ def writes(stage: Stage) -> list[str]:
 
 
 def race_in_one_round(stage: Stage, number: int, agents: list[Any]) -> None:
-    """`agents` comment `/claim` on `number` at once; the decide lane waits until GitHub has delivered them all, so
-    they are decided in one round, as a race usually is (on a loaded machine they could otherwise be split across
-    rounds)."""
+    """`agents` comment `/claim` on `number` at once; nothing is taken to be decided until GitHub has delivered them
+    all, so they are decided in one round, as a race usually is (on a loaded machine they could otherwise be split
+    across rounds). Taking does not wait meanwhile: it may be asked on the event loop (`Runtime.stored`)."""
     inbox, arrived = stage.app.state.inbox, threading.Event()
     take_pending = inbox.take_pending
-    inbox.take_pending = lambda limit, **look: take_pending(limit, **look) if arrived.wait(30) else []
+    inbox.take_pending = lambda limit, **look: take_pending(limit, **look) if arrived.is_set() else []
     together = threading.Barrier(len(agents))
     threads = [threading.Thread(target=a.comment, args=(SHOP, number, "/claim"), kwargs={"together": together})
                for a in agents]  # fmt: skip
@@ -208,15 +210,14 @@ def test_the_decide_lane_takes_each_payload_the_webhook_route_parsed_and_parses_
     agents = [stage.person(f"agent-{n}", "write") for n in "abcd"]
     number = owner.open_issue(SHOP, "Raced, each payload parsed once")
     wait_for(stage, number, offered, "the issue offered")
-    parsed_again: list[str] = []  # the JSON texts the decide lane parses meanwhile
+    parsed_again: list[str] = []  # the JSON texts deciding parses meanwhile (on the event loop or in the lane)
     loads = json.loads
 
     def counted(text: str | bytes, **options: Any) -> Any:
-        if threading.current_thread().name == "baton-decide":
-            parsed_again.append(text if isinstance(text, str) else text.decode("utf-8", "replace"))
+        parsed_again.append(text if isinstance(text, str) else text.decode("utf-8", "replace"))
         return loads(text, **options)
 
-    monkeypatch.setattr(envelope.json, "loads", counted)
+    monkeypatch.setattr(envelope, "json", SimpleNamespace(loads=counted))  # the envelope's parsing, not the route's
     race_in_one_round(stage, number, agents)
     until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
     claims = {d.id for d in stage.hub.deliveries if d.event == "issue_comment" and b'"/claim"' in d.body}
@@ -225,6 +226,42 @@ def test_the_decide_lane_takes_each_payload_the_webhook_route_parsed_and_parses_
     assert len(claims) == 4
     assert [text for text in parsed_again if '"/claim"' in text] == []
     assert len(stage.app.state.parts.intake.parsed) == 0  # each taken, none left behind
+
+
+def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_the_others_in_the_lane(
+    stage: Stage, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`Runtime.stored`: a burst of `/claim` comments is decided where the webhook route stored it, once nothing is
+    to be asked of GitHub (SQLite); the first race, whose claimers GitHub must be asked about, is handed to the
+    decide lane and decided there, once. On PostgreSQL every round is the lane's."""
+    sqlite = stage.app.state.work.units.engine.dialect.name == "sqlite"
+    owner = stage.person("olivia", "admin")
+    agents = [stage.person(f"agent-{n}", "write") for n in "abcd"]
+    where: dict[int, set[str]] = {}
+    for round_ in range(3):
+        number = owner.open_issue(SHOP, f"Raced {round_}")
+        wait_for(stage, number, offered, "the issue offered")
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="baton.decisions"):
+            together = threading.Barrier(len(agents))
+            threads = [threading.Thread(target=a.comment, args=(SHOP, number, "/claim"), kwargs={"together": together})
+                       for a in agents]  # fmt: skip
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            until(lambda number=number: ticket(stage, number).get("state") == "claimed", 30, "the claim")
+            until(lambda: len([r for r in caplog.records if "decided /claim" in r.getMessage()]) >= 2, 10,
+                  "the winner's and the losers' lines")  # fmt: skip
+        where[round_] = {r.threadName for r in caplog.records if "decided /claim" in r.getMessage()}
+        with stage.app.state.work.units.engine.connect() as connection:
+            claimed = connection.execute(
+                select(func.count()).select_from(t.events).join(t.tickets, t.events.c.ticket_id == t.tickets.c.id)
+                .where(t.tickets.c.number == number, t.events.c.type == "claimed")).scalar_one()  # fmt: skip
+        assert claimed == 1
+    assert where[0] == {"baton-decide"}  # GitHub was asked who the claimers are
+    later = where[1] | where[2]
+    assert ("baton-decide" not in later) if sqlite else (later == {"baton-decide"}), where
 
 
 def test_comments_refused_alike_in_one_round_share_a_decision_line_naming_each_delivery(

@@ -10,7 +10,7 @@ share: the use cases, and who-is-who through the `Resolver` (`baton.service.reso
 
 from .context import Configs, Directory, DirectoryUnavailable, Intake, NoDirectory
 from .envelope import Envelope
-from .routing import COMMAND_READERS, HANDLERS, MAX_HOOK_ATTEMPTS, decide, passing, process, retry_after
+from .routing import COMMAND_READERS, HANDLERS, MAX_HOOK_ATTEMPTS, comments_only, decide, passing, process, retry_after
 
 __all__ = [
     "COMMAND_READERS",
@@ -22,6 +22,7 @@ __all__ = [
     "Envelope",
     "Intake",
     "NoDirectory",
+    "comments_only",
     "decide",
     "passing",
     "process",

@@ -71,6 +71,11 @@ class Intake:
         installation_id = envelope.installation_id
         return self.installations is None or installation_id is None or self.installations.active(installation_id)
 
+    @property
+    def own_login_known(self) -> bool:
+        """Whether `own_login` answers without asking GitHub."""
+        return self._own is not None or self.app_login is None
+
     def own_login(self) -> str | None:
         """Baton's own login on GitHub (`<slug>[bot]`), asked of GitHub once; after a failure, again at most
         once a minute. None while unknown."""

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from githubkit.exception import RequestError, RequestFailed
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from baton.github.client import WouldWait
 from baton.github.facts import EVIDENCE_EVENTS
 from baton.github.refusals import rate_limit
 from baton.github.webhooks import Unreadable
@@ -119,23 +120,32 @@ def retry_after(attempts: int, error: BaseException | None = None) -> float:
     return float(min(300, 2**attempts)) if asked is None else max(1.0, asked)
 
 
-def decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook]) -> None:
+def comments_only(hooks: Sequence[Hook]) -> bool:
+    """Whether every hook is a comment made on an issue or a pull request (what `decide(..., at_hand=True)` takes)."""
+    return all(_route(hook) == ("issue_comment", "created") and hook.attempts <= MAX_HOOK_ATTEMPTS for hook in hooks)
+
+
+def decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook], *, at_hand: bool = False) -> None:
     """Process taken hooks, in order, each payload parsed once. Runs of hooks that carry only
     commands are decided together: the commands on one ticket in one transaction
     (`WorkService.apply_all`). A hook that fails for a passing reason is put back to be tried again
     later; one that keeps failing, or fails for any other reason, ends `failed` with the reason. A hook
     no handler takes ends `ignored`, and so does one carrying a value GitHub never sends (`Unreadable`),
     with that as its reason: no attempt could ever process it. The hooks' leases are kept while this
-    runs."""
+    runs.
+
+    `at_hand`: on the event loop, inside `not_waiting` (`Runtime.stored`): nothing is looked up side by side, and a
+    hook that needs more than its commands decided (a comment on a pull request) raises `WouldWait` before the
+    batch's commands are decided, as asking GitHub does: the batch is then decided in a thread, from the start."""
     with inbox.leased(hooks):
-        _decide(inbox, intake, hooks)
+        _decide(inbox, intake, hooks, at_hand)
 
 
 class Interrupted(Exception):
     """A hook whose processing was cut off again and again (its process died each time)."""
 
 
-def _decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook]) -> None:
+def _decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook], at_hand: bool = False) -> None:
     finished: list[tuple[str, str]] = []
     decided: list[Hook] = []  # finished without finish_all (with their commands' decisions, or ignored as unreadable)
     waiting: list[tuple[Hook, list[Request]]] = []
@@ -179,37 +189,45 @@ def _decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook]) -> None:
             opened.append((hook, Envelope.open(hook, intake.parsed)))
         except Exception as error:
             opened.append((hook, error))
-    if len(hooks) > 1:
+    if len(hooks) > 1 and not at_hand:
         _warm(intake, [envelope for _, envelope in opened if isinstance(envelope, Envelope)])
 
-    for hook, envelope in opened:
-        if isinstance(envelope, BaseException):
-            failed(hook, envelope)
-            continue
-        reader = COMMAND_READERS.get(_route(hook))
-        if reader is not None:
+    try:
+        for hook, envelope in opened:
+            if isinstance(envelope, BaseException):
+                failed(hook, envelope)
+                continue
+            reader = COMMAND_READERS.get(_route(hook))
+            if reader is not None:
+                try:
+                    requests = reader(intake, envelope) if envelope is not None else []
+                except Exception as error:
+                    failed(hook, error)
+                    continue
+                if requests is not None:
+                    waiting.append((hook, requests))
+                    continue
+            if at_hand:  # a hook with more than commands to do: the batch goes to a thread before anything is decided
+                raise WouldWait(f"{hook.event} {hook.action or ''}".strip())
+            flush()
+            handler = HANDLERS.get(_route(hook))
+            if handler is None or envelope is None:
+                finished.append((hook.id, "ignored"))
+                continue
             try:
-                requests = reader(intake, envelope) if envelope is not None else []
+                handler(intake, envelope)
+                if hook.event == "issues":
+                    links_seen(intake, envelope)
             except Exception as error:
                 failed(hook, error)
-                continue
-            if requests is not None:
-                waiting.append((hook, requests))
-                continue
+            else:
+                finished.append((hook.id, "done"))
         flush()
-        handler = HANDLERS.get(_route(hook))
-        if handler is None or envelope is None:
-            finished.append((hook.id, "ignored"))
-            continue
-        try:
-            handler(intake, envelope)
-            if hook.event == "issues":
-                links_seen(intake, envelope)
-        except Exception as error:
-            failed(hook, error)
-        else:
-            finished.append((hook.id, "done"))
-    flush()
+    except WouldWait:  # nothing of the batch was decided: the lane that decides it takes the parses too
+        for hook, envelope in opened:
+            if isinstance(envelope, Envelope):
+                intake.parsed.keep(hook.id, hook.payload, envelope.payload)
+        raise
     inbox.finish_all(finished)
     if intake.metrics is not None:
         done = {hook_id for hook_id, _ in finished}

@@ -17,15 +17,18 @@ once when it ends (`Outage`).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import threading
 import time
 from collections.abc import Callable
 
-from baton.intake import decide
+from baton.github.client import WouldWait, not_waiting
+from baton.intake import comments_only, decide
 from baton.process.wiring import Parts
-from baton.store.engine import describe, unreachable
+from baton.store.engine import describe, unreachable, writing_at_hand
+from baton.store.inbox import Hook
 
 log = logging.getLogger("baton.runtime")
 
@@ -133,6 +136,11 @@ class Runtime:
         self._stopping = threading.Event()
         self._next_writer = 0
         self._stored = False  # a hook was stored (`wake`) since the decide lane last looked
+        # On SQLite, stored comments are decided on the event loop when nothing is to be waited for (`stored`).
+        self.at_hand = parts.engine.dialect.name == "sqlite"
+        self._scheduled = False  # a round at hand is scheduled on the loop
+        self._handed: list[Hook] = []  # hooks taken at hand and left to the decide lane
+        self._handed_lock = threading.Lock()
         self.outage = Outage()
         self.decider = Lane("baton-decide", self._decide, self.outage)
         self.writers = [
@@ -160,6 +168,60 @@ class Runtime:
         self._stored = True
         self.decider.wake()
 
+    def stored(self) -> None:
+        """A hook was stored by this process's webhook route, on its event loop. On SQLite a round is decided there
+        once the acknowledgements being written have left (`_decide_here`); otherwise, and whenever that cannot be
+        done without waiting, the decide lane is woken."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on an event loop
+            loop = None
+        if not self.at_hand or loop is None:
+            self.wake()
+            return
+        if not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(loop.call_soon, self._decide_here)  # after the answers the acks' callbacks queued
+
+    def _decide_here(self) -> None:
+        """A decide round on the event loop: the comments stored (and nothing else), decided in one transaction
+        while the process's writer lock is free and everything GitHub would be asked is known (`not_waiting`).
+        Hooks taken here that need more are handed to the decide lane, which decides them from the start: nothing
+        of them was decided (`decide(..., at_hand=True)`)."""
+        self._scheduled = False
+        parts = self.parts
+        if not parts.intake.own_login_known:
+            self.wake()
+            return
+        hooks: list[Hook] = []
+        try:
+            with writing_at_hand(parts.engine) as free:
+                if not free:
+                    self.wake()
+                    return
+                with not_waiting():
+                    hooks = parts.inbox.take_pending(BATCH, look=False)
+                    if not hooks:
+                        return
+                    if not comments_only(hooks):
+                        raise WouldWait("more than comments")
+                    decide(parts.inbox, parts.intake, hooks, at_hand=True)
+        except WouldWait:
+            self._hand(hooks)
+            return
+        except Exception as error:  # the decide lane meets it again, and says so
+            log.debug("deciding at hand failed (%s): left to the decide lane", describe(error))
+            self._hand(hooks)
+            return
+        self._wake_a_writer()
+
+    def _hand(self, hooks: list[Hook]) -> None:
+        """Taken hooks left to the decide lane (their leases run for `LEASE` meanwhile)."""
+        if hooks:
+            with self._handed_lock:
+                self._handed.extend(hooks)
+        self.wake()
+
     def stop(self, timeout: float = 10.0) -> None:
         lanes = self._lanes()
         self._stopping.set()
@@ -180,14 +242,19 @@ class Runtime:
         # The hooks stored until now are all taken below: a wake before this point needs no round of its own.
         self.decider.looking()
         stored, self._stored = self._stored, False
-        hooks = inbox.take_pending(BATCH, look=not stored)
+        with self._handed_lock:
+            handed, self._handed = self._handed, []
+        hooks = handed or inbox.take_pending(BATCH, look=not stored)
         if not hooks:
             return self.poll
         decide(inbox, self.parts.intake, hooks)
+        self._wake_a_writer()
+        return 0.0  # at once again: hooks another process stored meanwhile wake nothing here
+
+    def _wake_a_writer(self) -> None:
         if self.writers:  # one writer is enough to look; it wakes the next when there is more to do
             self._next_writer = (self._next_writer + 1) % len(self.writers)
             self.writers[self._next_writer].wake()
-        return 0.0  # at once again: hooks another process stored meanwhile wake nothing here
 
     def _write(self, index: int) -> float:
         """Write lane `index`'s round: every installation due that no other lane holds, one after another."""

@@ -122,7 +122,7 @@ def create_app(
     app.state.agent_api = AgentApi(parts.resolver, parts.work, parts.intake.issues, Reads(engine), identities,
                                    ApiRequests(engine, clock), settings, parts.metrics)  # fmt: skip
     webhooks = WebhookEndpoint(
-        parts.inbox, parts.intake, settings, runtime.wake if runtime else None, pacing, spool, parts.metrics
+        parts.inbox, parts.intake, settings, runtime.stored if runtime else None, pacing, spool, parts.metrics
     )
     routers = [board_router(), api_router(), agents_router(), webhooks.router()]
     for router in routers:
