@@ -238,27 +238,39 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
     owner = stage.person("olivia", "admin")
     agents = [stage.person(f"agent-{n}", "write") for n in "abcd"]
     where: dict[int, set[str]] = {}
-    for round_ in range(3):
-        number = owner.open_issue(SHOP, f"Raced {round_}")
-        wait_for(stage, number, offered, "the issue offered")
-        caplog.clear()
-        with caplog.at_level(logging.INFO, logger="baton.decisions"):
-            together = threading.Barrier(len(agents))
-            threads = [threading.Thread(target=a.comment, args=(SHOP, number, "/claim"), kwargs={"together": together})
-                       for a in agents]  # fmt: skip
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            until(lambda number=number: ticket(stage, number).get("state") == "claimed", 30, "the claim")
-            until(lambda: len([r for r in caplog.records if "decided /claim" in r.getMessage()]) >= 2, 10,
-                  "the winner's and the losers' lines")  # fmt: skip
-        where[round_] = {r.threadName for r in caplog.records if "decided /claim" in r.getMessage()}
-        with stage.app.state.work.units.engine.connect() as connection:
-            claimed = connection.execute(
-                select(func.count()).select_from(t.events).join(t.tickets, t.events.c.ticket_id == t.tickets.c.id)
-                .where(t.tickets.c.number == number, t.events.c.type == "claimed")).scalar_one()  # fmt: skip
-        assert claimed == 1
+    deciding: list[str] = []  # the thread each decision line is made on (records may not carry it: `logs.configure`)
+
+    class Where(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "decided /claim" in record.getMessage():
+                deciding.append(threading.current_thread().name)
+
+    heard = Where()
+    logging.getLogger("baton.decisions").addHandler(heard)
+    try:
+        for round_ in range(3):
+            number = owner.open_issue(SHOP, f"Raced {round_}")
+            wait_for(stage, number, offered, "the issue offered")
+            caplog.clear()
+            deciding.clear()
+            with caplog.at_level(logging.INFO, logger="baton.decisions"):
+                together = threading.Barrier(len(agents))
+                threads = [threading.Thread(target=a.comment, args=(SHOP, number, "/claim"),
+                                            kwargs={"together": together}) for a in agents]  # fmt: skip
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+                until(lambda number=number: ticket(stage, number).get("state") == "claimed", 30, "the claim")
+                until(lambda: len(deciding) >= 2, 10, "the winner's and the losers' lines")
+            where[round_] = set(deciding)
+            with stage.app.state.work.units.engine.connect() as connection:
+                claimed = connection.execute(
+                    select(func.count()).select_from(t.events).join(t.tickets, t.events.c.ticket_id == t.tickets.c.id)
+                    .where(t.tickets.c.number == number, t.events.c.type == "claimed")).scalar_one()  # fmt: skip
+            assert claimed == 1
+    finally:
+        logging.getLogger("baton.decisions").removeHandler(heard)
     assert where[0] == {"baton-decide"}  # GitHub was asked who the claimers are
     later = where[1] | where[2]
     assert ("baton-decide" not in later) if sqlite else (later == {"baton-decide"}), where
