@@ -156,7 +156,7 @@ def run(kind: str, *, agents: int, rounds: int, serves: int, url: str | None = N
             thread.join()
         if failures:
             raise failures[0]
-        where = decided_where(ports)
+        where = decided_where([f"http://127.0.0.1:{port}" for port in ports])
 
     right, wrong = 0, []
     for r in range(rounds):
@@ -179,12 +179,12 @@ def run(kind: str, *, agents: int, rounds: int, serves: int, url: str | None = N
     }  # fmt: skip
 
 
-def decided_where(ports: list[int]) -> dict[str, float]:
-    """The agent API commands Baton's processes decided, by where (`baton_api_commands_total`: event_loop, thread),
-    as their `/metrics` show them; the warming calls list tasks and are not among them."""
+def decided_where(urls: list[str]) -> dict[str, float]:
+    """The agent API commands the Baton processes at `urls` decided, by where (`baton_api_commands_total`:
+    event_loop, thread), as their `/metrics` show them; the warming calls list tasks and are not among them."""
     where: dict[str, float] = {}
-    for port in ports:
-        shown = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+    for url in urls:
+        shown = httpx.get(f"{url}/metrics").text
         for found in re.finditer(r'^baton_api_commands_total\{where="(\w+)"\} (\S+)$', shown, re.MULTILINE):
             where[found[1]] = where.get(found[1], 0.0) + float(found[2])
     return where

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ from baton.process import logs
 from baton.store import tables as t
 from baton.web.agent_api import _Call
 from baton.web.batches import LATER
+from bench.api_race import decided_where as api_decided_where
 from bench.api_race import run as api_race
 from github_standin.server import Fault
 from support import standin_scene
@@ -187,9 +187,7 @@ def test_twenty_agents_at_once_one_wins_and_nineteen_are_told_who(scene: Scene) 
 
 def decided_where(scene: Scene) -> dict[str, float]:
     """`baton_api_commands_total` by `where`, as `GET /metrics` shows it."""
-    shown = HTTP.get(f"{scene.stage.baton_url}/metrics").text
-    return {found[0]: float(found[1]) for found in re.findall(r'^baton_api_commands_total\{where="(\w+)"\} (\S+)$',
-                                                                 shown, re.MULTILINE)}  # fmt: skip
+    return api_decided_where([scene.stage.baton_url])
 
 
 def permission_lookups(scene: Scene) -> int:

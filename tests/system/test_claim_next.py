@@ -5,7 +5,6 @@ transaction (docs/agents.md, "Claim the next task")."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ from sqlalchemy import func, select
 
 from baton.domain import TicketKey
 from baton.store import tables as t
+from bench.api_race import decided_where
 from bench.claim_next import run as race
 from support import standin_scene
 from support.local_http import HTTP
@@ -164,24 +164,30 @@ def test_an_idempotency_key_replays_the_first_answer(scene: Scene) -> None:
     assert agent.next(Idempotency_Key="next-2").json()["issue"] != first.json()["issue"]
 
 
-def test_twenty_callers_at_once_get_twenty_different_tasks(scene: Scene) -> None:
-    olivia = scene.person("olivia")
-    for n in range(29):
-        olivia.open_issue(scene.full_name, f"Task {n}", brief())
-    scene.settle()
-    agents = [Agent(scene, f"agent-{n:02d}") for n in range(20)]
+def all_at_once(agents: list[Agent], org: str | None = None) -> dict[str, httpx.Response]:
+    """Each agent's claim-next (on the scene's repository, or the organisation `org`'s), all released at once."""
     together = threading.Barrier(len(agents))
     answers: dict[str, httpx.Response] = {}
 
     def ask(agent: Agent) -> None:
         together.wait()
-        answers[agent.login] = agent.next()
+        answers[agent.login] = agent.next(org=org)
 
     threads = [threading.Thread(target=ask, args=(agent,)) for agent in agents]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    return answers
+
+
+def test_twenty_callers_at_once_get_twenty_different_tasks(scene: Scene) -> None:
+    olivia = scene.person("olivia")
+    for n in range(29):
+        olivia.open_issue(scene.full_name, f"Task {n}", brief())
+    scene.settle()
+    agents = [Agent(scene, f"agent-{n:02d}") for n in range(20)]
+    answers = all_at_once(agents)
     assert Counter(answer.status_code for answer in answers.values()) == Counter({200: 20}), [
         answer.text for answer in answers.values() if answer.status_code != 200]  # fmt: skip
     issues = {answer.json()["issue"] for answer in answers.values()}
@@ -205,26 +211,12 @@ def test_on_sqlite_claim_next_for_agents_baton_knows_is_decided_on_the_event_loo
     agents = [Agent(scene, f"agent-{n:02d}", "write") for n in range(20)]
     handed: list[int] = []
     for org in (None, None, "octo"):
-        together = threading.Barrier(len(agents))
-        answers: dict[str, httpx.Response] = {}
-
-        def ask(agent: Agent, org: str | None = org, together: threading.Barrier = together,
-                answers: dict[str, httpx.Response] = answers) -> None:  # fmt: skip
-            together.wait()
-            answers[agent.login] = agent.next(org=org)
-
-        threads = [threading.Thread(target=ask, args=(agent,)) for agent in agents]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        answers = all_at_once(agents, org)
         assert Counter(answer.status_code for answer in answers.values()) == Counter({200: 20}), [
             answer.text for answer in answers.values() if answer.status_code != 200]  # fmt: skip
         handed += [answer.json()["issue"] for answer in answers.values()]
     assert len(set(handed)) == 60
-    shown = HTTP.get(f"{scene.stage.baton_url}/metrics").text
-    where = dict(re.findall(r'^baton_api_commands_total\{where="(\w+)"\} (\S+)$', shown, re.MULTILINE))
-    assert {k: float(v) for k, v in where.items()} == (
+    assert decided_where([scene.stage.baton_url]) == (
         {"event_loop": 40.0, "thread": 20.0} if sqlite else {"event_loop": 0.0, "thread": 60.0}
     )
 

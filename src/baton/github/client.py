@@ -137,7 +137,6 @@ class _Timed(httpx.HTTPTransport):
         self._timeout = httpx.Timeout(timeout).as_dict()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        _may_wait(request.url.path)
         request.extensions.setdefault("timeout", self._timeout)
         return super().handle_request(request)
 
