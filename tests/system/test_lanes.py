@@ -248,9 +248,12 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
     heard = Where()
     logging.getLogger("baton.decisions").addHandler(heard)
     try:
-        for round_ in range(3):
+        for round_ in range(ROUNDS):
             number = owner.open_issue(SHOP, f"Raced {round_}")
             wait_for(stage, number, offered, "the issue offered")
+            # What the opening set going (its labels written, GitHub's hooks about them decided) is done before the
+            # race: a hook other than a comment among the claims would send the round to the lane, rightly.
+            until(lambda: quiet(stage), 30, "Baton to have decided and written everything")
             caplog.clear()
             deciding.clear()
             with caplog.at_level(logging.INFO, logger="baton.decisions"):
@@ -272,8 +275,97 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
     finally:
         logging.getLogger("baton.decisions").removeHandler(heard)
     assert where[0] == {"baton-decide"}  # GitHub was asked who the claimers are
-    later = where[1] | where[2]
-    assert ("baton-decide" not in later) if sqlite else (later == {"baton-decide"}), where
+    later = [where[round_] for round_ in range(1, ROUNDS)]
+    if sqlite:
+        # A round may still go to the lane when the writer lock stays taken through every look (`AGAIN_AT_HAND`),
+        # as on a machine too loaded to finish storing the acks of the others meanwhile: one at most, here.
+        assert sum("baton-decide" not in decided for decided in later) >= len(later) - 1, where
+    else:
+        assert all(decided == {"baton-decide"} for decided in later), where
+
+
+def test_a_round_at_hand_that_finds_the_writer_lock_taken_looks_again_instead_of_leaving_it_to_the_lane(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`Runtime._decide_here` on SQLite, when another thread of the process writes (in a burst, mostly the acks of
+    the same claims being stored): it looks again a moment later (`AGAIN_AT_HAND`) and decides the comments on the
+    event loop, instead of waking the decide lane, which would wait for the same lock. Here a thread holds the lock
+    from the round's first look until its second."""
+    with open_stage(sqlite_url) as stage:
+        owner, agent = stage.person("olivia", "admin"), stage.person("agent-a", "write")
+        runtime = stage.app.state.runtime
+        first = owner.open_issue(SHOP, "Known claimer")
+        wait_for(stage, first, offered, "the issue offered")
+        agent.comment(SHOP, first, "/claim")  # Baton asks GitHub who agent-a is (in the lane)
+        until(lambda: ticket(stage, first).get("state") == "claimed", 30, "the first claim")
+        until(lambda: quiet(stage), 30, "Baton to have decided and written everything")
+        second = owner.open_issue(SHOP, "Raced once the lock is free")
+        wait_for(stage, second, offered, "the issue offered")
+        until(lambda: quiet(stage), 30, "Baton to have decided and written everything")
+
+        looks: list[tuple[int, str]] = []
+        holding, release, released = threading.Event(), threading.Event(), threading.Event()
+
+        def hold() -> None:  # a write transaction of another thread: it holds the process's writer lock
+            with stage.app.state.work.units.engine.begin():
+                holding.set()
+                release.wait(10)
+            released.set()
+
+        decide_here = runtime._decide_here
+
+        def looking(tries: int = 0) -> None:
+            looks.append((tries, threading.current_thread().name))
+            if tries == 0 and not holding.is_set():
+                threading.Thread(target=hold, daemon=True).start()
+                assert holding.wait(5)
+            elif tries == 1:
+                release.set()
+                assert released.wait(5)
+            decide_here(tries)
+
+        deciding: list[str] = []
+
+        class Where(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                if "decided /claim" in record.getMessage():
+                    deciding.append(threading.current_thread().name)
+
+        heard = Where()
+        logging.getLogger("baton.decisions").addHandler(heard)
+        runtime._decide_here = looking
+        try:
+            with caplog.at_level(logging.INFO, logger="baton.decisions"):
+                agent.comment(SHOP, second, "/claim")
+                until(lambda: ticket(stage, second).get("state") == "claimed", 30, "the claim")
+                until(lambda: bool(deciding), 10, "the decision's line")
+        finally:
+            runtime._decide_here = decide_here
+            release.set()
+            logging.getLogger("baton.decisions").removeHandler(heard)
+        # the lock taken at the first look, free at the second (the hooks of Baton's writes that follow look again)
+        assert [tries for tries, _ in looks[:2]] == [0, 1], looks
+        assert deciding and deciding == [looks[0][1]] and deciding[0] != "baton-decide", (deciding, looks)
+
+
+ROUNDS = 5  # the first with claimers GitHub is asked about, then four with claimers Baton knows
+
+
+def quiet(stage: Stage) -> bool:
+    """Every hook GitHub sent is answered and decided, and nothing is left to write to GitHub."""
+    sent = [d.id for d in stage.hub.deliveries]
+    if any(d.status is None for d in stage.hub.deliveries):
+        return False
+    hooks, items = t.webhook_deliveries.c, t.outbox_items.c
+    with stage.app.state.work.units.engine.connect() as connection:
+        undecided = connection.execute(
+            select(func.count()).where(hooks.id.in_(sent), hooks.status.not_in(("done", "ignored", "failed")))
+        ).scalar_one()
+        due = connection.execute(select(func.count()).select_from(t.outbox)).scalar_one()
+        unsent = connection.execute(
+            select(func.count()).where(items.sent_at.is_(None), items.dropped.is_(None))
+        ).scalar_one()
+    return undecided == 0 and due == 0 and unsent == 0
 
 
 def test_comments_refused_alike_in_one_round_share_a_decision_line_naming_each_delivery(

@@ -33,6 +33,9 @@ from baton.store.inbox import Hook
 log = logging.getLogger("baton.runtime")
 
 BATCH = 200  # hooks decided per round of the decide lane
+# A round at hand that finds the writer lock taken (mostly by the acks of the same burst being stored) looks again
+# after each of these seconds, before it leaves the hooks to the decide lane, which would wait for the lock as well.
+AGAIN_AT_HAND = (0.001, 0.002, 0.004, 0.008)
 # Seconds an idle write lane but the first waits before it looks on its own. The first looks every
 # `write_poll`, and wakes the next when more installations are due than it can take at once.
 RESTING_WRITER = 5.0
@@ -181,9 +184,9 @@ class Runtime:
             return
         if not self._scheduled:
             self._scheduled = True
-            loop.call_soon(loop.call_soon, self._decide_here)  # after the answers the acks' callbacks queued
+            loop.call_soon(loop.call_soon, self._decide_here, 0)  # after the answers the acks' callbacks queued
 
-    def _decide_here(self) -> None:
+    def _decide_here(self, tries: int = 0) -> None:
         """A decide round on the event loop: the comments stored (and nothing else), decided in one transaction
         while the process's writer lock is free and everything GitHub would be asked is known (`not_waiting`).
         Hooks taken here that need more are handed to the decide lane, which decides them from the start: nothing
@@ -197,7 +200,11 @@ class Runtime:
         try:
             with writing_at_hand(parts.engine) as free:
                 if not free:
-                    self.wake()
+                    if tries < len(AGAIN_AT_HAND):  # stays scheduled: the hooks stored meanwhile are taken then
+                        self._scheduled = True
+                        asyncio.get_running_loop().call_later(AGAIN_AT_HAND[tries], self._decide_here, tries + 1)
+                    else:
+                        self.wake()
                     return
                 with not_waiting():
                     hooks = parts.inbox.take_pending(BATCH, look=False)

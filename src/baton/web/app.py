@@ -113,6 +113,7 @@ def create_app(
     app.state.inbox = parts.inbox
     app.state.writer = parts.writer
     app.state.parts = parts
+    app.state.runtime = runtime  # the lanes in this process (None: a `baton worker` runs them)
     app.state.spool = spool
     identities = Identities(settings.github_api_url, timeout=settings.github_timeout,
                             actions=_actions_tokens(settings, parts.resolver, clock), clock=clock)  # fmt: skip
