@@ -155,10 +155,15 @@ class RawTx:
         On PostgreSQL, rows of more parameters than psycopg keeps a statement's parsing for (`_KEPT_PARAMS`) go as
         the one-row statement, once per row, sent together (psycopg's `executemany`, in pipeline mode): psycopg
         parses a statement's text for its parameters each time it is not kept, which for a batch of 200 answers
-        (1,600 parameters) cost ten times the statement. Not for a statement whose rows are read back."""
+        (1,600 parameters) cost ten times the statement. Not for a statement whose rows are read back.
+
+        On SQLite, no round trip away, the one-row statement runs once per row (`executemany`, the statement prepared
+        once) unless the rows are read back: SQLite compiles a statement of many named parameters in a time that grows
+        with their square (a 170-row INSERT of 9 columns took 4.9 ms, the rows one by one 0.6 ms)."""
         cursor = self._cursor if cursor is None else cursor
         single = self._sql[name]
-        if self._postgres and rows and len(rows) * len(rows[0]) > _KEPT_PARAMS and "RETURNING" not in single:
+        one_by_one = not self._postgres or (rows and len(rows) * len(rows[0]) > _KEPT_PARAMS)
+        if rows and one_by_one and "RETURNING" not in single:
             try:
                 cursor.executemany(single, [{**values, **shared} for values in rows])
             except self._integrity_error as error:
