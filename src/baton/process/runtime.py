@@ -27,7 +27,7 @@ from collections.abc import Callable
 from baton.github.client import WouldWait, not_waiting
 from baton.intake import comments_only, decide
 from baton.process.wiring import Parts
-from baton.store.engine import describe, unreachable, writing_at_hand
+from baton.store.engine import Checkpoints, describe, unreachable, writing_at_hand
 from baton.store.inbox import Hook
 
 log = logging.getLogger("baton.runtime")
@@ -95,6 +95,9 @@ class Lane:
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
 
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
     def _run(self) -> None:
         failures = 0
         while not self._stop.is_set():
@@ -153,13 +156,17 @@ class Runtime:
         self.sweeper = Lane("baton-sweep", parts.sweep.step, self.outage) if sweep else None
         # What is kept only for a while, pruned once a day by one process (`baton.service.retention`).
         self.pruner = Lane("baton-prune", parts.pruning.step, self.outage) if sweep and parts.pruning else None
+        # On SQLite, the log is checkpointed here rather than at the commit that grows it long (`Checkpoints`).
+        self.checkpoints = Checkpoints(parts.engine) if parts.engine.dialect.name == "sqlite" else None
+        self.checkpointer = Lane("baton-checkpoint", self.checkpoints.step, self.outage) if self.checkpoints else None
         # On PostgreSQL, hooks another process stores wake the decide lane at once.
         self._listener = threading.Thread(
             target=parts.inbox.listen, args=(self.decider.wake, self._stopping), name="baton-listen", daemon=True
         )
 
     def _lanes(self) -> list[Lane]:
-        return [self.decider, *self.writers, *(lane for lane in (self.sweeper, self.pruner) if lane is not None)]
+        others = (self.sweeper, self.pruner, self.checkpointer)
+        return [self.decider, *self.writers, *(lane for lane in others if lane is not None)]
 
     def start(self) -> None:
         for lane in self._lanes():
@@ -239,6 +246,8 @@ class Runtime:
         deadline = time.monotonic() + timeout
         for lane in lanes:
             lane.join(max(0.0, deadline - time.monotonic()))
+        if self.checkpoints is not None and self.checkpointer is not None and not self.checkpointer.alive():
+            self.checkpoints.close()
 
     def _decide(self) -> float:
         # Baton's own login, before the first hook that may be its own label write coming back
