@@ -27,7 +27,7 @@ from collections.abc import Callable
 from baton.github.client import WouldWait, not_waiting
 from baton.intake import comments_only, decide
 from baton.process.wiring import Parts
-from baton.store.engine import Checkpoints, describe, unreachable, writing_at_hand
+from baton.store.engine import checkpoints, describe, unreachable, writing_at_hand
 from baton.store.inbox import Hook
 
 log = logging.getLogger("baton.runtime")
@@ -157,7 +157,7 @@ class Runtime:
         # What is kept only for a while, pruned once a day by one process (`baton.service.retention`).
         self.pruner = Lane("baton-prune", parts.pruning.step, self.outage) if sweep and parts.pruning else None
         # On SQLite, the log is checkpointed here rather than at the commit that grows it long (`Checkpoints`).
-        self.checkpoints = Checkpoints(parts.engine) if parts.engine.dialect.name == "sqlite" else None
+        self.checkpoints = checkpoints(parts.engine)
         self.checkpointer = Lane("baton-checkpoint", self.checkpoints.step, self.outage) if self.checkpoints else None
         # On PostgreSQL, hooks another process stores wake the decide lane at once.
         self._listener = threading.Thread(

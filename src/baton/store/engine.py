@@ -156,6 +156,15 @@ class Checkpoints:
             self._connection = None
 
 
+def checkpoints(engine: Engine) -> Checkpoints | None:
+    """The engine's `Checkpoints`: only a SQLite database in a file has a write-ahead log to copy (one in memory has
+    none, and its one connection must stay in its pool)."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:" or "mode=memory" in str(engine.url):
+        return None
+    return Checkpoints(engine)
+
+
 CHECKPOINT_EVERY = 0.1  # seconds: at the webhook race's pace (some 13 MB a second), a third of the 1,000 pages
 
 
