@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -57,6 +58,28 @@ def writes(stage: Stage) -> list[str]:
     """What Baton wrote on the stand-in, in order, as `METHOD path`."""
     with stage.hub.world.lock:
         return [f"{c.method} {c.path}" for c in stage.hub.rest.writes()]
+
+
+@contextmanager
+def deciding_threads() -> Iterator[list[str]]:
+    """While inside, the thread each `/claim` decision line is made on, in order (a log record may not carry it:
+    `logs.configure` leaves thread names out of records)."""
+    threads: list[str] = []
+
+    class Where(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "decided /claim" in record.getMessage():
+                threads.append(threading.current_thread().name)
+
+    decisions, heard = logging.getLogger("baton.decisions"), Where()
+    level = decisions.level
+    decisions.addHandler(heard)
+    decisions.setLevel(logging.INFO)
+    try:
+        yield threads
+    finally:
+        decisions.removeHandler(heard)
+        decisions.setLevel(level)
 
 
 def race_in_one_round(stage: Stage, number: int, agents: list[Any]) -> None:
@@ -232,7 +255,7 @@ def test_the_decide_lane_takes_each_payload_the_webhook_route_parsed_and_parses_
 
 
 def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_the_others_in_the_lane(
-    stage: Stage, caplog: pytest.LogCaptureFixture
+    stage: Stage,
 ) -> None:
     """`Runtime.stored`: a burst of `/claim` comments is decided where the webhook route stored it, once nothing is
     to be asked of GitHub (SQLite); the first race, whose claimers GitHub must be asked about, is handed to the
@@ -241,42 +264,29 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
     owner = stage.person("olivia", "admin")
     agents = [stage.person(f"agent-{n}", "write") for n in "abcd"]
     where: dict[int, set[str]] = {}
-    deciding: list[str] = []  # the thread each decision line is made on (records may not carry it: `logs.configure`)
-
-    class Where(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if "decided /claim" in record.getMessage():
-                deciding.append(threading.current_thread().name)
-
-    heard = Where()
-    logging.getLogger("baton.decisions").addHandler(heard)
-    try:
+    with deciding_threads() as deciding:
         for round_ in range(ROUNDS):
             number = owner.open_issue(SHOP, f"Raced {round_}")
             wait_for(stage, number, offered, "the issue offered")
             # What the opening set going (its labels written, GitHub's hooks about them decided) is done before the
             # race: a hook other than a comment among the claims would send the round to the lane, rightly.
             until(lambda: quiet(stage), 30, "Baton to have decided and written everything")
-            caplog.clear()
             deciding.clear()
-            with caplog.at_level(logging.INFO, logger="baton.decisions"):
-                together = threading.Barrier(len(agents))
-                threads = [threading.Thread(target=a.comment, args=(SHOP, number, "/claim"),
-                                            kwargs={"together": together}) for a in agents]  # fmt: skip
-                for thread in threads:
-                    thread.start()
-                for thread in threads:
-                    thread.join()
-                until(lambda number=number: ticket(stage, number).get("state") == "claimed", 30, "the claim")
-                until(lambda: len(deciding) >= 2, 10, "the winner's and the losers' lines")
+            together = threading.Barrier(len(agents))
+            threads = [threading.Thread(target=a.comment, args=(SHOP, number, "/claim"),
+                                        kwargs={"together": together}) for a in agents]  # fmt: skip
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            until(lambda number=number: ticket(stage, number).get("state") == "claimed", 30, "the claim")
+            until(lambda: len(deciding) >= 2, 10, "the winner's and the losers' lines")
             where[round_] = set(deciding)
             with stage.app.state.work.units.engine.connect() as connection:
                 claimed = connection.execute(
                     select(func.count()).select_from(t.events).join(t.tickets, t.events.c.ticket_id == t.tickets.c.id)
                     .where(t.tickets.c.number == number, t.events.c.type == "claimed")).scalar_one()  # fmt: skip
             assert claimed == 1
-    finally:
-        logging.getLogger("baton.decisions").removeHandler(heard)
     assert where[0] == {"baton-decide"}  # GitHub was asked who the claimers are
     later = [where[round_] for round_ in range(1, ROUNDS)]
     if sqlite:
@@ -288,7 +298,7 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
 
 
 def test_a_round_at_hand_that_finds_the_writer_lock_taken_looks_again_instead_of_leaving_it_to_the_lane(
-    sqlite_url: str, caplog: pytest.LogCaptureFixture
+    sqlite_url: str,
 ) -> None:
     """`Runtime._decide_here` on SQLite, when another thread of the process writes (in a burst, mostly the acks of
     the same claims being stored): it looks again a moment later (`AGAIN_AT_HAND`) and decides the comments on the
@@ -327,25 +337,15 @@ def test_a_round_at_hand_that_finds_the_writer_lock_taken_looks_again_instead_of
                 assert released.wait(5)
             decide_here(tries)
 
-        deciding: list[str] = []
-
-        class Where(logging.Handler):
-            def emit(self, record: logging.LogRecord) -> None:
-                if "decided /claim" in record.getMessage():
-                    deciding.append(threading.current_thread().name)
-
-        heard = Where()
-        logging.getLogger("baton.decisions").addHandler(heard)
         runtime._decide_here = looking
         try:
-            with caplog.at_level(logging.INFO, logger="baton.decisions"):
+            with deciding_threads() as deciding:
                 agent.comment(SHOP, second, "/claim")
                 until(lambda: ticket(stage, second).get("state") == "claimed", 30, "the claim")
                 until(lambda: bool(deciding), 10, "the decision's line")
         finally:
             runtime._decide_here = decide_here
             release.set()
-            logging.getLogger("baton.decisions").removeHandler(heard)
         # the lock taken at the first look, free at the second (the hooks of Baton's writes that follow look again)
         assert [tries for tries, _ in looks[:2]] == [0, 1], looks
         assert deciding and deciding == [looks[0][1]] and deciding[0] != "baton-decide", (deciding, looks)
