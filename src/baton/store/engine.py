@@ -125,6 +125,9 @@ def describe(error: BaseException) -> str:
     return f"{type(cause).__name__}: {first[0]}" if first else type(cause).__name__
 
 
+CHECKPOINT_EVERY = 0.1  # seconds: at the webhook race's pace (some 13 MB a second), a third of the 1,000 pages
+
+
 class Checkpoints:
     """On SQLite, the write-ahead log copied into the database file every `CHECKPOINT_EVERY` seconds by a thread of
     its own (`step`; PASSIVE: it waits for no reader and no writer, and copies what it can). SQLite still checkpoints
@@ -163,9 +166,6 @@ def checkpoints(engine: Engine) -> Checkpoints | None:
     if engine.dialect.name != "sqlite" or not database or database == ":memory:" or "mode=memory" in str(engine.url):
         return None
     return Checkpoints(engine)
-
-
-CHECKPOINT_EVERY = 0.1  # seconds: at the webhook race's pace (some 13 MB a second), a third of the 1,000 pages
 
 
 def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
