@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -10,7 +9,7 @@ from typing import Any
 
 from baton.domain import RepositoryKey, TicketKey
 from baton.domain.evidence import Repository
-from baton.github.webhooks import Unreadable, full_name, login, number, text
+from baton.github.webhooks import Unreadable, full_name, login, number, read_json, text
 from baton.store.inbox import Hook
 
 
@@ -34,7 +33,7 @@ class Envelope:
         what the webhook route of this process parsed already."""
         kept = parsed.take(hook.id, hook.payload) if parsed is not None else None
         try:
-            payload = json.loads(hook.payload) if kept is None else kept
+            payload = read_json(hook.payload) if kept is None else kept
         except (ValueError, RecursionError) as error:  # stored before the webhook endpoint checked as it does now
             raise Unreadable(f"the payload is not JSON Baton reads: {type(error).__name__}") from None
         if not isinstance(payload, dict):

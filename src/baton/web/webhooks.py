@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 from starlette.types import Receive, Scope, Send
 
 from baton.environment.settings import Settings
-from baton.github.webhooks import Unreadable, dig, number, verify
+from baton.github.webhooks import Unreadable, dig, number, read_json, verify
 from baton.intake import Intake, process
 from baton.store.engine import unreachable
 from baton.store.inbox import Inbox, Incoming, Received
@@ -81,7 +81,7 @@ async def _body(request: Request) -> bytes | None:
 def _json(decoded: str) -> dict[str, Any] | JSONResponse:
     """The body's JSON object, or the answer refusing it."""
     try:
-        payload = json.loads(decoded)
+        payload = read_json(decoded)
     except json.JSONDecodeError as error:
         return _refuse(400, f"The body is not JSON: {error}")
     except RecursionError:
