@@ -730,7 +730,7 @@ def test_the_comparison_would_notice_a_table_the_migrations_lack(store: Units) -
 
 def test_upgrade_is_idempotent(store: Units) -> None:
     rail = Rail(store)
-    assert current(store.engine) == head() == "0024"
+    assert current(store.engine) == head() == "0025"
     rail.do(1, Command("claim"), AGENT_A)
     upgrade(store.engine)
     upgrade(store.engine)
