@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.support.corpus import webhook_examples
 
 from baton.github.webhooks import read_json
+from support.corpus import webhook_examples
 
 
 def same(left: Any, right: Any) -> bool:

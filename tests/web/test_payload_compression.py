@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from sqlalchemy import text
 
 from baton.store import tables as t
@@ -15,6 +16,7 @@ from support.webhook_hub import Hub, comment
 hub = webhook_hub.hub
 
 
+@pytest.mark.both_engines
 def test_a_payload_stored_through_the_webhook_route_reads_back_whole_and_on_postgresql_lz4_compressed(
     hub: Hub,
 ) -> None:
