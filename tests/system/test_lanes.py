@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -236,13 +235,13 @@ def test_the_decide_lane_takes_each_payload_the_webhook_route_parsed_and_parses_
     number = owner.open_issue(SHOP, "Raced, each payload parsed once")
     wait_for(stage, number, offered, "the issue offered")
     parsed_again: list[str] = []  # the JSON texts deciding parses meanwhile (on the event loop or in the lane)
-    loads = json.loads
+    read = envelope.read_json
 
-    def counted(text: str | bytes, **options: Any) -> Any:
-        parsed_again.append(text if isinstance(text, str) else text.decode("utf-8", "replace"))
-        return loads(text, **options)
+    def counted(text: str) -> Any:
+        parsed_again.append(text)
+        return read(text)
 
-    monkeypatch.setattr(envelope, "json", SimpleNamespace(loads=counted))  # the envelope's parsing, not the route's
+    monkeypatch.setattr(envelope, "read_json", counted)  # the envelope's parsing, not the route's
     race_in_one_round(stage, number, agents)
     until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
     claims = {d.id for d in stage.hub.deliveries if d.event == "issue_comment" and b'"/claim"' in d.body}

@@ -24,7 +24,7 @@ from sqlalchemy import Connection, Engine
 from baton.environment.clock import Clock
 from baton.store import WorkTx
 from baton.store.activity import ActivityTx
-from baton.store.engine import READ_ONLY
+from baton.store.engine import reader
 from baton.store.evidence import EvidenceTx
 from baton.store.inbox import InboxTx
 from baton.store.outbox.marking import OutboxTx
@@ -57,7 +57,7 @@ class Units:
     def __init__(self, engine: Engine, clock: Clock) -> None:
         self.engine = engine
         self.clock = clock
-        self._reader = engine.execution_options(**{READ_ONLY: True})
+        self._reader = reader(engine)
 
     def begin(self) -> AbstractContextManager[UnitOfWork]:
         return self._unit(self.engine)

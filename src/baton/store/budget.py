@@ -28,6 +28,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from baton.environment.clock import Clock
 
 from . import tables as t
+from .engine import reader
 from .leases import LEASE, Heartbeat
 
 HOLD = LEASE
@@ -184,7 +185,7 @@ class Budgets:
         issue, which also waits for offering's share of the budget)."""
         now = now or self.clock.now()
         limits = self.limits
-        with self.engine.connect() as connection:
+        with reader(self.engine).connect() as connection:
             row = connection.execute(_SLOT, {"installation": installation_id}).first()
             edges = [
                 connection.execute(_EDGE, {"installation": installation_id, "skip": max(0, count - 1)}).scalar()

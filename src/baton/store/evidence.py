@@ -24,6 +24,7 @@ from baton.domain.model import RepositoryKey, TicketKey
 from baton.environment.clock import Clock
 
 from . import tables as t
+from .engine import reader
 from .evidence_codec import fact_from_dict, fact_to_dict, from_dict, to_dict
 from .statements import key_params
 
@@ -276,7 +277,7 @@ class EvidenceReads:
         self.engine = engine
 
     def rail(self, key: TicketKey) -> EvidenceRail | None:
-        with self.engine.connect() as connection:
+        with reader(self.engine).connect() as connection:
             row = connection.execute(
                 select(_r.rail).join(t.tickets, _t.id == _r.ticket_id).where(_ticket_is(key))
             ).first()
@@ -284,7 +285,7 @@ class EvidenceReads:
 
     def holding(self, place: RepositoryKey, subject: Subject) -> list[tuple[TicketKey, EvidenceRail]]:
         """Every rail that holds `subject`, with its ticket's key, by issue number."""
-        with self.engine.connect() as connection:
+        with reader(self.engine).connect() as connection:
             rows = connection.execute(
                 select(_t.installation_id, _t.repository_id, _t.number, _r.rail)
                 .join(t.evidence_links, _l.ticket_id == _t.id)
@@ -296,7 +297,7 @@ class EvidenceReads:
 
     def holds(self, key: TicketKey, subject: Subject) -> bool:
         """Whether the ticket's rail holds `subject` (the link index's word for it)."""
-        with self.engine.connect() as connection:
+        with reader(self.engine).connect() as connection:
             row = connection.execute(
                 select(_l.subject)
                 .join(t.tickets, _t.id == _l.ticket_id)
@@ -305,7 +306,7 @@ class EvidenceReads:
         return row is not None
 
     def events(self, key: TicketKey) -> list[dict[str, Any]]:
-        with self.engine.connect() as connection:
+        with reader(self.engine).connect() as connection:
             rows = connection.execute(
                 select(_e.type, _e.source, _e.data, _e.repository_state, _e.deployment_state, _e.created_at)
                 .join(t.tickets, _t.id == _e.ticket_id)

@@ -10,7 +10,7 @@ from datetime import datetime
 from sqlalchemy import Connection, Engine, and_, case, func, select, text
 
 from . import tables as t
-from .engine import READ_ONLY
+from .engine import reader
 from .outbox.marking import OFFERING
 from .outbox.writing import MAX_ATTEMPTS, utc
 
@@ -50,7 +50,7 @@ COUNTED = (
 def read(engine: Engine, now: datetime) -> Readings:
     parked = _o.attempts >= MAX_ATTEMPTS
     # Reading only: on SQLite a scrape takes no writer lock, so it neither waits for the work nor holds it up.
-    with engine.execution_options(**{READ_ONLY: True}).connect() as connection:
+    with reader(engine).connect() as connection:
         known = connection.execute(select(t.installations.c.id)).scalars().all()
         outbox = {
             row.installation_id: row

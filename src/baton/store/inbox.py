@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from baton.environment.clock import Clock
 
 from . import tables as t
-from .engine import one_statement, unreachable
+from .engine import one_statement, reader, unreachable
 from .leases import LEASE, Heartbeat
 
 _inbox = t.webhook_deliveries
@@ -302,7 +302,7 @@ class Inbox:
     def pending(self, limit: int = 100) -> list[str]:
         """Hooks waiting to be processed (or whose lease ran out), oldest first."""
         now = self.clock.now()
-        with self.engine.connect() as connection:
+        with reader(self.engine).connect() as connection:
             return list(
                 connection.execute(
                     select(_c.id).where(_ready(now, now - LEASE)).order_by(_c.received_at).limit(limit)
@@ -365,6 +365,6 @@ class Inbox:
             connection.execute(_FINISH, {"hook": hook_id, "status": status, "error": error, "now": self.clock.now()})
 
     def status(self, hook_id: str) -> tuple[str, int, str | None] | None:
-        with self.engine.connect() as connection:
+        with reader(self.engine).connect() as connection:
             row = connection.execute(select(_c.status, _c.attempts, _c.error).where(_c.id == hook_id)).first()
         return None if row is None else (row.status, row.attempts, row.error)

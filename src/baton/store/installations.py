@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from baton.environment.clock import Clock
 
 from . import tables as t
-from .engine import one_statement
+from .engine import one_statement, reader
 
 _i = t.installations.c
 _r = t.installation_repositories.c
@@ -98,7 +98,7 @@ class Installations:
         return active
 
     def status(self, installation_id: int) -> str | None:
-        with self.engine.connect() as connection:
+        with reader(self.engine).connect() as connection:
             return connection.execute(select(_i.status).where(_i.id == installation_id)).scalar()
 
     def find(self, full_name: str) -> tuple[int, int] | None:
@@ -195,7 +195,7 @@ class Installations:
         return came, gone
 
     def present(self, installation_id: int) -> dict[str, bool]:
-        with self.engine.connect() as connection:
+        with reader(self.engine).connect() as connection:
             rows = connection.execute(
                 select(_r.full_name, _r.present).where(_r.installation_id == installation_id)
             ).all()

@@ -12,6 +12,7 @@ from baton.domain.issue import IssueState
 from baton.domain.model import TicketKey
 
 from . import tables as t
+from .engine import reader
 
 _C = t.issue_states.c
 
@@ -39,7 +40,7 @@ def issue_states(engine: Engine, ticket_ids: Iterable[int]) -> dict[int, IssueSt
     wanted = list(ticket_ids)
     if not wanted:
         return {}
-    with engine.connect() as connection:
+    with reader(engine).connect() as connection:
         rows = connection.execute(select(t.issue_states).where(_C.ticket_id.in_(wanted))).all()
     return {row.ticket_id: _state(row) for row in rows}
 
@@ -47,7 +48,7 @@ def issue_states(engine: Engine, ticket_ids: Iterable[int]) -> dict[int, IssueSt
 def issue_state_of(engine: Engine, key: TicketKey) -> IssueState | None:
     """The recorded issue state of the ticket at `key`, if any."""
     tk = t.tickets.c
-    with engine.connect() as connection:
+    with reader(engine).connect() as connection:
         row = connection.execute(
             select(t.issue_states)
             .join(t.tickets, tk.id == _C.ticket_id)

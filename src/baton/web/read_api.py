@@ -40,7 +40,7 @@ from baton.environment.clock import Clock
 from baton.environment.settings import Settings
 from baton.github.webhooks import MAX_NUMBER
 from baton.service.resolver import not_served
-from baton.store.engine import READ_ONLY
+from baton.store.engine import reader
 from baton.store.evidence_codec import from_dict
 from baton.store.inbox import Inbox, Stored
 from baton.store.reads import (
@@ -474,7 +474,7 @@ class ReadApi:
     def __init__(self, engine: Engine, settings: Settings, clock: Clock, readers: Readers | None = None) -> None:
         self.reads = TimelineReads(engine)
         # Listing only reads: on SQLite its connections take no writer lock, so it never waits behind the work.
-        self.inbox = Inbox(engine.execution_options(**{READ_ONLY: True}), clock)
+        self.inbox = Inbox(reader(engine), clock)
         self.token = settings.api_token.get_secret_value() if settings.api_token else ""
         self.readers = readers
 

@@ -25,6 +25,7 @@ from baton.environment.clock import Clock
 
 from .. import dependencies
 from .. import tables as t
+from ..engine import reader
 from ..work import StoredTicket, WorkTx, loaded
 from .marking import OFFERING, ORDINARY, URGENT
 
@@ -151,6 +152,7 @@ class Outbox:
     def __init__(self, engine: Engine, clock: Clock) -> None:
         self.engine = engine
         self.clock = clock
+        self._reads = reader(engine)  # what only reads takes no lock (the write lanes look often)
 
     def due_installations(
         self, soon: datetime | None = None, now: datetime | None = None, limit: int = 20
@@ -158,7 +160,7 @@ class Outbox:
         """Installations with rows due now that a writer may take: not held by another writer, not paused,
         their budget allowing a write before `soon`. Most urgent first."""
         now = now or self.clock.now()
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             found = connection.execute(_DUE_INSTALLATIONS, {"now": now, "soon": soon or now, "limit": limit})
             return list(found.scalars())
 
@@ -175,7 +177,7 @@ class Outbox:
         )
         if installation_id is not None:
             query = query.where(_o.installation_id == installation_id)
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             rows = connection.execute(query).all()
         return [Due(TicketKey(r.installation_id, r.repository_id, r.number), r.repository, r.version, r.attempts,
                     r.urgency) for r in rows]  # fmt: skip
@@ -190,7 +192,7 @@ class Outbox:
         by default; for an issue only being offered, any change): they go before this issue's writes."""
         now = now or self.clock.now()
         values = {"installation": key.installation_id, "repository": key.repository_id, "number": key.number}
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             row = connection.execute(_URGENT_ELSEWHERE, {**values, "now": now, "below": below}).first()
         return row is not None
 
@@ -209,12 +211,12 @@ class Outbox:
         query = select(func.count()).select_from(t.outbox).where(_o.urgency >= OFFERING, _o.attempts < MAX_ATTEMPTS)
         if installation_id is not None:
             query = query.where(_o.installation_id == installation_id)
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             return int(connection.execute(query).scalar_one())
 
     def answered(self, key: TicketKey) -> bool:
         """Whether a command on the issue was ever answered there (a 👍 or a reply, sent or waiting)."""
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             return connection.execute(select(_i.id).where(_items_at(key)).limit(1)).first() is not None
 
     def ticket(self, key: TicketKey) -> tuple[StoredTicket | None, Review | None, list[str]]:
@@ -225,7 +227,7 @@ class Outbox:
             tx.close()
         if stored is None:
             return None, None, []
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             review = connection.execute(
                 select(t.reviews.c.reviewer, t.reviews.c.independent, t.reviews.c.role)
                 .where(t.reviews.c.ticket_id == stored.id, t.reviews.c.verdict == "accepted")
@@ -241,7 +243,7 @@ class Outbox:
     def quiet(self, key: TicketKey) -> Quiet | None:
         """How a claim flagged stale shows its quiet period; None when it is not flagged."""
         a, tk = t.ticket_activity.c, t.tickets.c
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             row = connection.execute(
                 select(a.last_activity_at)
                 .select_from(t.ticket_activity.join(t.tickets, tk.id == a.ticket_id))
@@ -256,13 +258,13 @@ class Outbox:
 
     def blockers(self, key: TicketKey) -> list[str]:
         """The open issues the issue at `key` waits for (`owner/repo#N`, sorted)."""
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             return dependencies.open_blockers(connection, [key]).get(key, [])
 
     def brief_changes(self, ticket_id: int) -> list[BriefChange]:
         """The ticket's `brief_changed` events, oldest first, as the status comment tells them."""
         e = t.events.c
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             rows = connection.execute(
                 select(e.revision, e.attempt, e.data)
                 .where(e.ticket_id == ticket_id, e.type == "brief_changed")
@@ -271,7 +273,7 @@ class Outbox:
         return [BriefChange(r.revision, r.attempt, tuple(loaded(r.data).get("changes", ()))) for r in rows]
 
     def items(self, key: TicketKey) -> list[Item]:
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             rows = connection.execute(
                 select(_i.id, _i.kind, _i.comment_id, _i.author, _i.message, _i.due_at)
                 .where(_items_at(key), _i.sent_at.is_(None), _i.dropped.is_(None))
@@ -293,7 +295,7 @@ class Outbox:
 
     def status_comment(self, key: TicketKey) -> int | None:
         p = t.projections.c
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             return connection.execute(
                 select(p.status_comment_id).where(
                     p.installation_id == key.installation_id,
@@ -377,7 +379,7 @@ class Outbox:
     def given_up(self, limit: int = 50) -> list[GivenUp]:
         """What GitHub was never shown, newest first: answers dropped, then issues waiting for their next
         change after GitHub refused their state or failed it on every try."""
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             answers = connection.execute(
                 select(_k.repository, _i.repository_id, _i.number, _i.kind, _i.dropped, _i.created_at)
                 .select_from(t.outbox_items.outerjoin(t.tickets, _ITEM_TICKET))
@@ -399,7 +401,7 @@ class Outbox:
     def oldest_answer(self) -> Waiting | None:
         """The answer (👍 or reply) that has waited longest to be shown on GitHub; None when every answer was sent
         or given up."""
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             row = connection.execute(
                 select(_k.repository, _i.repository_id, _i.number, _i.kind, _i.created_at, _o.last_error)
                 .select_from(t.outbox_items.outerjoin(t.tickets, _ITEM_TICKET).outerjoin(t.outbox, _ITEM_ISSUE))
@@ -414,7 +416,7 @@ class Outbox:
 
     def pending(self) -> int:
         """Issues still to be written (not those waiting for their next change after GitHub refused them)."""
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             query = select(func.count()).select_from(t.outbox).where(_o.attempts < MAX_ATTEMPTS)
             return int(connection.execute(query).scalar_one())
 
@@ -423,14 +425,14 @@ class Outbox:
     def accepted_heads(self, ticket_id: int) -> tuple[str, ...]:
         """The commits the ticket's last acceptance covered, as the evidence log recorded them with it."""
         e = t.evidence_events.c
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             data = connection.execute(
                 select(e.data).where(e.ticket_id == ticket_id, e.type == "acceptance").order_by(desc(e.id)).limit(1)
             ).scalar()
         return tuple((data or {}).get("heads", ()))
 
     def check_run(self, installation_id: int, repository_id: int, head_sha: str) -> KnownCheck | None:
-        with self.engine.connect() as connection:
+        with self._reads.connect() as connection:
             row = connection.execute(
                 select(_c.check_run_id, _c.shown).where(_check_at(installation_id, repository_id, head_sha))
             ).first()
