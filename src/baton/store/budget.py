@@ -139,6 +139,7 @@ class Budgets:
 
     def __init__(self, engine: Engine, limits: Limits, clock: Clock) -> None:
         self.engine = engine
+        self._reads = reader(engine)  # what only reads takes no lock (`reader`)
         self.clock = clock
         self.limits = limits
         self._holds: Heartbeat[tuple[int, str]] = Heartbeat(self._renew_all, "baton-write-holds")
@@ -185,7 +186,7 @@ class Budgets:
         issue, which also waits for offering's share of the budget)."""
         now = now or self.clock.now()
         limits = self.limits
-        with reader(self.engine).connect() as connection:
+        with self._reads.connect() as connection:
             row = connection.execute(_SLOT, {"installation": installation_id}).first()
             edges = [
                 connection.execute(_EDGE, {"installation": installation_id, "skip": max(0, count - 1)}).scalar()

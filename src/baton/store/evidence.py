@@ -275,9 +275,10 @@ class EvidenceReads:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._reads = reader(engine)  # what only reads takes no lock (`reader`)
 
     def rail(self, key: TicketKey) -> EvidenceRail | None:
-        with reader(self.engine).connect() as connection:
+        with self._reads.connect() as connection:
             row = connection.execute(
                 select(_r.rail).join(t.tickets, _t.id == _r.ticket_id).where(_ticket_is(key))
             ).first()
@@ -285,7 +286,7 @@ class EvidenceReads:
 
     def holding(self, place: RepositoryKey, subject: Subject) -> list[tuple[TicketKey, EvidenceRail]]:
         """Every rail that holds `subject`, with its ticket's key, by issue number."""
-        with reader(self.engine).connect() as connection:
+        with self._reads.connect() as connection:
             rows = connection.execute(
                 select(_t.installation_id, _t.repository_id, _t.number, _r.rail)
                 .join(t.evidence_links, _l.ticket_id == _t.id)
@@ -297,7 +298,7 @@ class EvidenceReads:
 
     def holds(self, key: TicketKey, subject: Subject) -> bool:
         """Whether the ticket's rail holds `subject` (the link index's word for it)."""
-        with reader(self.engine).connect() as connection:
+        with self._reads.connect() as connection:
             row = connection.execute(
                 select(_l.subject)
                 .join(t.tickets, _t.id == _l.ticket_id)
@@ -306,7 +307,7 @@ class EvidenceReads:
         return row is not None
 
     def events(self, key: TicketKey) -> list[dict[str, Any]]:
-        with reader(self.engine).connect() as connection:
+        with self._reads.connect() as connection:
             rows = connection.execute(
                 select(_e.type, _e.source, _e.data, _e.repository_state, _e.deployment_state, _e.created_at)
                 .join(t.tickets, _t.id == _e.ticket_id)

@@ -178,6 +178,7 @@ class InboxTx:
 class Inbox:
     def __init__(self, engine: Engine, clock: Clock) -> None:
         self.engine = engine
+        self._reads = reader(engine)  # what only reads takes no lock (`reader`)
         self.clock = clock
         self._leases: Heartbeat[str] = Heartbeat(self._renew, "baton-leases")
 
@@ -302,7 +303,7 @@ class Inbox:
     def pending(self, limit: int = 100) -> list[str]:
         """Hooks waiting to be processed (or whose lease ran out), oldest first."""
         now = self.clock.now()
-        with reader(self.engine).connect() as connection:
+        with self._reads.connect() as connection:
             return list(
                 connection.execute(
                     select(_c.id).where(_ready(now, now - LEASE)).order_by(_c.received_at).limit(limit)
@@ -365,6 +366,6 @@ class Inbox:
             connection.execute(_FINISH, {"hook": hook_id, "status": status, "error": error, "now": self.clock.now()})
 
     def status(self, hook_id: str) -> tuple[str, int, str | None] | None:
-        with reader(self.engine).connect() as connection:
+        with self._reads.connect() as connection:
             row = connection.execute(select(_c.status, _c.attempts, _c.error).where(_c.id == hook_id)).first()
         return None if row is None else (row.status, row.attempts, row.error)

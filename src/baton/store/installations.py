@@ -28,6 +28,7 @@ STATUS_TTL = 1.0
 class Installations:
     def __init__(self, engine: Engine, clock: Clock) -> None:
         self.engine = engine
+        self._reads = reader(engine)  # what only reads takes no lock (`reader`)
         self.clock = clock
         self._known: dict[int, tuple[float, bool]] = {}
         self._found: dict[str, tuple[float, tuple[int, int] | None]] = {}
@@ -98,7 +99,7 @@ class Installations:
         return active
 
     def status(self, installation_id: int) -> str | None:
-        with reader(self.engine).connect() as connection:
+        with self._reads.connect() as connection:
             return connection.execute(select(_i.status).where(_i.id == installation_id)).scalar()
 
     def find(self, full_name: str) -> tuple[int, int] | None:
@@ -195,7 +196,7 @@ class Installations:
         return came, gone
 
     def present(self, installation_id: int) -> dict[str, bool]:
-        with reader(self.engine).connect() as connection:
+        with self._reads.connect() as connection:
             rows = connection.execute(
                 select(_r.full_name, _r.present).where(_r.installation_id == installation_id)
             ).all()
