@@ -80,6 +80,27 @@ def deciding_threads() -> Iterator[list[str]]:
         decisions.setLevel(level)
 
 
+@contextmanager
+def decision_times() -> Iterator[list[float]]:
+    """While inside, when each `/claim` decision line was made (`time.time()`), in order."""
+    times: list[float] = []
+
+    class When(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "decided /claim" in record.getMessage():
+                times.append(record.created)
+
+    decisions, heard = logging.getLogger("baton.decisions"), When()
+    level = decisions.level
+    decisions.addHandler(heard)
+    decisions.setLevel(logging.INFO)
+    try:
+        yield times
+    finally:
+        decisions.removeHandler(heard)
+        decisions.setLevel(level)
+
+
 def race_in_one_round(stage: Stage, number: int, agents: list[Any]) -> None:
     """`agents` comment `/claim` on `number` at once; nothing is taken to be decided until GitHub has delivered them
     all, so they are decided in one round, as a race usually is (on a loaded machine they could otherwise be split
@@ -141,12 +162,14 @@ def test_the_thumbs_up_goes_first_then_the_reply_then_label_assignee_and_status(
     stage.app.state.work.units.engine.dispose()
 
 
-def test_a_race_asks_for_the_repositorys_settings_while_it_looks_up_the_claimers(stage: Stage) -> None:
-    # Baton keeps a repository's settings five minutes (here: not at all, as if they had just run out). When the
-    # next command is a race of agents it has not looked up yet, `.github/baton.yml` is asked for beside their
-    # permissions, not after them: GitHub is slow to say each agent's permission here (half a second), and the file
-    # is asked for before any of them is answered (a read-role agent's permission is followed by the collaborator
-    # check, asked once it is answered).
+def test_a_race_waits_for_the_winner_s_lookup_alone_and_the_losers_are_looked_up_after_their_refusals(
+    stage: Stage,
+) -> None:
+    # Baton keeps a repository's settings five minutes (here: not at all, as if they had just run out). A race of
+    # agents it has not looked up yet: `.github/baton.yml` is asked for first, then the first claimer's permission
+    # (GitHub is slow to say each here: half a second); the others are refused by the ticket's state, which needs
+    # no lookup, and GitHub is asked about them only after every claim of the race was decided (for their next
+    # command). A read-role agent's permission is followed by the collaborator check.
     owner = stage.person("olivia", "admin")
     agents = [stage.person(f"agent-{n}", "read") for n in "abc"]
     number = owner.open_issue(SHOP, "Raced, the settings run out")
@@ -154,14 +177,52 @@ def test_a_race_asks_for_the_repositorys_settings_while_it_looks_up_the_claimers
     stage.app.state.parts.resolver.configs.ttl = 0
     stage.hub.rest.inject(Fault("GET", r"/collaborators/agent-[abc]/permission$", status=None, delay=0.5, times=3))
     began = time.time()
-    race_in_one_round(stage, number, agents)
+    with decision_times() as decided:
+        race_in_one_round(stage, number, agents)
+        until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
+        until(lambda: len(decided) >= 2, 10, "the winner's and the losers' lines")
+    last_decided = max(decided)
+
+    def calls() -> list[Any]:
+        with stage.hub.world.lock:
+            return [call for call in stage.hub.rest.calls if call.at >= began and call.method == "GET"]
+
+    def checks() -> list[Any]:
+        return [call for call in calls() if re.fullmatch(rf"/repos/{SHOP}/collaborators/agent-[abc]", call.path)]
+
+    until(lambda: len(checks()) == 3, 10, "GitHub asked about every claimer")
+    winner = ticket(stage, number)["runner"]
+    settings = [call.at for call in calls() if call.path == f"/repos/{SHOP}/contents/.github/baton.yml"]
+    asked = {call.path.split("/")[-2]: call.at for call in calls() if call.path.endswith("/permission")}
+    assert settings and settings[0] < asked[winner], [(round(call.at - began, 3), call.path) for call in calls()]
+    losers = {login: at for login, at in asked.items() if login != winner}
+    assert len(losers) == 2 and all(at >= last_decided for at in losers.values()), (last_decided, asked, winner)
+
+
+def test_claimers_baton_does_not_know_are_looked_up_in_turn_until_one_may_claim(stage: Stage) -> None:
+    # Two people Baton has not looked up claim in one round, the first one GitHub says cannot run the task: they are
+    # looked up first, and refused for that; then the second, who claims. Nobody is refused for not being known.
+    owner = stage.person("olivia", "admin")
+    outsider, agent = stage.person("outsider", "none"), stage.person("agent-a", "write")
+    number = owner.open_issue(SHOP, "Claimed by whoever may")
+    wait_for(stage, number, offered, "the issue offered")
+    inbox, arrived = stage.app.state.inbox, threading.Event()
+    take_pending = inbox.take_pending
+    inbox.take_pending = lambda limit, **look: take_pending(limit, **look) if arrived.is_set() else []
+    outsider.comment(SHOP, number, "/claim")  # first in the round
+    agent.comment(SHOP, number, "/claim")
+    until(lambda: all(d.status == 202 for d in stage.hub.deliveries), 10, "GitHub to deliver the claims")
+    arrived.set()
     until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
-    with stage.hub.world.lock:
-        calls = [call for call in stage.hub.rest.calls if call.at >= began and call.method == "GET"]
-    settings = [call.at for call in calls if call.path == f"/repos/{SHOP}/contents/.github/baton.yml"]
-    checks = [call.at for call in calls if re.fullmatch(rf"/repos/{SHOP}/collaborators/agent-[abc]", call.path)]
-    assert len(checks) == 3, [call.path for call in calls]
-    assert settings and settings[0] < min(checks), [(round(call.at - began, 3), call.path) for call in calls]
+    assert ticket(stage, number)["runner"] == "agent-a"
+
+    def said() -> list[str]:
+        with stage.hub.world.lock:
+            return [c.body for c in stage.hub.world.repository(SHOP).comments.values()
+                    if c.issue == number and c.user.login != "outsider" and "@outsider" in c.body]  # fmt: skip
+
+    until(lambda: bool(said()), 30, "the outsider's answer")
+    assert any("@outsider cannot /claim" in body for body in said()), said()
 
 
 def test_lookups_that_find_the_installation_token_run_out_share_one_new_token(stage: Stage) -> None:
@@ -177,13 +238,16 @@ def test_lookups_that_find_the_installation_token_run_out_share_one_new_token(st
     began = time.time()
     race_in_one_round(stage, number, agents)
     until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
-    with stage.hub.world.lock:
-        calls = [call for call in stage.hub.rest.calls if call.at >= began]
     asked = rf"/repos/{SHOP}/collaborators/agent-[a-d]/permission"
-    lookups = [call for call in calls if re.fullmatch(asked, call.path)]
-    mints = [call for call in calls if call.path.endswith("/access_tokens")]
-    assert len(lookups) == 4, [call.path for call in calls]
-    assert len(mints) == 1, [(round(call.at - began, 3), call.method, call.path) for call in calls]
+
+    def calls() -> list[Any]:
+        with stage.hub.world.lock:
+            return [call for call in stage.hub.rest.calls if call.at >= began]
+
+    # the winner's lookup before its claim, the losers' after their refusals
+    until(lambda: len([call for call in calls() if re.fullmatch(asked, call.path)]) == 4, 10, "every lookup")
+    mints = [call for call in calls() if call.path.endswith("/access_tokens")]
+    assert len(mints) == 1, [(round(call.at - began, 3), call.method, call.path) for call in calls()]
 
 
 def test_a_permission_used_near_the_end_of_its_time_is_asked_again_without_the_call_waiting(stage: Stage) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from baton.domain import (
     RULES,
+    AccessNeeded,
     Actor,
     Applied,
     Brief,
@@ -473,6 +474,23 @@ def test_the_holder_claiming_again_is_noted_with_what_it_holds(rev: int | None) 
     # someone else's claim is refused as before
     refused = decide(held, Command("claim", rev=rev), OTHER, Situation())
     assert isinstance(refused, Refused) and refused.code in ("wrong_state", "stale_revision")
+
+
+def test_an_actor_known_by_login_alone_is_decided_until_a_guard_needs_their_access() -> None:
+    unknown = Actor("agent-b", access_known=False)
+    # the ticket's state, its revision, the holder's own claim: the login is enough
+    taken = decide(ticket(C), Command("claim"), unknown, Situation())
+    assert isinstance(taken, Refused) and taken.code == "wrong_state"
+    stale = decide(ticket(O), Command("claim", rev=3), unknown, Situation())
+    assert isinstance(stale, Refused) and stale.code == "stale_revision"
+    assert isinstance(decide(ticket(C), Command("claim"), Actor("agent-a", access_known=False), Situation()), Noted)
+    typo = decide(ticket(O), Command("claimm"), unknown, Situation())
+    assert isinstance(typo, Refused) and typo.code == "unknown_command"
+    # who may claim an open task, who may release another's claim: the guards ask who they are
+    for t, command in ((ticket(O), Command("claim")), (ticket(C), Command("release", user="agent-a"))):
+        with pytest.raises(AccessNeeded) as needed:
+            decide(t, command, unknown, Situation())
+        assert needed.value.login == "agent-b"
 
 
 def test_help_leaves_out_claiming_what_one_holds() -> None:

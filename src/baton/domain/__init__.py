@@ -24,6 +24,7 @@ from .model import (
 from .transitions import (
     RULES,
     WORK_EVENTS,
+    AccessNeeded,
     Applied,
     Decision,
     Noted,
@@ -47,6 +48,7 @@ __all__ = [
     "RULES",
     "WORK_EVENTS",
     "Access",
+    "AccessNeeded",
     "Actor",
     "Applied",
     "AttemptEnd",

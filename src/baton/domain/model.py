@@ -244,7 +244,8 @@ class Actor:
     actor is an active member of; `is_bot` a `type: Bot` account or a login ending in `[bot]`; `collaborator`
     whether GitHub counts them a collaborator of the repository (`Access.collaborator`); `workflow` the
     GitHub Actions workflow (`owner/repo/.github/workflows/agent.yml`) whose run calls on the actor's behalf,
-    with its OIDC token (None: the actor calls, or comments, as themselves).
+    with its OIDC token (None: the actor calls, or comments, as themselves). `access_known` False: only the login
+    is known, not yet looked up on GitHub; a decision that needs more raises `AccessNeeded` (`decide`).
     """
 
     login: str
@@ -254,6 +255,7 @@ class Actor:
     role_name: str = ""
     collaborator: bool = False
     workflow: str | None = None
+    access_known: bool = True
 
     def __post_init__(self) -> None:
         if self.login.lower().endswith("[bot]") and not self.is_bot:

@@ -538,8 +538,31 @@ def _control_character(command: Command) -> Refused | None:
     return None
 
 
+class AccessNeeded(Exception):
+    """A decision needs to know who the actor is (their permission, roles, teams), and only their login is known
+    (`Actor.access_known`): look them up, then decide again. The decisions that come before the command's own
+    guards (an unknown command, a stale revision, a ticket in the wrong state) need only the login, so a claim
+    of a task someone else already runs is refused without waiting to learn who the claimant is."""
+
+    def __init__(self, login: str) -> None:
+        super().__init__(f"@{login}'s access is not known yet")
+        self.login = login
+
+
 def decide(ticket: Ticket, command: Command, actor: Actor, situation: Situation) -> Decision:
-    """The one entry point: the command's text, the revision and state guards, then the command's own guards."""
+    """The one entry point: the command's text, the revision and state guards, then the command's own guards
+    (which need the actor's access: `AccessNeeded` when it is not known)."""
+    before = _before_guards(ticket, command, actor)
+    if before is not None:
+        return before
+    if not actor.access_known:
+        raise AccessNeeded(actor.login)
+    return RULES[command.name].guard(ticket, command, actor, situation)
+
+
+def _before_guards(ticket: Ticket, command: Command, actor: Actor) -> Decision | None:
+    """What `decide` answers from the command, the ticket and the actor's login alone; None: the command's own
+    guards decide."""
     rule = RULES.get(command.name)
     if rule is None:
         return Refused("unknown_command", f"/{command.name} is not a command. Try /help.")
@@ -558,7 +581,7 @@ def decide(ticket: Ticket, command: Command, actor: Actor, situation: Situation)
             "wrong_state",
             f"{ticket.ref} is {describe(ticket)} (revision {ticket.revision}), not {_either(rule.sources)}. {step}",
         )
-    return rule.guard(ticket, command, actor, situation)
+    return None
 
 
 def _claim_again(ticket: Ticket, command: Command, actor: Actor) -> Decision | None:

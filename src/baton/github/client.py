@@ -382,6 +382,20 @@ class GitHubDirectory:
                 with suppress(Exception):
                     future.result()
 
+    def knows(self, installation_id: int, repository: str, login: str) -> bool:
+        """Whether `login`'s access to `repository` is kept, and not out of date."""
+        with self._lock:
+            cached = self._cache.get((installation_id, repository.lower(), login.lower()))
+        return cached is not None and time.monotonic() - cached[0] < self.ttl
+
+    def learn(self, wanted: set[tuple[int, str, str]]) -> None:
+        """Look up, in the directory's own thread, the permissions not known yet among `wanted` (installation,
+        repository, login), without waiting for them: people whose commands were decided without their access."""
+        for installation_id, repository, login in wanted:
+            if not self.knows(installation_id, repository, login):
+                key = (installation_id, repository.lower(), login.lower())
+                self._ask_again(installation_id, repository, login, key)
+
     def permission(self, installation_id: int, repository: str, login: str) -> Permission:
         return self.access(installation_id, repository, login).permission
 

@@ -11,10 +11,11 @@ links.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from baton.domain import Actor, Command, Policy, TicketKey
+from baton.domain import AccessNeeded, Actor, Command, Policy, TicketKey
 from baton.github.issues import label_names, link_counts
 from baton.github.webhooks import command_text, dig, issue_number, login, number, text
 from baton.reading.commands import MAX_COMMANDS, ignored_text, misspelt, read
@@ -40,7 +41,7 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
     issue = Issue(key, envelope.repository, author, text(about, "body"), label_names(about), text(about, "title"),
                   links=link_counts(about))  # fmt: skip
     if commands:
-        resolved = _resolve(intake, envelope, key, brief_teams(intake.work, key, commands))
+        resolved = _resolve(intake, envelope, key, brief_teams(intake.work, key, commands), lazy=True)
     else:
         policy, notices = intake.resolver.settings(key.installation_id, envelope.repository, key, envelope.sender)
         resolved = Resolved(_sender(envelope), policy, notices)
@@ -63,12 +64,58 @@ def _requests(intake: Intake, envelope: Envelope, body: str, what: str, source: 
     ] + _misspelt(issue, typos, actor, envelope, what, policy, source, resolved.notices)
 
 
-def _resolve(intake: Intake, envelope: Envelope, where: TicketKey, teams: frozenset[str]) -> Resolved:
-    """The sender, with their access to the hook's repository and the repository's settings."""
+def _resolve(
+    intake: Intake, envelope: Envelope, where: TicketKey, teams: frozenset[str], *, lazy: bool = False
+) -> Resolved:
+    """The sender, with their access to the hook's repository and the repository's settings. `lazy`, for
+    requests decided by `apply_all`: a sender GitHub would have to be asked about (and no brief's reviewer team
+    to look up) comes with only their login, and is looked up when a decision needs more (`apply_all`)."""
     assert envelope.installation_id is not None
     login = envelope.sender
     bot = envelope.sender_is_bot or login.lower().endswith("[bot]")
-    return intake.resolver.resolve(envelope.installation_id, envelope.repository, login, bot, where, teams)
+    resolver, installation_id, repository = intake.resolver, envelope.installation_id, envelope.repository
+    if lazy and not teams and not resolver.known(installation_id, repository, login):
+        policy, notices = resolver.settings(installation_id, repository, where, login)
+        return Resolved(Actor(login, is_bot=bot, access_known=False), policy, notices)
+    return resolver.resolve(installation_id, repository, login, bot, where, teams)
+
+
+def apply_all(intake: Intake, requests: list[Request], done: Sequence[str] = ()) -> list[Outcome]:
+    """`WorkService.apply_all`, first with the senders as they came (some known by their login alone, `_resolve`).
+    When a decision needs to know who one of them is, the transaction rolls back, the first such sender of each
+    ticket is looked up (side by side where there are several), and the requests are decided again: the commands
+    that follow a claim on its ticket are then mostly refused by its state, which needs no lookup. So a claim of a
+    task someone else already runs is refused without waiting for GitHub; the senders decided without a lookup
+    are looked up afterwards, in the directory's own thread, for their next command."""
+    while True:
+        try:
+            outcomes = intake.work.apply_all(requests, done=done)
+        except AccessNeeded:  # nothing was decided; each round looks one more sender up at least
+            requests = _looked_up(intake, requests)
+            continue
+        unknown = {(r.issue.key.installation_id, r.issue.repository, r.actor.login)
+                   for r in requests if not r.actor.access_known}  # fmt: skip
+        intake.resolver.learn(unknown)
+        return outcomes
+
+
+def _looked_up(intake: Intake, requests: list[Request]) -> list[Request]:
+    """The requests, with the first sender of each ticket known by their login alone looked up (and that sender's
+    other requests of the repository)."""
+
+    def who(request: Request) -> tuple[int, str, str]:
+        return request.issue.key.installation_id, request.issue.repository, request.actor.login.lower()
+
+    first: dict[TicketKey, Request] = {}
+    for request in requests:
+        if not request.actor.access_known:
+            first.setdefault(request.issue.key, request)
+    wanted = {who(r): r for r in first.values()}
+    intake.resolver.warm(set(wanted))
+    people = {person: intake.resolver.person(*person[:2], r.actor.login, r.actor.is_bot, r.policy, r.issue.key)
+              for person, r in wanted.items()}  # fmt: skip
+    return [replace(r, actor=people[who(r)][0], notices=r.notices + people[who(r)][1])
+            if not r.actor.access_known and who(r) in people else r for r in requests]  # fmt: skip
 
 
 def _sender(envelope: Envelope) -> Actor:
@@ -128,7 +175,7 @@ def body_requests(intake: Intake, envelope: Envelope) -> list[Request] | None:
 def comment_created(intake: Intake, envelope: Envelope) -> tuple[Outcome, ...]:
     requests = comment_requests(intake, envelope)
     if requests is not None:
-        return tuple(intake.work.apply_all(requests))
+        return tuple(apply_all(intake, requests))
     # the issue is a pull request; its body is the PR's
     comment_id = number(envelope.payload, "comment", "id")
     body = text(envelope.payload, "comment", "body")

@@ -17,7 +17,7 @@ from baton.service.work import Outcome, Request
 from baton.store.inbox import Hook, Inbox
 
 from .briefs import issue_edited
-from .commands import comment_created, comment_requests, review_commands
+from .commands import apply_all, comment_created, comment_requests, review_commands
 from .context import DirectoryUnavailable, Intake
 from .dependencies import LINKS, linked, links_seen
 from .envelope import Envelope
@@ -80,17 +80,6 @@ COMMAND_READERS: dict[tuple[str, str], Reader] = {
 
 def _route(hook: Hook) -> tuple[str, str]:
     return hook.event, hook.action or ""
-
-
-def _warm(intake: Intake, envelopes: Sequence[Envelope]) -> None:
-    """Find out, all at once, who the authors of the commands among the hooks are, where the
-    directory can (GitHub's answers arrive side by side instead of one after another)."""
-    intake.resolver.warm({
-        (envelope.installation_id, envelope.repository, envelope.sender)
-        for envelope in envelopes
-        if _route(envelope.hook) in COMMAND_READERS and "/" in envelope.hook.payload
-        and envelope.installation_id is not None and envelope.repository and envelope.sender
-    })  # fmt: skip
 
 
 def process(inbox: Inbox, intake: Intake, hook_id: str) -> None:
@@ -168,7 +157,7 @@ def _decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook], at_hand: bool =
             return
         with_commands = [hook.id for hook, requests in waiting if requests]  # finished with their decisions
         try:
-            intake.work.apply_all([request for _, requests in waiting for request in requests], done=with_commands)
+            apply_all(intake, [request for _, requests in waiting for request in requests], done=with_commands)
         except Exception as error:  # every one is tried again: operation ids keep what was decided
             for hook, _ in waiting:
                 failed(hook, error)
@@ -189,8 +178,6 @@ def _decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook], at_hand: bool =
             opened.append((hook, Envelope.open(hook, intake.parsed)))
         except Exception as error:
             opened.append((hook, error))
-    if len(hooks) > 1 and not at_hand:
-        _warm(intake, [envelope for _, envelope in opened if isinstance(envelope, Envelope)])
 
     try:
         for hook, envelope in opened:

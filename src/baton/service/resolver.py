@@ -140,6 +140,19 @@ class Resolver:
             raise Missing(not_served(repository))
         return found
 
+    def known(self, installation_id: int, repository: str, login: str) -> bool:
+        """Whether `login`'s access to `repository` can be told without asking GitHub (a directory that keeps no
+        answers is taken to know: its `access` is asked as before)."""
+        knows = getattr(self.directory, "knows", None)
+        return knows is None or bool(knows(installation_id, repository, login))
+
+    def learn(self, people: set[tuple[int, str, str]]) -> None:
+        """Have the directory look these (installation, repository, login) up in a thread of its own, where it can,
+        without waiting: their next command finds them known."""
+        learn = getattr(self.directory, "learn", None)
+        if learn is not None and people:
+            learn(people)
+
     def warm(self, people: set[tuple[int, str, str]]) -> None:
         """Find out, all at once, who these (installation, repository, login) are where the directory can, and
         read the settings of their repositories not known yet beside those lookups: GitHub's answers arrive side
