@@ -59,43 +59,22 @@ def writes(stage: Stage) -> list[str]:
 
 
 @contextmanager
-def deciding_threads() -> Iterator[list[str]]:
-    """While inside, the thread each `/claim` decision line is made on, in order (a log record may not carry it:
-    `logs.configure` leaves thread names out of records)."""
-    threads: list[str] = []
+def claim_lines() -> Iterator[list[tuple[str, float]]]:
+    """While inside, each `/claim` decision line as it is made, in order: the thread it is made on (a log record may
+    not carry it: `logs.configure` leaves thread names out of records) and when (`time.time()`)."""
+    lines: list[tuple[str, float]] = []
 
-    class Where(logging.Handler):
+    class Heard(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             if "decided /claim" in record.getMessage():
-                threads.append(threading.current_thread().name)
+                lines.append((threading.current_thread().name, record.created))
 
-    decisions, heard = logging.getLogger("baton.decisions"), Where()
+    decisions, heard = logging.getLogger("baton.decisions"), Heard()
     level = decisions.level
     decisions.addHandler(heard)
     decisions.setLevel(logging.INFO)
     try:
-        yield threads
-    finally:
-        decisions.removeHandler(heard)
-        decisions.setLevel(level)
-
-
-@contextmanager
-def decision_times() -> Iterator[list[float]]:
-    """While inside, when each `/claim` decision line was made (`time.time()`), in order."""
-    times: list[float] = []
-
-    class When(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if "decided /claim" in record.getMessage():
-                times.append(record.created)
-
-    decisions, heard = logging.getLogger("baton.decisions"), When()
-    level = decisions.level
-    decisions.addHandler(heard)
-    decisions.setLevel(logging.INFO)
-    try:
-        yield times
+        yield lines
     finally:
         decisions.removeHandler(heard)
         decisions.setLevel(level)
@@ -177,11 +156,11 @@ def test_a_race_waits_for_the_winner_s_lookup_alone_and_the_losers_are_looked_up
     stage.app.state.parts.resolver.configs.ttl = 0
     stage.hub.rest.inject(Fault("GET", r"/collaborators/agent-[abc]/permission$", status=None, delay=0.5, times=3))
     began = time.time()
-    with decision_times() as decided:
+    with claim_lines() as decided:
         race_in_one_round(stage, number, agents)
         until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
         until(lambda: len(decided) >= 2, 10, "the winner's and the losers' lines")
-    last_decided = max(decided)
+    last_decided = max(at for _, at in decided)
 
     def calls() -> list[Any]:
         with stage.hub.world.lock:
@@ -326,7 +305,7 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
     owner = stage.person("olivia", "admin")
     agents = [stage.person(f"agent-{n}", "write") for n in "abcd"]
     where: dict[int, set[str]] = {}
-    with deciding_threads() as deciding:
+    with claim_lines() as deciding:
         for round_ in range(ROUNDS):
             number = owner.open_issue(SHOP, f"Raced {round_}")
             wait_for(stage, number, offered, "the issue offered")
@@ -343,7 +322,7 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
                 thread.join()
             until(lambda number=number: ticket(stage, number).get("state") == "claimed", 30, "the claim")
             until(lambda: len(deciding) >= 2, 10, "the winner's and the losers' lines")
-            where[round_] = set(deciding)
+            where[round_] = {thread for thread, _ in deciding}
             with stage.app.state.work.units.engine.connect() as connection:
                 claimed = connection.execute(
                     select(func.count()).select_from(t.events).join(t.tickets, t.events.c.ticket_id == t.tickets.c.id)
@@ -401,7 +380,7 @@ def test_a_round_at_hand_that_finds_the_writer_lock_taken_looks_again_instead_of
 
         runtime._decide_here = looking
         try:
-            with deciding_threads() as deciding:
+            with claim_lines() as deciding:
                 agent.comment(SHOP, second, "/claim")
                 until(lambda: ticket(stage, second).get("state") == "claimed", 30, "the claim")
                 until(lambda: bool(deciding), 10, "the decision's line")
@@ -410,7 +389,8 @@ def test_a_round_at_hand_that_finds_the_writer_lock_taken_looks_again_instead_of
             release.set()
         # the lock taken at the first look, free at the second (the hooks of Baton's writes that follow look again)
         assert [tries for tries, _ in looks[:2]] == [0, 1], looks
-        assert deciding and deciding == [looks[0][1]] and deciding[0] != "baton-decide", (deciding, looks)
+        threads = [thread for thread, _ in deciding]
+        assert threads and threads == [looks[0][1]] and threads[0] != "baton-decide", (threads, looks)
 
 
 def test_on_sqlite_what_is_written_reaches_the_database_file_by_a_lane_of_its_own(sqlite_url: str) -> None:

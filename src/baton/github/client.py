@@ -367,13 +367,7 @@ class GitHubDirectory:
         """Look up, side by side, the permissions not known yet among `wanted` (installation, repository,
         login): the first race on a repository would otherwise wait for twenty lookups one after another.
         A lookup that fails here is made again, and fails properly, when the permission is asked for."""
-        now = time.monotonic()
-        with self._lock:
-            missing = [
-                key for key in wanted
-                if (cached := self._cache.get((key[0], key[1].lower(), key[2].lower()))) is None
-                or now - cached[0] >= self.ttl
-            ]  # fmt: skip
+        missing = [key for key in wanted if not self.knows(*key)]
         if len(missing) < 2:
             return
         _may_wait("warm")  # its threads would ask GitHub while this one waits for them

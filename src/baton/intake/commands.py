@@ -93,29 +93,28 @@ def apply_all(intake: Intake, requests: list[Request], done: Sequence[str] = ())
         except AccessNeeded:  # nothing was decided; each round looks one more sender up at least
             requests = _looked_up(intake, requests)
             continue
-        unknown = {(r.issue.key.installation_id, r.issue.repository, r.actor.login)
-                   for r in requests if not r.actor.access_known}  # fmt: skip
-        intake.resolver.learn(unknown)
+        intake.resolver.learn({_who(r) for r in requests if not r.actor.access_known})
         return outcomes
+
+
+def _who(request: Request) -> tuple[int, str, str]:
+    """The sender of `request` as the resolver names a person: installation, repository, login."""
+    return request.issue.key.installation_id, request.issue.repository, request.actor.login
 
 
 def _looked_up(intake: Intake, requests: list[Request]) -> list[Request]:
     """The requests, with the first sender of each ticket known by their login alone looked up (and that sender's
     other requests of the repository)."""
-
-    def who(request: Request) -> tuple[int, str, str]:
-        return request.issue.key.installation_id, request.issue.repository, request.actor.login.lower()
-
     first: dict[TicketKey, Request] = {}
     for request in requests:
         if not request.actor.access_known:
             first.setdefault(request.issue.key, request)
-    wanted = {who(r): r for r in first.values()}
+    wanted = {_who(r): r for r in first.values()}
     intake.resolver.warm(set(wanted))
-    people = {person: intake.resolver.person(*person[:2], r.actor.login, r.actor.is_bot, r.policy, r.issue.key)
+    people = {person: intake.resolver.person(*person, r.actor.is_bot, r.policy, r.issue.key)
               for person, r in wanted.items()}  # fmt: skip
-    return [replace(r, actor=people[who(r)][0], notices=r.notices + people[who(r)][1])
-            if not r.actor.access_known and who(r) in people else r for r in requests]  # fmt: skip
+    return [replace(r, actor=people[_who(r)][0], notices=r.notices + people[_who(r)][1])
+            if not r.actor.access_known and _who(r) in people else r for r in requests]  # fmt: skip
 
 
 def _sender(envelope: Envelope) -> Actor:
