@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, insert, select
+from sqlalchemy import event, func, insert, select
 from sqlalchemy.engine import make_url
 
 from baton.demo.stage import Stage
@@ -266,11 +266,12 @@ def test_a_permission_used_near_the_end_of_its_time_is_asked_again_without_the_c
     assert len(lookups()) == 2, lookups()  # the answer asked again served it
 
 
-def test_the_decide_lane_takes_each_payload_the_webhook_route_parsed_and_parses_none_again(
+def test_the_decide_lane_takes_each_payload_the_webhook_route_parsed_and_parses_none_again_nor_reads_it_back(
     stage: Stage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The webhook route parses each delivery to check it; the decide lane of the same process takes that parse
-    # instead of parsing the stored text again (a GitHub payload is some 10 KB).
+    # instead of parsing the stored text again (a GitHub payload is some 10 KB), and that text instead of reading
+    # the stored payload back.
     from baton.intake import envelope
 
     owner = stage.person("olivia", "admin")
@@ -285,13 +286,25 @@ def test_the_decide_lane_takes_each_payload_the_webhook_route_parsed_and_parses_
         return read(text)
 
     monkeypatch.setattr(envelope, "read_json", counted)  # the envelope's parsing, not the route's
-    race_in_one_round(stage, number, agents)
-    until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
-    claims = {d.id for d in stage.hub.deliveries if d.event == "issue_comment" and b'"/claim"' in d.body}
-    inbox = stage.app.state.inbox
-    until(lambda: all((inbox.status(c) or ("",))[0] == "done" for c in claims), 10, "the claims decided")
+    read_back: list[str] = []  # the statements reading stored payloads meanwhile
+
+    def statement(_connection: Any, _cursor: Any, text: str, *_: Any) -> None:
+        if text.lstrip().upper().startswith("SELECT") and "webhook_payloads" in text:
+            read_back.append(text)
+
+    engine = stage.app.state.parts.engine
+    event.listen(engine, "before_cursor_execute", statement)
+    try:
+        race_in_one_round(stage, number, agents)
+        until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
+        claims = {d.id for d in stage.hub.deliveries if d.event == "issue_comment" and b'"/claim"' in d.body}
+        inbox = stage.app.state.inbox
+        until(lambda: all((inbox.status(c) or ("",))[0] == "done" for c in claims), 10, "the claims decided")
+    finally:
+        event.remove(engine, "before_cursor_execute", statement)
     assert len(claims) == 4
     assert [text for text in parsed_again if '"/claim"' in text] == []
+    assert read_back == []
     assert len(stage.app.state.parts.intake.parsed) == 0  # each taken, none left behind
 
 
@@ -300,11 +313,21 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
 ) -> None:
     """`Runtime.stored`: a burst of `/claim` comments is decided where the webhook route stored it, once nothing is
     to be asked of GitHub (SQLite); the first race, whose claimers GitHub must be asked about, is handed to the
-    decide lane and decided there, once. On PostgreSQL every round is the lane's."""
-    sqlite = stage.app.state.work.units.engine.dialect.name == "sqlite"
+    decide lane and decided there, once. On PostgreSQL every round is the lane's, and deliveries are stored in a
+    thread of the pool; on SQLite they are stored on the event loop too (`GroupCommit`), where they are decided."""
+    engine = stage.app.state.work.units.engine
+    sqlite = engine.dialect.name == "sqlite"
     owner = stage.person("olivia", "admin")
     agents = [stage.person(f"agent-{n}", "write") for n in "abcd"]
     where: dict[int, set[str]] = {}
+    stored: list[str] = []  # the thread of each statement storing deliveries
+    stored_on: dict[int, set[str]] = {}
+
+    def storing(_connection: Any, _cursor: Any, text: str, *_: Any) -> None:
+        if text.lstrip().upper().startswith("INSERT INTO WEBHOOK_DELIVERIES"):
+            stored.append(threading.current_thread().name)
+
+    event.listen(engine, "before_cursor_execute", storing)
     with claim_lines() as deciding:
         for round_ in range(ROUNDS):
             number = owner.open_issue(SHOP, f"Raced {round_}")
@@ -313,6 +336,7 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
             # race: a hook other than a comment among the claims would send the round to the lane, rightly.
             until(lambda: quiet(stage), 30, "Baton to have decided and written everything")
             deciding.clear()
+            stored.clear()
             together = threading.Barrier(len(agents))
             threads = [threading.Thread(target=a.comment, args=(SHOP, number, "/claim"),
                                         kwargs={"together": together}) for a in agents]  # fmt: skip
@@ -323,19 +347,26 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
             until(lambda number=number: ticket(stage, number).get("state") == "claimed", 30, "the claim")
             until(lambda: len(deciding) >= 2, 10, "the winner's and the losers' lines")
             where[round_] = {thread for thread, _ in deciding}
+            stored_on[round_] = set(stored)
             with stage.app.state.work.units.engine.connect() as connection:
                 claimed = connection.execute(
                     select(func.count()).select_from(t.events).join(t.tickets, t.events.c.ticket_id == t.tickets.c.id)
                     .where(t.tickets.c.number == number, t.events.c.type == "claimed")).scalar_one()  # fmt: skip
             assert claimed == 1
+    event.remove(engine, "before_cursor_execute", storing)
     assert where[0] == {"baton-decide"}  # GitHub was asked who the claimers are
     later = [where[round_] for round_ in range(1, ROUNDS)]
     if sqlite:
         # A round may still go to the lane when the writer lock stays taken through every look (`AGAIN_AT_HAND`),
         # as on a machine too loaded to finish storing the acks of the others meanwhile: one at most, here.
         assert sum("baton-decide" not in decided for decided in later) >= len(later) - 1, where
+        # Stored where they were decided, the event loop's thread (a group found the lock taken: a pool thread)
+        at_hand = [r for r in range(1, ROUNDS) if "baton-decide" not in where[r]]
+        assert sum(stored_on[r] == where[r] for r in at_hand) >= len(at_hand) - 1, (where, stored_on)
     else:
         assert all(decided == {"baton-decide"} for decided in later), where
+        assert all(threads and "baton-decide" not in threads and not threads & where[r]
+                   for r, threads in stored_on.items()), (where, stored_on)  # fmt: skip
 
 
 def test_a_round_at_hand_that_finds_the_writer_lock_taken_looks_again_instead_of_leaving_it_to_the_lane(

@@ -74,7 +74,8 @@ class Parsed:
     """Payloads the webhook route parsed (to check them) kept a moment for the decide lane of the same process,
     which would parse each again: a GitHub payload is some 10 KB, about 30 µs to parse. A payload is given once,
     and only for the very text it was parsed from; at most `most` are kept, the oldest forgotten first (parsed
-    again when their turn comes)."""
+    again when their turn comes). Only a hook stored new is kept: its stored payload is that very text (a payload
+    is written once), so the decide lane need not read it back either (`text`)."""
 
     def __init__(self, most: int = 256) -> None:
         self.most = most
@@ -86,6 +87,12 @@ class Parsed:
             self._kept[hook_id] = (text, payload)
             while len(self._kept) > self.most:
                 self._kept.popitem(last=False)
+
+    def text(self, hook_id: str) -> str | None:
+        """The text of the payload kept for `hook_id`, still kept (what `Inbox.take_pending` need not read back)."""
+        with self._lock:
+            kept = self._kept.get(hook_id)
+        return kept[0] if kept is not None else None
 
     def take(self, hook_id: str, text: str) -> dict[str, Any] | None:
         with self._lock:

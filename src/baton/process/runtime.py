@@ -214,7 +214,7 @@ class Runtime:
                         self.wake()
                     return
                 with not_waiting():
-                    hooks = parts.inbox.take_pending(BATCH, look=False)
+                    hooks = parts.inbox.take_pending(BATCH, look=False, known=parts.intake.parsed.text)
                     if not hooks:
                         return
                     if not comments_only(hooks):
@@ -260,7 +260,7 @@ class Runtime:
         stored, self._stored = self._stored, False
         with self._handed_lock:
             handed, self._handed = self._handed, []
-        hooks = handed or inbox.take_pending(BATCH, look=not stored)
+        hooks = handed or inbox.take_pending(BATCH, look=not stored, known=self.parts.intake.parsed.text)
         if not hooks:
             return self.poll
         decide(inbox, self.parts.intake, hooks)

@@ -103,9 +103,15 @@ def _take_pending(postgresql: bool) -> Any:
 _TAKE_PENDING = {False: _take_pending(False), True: _take_pending(True)}
 
 
-def _hooks(connection: Connection, rows: Sequence[Any]) -> list[Hook]:
-    """The hooks of `rows` (as `_RETURNED` reads them) with their payloads, in the order of the rows."""
-    payloads = dict(connection.execute(_PAYLOADS, {"ids": [row.id for row in rows]}).all()) if rows else {}
+def _hooks(connection: Connection, rows: Sequence[Any], known: Callable[[str], str | None] | None = None) -> list[Hook]:
+    """The hooks of `rows` (as `_RETURNED` reads them) with their payloads, in the order of the rows. `known`: the
+    payload of a hook this process stored, where it still has it (a payload is written once): not read again."""
+    payloads: dict[str, str] = {}
+    if known is not None:
+        payloads = {row.id: text for row in rows if (text := known(row.id)) is not None}
+    unread = [row.id for row in rows if row.id not in payloads]
+    if unread:
+        payloads.update((row.id, row.payload) for row in connection.execute(_PAYLOADS, {"ids": unread}))
     return [
         Hook(row.id, row.event, row.action, row.installation_id, payloads.get(row.id, ""), row.attempts,
              row.received_at if row.received_at.tzinfo else row.received_at.replace(tzinfo=UTC))
@@ -285,10 +291,13 @@ class Inbox:
             row = connection.execute(_TAKE, {"hook": hook_id, "now": self.clock.now()}).first()
             return None if row is None else _hooks(connection, [row])[0]
 
-    def take_pending(self, limit: int = 200, *, look: bool = True) -> list[Hook]:
+    def take_pending(
+        self, limit: int = 200, *, look: bool = True, known: Callable[[str], str | None] | None = None
+    ) -> list[Hook]:
         """Take up to `limit` hooks that are ready (or whose lease ran out), oldest first, in one statement.
         Unless told not to `look` (a hook was just stored), it first looks whether any is ready, which takes
-        no lock, and takes only then."""
+        no lock, and takes only then. `known`: the payloads this process stored and still has, by hook id
+        (`intake.envelope.Parsed.text`), which are not read back."""
         now = self.clock.now()
         values = {"now": now, "cutoff": now - LEASE}
         if look:
@@ -297,7 +306,7 @@ class Inbox:
                     return []
         with one_statement(self.engine) as connection:  # the payloads, written once, are read after the taking
             statement = _TAKE_PENDING[self.engine.dialect.name == "postgresql"]
-            taken = _hooks(connection, connection.execute(statement, {**values, "limit": limit}).all())
+            taken = _hooks(connection, connection.execute(statement, {**values, "limit": limit}).all(), known)
         return sorted(taken, key=lambda d: (d.received_at, d.id))
 
     def pending(self, limit: int = 100) -> list[str]:

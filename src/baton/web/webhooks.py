@@ -32,7 +32,7 @@ from starlette.types import Receive, Scope, Send
 from baton.environment.settings import Settings
 from baton.github.webhooks import Unreadable, dig, number, read_json, verify
 from baton.intake import Intake, process
-from baton.store.engine import unreachable
+from baton.store.engine import unreachable, writing_at_hand
 from baton.store.inbox import Inbox, Incoming, Received
 from baton.store.spool import Spool
 
@@ -119,16 +119,24 @@ class AcksFirst:
 class GroupCommit:
     """Hooks arriving together are stored together: while one transaction runs, the hooks
     that arrive wait for the next, which takes all of them. Each request is answered as soon as the
-    transaction holding its hook commits. The database runs off the event loop.
+    transaction holding its hook commits. The database runs off the event loop, except where storing
+    cannot wait (`at_hand`).
 
     A hook whose row fails fails alone (the others of its transaction are stored one by one). While
     the database is unreachable, or hooks kept in the spool wait to be stored, hooks go to the
-    `spool`."""
+    `spool`.
 
-    def __init__(self, inbox: Inbox, spool: Spool | None = None) -> None:
+    `at_hand` (on SQLite, where no other process writes: `BATON_WORKER=inprocess`): a batch is stored on the event
+    loop itself while no other thread of the process writes (`writing_at_hand`), as a burst of comments is then
+    decided there too (`Runtime.stored`); the hop to a pool thread and back cost more than the insert. Otherwise,
+    and while hooks wait in the spool, a batch goes to a thread."""
+
+    def __init__(self, inbox: Inbox, spool: Spool | None = None, *, at_hand: bool = False) -> None:
         self.inbox = inbox
         self.spool = spool
-        self._batches: Batches[Incoming, Received] = Batches(self._store, gather=0.001, busy=0.05)
+        self._batches: Batches[Incoming, Received] = Batches(
+            self._store, gather=0.001, busy=0.05, at_hand=self._store_at_hand if at_hand else None
+        )
 
     async def receive(self, incoming: Incoming) -> Received:
         return await self._batches.run(incoming)
@@ -136,6 +144,14 @@ class GroupCommit:
     def submit(self, incoming: Incoming) -> asyncio.Future[Received]:
         """`receive`'s future, from the event loop's thread."""
         return self._batches.submit(incoming)
+
+    def _store_at_hand(self, batch: list[Incoming]) -> list[Received | Exception] | None:
+        """`_store` on the event loop when the process's writer lock is free and no hook waits in the spool; None
+        (a thread stores the batch) otherwise."""
+        if self.spool is not None and self.spool.holding():
+            return None
+        with writing_at_hand(self.inbox.engine) as free:
+            return self._store(batch) if free else None
 
     def _store(self, batch: list[Incoming]) -> list[Received | Exception]:
         """In a pool thread: each hook's answer, or the error its request answers 500 with."""
@@ -172,7 +188,8 @@ class WebhookEndpoint:
         self.hand_off = hand_off
         self.pacing = pacing or AcksFirst()
         self.metrics = metrics
-        self.storing = GroupCommit(inbox, spool)
+        at_hand = inbox.engine.dialect.name == "sqlite" and settings.worker == "inprocess"
+        self.storing = GroupCommit(inbox, spool, at_hand=at_hand)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         background = BackgroundTasks()
@@ -293,7 +310,8 @@ class WebhookEndpoint:
         decide lane, or without one is processed after the answer (`background`)."""
         if received in (Received.NEW, Received.RETRY) and self.settings.worker == "inprocess":
             if self.hand_off is not None:  # its decide lane takes the payload parsed here (`Envelope.open`)
-                self.intake.parsed.keep(hook.incoming.id, hook.incoming.payload, hook.payload)
+                if received is Received.NEW:  # a retried hook's stored payload may not be this very text
+                    self.intake.parsed.keep(hook.incoming.id, hook.incoming.payload, hook.payload)
                 self.hand_off()
             elif background is not None:
                 background.add_task(process, self.inbox, self.intake, hook.incoming.id)
