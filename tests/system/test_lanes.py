@@ -312,9 +312,10 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
     stage: Stage,
 ) -> None:
     """`Runtime.stored`: a burst of `/claim` comments is decided where the webhook route stored it, once nothing is
-    to be asked of GitHub (SQLite); the first race, whose claimers GitHub must be asked about, is handed to the
+    to be asked of GitHub (SQLite); the first race, whose winner GitHub must be asked about, is handed to the
     decide lane and decided there, once. On PostgreSQL every round is the lane's, and deliveries are stored in a
-    thread of the pool; on SQLite they are stored on the event loop too (`GroupCommit`), where they are decided."""
+    thread of the pool; on SQLite they are stored on the event loop too (`GroupCommit`), where they are decided
+    without being taken first (the decision's transaction finishes them)."""
     engine = stage.app.state.work.units.engine
     sqlite = engine.dialect.name == "sqlite"
     owner = stage.person("olivia", "admin")
@@ -322,6 +323,8 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
     where: dict[int, set[str]] = {}
     stored: list[str] = []  # the thread of each statement storing deliveries
     stored_on: dict[int, set[str]] = {}
+    attempts: dict[int, list[int]] = {}  # the attempts each round's claims were decided in (0: never taken)
+    claims_before: set[str] = set()
 
     def storing(_connection: Any, _cursor: Any, text: str, *_: Any) -> None:
         if text.lstrip().upper().startswith("INSERT INTO WEBHOOK_DELIVERIES"):
@@ -348,13 +351,20 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
             until(lambda: len(deciding) >= 2, 10, "the winner's and the losers' lines")
             where[round_] = {thread for thread, _ in deciding}
             stored_on[round_] = set(stored)
+            claims = {d.id for d in stage.hub.deliveries if d.event == "issue_comment" and b'"/claim"' in d.body}
+            mine, claims_before = claims - claims_before, claims
+            with engine.connect() as connection:
+                tried = select(t.webhook_deliveries.c.attempts).where(t.webhook_deliveries.c.id.in_(mine))
+                attempts[round_] = sorted(connection.execute(tried).scalars())
             with stage.app.state.work.units.engine.connect() as connection:
                 claimed = connection.execute(
                     select(func.count()).select_from(t.events).join(t.tickets, t.events.c.ticket_id == t.tickets.c.id)
                     .where(t.tickets.c.number == number, t.events.c.type == "claimed")).scalar_one()  # fmt: skip
             assert claimed == 1
     event.remove(engine, "before_cursor_execute", storing)
-    assert where[0] == {"baton-decide"}  # GitHub was asked who the claimers are
+    # GitHub was asked who the winner is: the lane decided it. On a loaded machine the claims may come in two groups,
+    # and those of the second, refused by the ticket's state, need no lookup: they may be decided at hand.
+    assert "baton-decide" in where[0], (where, stored_on, attempts)
     later = [where[round_] for round_ in range(1, ROUNDS)]
     if sqlite:
         # A round may still go to the lane when the writer lock stays taken through every look (`AGAIN_AT_HAND`),
@@ -363,6 +373,8 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
         # Stored where they were decided, the event loop's thread (a group found the lock taken: a pool thread)
         at_hand = [r for r in range(1, ROUNDS) if "baton-decide" not in where[r]]
         assert sum(stored_on[r] == where[r] for r in at_hand) >= len(at_hand) - 1, (where, stored_on)
+        assert all(attempts[r] == [0] * len(agents) for r in at_hand), (where, attempts)  # decided, never taken
+        assert max(attempts[0]) == 1, attempts  # the lane takes what it decides
     else:
         assert all(decided == {"baton-decide"} for decided in later), where
         assert all(threads and "baton-decide" not in threads and not threads & where[r]

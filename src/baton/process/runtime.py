@@ -28,7 +28,6 @@ from baton.github.client import WouldWait, not_waiting
 from baton.intake import comments_only, decide
 from baton.process.wiring import Parts
 from baton.store.engine import checkpoints, describe, unreachable, writing_at_hand
-from baton.store.inbox import Hook
 
 log = logging.getLogger("baton.runtime")
 
@@ -145,8 +144,6 @@ class Runtime:
         # On SQLite, stored comments are decided on the event loop when nothing is to be waited for (`stored`).
         self.at_hand = parts.engine.dialect.name == "sqlite"
         self._scheduled = False  # a round at hand is scheduled on the loop
-        self._handed: list[Hook] = []  # hooks taken at hand and left to the decide lane
-        self._handed_lock = threading.Lock()
         self.outage = Outage()
         self.decider = Lane("baton-decide", self._decide, self.outage)
         self.writers = [
@@ -196,14 +193,16 @@ class Runtime:
     def _decide_here(self, tries: int = 0) -> None:
         """A decide round on the event loop: the comments stored (and nothing else), decided in one transaction
         while the process's writer lock is free and everything GitHub would be asked is known (`not_waiting`).
-        Hooks taken here that need more are handed to the decide lane, which decides them from the start: nothing
-        of them was decided (`decide(..., at_hand=True)`)."""
+        They are not taken first: that transaction finishes them with their decisions, and no other thread of the
+        process takes hooks while this one holds the lock (nor, on SQLite with the lanes in `baton serve`, another
+        process). Hooks tried before, anything but comments, or comments that need more (`decide(...,
+        at_hand=True)` raises `WouldWait` before anything is decided) are left to the decide lane, which takes
+        them."""
         self._scheduled = False
         parts = self.parts
         if not parts.intake.own_login_known:
             self.wake()
             return
-        hooks: list[Hook] = []
         try:
             with writing_at_hand(parts.engine) as free:
                 if not free:
@@ -214,27 +213,20 @@ class Runtime:
                         self.wake()
                     return
                 with not_waiting():
-                    hooks = parts.inbox.take_pending(BATCH, look=False, known=parts.intake.parsed.text)
+                    hooks = parts.inbox.ready(BATCH, known=parts.intake.parsed.text)
                     if not hooks:
                         return
-                    if not comments_only(hooks):
-                        raise WouldWait("more than comments")
+                    if any(hook.attempts for hook in hooks) or not comments_only(hooks):
+                        raise WouldWait("more than comments stored just now")
                     decide(parts.inbox, parts.intake, hooks, at_hand=True)
         except WouldWait:
-            self._hand(hooks)
+            self.wake()
             return
         except Exception as error:  # the decide lane meets it again, and says so
             log.debug("deciding at hand failed (%s): left to the decide lane", describe(error))
-            self._hand(hooks)
+            self.wake()
             return
         self._wake_a_writer()
-
-    def _hand(self, hooks: list[Hook]) -> None:
-        """Taken hooks left to the decide lane (their leases run for `LEASE` meanwhile)."""
-        if hooks:
-            with self._handed_lock:
-                self._handed.extend(hooks)
-        self.wake()
 
     def stop(self, timeout: float = 10.0) -> None:
         lanes = self._lanes()
@@ -258,9 +250,7 @@ class Runtime:
         # The hooks stored until now are all taken below: a wake before this point needs no round of its own.
         self.decider.looking()
         stored, self._stored = self._stored, False
-        with self._handed_lock:
-            handed, self._handed = self._handed, []
-        hooks = handed or inbox.take_pending(BATCH, look=not stored, known=self.parts.intake.parsed.text)
+        hooks = inbox.take_pending(BATCH, look=not stored, known=self.parts.intake.parsed.text)
         if not hooks:
             return self.poll
         decide(inbox, self.parts.intake, hooks)

@@ -84,6 +84,13 @@ _FINISH_ALL = (
 )
 # Whether any hook is ready (`_ready`), built once: an idle decide lane asks it every `poll`.
 _LOOK = select(_c.id).where(_ready(bindparam("now"), bindparam("cutoff"))).limit(1)
+# The hooks `take_pending` would take, read without taking them (`Inbox.ready`), built once.
+_READY = (
+    select(*_RETURNED)
+    .where(_ready(bindparam("now"), bindparam("cutoff")))
+    .order_by(_c.received_at, _c.id)
+    .limit(bindparam("limit"))
+)
 
 
 def _take_pending(postgresql: bool) -> Any:
@@ -308,6 +315,16 @@ class Inbox:
             statement = _TAKE_PENDING[self.engine.dialect.name == "postgresql"]
             taken = _hooks(connection, connection.execute(statement, {**values, "limit": limit}).all(), known)
         return sorted(taken, key=lambda d: (d.received_at, d.id))
+
+    def ready(self, limit: int = 200, *, known: Callable[[str], str | None] | None = None) -> list[Hook]:
+        """The hooks `take_pending` would take now, oldest first, read from a snapshot without taking them: for a
+        caller that decides them in one transaction that finishes them (`InboxTx.finish`), where this process alone
+        takes hooks (SQLite, `BATON_WORKER=inprocess`). A hook never taken has `attempts` 0. `known`: as for
+        `take_pending`."""
+        now = self.clock.now()
+        with one_statement(self.engine, reads=True) as connection:
+            rows = connection.execute(_READY, {"now": now, "cutoff": now - LEASE, "limit": limit}).all()
+            return _hooks(connection, rows, known)
 
     def pending(self, limit: int = 100) -> list[str]:
         """Hooks waiting to be processed (or whose lease ran out), oldest first."""
