@@ -303,6 +303,11 @@ _FLAGS = (
 )
 
 
+def _person(installation_id: int, repository: str, login: str) -> tuple[int, str, str]:
+    """How `GitHubDirectory` keeps a person's access: by installation, repository and login, in any case."""
+    return installation_id, repository.lower(), login.lower()
+
+
 def access_of(data: Any) -> Access:
     """An answer of the collaborator-permission API read into the level the rules use and the role's name.
     `role_name` tells maintain and triage apart where `permission` folds them into write and read; a custom
@@ -379,7 +384,7 @@ class GitHubDirectory:
     def knows(self, installation_id: int, repository: str, login: str) -> bool:
         """Whether `login`'s access to `repository` is kept, and not out of date."""
         with self._lock:
-            cached = self._cache.get((installation_id, repository.lower(), login.lower()))
+            cached = self._cache.get(_person(installation_id, repository, login))
         return cached is not None and time.monotonic() - cached[0] < self.ttl
 
     def learn(self, wanted: set[tuple[int, str, str]]) -> None:
@@ -387,14 +392,13 @@ class GitHubDirectory:
         repository, login), without waiting for them: people whose commands were decided without their access."""
         for installation_id, repository, login in wanted:
             if not self.knows(installation_id, repository, login):
-                key = (installation_id, repository.lower(), login.lower())
-                self._ask_again(installation_id, repository, login, key)
+                self._ask_again(installation_id, repository, login, _person(installation_id, repository, login))
 
     def permission(self, installation_id: int, repository: str, login: str) -> Permission:
         return self.access(installation_id, repository, login).permission
 
     def access(self, installation_id: int, repository: str, login: str) -> Access:
-        key = (installation_id, repository.lower(), login.lower())
+        key = _person(installation_id, repository, login)
         now = time.monotonic()
         with self._lock:
             cached = self._cache.get(key)
@@ -418,7 +422,7 @@ class GitHubDirectory:
     def _asking(self) -> None:
         while True:
             installation_id, repository, login = self._again.get()
-            key = (installation_id, repository.lower(), login.lower())
+            key = _person(installation_id, repository, login)
             try:
                 with self._lock:
                     cached = self._cache.get(key)
