@@ -8,6 +8,7 @@ runs four `baton worker` processes against the stand-in GitHub in a process of i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -29,6 +30,8 @@ from sqlalchemy.engine import make_url
 from baton.demo.stage import Stage
 from baton.demo.story import offered, wait_for
 from baton.environment.clock import SYSTEM
+from baton.github.client import GitHubApp
+from baton.process.runtime import Runtime
 from baton.store import make_engine, upgrade
 from baton.store import tables as t
 from baton.store.budget import Budgets, Limits, earliest
@@ -306,6 +309,28 @@ def test_the_decide_lane_takes_each_payload_the_webhook_route_parsed_and_parses_
     assert [text for text in parsed_again if '"/claim"' in text] == []
     assert read_back == []
     assert len(stage.app.state.parts.intake.parsed) == 0  # each taken, none left behind
+
+
+def test_the_decide_lane_prepares_the_github_operations_of_a_decision_once_before_its_first_round(stage: Stage) -> None:
+    """`GitHubApp.prepare`, in `baton serve`'s parts, run by the decide lane before its first round (and so before
+    any round at hand, which waits for the lane's first round to know Baton's login): the first race does not pay
+    githubkit's first calls."""
+    parts = stage.app.state.parts
+    assert getattr(parts.prepare, "__func__", None) is GitHubApp.prepare
+    prepared: list[float] = []
+    rounds: list[int] = []  # how many times prepare had run at the start of each round
+    lanes = Runtime(dataclasses.replace(parts, prepare=lambda: prepared.append(time.monotonic())), writers=0,
+                    before_batch=lambda: rounds.append(len(prepared)), sweep=False)  # fmt: skip
+    lanes.start()
+    try:
+        until(lambda: len(rounds) >= 1, 10, "the lane's first round")
+        for _ in range(3):
+            seen = len(rounds)
+            lanes.wake()
+            until(lambda seen=seen: len(rounds) > seen, 10, "another round")
+    finally:
+        lanes.stop()
+    assert len(prepared) == 1 and set(rounds) == {1}, (prepared, rounds)
 
 
 def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_the_others_in_the_lane(

@@ -449,6 +449,42 @@ def test_a_thread_that_must_not_wait_gets_would_wait_instead_of_a_call_and_the_a
     assert route.call_count == 1 and github.calls.call_count == 2
 
 
+def test_a_thread_that_must_not_wait_is_stopped_before_githubkit_builds_a_request(
+    github: respx.MockRouter, pem: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first call of an operation costs githubkit milliseconds before it would reach GitHub: on the event loop
+    that work would be thrown away with the `WouldWait` that follows, so the client is refused at once."""
+    built: list[str] = []
+    build = httpx.Client.build_request
+    monkeypatch.setattr(httpx.Client, "build_request", lambda client, method, url, **kw: (
+        built.append(f"{method} {url}"), build(client, method, url, **kw))[1])  # fmt: skip
+    people = directory(pem)
+    with not_waiting(), pytest.raises(WouldWait):
+        people.github.installation(INSTALLATION)
+    with not_waiting(), pytest.raises(WouldWait):
+        GitHubConfigs(people.github).load(INSTALLATION, "octo/shop")
+    assert built == [] and github.calls.call_count == 0
+
+
+def test_prepare_loads_the_operations_a_decision_waits_for_and_sends_nothing(
+    github: respx.MockRouter, pem: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[str] = []
+    build = httpx.Client.build_request
+    monkeypatch.setattr(httpx.Client, "build_request", lambda client, method, url, **kw: (
+        built.append(f"{method} {httpx.URL(url).path}"), build(client, method, url, **kw))[1])  # fmt: skip
+    people = directory(pem)
+    people.github.prepare()
+    assert github.calls.call_count == 0
+    # each operation went as far as its request, where it stopped: settings file, permission, collaborator, team
+    assert [call.rsplit("/", 2)[-2:] for call in built if not call.startswith("POST")] == [
+        ["contents", "path"], ["login", "permission"], ["collaborators", "login"], ["memberships", "login"],
+    ]  # fmt: skip
+    route = permission_route(github, "maria").respond(200, json=answer("write", "write"))
+    assert people.permission(INSTALLATION, "octo/shop", "maria") is Permission.WRITE  # the App works as before
+    assert route.call_count == 1
+
+
 def test_someone_who_is_not_a_collaborator_has_no_permission(github: respx.MockRouter, pem: str) -> None:
     permission_route(github, "stranger").respond(404, json={"message": "Not Found"})
     assert directory(pem).permission(INSTALLATION, "octo/shop", "stranger") is Permission.NONE

@@ -274,7 +274,30 @@ class GitHubApp:
             raise ValueError("GitHub's GET /app answered without the App's slug")
         return f"{slug}[bot]"
 
+    def prepare(self) -> None:
+        """githubkit loads an operation's models the first time the process calls it: about 25 ms for the first call,
+        3-5 ms for each operation after it, on a two-core machine. The operations a decision may wait for (a settings
+        file, a permission, the collaborator check, a team membership) are loaded here, before the first race,
+        without anything being sent: each call stops where it would reach GitHub (`not_waiting`)."""
+        # An installation's client (of no installation): the App's own refuses these operations before sending.
+        client = self.app.with_auth(self.app.auth.as_installation(0))
+        rest = client.rest
+        calls = (
+            lambda: rest.repos.get_content("owner", "name", "path"),
+            lambda: rest.repos.get_collaborator_permission_level("owner", "name", "login"),
+            lambda: rest.repos.check_collaborator("owner", "name", "login"),
+            lambda: rest.teams.get_membership_for_user_in_org("owner", "team", "login"),
+        )
+        with not_waiting():
+            for call in calls:
+                with suppress(WouldWait):
+                    call()
+
     def installation(self, installation_id: int) -> GitHub[Any]:
+        """The client of one installation. On a thread that must not wait for GitHub (`not_waiting`), raises
+        `WouldWait` before githubkit builds anything: each caller goes on to call GitHub, and the first call of an
+        operation costs milliseconds before it would reach GitHub (`prepare`)."""
+        _may_wait("a call to GitHub")
         with self._lock:
             client = self._installations.get(installation_id)
             if client is None:

@@ -144,6 +144,7 @@ class Runtime:
         # On SQLite, stored comments are decided on the event loop when nothing is to be waited for (`stored`).
         self.at_hand = parts.engine.dialect.name == "sqlite"
         self._scheduled = False  # a round at hand is scheduled on the loop
+        self._prepare = parts.prepare
         self.outage = Outage()
         self.decider = Lane("baton-decide", self._decide, self.outage)
         self.writers = [
@@ -242,6 +243,9 @@ class Runtime:
             self.checkpoints.close()
 
     def _decide(self) -> float:
+        if self._prepare is not None:  # once, before the first round (and before any round at hand: `own_login_known`)
+            prepare, self._prepare = self._prepare, None
+            prepare()
         # Baton's own login, before the first hook that may be its own label write coming back
         self.parts.intake.own_login()
         inbox = self.parts.inbox

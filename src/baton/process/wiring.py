@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
@@ -54,6 +55,8 @@ class Parts:
     installation_sweep: InstallationSweep | None = None
     # The daily prune of what is kept only for a while (`BATON_KEEP_PAYLOADS`, `BATON_KEEP_DELIVERIES`).
     pruning: Pruning | None = None
+    # Run by the decide lane before its first round: what a decision's first GitHub call loads (`GitHubApp.prepare`).
+    prepare: Callable[[], None] | None = None
 
 
 def work_service(
@@ -134,5 +137,5 @@ def assemble(
     pruning = Pruning(Retention(engine, clock), Sweeps(engine, clock), keep)
     return Parts(
         engine, work, evidence, inbox, resolver, intake, writer, sweep, metrics, redelivery, installation_sweep,
-        pruning,
+        pruning, github.prepare if github else None,
     )  # fmt: skip
