@@ -156,6 +156,26 @@ def comment_requests(intake: Intake, envelope: Envelope) -> list[Request] | None
     return requests
 
 
+def look_ahead(intake: Intake, envelopes: Sequence[Envelope]) -> None:
+    """Before the decide lane reads a batch's comments: the settings not known yet of their repositories, and the
+    first commenter of each issue whose comment carries commands, where Baton does not know them, asked of GitHub
+    side by side (`Resolver.warm`). Reading the comments asks for the settings first, and deciding a claim asks for
+    its claimer only then (`apply_all`): on the first race of a repository (and after the settings' five minutes)
+    the winner, mostly the first claimer, is known one round trip to GitHub sooner."""
+    first: dict[tuple[int, str, int | None], tuple[int, str, str]] = {}
+    for envelope in envelopes:
+        payload, installation_id = envelope.payload, envelope.installation_id
+        if (envelope.hook.event, envelope.hook.action) != ("issue_comment", "created") or installation_id is None:
+            continue
+        if dig(payload, "issue", "pull_request") is not None or not envelope.repository:
+            continue
+        if read(command_text(payload, "comment", "body")).commands:
+            issue = (installation_id, envelope.repository.lower(), issue_number(payload, "issue", "number"))
+            first.setdefault(issue, (installation_id, envelope.repository, envelope.sender))
+    if first:
+        intake.resolver.warm(set(first.values()))
+
+
 def _runner_comment(intake: Intake, envelope: Envelope) -> None:
     """A comment of the runner on the issue without commands is activity on its claim all the same."""
     key = envelope.ticket(issue_number(envelope.payload, "issue", "number"))

@@ -17,7 +17,7 @@ from baton.service.work import Outcome, Request
 from baton.store.inbox import Hook, Inbox
 
 from .briefs import issue_edited
-from .commands import apply_all, comment_created, comment_requests, review_commands
+from .commands import apply_all, comment_created, comment_requests, look_ahead, review_commands
 from .context import DirectoryUnavailable, Intake
 from .dependencies import LINKS, linked, links_seen
 from .envelope import Envelope
@@ -179,6 +179,8 @@ def _decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook], at_hand: bool =
         except Exception as error:
             opened.append((hook, error))
 
+    if not at_hand:  # on the event loop, anything to ask GitHub sends the batch here (`WouldWait`)
+        look_ahead(intake, [envelope for _, envelope in opened if isinstance(envelope, Envelope)])
     try:
         for hook, envelope in opened:
             if isinstance(envelope, BaseException):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -167,11 +167,15 @@ class Resolver:
             if warm is not None and people:
                 warm(people)
             return
+        # One person not known is asked beside the settings (the directory's `warm` looks up two or more at once).
+        alone = [person for person in people if warm is not None and not self.known(*person)]
+        alone = alone if len(alone) == 1 else []
         with ThreadPoolExecutor(
-            max_workers=min(SETTINGS_AT_ONCE, len(cold)), thread_name_prefix="baton-settings"
+            max_workers=min(SETTINGS_AT_ONCE, len(cold)) + len(alone), thread_name_prefix="baton-settings"
         ) as pool:
-            reads = [pool.submit(self.configs.load, *place) for place in cold]
-            if warm is not None:
+            reads: list[Future[object]] = [pool.submit(self.configs.load, *place) for place in cold]
+            reads += [pool.submit(self.directory.access, *person) for person in alone]
+            if warm is not None and not alone:
                 warm(people)
             for read in reads:
                 with suppress(Exception):
