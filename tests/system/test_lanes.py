@@ -353,6 +353,17 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
     attempts: dict[int, list[int]] = {}  # the attempts each round's claims were decided in (0: never taken)
     claims_before: set[str] = set()
 
+    applied_on: dict[int, list[str]] = {}  # the thread of each transaction deciding claims, by round
+    work = stage.app.state.parts.intake.work
+    apply_all = work.apply_all
+
+    def applying(requests: Any, **kwargs: Any) -> Any:
+        if any(request.command.name == "claim" for request in requests):
+            applied_on.setdefault(len(where), []).append(threading.current_thread().name)
+        return apply_all(requests, **kwargs)
+
+    work.apply_all = applying
+
     def storing(_connection: Any, _cursor: Any, text: str, *_: Any) -> None:
         if text.lstrip().upper().startswith("INSERT INTO WEBHOOK_DELIVERIES"):
             stored.append(threading.current_thread().name)
@@ -392,6 +403,10 @@ def test_on_sqlite_comments_of_people_baton_knows_are_decided_on_the_event_loop_
     # GitHub was asked who the winner is: the lane decided it. On a loaded machine the claims may come in two groups,
     # and those of the second, refused by the ticket's state, need no lookup: they may be decided at hand.
     assert "baton-decide" in where[0], (where, stored_on, attempts)
+    # Claimers Baton does not know yet send the round to the lane before anything is decided (`look_ahead`), not
+    # after a transaction on the event loop that meets the first claimer and rolls back. (A second group of claims,
+    # on a loaded machine, is decided at hand once they are known.)
+    assert applied_on[0][0] == "baton-decide", applied_on
     later = [where[round_] for round_ in range(1, ROUNDS)]
     if sqlite:
         # A round may still go to the lane when the writer lock stays taken through every look (`AGAIN_AT_HAND`),

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import jwt
@@ -449,15 +450,25 @@ def test_a_thread_that_must_not_wait_gets_would_wait_instead_of_a_call_and_the_a
     assert route.call_count == 1 and github.calls.call_count == 2
 
 
+@pytest.fixture
+def built(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every request githubkit builds, as `METHOD path` (the API's base path left out), whether it is sent or not."""
+    requests: list[str] = []
+    build = httpx.Client.build_request
+
+    def recorded(client: httpx.Client, method: str, url: httpx.URL | str, **options: Any) -> httpx.Request:
+        requests.append(f"{method} {httpx.URL(url).path.removeprefix(httpx.URL(API).path)}")
+        return build(client, method, url, **options)
+
+    monkeypatch.setattr(httpx.Client, "build_request", recorded)
+    return requests
+
+
 def test_a_thread_that_must_not_wait_is_stopped_before_githubkit_builds_a_request(
-    github: respx.MockRouter, pem: str, monkeypatch: pytest.MonkeyPatch
+    github: respx.MockRouter, pem: str, built: list[str]
 ) -> None:
     """The first call of an operation costs githubkit milliseconds before it would reach GitHub: on the event loop
     that work would be thrown away with the `WouldWait` that follows, so the client is refused at once."""
-    built: list[str] = []
-    build = httpx.Client.build_request
-    monkeypatch.setattr(httpx.Client, "build_request", lambda client, method, url, **kw: (
-        built.append(f"{method} {url}"), build(client, method, url, **kw))[1])  # fmt: skip
     people = directory(pem)
     with not_waiting(), pytest.raises(WouldWait):
         people.github.installation(INSTALLATION)
@@ -466,20 +477,24 @@ def test_a_thread_that_must_not_wait_is_stopped_before_githubkit_builds_a_reques
     assert built == [] and github.calls.call_count == 0
 
 
-def test_prepare_loads_the_operations_a_decision_waits_for_and_sends_nothing(
-    github: respx.MockRouter, pem: str, monkeypatch: pytest.MonkeyPatch
+def test_prepare_loads_the_operations_of_decisions_and_writes_and_sends_nothing(
+    github: respx.MockRouter, pem: str, built: list[str]
 ) -> None:
-    built: list[str] = []
-    build = httpx.Client.build_request
-    monkeypatch.setattr(httpx.Client, "build_request", lambda client, method, url, **kw: (
-        built.append(f"{method} {httpx.URL(url).path}"), build(client, method, url, **kw))[1])  # fmt: skip
     people = directory(pem)
     people.github.prepare()
     assert github.calls.call_count == 0
-    # each operation went as far as its request, where it stopped: settings file, permission, collaborator, team
-    assert [call.rsplit("/", 2)[-2:] for call in built if not call.startswith("POST")] == [
-        ["contents", "path"], ["login", "permission"], ["collaborators", "login"], ["memberships", "login"],
-    ]  # fmt: skip
+    # each operation went as far as its request (its body checked), where it stopped: what a decision waits for ...
+    assert {
+        "GET /repos/owner/name/contents/path",
+        "GET /repos/owner/name/collaborators/login/permission",
+        "GET /repos/owner/name/collaborators/login",
+        "GET /orgs/owner/teams/team/memberships/login",
+    } <= set(built)
+    # ... and what the write lane sends: the issue read before its labels, labels, assignees, comments, 👍, check run
+    assert {"GET /repos/owner/name/issues/1", "POST /repos/owner/name/issues/1/labels",
+            "POST /repos/owner/name/issues/1/assignees", "POST /repos/owner/name/issues/1/comments",
+            "PATCH /repos/owner/name/issues/comments/1", "POST /repos/owner/name/issues/comments/1/reactions",
+            "POST /repos/owner/name/check-runs", "PATCH /repos/owner/name/check-runs/1"} <= set(built)  # fmt: skip
     route = permission_route(github, "maria").respond(200, json=answer("write", "write"))
     assert people.permission(INSTALLATION, "octo/shop", "maria") is Permission.WRITE  # the App works as before
     assert route.call_count == 1

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from baton.domain import AccessNeeded, Actor, Command, Policy, TicketKey
+from baton.github.client import WouldWait
 from baton.github.issues import label_names, link_counts
 from baton.github.webhooks import command_text, dig, issue_number, login, number, text
 from baton.reading.commands import MAX_COMMANDS, ignored_text, misspelt, read
@@ -156,12 +157,14 @@ def comment_requests(intake: Intake, envelope: Envelope) -> list[Request] | None
     return requests
 
 
-def look_ahead(intake: Intake, envelopes: Sequence[Envelope]) -> None:
-    """Before the decide lane reads a batch's comments: the settings not known yet of their repositories, and the
-    first commenter of each issue whose comment carries commands, where Baton does not know them, asked of GitHub
-    side by side (`Resolver.warm`). Reading the comments asks for the settings first, and deciding a claim asks for
-    its claimer only then (`apply_all`): on the first race of a repository (and after the settings' five minutes)
-    the winner, mostly the first claimer, is known one round trip to GitHub sooner."""
+def look_ahead(intake: Intake, envelopes: Sequence[Envelope], *, at_hand: bool = False) -> None:
+    """Before a batch's comments are read: the settings of their repositories and the first commenter of each issue
+    whose comment carries commands (mostly a race's winner, whose claim needs their access), where Baton does not
+    know them yet, asked of GitHub side by side (`Resolver.warm`). Reading the comments would ask for the settings
+    first, and deciding a claim asks for its claimer only then, after a transaction that rolls back (`apply_all`).
+
+    `at_hand` (on the event loop, where nothing may wait for GitHub): raises `WouldWait` instead, before anything is
+    read or decided, so the batch goes to the decide lane at once."""
     first: dict[tuple[int, str, int | None], tuple[int, str, str]] = {}
     for envelope in envelopes:
         payload, installation_id = envelope.payload, envelope.installation_id
@@ -172,8 +175,11 @@ def look_ahead(intake: Intake, envelopes: Sequence[Envelope]) -> None:
         if read(command_text(payload, "comment", "body")).commands:
             issue = (installation_id, envelope.repository.lower(), issue_number(payload, "issue", "number"))
             first.setdefault(issue, (installation_id, envelope.repository, envelope.sender))
-    if first:
-        intake.resolver.warm(set(first.values()))
+    people = set(first.values())
+    if not at_hand:
+        intake.resolver.warm(people)
+    elif not intake.resolver.knows_all(people):
+        raise WouldWait("a commenter, or their repository's settings, not known yet")
 
 
 def _runner_comment(intake: Intake, envelope: Envelope) -> None:

@@ -179,8 +179,7 @@ def _decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook], at_hand: bool =
         except Exception as error:
             opened.append((hook, error))
 
-    if not at_hand:  # on the event loop, anything to ask GitHub sends the batch here (`WouldWait`)
-        look_ahead(intake, [envelope for _, envelope in opened if isinstance(envelope, Envelope)])
+    look_ahead(intake, [envelope for _, envelope in opened if isinstance(envelope, Envelope)], at_hand=at_hand)
     try:
         for hook, envelope in opened:
             if isinstance(envelope, BaseException):

@@ -146,6 +146,13 @@ class Resolver:
         knows = getattr(self.directory, "knows", None)
         return knows is None or bool(knows(installation_id, repository, login))
 
+    def knows_all(self, people: set[tuple[int, str, str]]) -> bool:
+        """Whether these (installation, repository, login) and their repositories' settings are all known without
+        asking GitHub."""
+        fresh = getattr(self.configs, "fresh", None)
+        places = {(installation_id, repository) for installation_id, repository, _ in people}
+        return all(fresh is None or fresh(*place) for place in places) and all(self.known(*p) for p in people)
+
     def learn(self, people: set[tuple[int, str, str]]) -> None:
         """Have the directory look these (installation, repository, login) up in a thread of its own, where it can,
         without waiting: their next command finds them known."""

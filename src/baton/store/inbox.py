@@ -51,7 +51,7 @@ def _abandoned(now: datetime) -> ColumnElement[bool]:
     return or_(_c.status == "failed", _lapsed(now - LEASE))
 
 
-_RETURNED = (_c.id, _c.event, _c.action, _c.installation_id, _c.attempts, _c.received_at)
+_RETURNED = (_c.id, _c.event, _c.action, _c.installation_id, _c.attempts, _c.received_at)  # `_hooks` unpacks them so
 # The payloads of the hooks taken, read after taking them (a row of its own each: `tables.webhook_payloads`).
 _PAYLOADS = select(_payloads.c.id, _payloads.c.payload).where(_payloads.c.id.in_(bindparam("ids", expanding=True)))
 
@@ -115,14 +115,15 @@ def _hooks(connection: Connection, rows: Sequence[Any], known: Callable[[str], s
     payload of a hook this process stored, where it still has it (a payload is written once): not read again."""
     payloads: dict[str, str] = {}
     if known is not None:
-        payloads = {row.id: text for row in rows if (text := known(row.id)) is not None}
-    unread = [row.id for row in rows if row.id not in payloads]
+        payloads = {row[0]: text for row in rows if (text := known(row[0])) is not None}
+    unread = [row[0] for row in rows if row[0] not in payloads]
     if unread:
         payloads.update((row.id, row.payload) for row in connection.execute(_PAYLOADS, {"ids": unread}))
+    # The rows unpacked as tuples: reading a Row's columns by name cost more than the rest of making a hook.
     return [
-        Hook(row.id, row.event, row.action, row.installation_id, payloads.get(row.id, ""), row.attempts,
-             row.received_at if row.received_at.tzinfo else row.received_at.replace(tzinfo=UTC))
-        for row in rows
+        Hook(id_, event, action, installation_id, payloads.get(id_, ""), attempts,
+             received_at if received_at.tzinfo else received_at.replace(tzinfo=UTC))
+        for id_, event, action, installation_id, attempts, received_at in rows
     ]  # fmt: skip
 
 
