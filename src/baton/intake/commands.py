@@ -172,9 +172,13 @@ def look_ahead(intake: Intake, envelopes: Sequence[Envelope], *, at_hand: bool =
             continue
         if dig(payload, "issue", "pull_request") is not None or not envelope.repository:
             continue
-        if read(command_text(payload, "comment", "body")).commands:
+        try:
+            if not read(command_text(payload, "comment", "body")).commands:
+                continue
             issue = (installation_id, envelope.repository.lower(), issue_number(payload, "issue", "number"))
-            first.setdefault(issue, (installation_id, envelope.repository, envelope.sender))
+        except Exception:  # a value GitHub never sends: reading the comment meets it again, and says so
+            continue
+        first.setdefault(issue, (installation_id, envelope.repository, envelope.sender))
     people = set(first.values())
     if not at_hand:
         intake.resolver.warm(people)
