@@ -162,10 +162,6 @@ class Board:
     repositories: list[RepositoryCounts] = field(default_factory=list)
 
 
-def _issue(row: Any) -> IssueState:
-    return IssueState(row.state, row.at, row.actor, row.reason, bool(row.merged))
-
-
 def _issue_row(row: RowMapping) -> IssueState:
     return IssueState(row["issue_state"], row["issue_at"], row["issue_actor"], row["issue_reason"],
                       bool(row["issue_merged"]))  # fmt: skip
@@ -225,6 +221,11 @@ def _summary(row: RowMapping) -> TicketSummary:
     )
 
 
+def _found(row: RowMapping) -> tuple[int, TicketSummary, Brief | None, int]:
+    """A ticket's id, summary, brief and how many deliveries it had, from a row of `_FIND` or `_FIND_WHOLE`."""
+    return int(row["id"]), _summary(row), Brief.from_dict(row["brief"]), int(row["deliveries"])
+
+
 def _same_name(column: Any, value: str) -> ColumnElement[bool]:
     """Both sides lowered by the database, so the comparison is the same one on every engine."""
     return func.lower(column) == func.lower(value)
@@ -234,19 +235,29 @@ def _same_name(column: Any, value: str) -> ColumnElement[bool]:
 # (installation, repository id, number) is the ticket's key; the name is only what GitHub calls the
 # repository now. A repository deleted and made again under the same name has a new id: the newest ticket
 # under the name is the one its URL means.
-_FIND = (
-    select(*_SUMMARY_COLUMNS, tickets.c.brief, tickets.c.deliveries)
-    .where(func.lower(tickets.c.repository) == func.lower(bindparam("repository")), tickets.c.number == bindparam("n"))
-    .order_by(tickets.c.id.desc())
+_NAMED = (func.lower(tickets.c.repository) == func.lower(bindparam("repository")), tickets.c.number == bindparam("n"))
+_NEWEST = tickets.c.id.desc()
+_FIND = select(*_SUMMARY_COLUMNS, tickets.c.brief, tickets.c.deliveries).where(*_NAMED).order_by(_NEWEST).limit(1)
+# The same, with the ticket's evidence rail and its issue's state (at most one row of each): `Reads.ticket` reads all
+# three, and one statement cost less than three.
+_FIND_WHOLE = (
+    select(
+        *_SUMMARY_COLUMNS,
+        tickets.c.brief,
+        tickets.c.deliveries,
+        evidence_rails.c.rail,
+        evidence_rails.c.updated_at.label("rail_updated_at"),
+        *(column.label(f"issue_{column.name}") for column in issue_states.c),
+    )
+    .outerjoin(evidence_rails, evidence_rails.c.ticket_id == tickets.c.id)
+    .outerjoin(issue_states, issue_states.c.ticket_id == tickets.c.id)
+    .where(*_NAMED)
+    .order_by(_NEWEST)
     .limit(1)
 )
 _ATTEMPTS = select(attempts).where(attempts.c.ticket_id == bindparam("ticket")).order_by(attempts.c.number)
 _DELIVERIES = select(deliveries).where(deliveries.c.ticket_id == bindparam("ticket")).order_by(deliveries.c.number)
 _REVIEWS = select(reviews).where(reviews.c.ticket_id == bindparam("ticket")).order_by(reviews.c.id)
-_RAIL = select(evidence_rails.c.rail, evidence_rails.c.updated_at).where(
-    evidence_rails.c.ticket_id == bindparam("ticket")
-)
-_ISSUE = select(issue_states).where(issue_states.c.ticket_id == bindparam("ticket"))
 
 
 _R = TypeVar("_R", bound="DataclassInstance")
@@ -288,24 +299,20 @@ class Reads:
     ) -> tuple[int, TicketSummary, Brief | None, int] | None:
         """The ticket's id, summary, brief and how many deliveries it had."""
         row = connection.execute(_FIND, {"repository": repository, "n": number}).mappings().first()
-        if row is None:
-            return None
-        return int(row["id"]), _summary(row), Brief.from_dict(row["brief"]), int(row["deliveries"])
+        return None if row is None else _found(row)
 
     def ticket(self, repository: str, number: int) -> TicketDetail | None:
         """A ticket by repository ("owner/name", any case) and issue number, with its history rows."""
         with self._connect() as connection:
-            found = self._find(connection, repository, number)
-            if found is None:
+            row = connection.execute(_FIND_WHOLE, {"repository": repository, "n": number}).mappings().first()
+            if row is None:
                 return None
-            ticket_id, summary, brief, delivered = found
+            ticket_id, summary, brief, delivered = _found(row)
             # A ticket's attempt and delivery counts only rise, with the rows written beside them (`WorkTx.append`):
             # one never claimed has no attempts, one never delivered no deliveries and no reviews, unasked.
             attempt_rows = connection.execute(_ATTEMPTS, {"ticket": ticket_id}).mappings() if summary.attempt else ()
             delivery_rows = connection.execute(_DELIVERIES, {"ticket": ticket_id}).mappings() if delivered else ()
             review_rows = connection.execute(_REVIEWS, {"ticket": ticket_id}) if delivered else ()
-            rail = connection.execute(_RAIL, {"ticket": ticket_id}).first()
-            issue = connection.execute(_ISSUE, {"ticket": ticket_id}).first()
             blockers = dependencies.open_blockers(connection, [summary.key]).get(summary.key, [])
             parent = dependencies.parents(connection, {summary.key: summary.repository}).get(summary.key)
             return TicketDetail(
@@ -319,10 +326,10 @@ class Reads:
                     for d in delivery_rows
                 ),
                 reviews=tuple(review for r in review_rows if (review := _review(r._mapping))),
-                evidence=None if rail is None else dict(rail.rail),
-                evidence_updated_at=None if rail is None else utc(rail.updated_at),
+                evidence=None if row["rail_updated_at"] is None else dict(row["rail"]),
+                evidence_updated_at=_maybe_utc(row["rail_updated_at"]),
                 brief=brief,
-                issue=None if issue is None else _issue(issue),
+                issue=None if row["issue_ticket_id"] is None else _issue_row(row),
                 blocked_by=tuple(blockers),
                 parent=parent,
             )
