@@ -15,6 +15,9 @@ second apart. Printed per run:
   the read API; and the same after the first round, which also pays for the process's first GitHub token,
   settings file and permission lookups (the round's time is printed too),
 - ack p50/p99 (the HTTP round trip of the 202),
+- how long the three rounds after the first took, and a median round (send until the winner shows in the read
+  API): the rounds right after the first also pay for first calls (the losers of the first race looked up in the
+  background, the write lane's first writes),
 - last ack -> decision p50/p99 per round (until the round's deliveries are all decided; the first race after
   start, which also pays for the process's first token, settings and permission lookups, is printed apart),
 - last ack -> 👍 p50/p99 per round (until the stand-in received the winner's 👍),
@@ -415,6 +418,10 @@ def run(database_url: str, *, claimers: int, rounds: int, serves: int, workers: 
         "one_winner": one_winner, "rounds": rounds, "claims_per_s": len(acks) / (finished - began),
         "after_first": (len(acks) - claimers) / (finished - visible[0]) if rounds > 1 else float("nan"),
         "first_round": 1000 * (visible[0] - began),
+        # the rounds after the first that pay for more first calls (the losers looked up, the first writes), and a
+        # median one: how long each took, from its send until its winner showed
+        "next_rounds": [1000 * (visible[r] - sent[r]) for r in range(1, min(rounds, 4))],
+        "median_round": 1000 * statistics.median(visible[r] - sent[r] for r in range(rounds)),
         "ack_p50": pct(ack, 0.5), "ack_p99": pct(ack, 0.99),
         "decision_p50": pct(to_decision, 0.5), "decision_p99": pct(to_decision, 0.99),
         "thumb_p50": pct(to_thumb, 0.5), "thumb_p99": pct(to_thumb, 0.99), "thumbs": len(to_thumb),
@@ -486,8 +493,9 @@ def main(argv: list[str] | None = None) -> int:
         print("    a round's median ms: send -> last ack {:.1f}, -> decided {:.1f}, -> in the read API {:.1f}; "
               "Baton's CPU per claim until the last winner showed {:.2f} ms; the first race (not in the dec "
               "columns) decided {:.0f} ms after its last ack; the first round took {:.0f} ms, the others {:,.0f} "
-              "claims/s".format(*r["phases"], r["cpu_ms_per_claim"], r["first_decision"], r["first_round"],
-                                r["after_first"]), flush=True)  # fmt: skip
+              "claims/s; the next rounds {} ms, a median one {:.1f} ms".format(
+                  *r["phases"], r["cpu_ms_per_claim"], r["first_decision"], r["first_round"], r["after_first"],
+                  ", ".join(f"{ms:.0f}" for ms in r["next_rounds"]), r["median_round"]), flush=True)  # fmt: skip
         failures += r["rounds"] - r["one_winner"]
     print("times in ms; claims/s: every claim sent / (first send -> every round's winner in the read API)")
     return 1 if failures else 0
