@@ -318,8 +318,12 @@ class GitHubApp:
         )
         with not_waiting():
             for call in calls:
-                with suppress(WouldWait):
+                try:
                     call()
+                except WouldWait:
+                    continue
+                except Exception as error:  # only a warm-up: the call itself is made, and answered, when needed
+                    log.debug("preparing a GitHub operation failed: %s", type(error).__name__)
 
     def installation(self, installation_id: int) -> GitHub[Any]:
         """The client of one installation. On a thread that must not wait for GitHub (`not_waiting`), raises
