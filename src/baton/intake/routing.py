@@ -179,8 +179,8 @@ def _decide(inbox: Inbox, intake: Intake, hooks: Sequence[Hook], at_hand: bool =
         except Exception as error:
             opened.append((hook, error))
 
-    look_ahead(intake, [envelope for _, envelope in opened if isinstance(envelope, Envelope)], at_hand=at_hand)
     try:
+        look_ahead(intake, [envelope for _, envelope in opened if isinstance(envelope, Envelope)], at_hand=at_hand)
         for hook, envelope in opened:
             if isinstance(envelope, BaseException):
                 failed(hook, envelope)
