@@ -172,6 +172,8 @@ def look_ahead(intake: Intake, envelopes: Sequence[Envelope], *, at_hand: bool =
             continue
         if dig(payload, "issue", "pull_request") is not None or not envelope.repository:
             continue
+        if intake.from_baton(envelope, "comment"):  # Baton's own comments carry no commands (`comment_requests`)
+            continue
         try:
             if not read(command_text(payload, "comment", "body")).commands:
                 continue
