@@ -546,6 +546,25 @@ def _collaborator_permission(c: _Context, username: str) -> tuple[int, Json]:
     return 200, shapes.collaborator_permission(c.repo, account, coarse, role, base=base)
 
 
+def _list_collaborators(c: _Context) -> tuple[int, Json]:
+    """GET .../collaborators: a page of everyone the collaborator check counts (`Repository.is_collaborator`) among
+    the accounts GitHub knows, by login, with their roles. `affiliation=outside` lists none here (the stand-in has
+    no organisation members apart from collaborators)."""
+    affiliation = c.query.get("affiliation", "all")
+    if affiliation not in ("all", "direct", "outside"):
+        raise GitHubError(422, "Validation Failed")
+    listed = [] if affiliation == "outside" else sorted(
+        (account for account in c.world.accounts.values()
+         if account.type != "Organization" and c.repository.is_collaborator(account.login)),
+        key=lambda account: account.login.lower(),
+    )  # fmt: skip
+    answer = []
+    for account in c.page(listed):
+        role = c.repository.permission(account.login)
+        answer.append(shapes.collaborator(c.repo, account, role, base=c.repository.custom_roles.get(role, role)))
+    return 200, answer
+
+
 def _check_collaborator(c: _Context, username: str) -> tuple[int, Json]:
     """GET .../collaborators/{username}: 204 for a collaborator (`Repository.is_collaborator`), else 404."""
     if username.lower() not in c.world.accounts or not c.repository.is_collaborator(username):
@@ -948,6 +967,7 @@ def _resolve(repository: Repository, ref: str) -> str:
 
 _OPERATIONS: list[tuple[str, str, Callable[..., tuple[int, Json]]]] = [
     ("GET", r"/repos/([^/]+)/([^/]+)", _get_repository),
+    ("GET", r"/repos/([^/]+)/([^/]+)/collaborators", _list_collaborators),
     ("GET", r"/repos/([^/]+)/([^/]+)/collaborators/([^/]+)/permission", _collaborator_permission),
     ("GET", r"/repos/([^/]+)/([^/]+)/collaborators/([^/]+)", _check_collaborator),
     ("GET", r"/repos/([^/]+)/([^/]+)/contents/(.+)", _contents),

@@ -183,6 +183,45 @@ def test_a_race_waits_for_the_winner_s_lookup_alone_and_the_losers_are_looked_up
     assert len(losers) == 2 and all(at >= last_decided for at in losers.values()), (last_decided, asked, winner)
 
 
+def test_a_race_s_losers_are_learned_from_one_page_of_collaborators_and_claim_next_without_a_lookup(
+    stage: Stage,
+) -> None:
+    # Four agents Baton has not looked up race for an issue. The winner is looked up before its claim (its
+    # permission, then the collaborator check: it has the read role); the three refused by the ticket's state are
+    # learned afterwards with one call listing the repository's collaborators, instead of six. Each of them then
+    # claims an issue of its own, decided without asking GitHub who they are.
+    owner = stage.person("olivia", "admin")
+    agents = [stage.person(f"agent-{n}", "read") for n in "abcd"]
+    number = owner.open_issue(SHOP, "Raced by four")
+    others = {agent.login: owner.open_issue(SHOP, f"For {agent.login} next") for agent in agents}
+    for issue in (number, *others.values()):
+        wait_for(stage, issue, offered, "the issues offered")
+    began = time.time()
+
+    def asked(since: float) -> list[str]:
+        with stage.hub.world.lock:
+            return [call.path for call in stage.hub.rest.calls if call.at >= since and "/collaborators" in call.path]
+
+    race_in_one_round(stage, number, agents)
+    until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
+    until(lambda: f"/repos/{SHOP}/collaborators" in asked(began), 10, "the collaborators listed")
+    winner = ticket(stage, number)["runner"]
+    assert sorted(asked(began)) == sorted(
+        [
+            f"/repos/{SHOP}/collaborators/{winner}/permission",
+            f"/repos/{SHOP}/collaborators/{winner}",
+            f"/repos/{SHOP}/collaborators",
+        ]
+    )
+    listed = time.time()
+    losers = [agent for agent in agents if agent.login != winner]
+    for agent in losers:
+        agent.comment(SHOP, others[agent.login], "/claim")
+    until(lambda: all(ticket(stage, others[a.login]).get("runner") == a.login for a in losers), 30, "their claims")
+    assert asked(listed) == []
+    assert stage.hub.all_problems() == []
+
+
 def test_claimers_baton_does_not_know_are_looked_up_in_turn_until_one_may_claim(stage: Stage) -> None:
     # Two people Baton has not looked up claim in one round, the first one GitHub says cannot run the task: they are
     # looked up first, and refused for that; then the second, who claims. Nobody is refused for not being known.
@@ -222,14 +261,14 @@ def test_lookups_that_find_the_installation_token_run_out_share_one_new_token(st
     began = time.time()
     race_in_one_round(stage, number, agents)
     until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
-    asked = rf"/repos/{SHOP}/collaborators/agent-[a-d]/permission"
+    asked = rf"/repos/{SHOP}/collaborators(/agent-[a-d]/permission)?"
 
     def calls() -> list[Any]:
         with stage.hub.world.lock:
             return [call for call in stage.hub.rest.calls if call.at >= began]
 
-    # the winner's lookup before its claim, the losers' after their refusals
-    until(lambda: len([call for call in calls() if re.fullmatch(asked, call.path)]) == 4, 10, "every lookup")
+    # the winner's lookup before its claim, the losers' after their refusals (one page of collaborators)
+    until(lambda: len([call for call in calls() if re.fullmatch(asked, call.path)]) == 2, 10, "every lookup")
     mints = [call for call in calls() if call.path.endswith("/access_tokens")]
     assert len(mints) == 1, [(round(call.at - began, 3), call.method, call.path) for call in calls()]
 

@@ -53,6 +53,7 @@ def hook_problems(event: str, payload: dict[str, Any]) -> list[str]:
 API = "http://127.0.0.1:8123"
 ORG = shapes.Account("octo-org", 10, "Organization")
 ALICE = shapes.Account("alice", 11)
+BOB = shapes.Account("bob", 13)
 BOT = shapes.Account("baton[bot]", 12, "Bot")
 APP = shapes.App(99, "baton", "Baton", ORG)
 REPO = shapes.Repo(ORG, "widgets", 100, api_url=API, description="Things")
@@ -129,6 +130,9 @@ REST_CASES: list[tuple[str, str, int, Any, str]] = [
 
     ("GET", "/app", 200, shapes.app_object(APP), "apps/get-authenticated"),
     ("GET", f"{R}/collaborators/alice", 204, None, "repos/check-collaborator"),
+    ("GET", f"{R}/collaborators", 200, [shapes.collaborator(REPO, ALICE, "write"),
+                                        shapes.collaborator(REPO, BOB, "release-manager", base="maintain")],
+     "repos/list-collaborators"),
     ("GET", f"{R}/collaborators/alice/permission", 200,
      shapes.collaborator_permission(REPO, ALICE, "write", "write"), "repos/get-collaborator-permission-level"),
     ("GET", f"{R}/collaborators/nobody/permission", 200,
@@ -535,6 +539,9 @@ GITHUBKIT_CALLS: list[tuple[str, Callable[[GitHub[Any]], Any], Any, int]] = [
     ("app", lambda gh: gh.rest.apps.get_authenticated(), shapes.app_object(APP), 200),
     ("permission", lambda gh: gh.rest.repos.get_collaborator_permission_level("octo-org", "widgets", "alice"),
      shapes.collaborator_permission(REPO, ALICE, "admin", "admin"), 200),
+    ("list-collaborators",
+     lambda gh: gh.rest.repos.list_collaborators("octo-org", "widgets", affiliation="all", per_page=100),
+     [shapes.collaborator(REPO, ALICE, "admin"), shapes.collaborator(REPO, BOB, "read")], 200),
     ("content", lambda gh: gh.rest.repos.get_content("octo-org", "widgets", ".github/baton.yml"),
      shapes.content_file(REPO, ".github/baton.yml", CONFIG_TEXT, "d" * 40), 200),
     ("issue", lambda gh: gh.rest.issues.get("octo-org", "widgets", 42), ISSUE, 200),

@@ -287,6 +287,37 @@ def test_a_deleted_comment_is_gone_and_arrives_as_issue_comment_deleted(
     assert hub.all_problems() == []
 
 
+def test_the_collaborators_list_holds_whom_the_collaborator_check_counts_with_their_roles_a_page_at_a_time(
+    hub: Hub,
+) -> None:
+    # Roles given here, a custom role, and a pattern of collaborators with the read role; someone whose role is
+    # none and someone with no role (who reads the public repository) are no collaborators, and are not listed.
+    with hub.world.lock:
+        shop = hub.world.repository("octo/shop")
+        assert shop is not None
+        shop.permissions.update({"maria": "write", "rel": "release-manager", "gone": "none"})
+        shop.custom_roles["release-manager"] = "maintain"
+        shop.collaborators = ("agent-*",)
+        for login in ("maria", "rel", "gone", "agent-b", "agent-a", "outsider"):
+            hub.world.account(login)
+    auth = {"Authorization": f"token {token(hub)}"}
+    with client(hub) as http:
+        listed = http.get("/repos/octo/shop/collaborators", headers=auth)
+        first = http.get("/repos/octo/shop/collaborators", params={"per_page": 2}, headers=auth).json()
+        second = http.get("/repos/octo/shop/collaborators", params={"per_page": 2, "page": 2}, headers=auth).json()
+        outside = http.get("/repos/octo/shop/collaborators", params={"affiliation": "outside"}, headers=auth).json()
+        elsewhere = http.get("/repos/elsewhere/secret/collaborators", headers=auth)
+    assert listed.status_code == 200
+    roles = {one["login"]: (one["role_name"], one["permissions"]["push"], one["permissions"]["maintain"])
+             for one in listed.json()}  # fmt: skip
+    assert roles == {"agent-a": ("read", False, False), "agent-b": ("read", False, False),
+                     "maria": ("write", True, False), "rel": ("release-manager", True, True)}  # fmt: skip
+    assert [one["login"] for one in first + second] == ["agent-a", "agent-b", "maria", "rel"]
+    assert outside == []
+    assert elsewhere.status_code == 404  # another installation's repository
+    assert hub.all_problems() == []
+
+
 def test_a_prepared_world_with_inspection_shows_each_write_with_its_time_installation_and_issue(
     contract: Contract,
 ) -> None:

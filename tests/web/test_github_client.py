@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -397,6 +398,78 @@ def test_a_minting_that_fails_is_not_shared_the_others_mint_their_own(github: re
                if route.call_count)  # fmt: skip
     for login in logins:
         assert people.permission(INSTALLATION, "octo/shop", login) is Permission.WRITE
+
+
+def listed(login: str, role_name: str, flags: tuple[bool, bool, bool, bool, bool]) -> dict[str, object]:
+    """An item of the list-collaborators API; `flags`: pull, triage, push, maintain, admin."""
+    names = ("pull", "triage", "push", "maintain", "admin")
+    return {"login": login, "id": 1, "role_name": role_name, "permissions": dict(zip(names, flags, strict=True))}
+
+
+def learned(people: GitHubDirectory, logins: list[str]) -> None:
+    deadline = time.monotonic() + 5
+    while not all(people.knows(INSTALLATION, "octo/shop", login) for login in logins):
+        assert time.monotonic() < deadline, [login for login in logins if not people.knows(INSTALLATION, "octo/shop",
+                                                                                             login)]  # fmt: skip
+        time.sleep(0.01)
+
+
+def test_three_people_or_more_of_a_repository_are_learned_from_one_page_of_its_collaborators(
+    github: respx.MockRouter, pem: str
+) -> None:
+    # A race's losers, looked up after their refusals: one call lists the repository's collaborators with their roles
+    # (what the permission API and the collaborator check would say of each); someone not on it is asked alone.
+    page = github.get("/repos/octo/shop/collaborators").respond(200, json=[
+        listed("Ana", "read", (True, False, False, False, False)),
+        listed("ben", "write", (True, True, True, False, False)),
+        listed("cy", "release-manager", (True, True, True, True, False)),
+        listed("zed", "admin", (True, True, True, True, True)),
+    ])  # fmt: skip
+    one_by_one = github.get(path__regex=r"/repos/octo/shop/collaborators/(ana|ben|cy)(/permission)?$")
+    permission_route(github, "otto").respond(200, json=answer("read", "read"))
+    check = github.get("/repos/octo/shop/collaborators/otto").respond(404)
+    people = directory(pem)
+    people.learn({(INSTALLATION, "octo/shop", login) for login in ("ana", "Ben", "cy", "otto")})
+    learned(people, ["ana", "ben", "cy", "otto"])
+    assert page.call_count == 1
+    assert dict(page.calls.last.request.url.params) == {"affiliation": "all", "per_page": "100"}
+    assert one_by_one.call_count == 0
+    assert people.access(INSTALLATION, "octo/shop", "ana") == Access(Permission.READ, "read", True)
+    assert people.access(INSTALLATION, "octo/shop", "ben") == Access(Permission.WRITE, "write", True)
+    assert people.access(INSTALLATION, "octo/shop", "cy") == Access(Permission.MAINTAIN, "release-manager", True)
+    assert people.access(INSTALLATION, "octo/shop", "otto") == Access(Permission.READ, "read", False)
+    assert check.call_count == 1
+    assert not people.knows(INSTALLATION, "octo/shop", "zed")  # listed, not asked for: not kept
+
+
+@pytest.mark.parametrize("failure", [502, 403, "not a list"])
+def test_two_people_are_asked_one_by_one_and_a_listing_that_fails_asks_each_alone(
+    github: respx.MockRouter, pem: str, failure: int | str
+) -> None:
+    page = github.get("/repos/octo/shop/collaborators")
+    if isinstance(failure, int):
+        page.respond(failure)
+    else:
+        page.respond(200, json={"message": failure})
+    routes = {login: permission_route(github, login).respond(200, json=answer("write", "write"))
+              for login in ("ana", "ben", "cy")}  # fmt: skip
+    people = directory(pem)
+    people.learn({(INSTALLATION, "octo/shop", "ana"), (INSTALLATION, "octo/shop", "ben")})
+    learned(people, ["ana", "ben"])
+    assert page.call_count == 0
+    people.learn({(INSTALLATION, "octo/shop", login) for login in ("ana", "ben", "cy")})  # one is not known yet
+    learned(people, ["cy"])
+    assert page.call_count == 0
+    people.ttl = 0  # all three out of date: listed, and when that fails asked one by one
+    people.learn({(INSTALLATION, "octo/shop", login) for login in ("ana", "ben", "cy")})
+    deadline = time.monotonic() + 5
+    while sum(route.call_count for route in routes.values()) < 6:
+        assert time.monotonic() < deadline, {login: route.call_count for login, route in routes.items()}
+        time.sleep(0.01)
+    assert page.call_count == 1
+    assert {login: route.call_count for login, route in routes.items()} == {"ana": 2, "ben": 2, "cy": 2}
+    people.ttl = 60
+    assert people.access(INSTALLATION, "octo/shop", "cy") == Access(Permission.WRITE, "write", True)
 
 
 def test_a_permission_asked_again_in_the_background_that_fails_leaves_the_answer_kept_until_its_time_is_up(

@@ -296,6 +296,7 @@ class GitHubApp:
             lambda: rest.repos.get_content("owner", "name", "path"),
             lambda: rest.repos.get_collaborator_permission_level("owner", "name", "login"),
             lambda: rest.repos.check_collaborator("owner", "name", "login"),
+            lambda: rest.repos.list_collaborators("owner", "name", affiliation="all", per_page=LISTED_PAGE),
             lambda: rest.teams.get_membership_for_user_in_org("owner", "team", "login"),
             lambda: rest.issues.get("owner", "name", 1),
             lambda: rest.issues.add_labels("owner", "name", 1, data={"labels": ["label"]}),
@@ -380,6 +381,20 @@ def access_of(data: Any) -> Access:
     return Access(_ROLES.get(str(data.get("permission")), Permission.NONE), role)
 
 
+def collaborators(data: Any) -> dict[str, Access]:
+    """A page of the list-collaborators API read into each one's access, by login in lower case: the role as the
+    collaborator-permission API gives it (`access_of`), and a collaborator, since the list holds those the
+    collaborator check answers 204 for."""
+    found: dict[str, Access] = {}
+    for entry in data if isinstance(data, list) else ():
+        login = entry.get("login") if isinstance(entry, dict) else None
+        if isinstance(login, str):
+            shown = access_of({"role_name": entry.get("role_name"), "user": {"permissions": entry.get("permissions")}})
+            if shown.permission is not Permission.NONE:  # never listed so; asked one by one, should it be
+                found[login.lower()] = dataclasses.replace(shown, collaborator=True)
+    return found
+
+
 class TeamsHidden(RuntimeError):
     """GitHub refused to show an organisation's team memberships: the App lacks the organisation `members:
     read` permission (or is not installed on that organisation)."""
@@ -389,13 +404,16 @@ class TeamsHidden(RuntimeError):
         self.org = org
 
 
+LISTED_FROM = 3  # people of one repository to look up at once (`learn`) from a page of its collaborators
+LISTED_PAGE = 100  # the most GitHub lists in one page
 KEPT = 20_000  # permissions (and, apart, team memberships) a process keeps at once
 AGAIN_AFTER = 0.75  # of its `ttl`: a permission used after this share of its time is asked again, in the background
 
 
 class GitHubDirectory:
     """Repository permissions from the collaborator-permission API (with, for read access, the collaborator
-    check) and team memberships from the team-membership API, each cached for `ttl` seconds.
+    check), or for several people learned at once from the list of collaborators, and team memberships from the
+    team-membership API, each cached for `ttl` seconds.
 
     A permission used in the last quarter of its time (`again_after`) is asked again at once, in a thread of the
     directory's own, while the call that used it goes on with the answer kept: someone who keeps calling never
@@ -410,7 +428,8 @@ class GitHubDirectory:
         self._cache: dict[tuple[int, str, str], tuple[float, Access, str | None]] = {}  # when, what, GitHub's tag
         self._teams: dict[tuple[int, str, str], tuple[float, bool | None]] = {}  # None: hidden from the App
         self._lock = threading.Lock()
-        self._again: queue.SimpleQueue[tuple[int, str, str]] = queue.SimpleQueue()  # to ask again, in the thread
+        # to ask again, in the thread: one person, or several from a page of the repository's collaborators (`_listed`)
+        self._again: queue.SimpleQueue[tuple[int, str, str | tuple[str, ...]]] = queue.SimpleQueue()
         self._asking_again: set[tuple[int, str, str]] = set()  # keys on the queue or being asked
         self._thread: threading.Thread | None = None
 
@@ -444,10 +463,24 @@ class GitHubDirectory:
 
     def learn(self, wanted: set[tuple[int, str, str]]) -> None:
         """Look up, in the directory's own thread, the permissions not known yet among `wanted` (installation,
-        repository, login), without waiting for them: people whose commands were decided without their access."""
+        repository, login), without waiting for them: people whose commands were decided without their access.
+        `LISTED_FROM` or more of one repository are looked up with one page of its collaborators (`_listed`)."""
+        places: dict[tuple[int, str], tuple[str, list[str]]] = {}
         for installation_id, repository, login in wanted:
             if not self.knows(installation_id, repository, login):
-                self._ask_again(installation_id, repository, login, _person(installation_id, repository, login))
+                places.setdefault((installation_id, repository.lower()), (repository, []))[1].append(login)
+        for (installation_id, _), (repository, logins) in places.items():
+            if len(logins) < LISTED_FROM:
+                for login in logins:
+                    self._ask_again(installation_id, repository, login, _person(installation_id, repository, login))
+                continue
+            keys = {login: _person(installation_id, repository, login) for login in logins}
+            with self._lock:
+                fresh = tuple(sorted(login for login, key in keys.items() if key not in self._asking_again))
+                self._asking_again.update(keys[login] for login in fresh)
+            if fresh:
+                self._start()
+                self._again.put((installation_id, repository, fresh))
 
     def permission(self, installation_id: int, repository: str, login: str) -> Permission:
         return self.access(installation_id, repository, login).permission
@@ -469,25 +502,61 @@ class GitHubDirectory:
             if key in self._asking_again:
                 return
             self._asking_again.add(key)
+        self._start()
+        self._again.put((installation_id, repository, login))
+
+    def _start(self) -> None:
+        with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._asking, name="baton-who-again", daemon=True)
                 self._thread.start()
-        self._again.put((installation_id, repository, login))
 
     def _asking(self) -> None:
         while True:
-            installation_id, repository, login = self._again.get()
-            key = _person(installation_id, repository, login)
-            try:
+            installation_id, repository, who = self._again.get()
+            if isinstance(who, tuple):
+                self._listed(installation_id, repository, who)
+                continue
+            self._asked_again(installation_id, repository, who)
+
+    def _asked_again(self, installation_id: int, repository: str, login: str) -> None:
+        key = _person(installation_id, repository, login)
+        try:
+            with self._lock:
+                cached = self._cache.get(key)
+            self._ask(installation_id, repository, login, key, cached, time.monotonic())
+        except Exception as error:  # the answer kept holds until its time is up; a call then asks, and fails
+            log.warning("asking GitHub again for %s's permission on %s failed: %s", login, repository,
+                        type(error).__name__)  # fmt: skip
+        finally:
+            with self._lock:
+                self._asking_again.discard(key)
+
+    def _listed(self, installation_id: int, repository: str, logins: tuple[str, ...]) -> None:
+        """`logins`' access to `repository` from the first page of its collaborators: one call instead of one or two
+        each. Those not on it (no collaborators, or on a later page), or all when the listing fails, are asked one
+        by one, as `learn` asks fewer."""
+        owner, _, name = repository.partition("/")
+        now = time.monotonic()
+        try:
+            listed = collaborators(self.github.installation(installation_id).rest.repos.list_collaborators(
+                owner, name, affiliation="all", per_page=LISTED_PAGE
+            ).json())  # fmt: skip
+        except Exception as error:
+            log.warning("listing the collaborators of %s failed: %s", repository, type(error).__name__)
+            listed = {}
+        keys = [_person(installation_id, repository, login) for login in logins]
+        try:
+            for login, key in zip(logins, keys, strict=True):
+                access = listed.get(login.lower())
+                if access is None:
+                    self._asked_again(installation_id, repository, login)
+                    continue
                 with self._lock:
-                    cached = self._cache.get(key)
-                self._ask(installation_id, repository, login, key, cached, time.monotonic())
-            except Exception as error:  # the answer kept holds until its time is up; a call then asks, and fails
-                log.warning("asking GitHub again for %s's permission on %s failed: %s", login, repository,
-                            type(error).__name__)  # fmt: skip
-            finally:
-                with self._lock:
-                    self._asking_again.discard(key)
+                    self._keep(self._cache, key, (now, access, None))
+        finally:
+            with self._lock:
+                self._asking_again.difference_update(keys)
 
     def _ask(
         self, installation_id: int, repository: str, login: str, key: tuple[int, str, str],

@@ -27,6 +27,7 @@ ROUTES = (
     "POST /repos/{owner}/{repo}/labels",
     "GET /repos/{owner}/{repo}/labels/{name}",
     "GET /repos/{owner}/{repo}/pulls/{pull_number}",
+    "GET /repos/{owner}/{repo}/collaborators",
     "GET /repos/{owner}/{repo}/collaborators/{username}/permission",
     "GET /repos/{owner}/{repo}/collaborators/{username}",
     "GET /repos/{owner}/{repo}/contents/{path}",
