@@ -32,11 +32,12 @@ class Lane:
         self.lane = scene.app.state.lane
         self.took: list[bool] = []
         self.deliveries: list[str] = []  # beside each of `took`, the request's X-GitHub-Delivery ("" for none)
+        self.declining = False  # set: every request goes to the application, as the lane leaves one it cannot take
         answer = self.lane.answer
 
         def watched(method: str, path: str, headers: Any, *args: Any) -> Any:
             headers = list(headers)
-            given = answer(method, path, headers, *args)
+            given = None if self.declining else answer(method, path, headers, *args)
             if path.startswith(prefix):
                 self.took.append(given is not None)
                 named = [value for name, value in headers if name.lower() == b"x-github-delivery"]
@@ -113,9 +114,13 @@ def test_a_ticket_read_with_the_read_token_is_answered_by_the_lane_as_the_applic
     person = scene.stage.person("agent-b", "read").token()
     given: dict[str | None, list[tuple[int, dict[str, str], bytes]]] = {}
     with connect(scene) as connection:
-        for path in (ticket, unknown):  # of two sent at once, the second is the application's
-            connection.sendall(raw(scene, "GET", path, READ_TOKEN) * 2)
-            given[path] = answers(connection, 2)
+        for path in (ticket, unknown):  # the lane's answer (read at once on SQLite), then the application's
+            given[path] = []
+            for declining in (False, True):
+                lane.declining = declining
+                connection.sendall(raw(scene, "GET", path, READ_TOKEN))
+                given[path] += answers(connection, 1)
+        lane.declining = False
         # A person's own token (GitHub is asked whether they may read), a wrong token, none: the application's.
         for credential in (person, "not-the-token", None):
             connection.sendall(raw(scene, "GET", ticket, credential))
@@ -128,7 +133,7 @@ def test_a_ticket_read_with_the_read_token_is_answered_by_the_lane_as_the_applic
         assert by_lane[1]["content-type"] == by_app[1]["content-type"]
     assert [given[credential][0][0] for credential in (person, "not-the-token", None)] == [200, 401, 401]
     assert given[person][0][2] == given[ticket][0][2]
-    assert lane.took == [True, True, False, False, False]
+    assert lane.took == [True, False, True, False, False, False, False]
 
 
 def delivery(scene: Scene, body: bytes, delivery_id: str, sign: bytes | None = None, **headers: str) -> bytes:
