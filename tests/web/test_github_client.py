@@ -443,7 +443,7 @@ def test_three_people_or_more_of_a_repository_are_learned_from_one_page_of_its_c
 
 
 @pytest.mark.parametrize("failure", [502, 403, "not a list"])
-def test_two_people_are_asked_one_by_one_and_a_listing_that_fails_asks_each_alone(
+def test_two_people_are_asked_one_by_one_and_a_listing_that_fails_asks_each_alone_refused_not_again_for_a_while(
     github: respx.MockRouter, pem: str, failure: int | str
 ) -> None:
     page = github.get("/repos/octo/shop/collaborators")
@@ -468,6 +468,12 @@ def test_two_people_are_asked_one_by_one_and_a_listing_that_fails_asks_each_alon
         time.sleep(0.01)
     assert page.call_count == 1
     assert {login: route.call_count for login, route in routes.items()} == {"ana": 2, "ben": 2, "cy": 2}
+    # Out of date again: a listing GitHub refused (4xx) is not asked for again for a while; one that failed is.
+    people.learn({(INSTALLATION, "octo/shop", login) for login in ("ana", "ben", "cy")})
+    while sum(route.call_count for route in routes.values()) < 9:
+        assert time.monotonic() < deadline + 5, {login: route.call_count for login, route in routes.items()}
+        time.sleep(0.01)
+    assert page.call_count == (1 if failure == 403 else 2)
     people.ttl = 60
     assert people.access(INSTALLATION, "octo/shop", "cy") == Access(Permission.WRITE, "write", True)
 

@@ -15,7 +15,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -431,9 +431,13 @@ class GitHubDirectory:
         # to ask again, in the thread: one person, or several from a page of the repository's collaborators (`_listed`)
         self._again: queue.SimpleQueue[tuple[int, str, str | tuple[str, ...]]] = queue.SimpleQueue()
         self._asking_again: set[tuple[int, str, str]] = set()  # keys on the queue or being asked
+        # repositories whose collaborators GitHub refused to list (a 4xx), and when: their people are asked one by one
+        # for `unlisted_for` seconds (as long as an answer is kept, by default)
+        self._unlisted: dict[tuple[int, str], float] = {}
+        self.unlisted_for = ttl
         self._thread: threading.Thread | None = None
 
-    def _keep(self, kept: dict[tuple[int, str, str], Any], key: tuple[int, str, str], answer: Any) -> None:
+    def _keep(self, kept: dict[Any, Any], key: Hashable, answer: Any) -> None:
         """`answer` kept under `key` (with the lock held); past `most`, the oldest quarter is forgotten (those
         out of date first, as they are the oldest), to be asked again when needed."""
         kept.pop(key, None)
@@ -464,13 +468,17 @@ class GitHubDirectory:
     def learn(self, wanted: set[tuple[int, str, str]]) -> None:
         """Look up, in the directory's own thread, the permissions not known yet among `wanted` (installation,
         repository, login), without waiting for them: people whose commands were decided without their access.
-        `LISTED_FROM` or more of one repository are looked up with one page of its collaborators (`_listed`)."""
+        `LISTED_FROM` or more of one repository are looked up with one page of its collaborators (`_listed`), unless
+        GitHub refused to list them (a 4xx) within the last `unlisted_for` seconds."""
         places: dict[tuple[int, str], tuple[str, list[str]]] = {}
         for installation_id, repository, login in wanted:
             if not self.knows(installation_id, repository, login):
                 places.setdefault((installation_id, repository.lower()), (repository, []))[1].append(login)
-        for (installation_id, _), (repository, logins) in places.items():
-            if len(logins) < LISTED_FROM:
+        now = time.monotonic()
+        with self._lock:
+            refused = {place for place, when in self._unlisted.items() if now - when < self.unlisted_for}
+        for (installation_id, place), (repository, logins) in places.items():
+            if len(logins) < LISTED_FROM or (installation_id, place) in refused:
                 for login in logins:
                     self._ask_again(installation_id, repository, login, _person(installation_id, repository, login))
                 continue
@@ -545,6 +553,9 @@ class GitHubDirectory:
         except Exception as error:
             log.warning("listing the collaborators of %s failed: %s", repository, type(error).__name__)
             listed = {}
+            if isinstance(error, RequestFailed) and 400 <= error.response.status_code < 500:
+                with self._lock:  # refused, not failing: not asked again for a while
+                    self._keep(self._unlisted, (installation_id, repository.lower()), now)
         keys = [_person(installation_id, repository, login) for login in logins]
         try:
             for login, key in zip(logins, keys, strict=True):
