@@ -600,8 +600,8 @@ def collaborator_permission(
 def collaborator(repo: Repo, account: Account, role_name: str, *, base: str | None = None) -> Json:
     """An item of GET .../collaborators (`collaborator`): the user, the flags of their role's base level and the
     role's name (built-in, or a custom role's, whose built-in `base` the flags show)."""
-    shown = collaborator_permission(repo, account, "", role_name, base=base)["user"]
-    return {**shown, "permissions": shown["permissions"], "role_name": role_name}
+    listed: Json = collaborator_permission(repo, account, "", role_name, base=base)["user"]  # as that API shows them
+    return listed
 
 
 def content_file(repo: Repo, path: str, text: str, sha: str, *, ref: str | None = None) -> Json:
