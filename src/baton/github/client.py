@@ -474,11 +474,10 @@ class GitHubDirectory:
         for installation_id, repository, login in wanted:
             if not self.knows(installation_id, repository, login):
                 places.setdefault((installation_id, repository.lower()), (repository, []))[1].append(login)
-        now = time.monotonic()
-        with self._lock:
-            refused = {place for place, when in self._unlisted.items() if now - when < self.unlisted_for}
         for (installation_id, place), (repository, logins) in places.items():
-            if len(logins) < LISTED_FROM or (installation_id, place) in refused:
+            with self._lock:
+                refused = self._unlisted.get((installation_id, place))
+            if len(logins) < LISTED_FROM or (refused is not None and time.monotonic() - refused < self.unlisted_for):
                 for login in logins:
                     self._ask_again(installation_id, repository, login, _person(installation_id, repository, login))
                 continue
