@@ -145,16 +145,23 @@ def _misspelt(
 
 def comment_requests(intake: Intake, envelope: Envelope) -> list[Request] | None:
     """The commands of a comment on an issue; None for a comment on a pull request (`comment_created`)."""
-    if intake.from_baton(envelope, "comment"):
-        return []
-    if dig(envelope.payload, "issue", "pull_request") is not None:
-        return None
+    on_issue = _may_command(intake, envelope)
+    if not on_issue:
+        return None if on_issue is None else []
     comment_id = number(envelope.payload, "comment", "id")
     body = command_text(envelope.payload, "comment", "body")
     requests = _requests(intake, envelope, body, f"comment:{comment_id}", Source(comment_id))
     if not requests:  # a comment with commands is activity where they are decided
         _runner_comment(intake, envelope)
     return requests
+
+
+def _may_command(intake: Intake, envelope: Envelope) -> bool | None:
+    """Whether a new comment's commands act on its issue: False for Baton's own comments (they carry none), None for
+    a comment on a pull request (`comment_created` reads those, for the issue it links)."""
+    if intake.from_baton(envelope, "comment"):
+        return False
+    return None if dig(envelope.payload, "issue", "pull_request") is not None else True
 
 
 def look_ahead(intake: Intake, envelopes: Sequence[Envelope], *, at_hand: bool = False) -> None:
@@ -170,9 +177,7 @@ def look_ahead(intake: Intake, envelopes: Sequence[Envelope], *, at_hand: bool =
         payload, installation_id = envelope.payload, envelope.installation_id
         if (envelope.hook.event, envelope.hook.action) != ("issue_comment", "created") or installation_id is None:
             continue
-        if dig(payload, "issue", "pull_request") is not None or not envelope.repository:
-            continue
-        if intake.from_baton(envelope, "comment"):  # Baton's own comments carry no commands (`comment_requests`)
+        if not envelope.repository or not _may_command(intake, envelope):
             continue
         try:
             if not read(command_text(payload, "comment", "body")).commands:
