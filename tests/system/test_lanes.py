@@ -61,6 +61,12 @@ def writes(stage: Stage) -> list[str]:
         return [f"{c.method} {c.path}" for c in stage.hub.rest.writes()]
 
 
+def calls_since(stage: Stage, since: float) -> list[Any]:
+    """The calls Baton made to the stand-in from `since` (wall-clock seconds) on, in order."""
+    with stage.hub.world.lock:
+        return [call for call in stage.hub.rest.calls if call.at >= since]
+
+
 @contextmanager
 def claim_lines() -> Iterator[list[tuple[str, float]]]:
     """While inside, each `/claim` decision line as it is made, in order: the thread it is made on (a log record may
@@ -168,8 +174,7 @@ def test_a_race_waits_for_the_winner_s_lookup_alone_and_the_losers_are_looked_up
     last_decided = max(at for _, at in decided)
 
     def calls() -> list[Any]:
-        with stage.hub.world.lock:
-            return [call for call in stage.hub.rest.calls if call.at >= began and call.method == "GET"]
+        return [call for call in calls_since(stage, began) if call.method == "GET"]
 
     def checks() -> list[Any]:
         return [call for call in calls() if re.fullmatch(rf"/repos/{SHOP}/collaborators/agent-[abc]", call.path)]
@@ -199,8 +204,7 @@ def test_a_race_s_losers_are_learned_from_one_page_of_collaborators_and_claim_ne
     began = time.time()
 
     def asked(since: float) -> list[str]:
-        with stage.hub.world.lock:
-            return [call.path for call in stage.hub.rest.calls if call.at >= since and "/collaborators" in call.path]
+        return [call.path for call in calls_since(stage, since) if "/collaborators" in call.path]
 
     race_in_one_round(stage, number, agents)
     until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
@@ -263,14 +267,11 @@ def test_lookups_that_find_the_installation_token_run_out_share_one_new_token(st
     until(lambda: ticket(stage, number).get("state") == "claimed", 30, "the claim")
     asked = rf"/repos/{SHOP}/collaborators(/agent-[a-d]/permission)?"
 
-    def calls() -> list[Any]:
-        with stage.hub.world.lock:
-            return [call for call in stage.hub.rest.calls if call.at >= began]
-
     # the winner's lookup before its claim, the losers' after their refusals (one page of collaborators)
-    until(lambda: len([call for call in calls() if re.fullmatch(asked, call.path)]) == 2, 10, "every lookup")
-    mints = [call for call in calls() if call.path.endswith("/access_tokens")]
-    assert len(mints) == 1, [(round(call.at - began, 3), call.method, call.path) for call in calls()]
+    until(lambda: len([c for c in calls_since(stage, began) if re.fullmatch(asked, c.path)]) == 2, 10, "every lookup")
+    calls = calls_since(stage, began)
+    mints = [call for call in calls if call.path.endswith("/access_tokens")]
+    assert len(mints) == 1, [(round(call.at - began, 3), call.method, call.path) for call in calls]
 
 
 def test_a_permission_used_near_the_end_of_its_time_is_asked_again_without_the_call_waiting(stage: Stage) -> None:
@@ -290,12 +291,8 @@ def test_a_permission_used_near_the_end_of_its_time_is_asked_again_without_the_c
         return answer.status_code
 
     def lookups() -> list[float]:
-        with stage.hub.world.lock:
-            return [
-                call.at
-                for call in stage.hub.rest.calls
-                if call.method == "GET" and call.path == f"/repos/{SHOP}/collaborators/agent-a/permission"
-            ]
+        permission = f"/repos/{SHOP}/collaborators/agent-a/permission"
+        return [call.at for call in calls_since(stage, 0.0) if call.method == "GET" and call.path == permission]
 
     assert claim() == 200
     first = lookups()
